@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import fastifyCookie from '@fastify/cookie';
+import fastifyStatic from '@fastify/static';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { DatabaseHandle } from './db/client.js';
+import { accountRoutes } from './modules/account/routes.js';
+import { createGuards } from './modules/auth/guard.js';
+import { authRoutes } from './modules/auth/routes.js';
+import { createAuthService } from './modules/auth/service.js';
+import type { Config } from './platform/config.js';
+import { registerCrossSiteGuard } from './platform/cross-site.js';
+import { registerErrorHandler } from './platform/error-handler.js';
+import { loggerOptions } from './platform/logger.js';
+
+export interface AppDeps {
+  config: Config;
+  database: DatabaseHandle;
+  clock?: () => Date;
+}
+
+/** Paths under /api that authenticate on their own and so skip the cross-site check. */
+export const CROSS_SITE_EXEMPT = ['/api/agent/', '/api/webhooks/', '/api/udid/'] as const;
+
+export async function buildApp({ config, database, clock = () => new Date() }: AppDeps) {
+  const app = Fastify({
+    logger: loggerOptions(config),
+    genReqId: () => randomUUID(),
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    trustProxy: config.TRUST_PROXY,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerErrorHandler(app);
+  registerCrossSiteGuard(app, {
+    exemptPrefixes: CROSS_SITE_EXEMPT,
+    ...(config.PUBLIC_URL ? { publicOrigin: new URL(config.PUBLIC_URL).origin } : {}),
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'same-origin');
+    reply.header('x-frame-options', 'DENY');
+  });
+  await app.register(fastifyCookie);
+
+  const { db } = database;
+  const auth = createAuthService({
+    db,
+    clock,
+    limits: {
+      sessionTtlDays: config.SESSION_TTL_DAYS,
+      signInPerId: config.SIGN_IN_LIMIT_PER_ID,
+      signInPerAddress: config.SIGN_IN_LIMIT_PER_ADDRESS,
+      signInWindowMinutes: config.SIGN_IN_WINDOW_MINUTES,
+    },
+  });
+  const guards = createGuards(auth);
+  const secureCookies = config.PUBLIC_URL?.startsWith('https:') ?? false;
+
+  await app.register(authRoutes, { auth, secureCookies });
+  await app.register(accountRoutes, { guards, freeDailyLimit: config.FREE_DAILY_LIMIT });
+
+  app.get('/api/config', async () => ({ chatUrl: config.CHAT_URL ?? null, channelUrl: config.CHANNEL_URL ?? null }));
+
+  app.get('/healthz', async (_request, reply) => {
+    try {
+      await database.ping();
+      return { status: 'ok', database: database.kind };
+    } catch (err) {
+      app.log.error({ err }, 'health check: database unreachable');
+      return reply.code(503).type('text/plain; charset=utf-8').send('The database is unreachable.');
+    }
+  });
+
+  await registerWeb(app, config.WEB_DIST_DIR);
+  // Returned beside the app, not on it: a fastify instance is thenable, so `await` would drop extras.
+  return { app, services: { auth } };
+}
+
+export type Built = Awaited<ReturnType<typeof buildApp>>;
+
+/** Serves the built SPA with history fallback: unknown non-API GETs get index.html. */
+async function registerWeb(app: FastifyInstance, distDir: string) {
+  const hasWeb = existsSync(path.join(distDir, 'index.html'));
+  if (hasWeb) {
+    await app.register(fastifyStatic, {
+      root: distDir,
+      index: false,
+      setHeaders(res, filePath) {
+        const isHashedAsset = filePath.includes(`${path.sep}assets${path.sep}`);
+        res.header('cache-control', isHashedAsset ? 'public, max-age=31536000, immutable' : 'no-cache');
+      },
+    });
+  }
+  app.setNotFoundHandler((request, reply) => {
+    const url = request.url.split('?')[0] ?? '/';
+    const isPage = (request.method === 'GET' || request.method === 'HEAD') && !url.startsWith('/api/');
+    if (isPage && hasWeb) {
+      return reply.header('cache-control', 'no-cache').sendFile('index.html');
+    }
+    if (isPage) {
+      return reply
+        .code(503)
+        .type('text/plain; charset=utf-8')
+        .send('The web client is not built yet. Run npm run build, then reload.');
+    }
+    return reply.code(404).type('text/plain; charset=utf-8').send(`There is no ${request.method} ${url} here.`);
+  });
+}

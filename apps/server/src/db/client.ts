@@ -1,0 +1,94 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
+import * as schema from './schema/index.js';
+
+export type Schema = typeof schema;
+/** The one database type the services see, whichever driver is underneath. */
+export type Database = PgDatabase<PgQueryResultHKT, Schema>;
+
+export interface DatabaseHandle {
+  db: Database;
+  kind: 'pglite' | 'postgres';
+  /** Where the data lives, for the start-up line; never contains a password. */
+  description: string;
+  migrate(): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const migrationsFolder = path.resolve(import.meta.dirname, '../../drizzle');
+
+export type DatabaseOptions = { url: string } | { pgliteDir: string | null };
+
+/** PostgreSQL when a URL is given; otherwise embedded PGlite in a folder (or in memory for null). */
+export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
+  if ('url' in options) {
+    const pool = new pg.Pool({ connectionString: options.url, max: 10 });
+    const db = drizzlePg(pool, { schema }) as unknown as Database;
+    const url = new URL(options.url);
+    return {
+      db,
+      kind: 'postgres',
+      description: `PostgreSQL ${url.hostname}:${url.port || 5432}${url.pathname}`,
+      migrate: () => migratePg(drizzlePg(pool), { migrationsFolder }),
+      ping: async () => void (await pool.query('select 1')),
+      close: () => pool.end(),
+    };
+  }
+  const dir = options.pgliteDir;
+  if (dir) lockDataFolder(dir);
+  const client = dir ? await PGlite.create(dir) : await PGlite.create();
+  const db = drizzlePglite(client, { schema }) as unknown as Database;
+  return {
+    db,
+    kind: 'pglite',
+    description: options.pgliteDir ? `PGlite ${options.pgliteDir}` : 'PGlite in memory',
+    migrate: () => migratePglite(drizzlePglite(client), { migrationsFolder }),
+    ping: async () => void (await db.execute(sql`select 1`)),
+    close: async () => {
+      await client.close();
+      if (dir) rmSync(lockPath(dir), { force: true });
+    },
+  };
+}
+
+const lockPath = (dir: string) => path.join(dir, 'sideport.lock');
+
+function isAlive(pid: number) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Embedded PGlite is one process's database: a second process opening the same folder would
+ * corrupt it. A pid file refuses the second opener with a sentence; a stale one (dead pid) is taken over.
+ */
+function lockDataFolder(dir: string) {
+  mkdirSync(dir, { recursive: true });
+  const file = lockPath(dir);
+  try {
+    writeFileSync(file, String(process.pid), { flag: 'wx' });
+    return;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const holder = Number(readFileSync(file, 'utf8'));
+  if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
+    throw new Error(
+      `The database folder ${dir} is in use by process ${holder}. Embedded PGlite allows one process: stop it first, or use DATABASE_URL.`,
+    );
+  }
+  writeFileSync(file, String(process.pid));
+}

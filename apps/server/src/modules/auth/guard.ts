@@ -1,0 +1,34 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { forbidden, unauthorized } from '../../platform/errors.js';
+import type { AuthService, SessionUser } from './service.js';
+
+export const SESSION_COOKIE = 'sideport_session';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by requireUser / requireAdmin; undefined on public routes. */
+    user?: SessionUser;
+  }
+}
+
+export function createGuards(auth: Pick<AuthService, 'authenticate'>) {
+  async function requireUser(request: FastifyRequest, _reply: FastifyReply) {
+    const user = await auth.authenticate(request.cookies[SESSION_COOKIE]);
+    if (!user) throw unauthorized();
+    request.user = user;
+  }
+  /** Grade above 0 is admin (spec section 6), checked on the server for every admin call. */
+  async function requireAdmin(request: FastifyRequest, reply: FastifyReply) {
+    await requireUser(request, reply);
+    if ((request.user?.grade ?? 0) <= 0) throw forbidden('Do not have permission.');
+  }
+  return { requireUser, requireAdmin };
+}
+
+export type Guards = ReturnType<typeof createGuards>;
+
+/** The signed-in user of a request that passed requireUser. */
+export function currentUser(request: FastifyRequest): SessionUser {
+  if (!request.user) throw unauthorized();
+  return request.user;
+}

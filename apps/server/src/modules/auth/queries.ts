@@ -1,0 +1,79 @@
+import { and, eq, gt, lt, sql } from 'drizzle-orm';
+import type { Database } from '../../db/client.js';
+import { rateLimits, sessions, users } from '../../db/schema/index.js';
+
+export type UserRow = typeof users.$inferSelect;
+
+export async function findUserById(db: Database, id: string): Promise<UserRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(users)
+    .where(sql`lower(${users.id}) = lower(${id})`)
+    .limit(1);
+  return row;
+}
+
+/** Inserts the user; returns false when the id (case-insensitively) is taken. */
+export async function insertUser(db: Database, user: { id: string; passwordHash: string; grade?: number }) {
+  const inserted = await db.insert(users).values(user).onConflictDoNothing().returning({ id: users.id });
+  return inserted.length === 1;
+}
+
+export async function updateUserGrade(db: Database, id: string, grade: number) {
+  const updated = await db
+    .update(users)
+    .set({ grade })
+    .where(sql`lower(${users.id}) = lower(${id})`)
+    .returning({ id: users.id });
+  return updated.length === 1;
+}
+
+export async function updateUserPassword(db: Database, id: string, passwordHash: string) {
+  await db.update(users).set({ passwordHash }).where(eq(users.id, id));
+}
+
+export async function insertSession(db: Database, session: typeof sessions.$inferInsert) {
+  await db.insert(sessions).values(session);
+}
+
+export async function findSessionUser(db: Database, tokenHash: string, now: Date) {
+  const [row] = await db
+    .select({ id: users.id, grade: users.grade })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .where(and(eq(sessions.tokenHash, tokenHash), gt(sessions.expiresAt, now)))
+    .limit(1);
+  return row;
+}
+
+export async function deleteSession(db: Database, tokenHash: string) {
+  await db.delete(sessions).where(eq(sessions.tokenHash, tokenHash));
+}
+
+export async function deleteExpiredSessions(db: Database, now: Date) {
+  await db.delete(sessions).where(lt(sessions.expiresAt, now));
+}
+
+/**
+ * Counts one hit in a fixed window, atomically (one statement, so concurrent API processes agree).
+ * Returns the count in the current window, this hit included.
+ */
+export async function hitRateLimit(db: Database, key: string, now: Date, windowMs: number): Promise<number> {
+  const resetAt = new Date(now.getTime() + windowMs);
+  const [row] = await db
+    .insert(rateLimits)
+    .values({ key, count: 1, resetAt })
+    .onConflictDoUpdate({
+      target: rateLimits.key,
+      set: {
+        count: sql`case when ${rateLimits.resetAt} <= ${now.toISOString()}::timestamptz then 1 else ${rateLimits.count} + 1 end`,
+        resetAt: sql`case when ${rateLimits.resetAt} <= ${now.toISOString()}::timestamptz then ${resetAt.toISOString()}::timestamptz else ${rateLimits.resetAt} end`,
+      },
+    })
+    .returning({ count: rateLimits.count });
+  return row?.count ?? 1;
+}
+
+export async function clearRateLimit(db: Database, key: string) {
+  await db.delete(rateLimits).where(eq(rateLimits.key, key));
+}

@@ -1,0 +1,121 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { hash, verify } from '@node-rs/argon2';
+import type { Credentials } from '@sideport/contracts';
+import type { Database } from '../../db/client.js';
+import { AppError, conflict, tooManyRequests } from '../../platform/errors.js';
+import * as q from './queries.js';
+
+export interface AuthServiceDeps {
+  db: Database;
+  clock: () => Date;
+  randomToken?: () => string;
+  limits: {
+    sessionTtlDays: number;
+    signInPerId: number;
+    signInPerAddress: number;
+    signInWindowMinutes: number;
+  };
+}
+
+export interface SessionUser {
+  id: string;
+  grade: number;
+}
+
+// @node-rs/argon2 defaults to argon2id (m=19 MiB, t=2, p=1), OWASP's recommended parameters.
+const ARGON2 = {} as const;
+const WRONG_CREDENTIALS = 'The id or password is not correct.';
+// Verified when the id is unknown, so a wrong id takes as long as a wrong password.
+let dummyHash: Promise<string> | undefined;
+
+export const hashToken = (token: string) => createHash('sha256').update(token).digest('base64url');
+
+/** The client sends md5(password) as hex; case must not matter, so hash its lowercase form. */
+const normalizeMd5 = (pw: string) => pw.toLowerCase();
+
+export function createAuthService(deps: AuthServiceDeps) {
+  const { db, clock, limits } = deps;
+  const randomToken = deps.randomToken ?? (() => randomBytes(32).toString('base64url'));
+  const windowMs = limits.signInWindowMinutes * 60_000;
+
+  async function openSession(userId: string) {
+    const token = randomToken();
+    const now = clock();
+    const expiresAt = new Date(now.getTime() + limits.sessionTtlDays * 86_400_000);
+    await q.insertSession(db, { tokenHash: hashToken(token), userId, createdAt: now, expiresAt });
+    return { token, expiresAt };
+  }
+
+  return {
+    async signUp(input: Credentials, address: string) {
+      const attempts = await q.hitRateLimit(db, `sign-up:ip:${address}`, clock(), windowMs);
+      if (attempts > limits.signInPerAddress) {
+        throw tooManyRequests('Too many accounts were created from this address. Please try again later.');
+      }
+      const passwordHash = await hash(normalizeMd5(input.pw), ARGON2);
+      const created = await q.insertUser(db, { id: input.id, passwordHash });
+      if (!created) throw conflict('This id is already taken.');
+      const session = await openSession(input.id);
+      return { grade: 0, ...session };
+    },
+
+    async signIn(input: Credentials, address: string) {
+      const now = clock();
+      const idKey = `sign-in:id:${input.id.toLowerCase()}`;
+      const [perId, perAddress] = await Promise.all([
+        q.hitRateLimit(db, idKey, now, windowMs),
+        q.hitRateLimit(db, `sign-in:ip:${address}`, now, windowMs),
+      ]);
+      if (perId > limits.signInPerId || perAddress > limits.signInPerAddress) {
+        throw tooManyRequests('Too many sign-in attempts. Please wait a few minutes and try again.');
+      }
+      const user = await q.findUserById(db, input.id);
+      if (!user) {
+        dummyHash ??= hash('0'.repeat(32), ARGON2);
+        await verify(await dummyHash, normalizeMd5(input.pw));
+        throw new AppError(401, 'WRONG_CREDENTIALS', WRONG_CREDENTIALS);
+      }
+      if (!(await verify(user.passwordHash, normalizeMd5(input.pw)))) {
+        throw new AppError(401, 'WRONG_CREDENTIALS', WRONG_CREDENTIALS);
+      }
+      await q.clearRateLimit(db, idKey);
+      const session = await openSession(user.id);
+      return { grade: user.grade, ...session };
+    },
+
+    async signOut(token: string | undefined) {
+      if (token) await q.deleteSession(db, hashToken(token));
+    },
+
+    /** The signed-in user of a session cookie, or undefined when absent, unknown or expired. */
+    async authenticate(token: string | undefined): Promise<SessionUser | undefined> {
+      if (!token || token.length > 128) return undefined;
+      return q.findSessionUser(db, hashToken(token), clock());
+    },
+
+    async findUser(id: string) {
+      return q.findUserById(db, id);
+    },
+
+    async setGrade(id: string, grade: number) {
+      return q.updateUserGrade(db, id, grade);
+    },
+
+    /** Creates the account, or sets its password and grade when it exists (operator bootstrap). */
+    async ensureUser(id: string, passwordMd5: string, grade: number) {
+      const passwordHash = await hash(normalizeMd5(passwordMd5), ARGON2);
+      if (!(await q.insertUser(db, { id, passwordHash, grade }))) {
+        const existing = await q.findUserById(db, id);
+        if (!existing) throw new Error(`Could not create or find user ${id}`);
+        await q.updateUserPassword(db, existing.id, passwordHash);
+        await q.updateUserGrade(db, existing.id, grade);
+      }
+    },
+
+    async purgeExpiredSessions() {
+      await q.deleteExpiredSessions(db, clock());
+    },
+  };
+}
+
+export type AuthService = ReturnType<typeof createAuthService>;

@@ -1,0 +1,69 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const optionalUrl = z.url({ error: 'must be an absolute URL' }).optional();
+const positiveInt = (fallback: number) =>
+  z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be above 0').default(fallback);
+
+/** Every variable Sideport reads. README's configuration reference lists the same names. */
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number({ error: 'must be a number' }).int().min(0).max(65535, 'must be a port number').default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  /** Public origin of the site (https://sideport.example). Used for cross-site checks and absolute links. */
+  PUBLIC_URL: optionalUrl,
+  TRUST_PROXY: bool.default(false),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  WEB_DIST_DIR: z.string().min(1).optional(),
+  CHAT_URL: optionalUrl,
+  CHANNEL_URL: optionalUrl,
+  ADMIN_ID: z.string().optional(),
+  ADMIN_PASSWORD: z.string().optional(),
+  SESSION_TTL_DAYS: positiveInt(30),
+  FREE_DAILY_LIMIT: positiveInt(3),
+  BODY_LIMIT_BYTES: positiveInt(64 * 1024),
+  SIGN_IN_LIMIT_PER_ID: positiveInt(10),
+  SIGN_IN_LIMIT_PER_ADDRESS: positiveInt(30),
+  SIGN_IN_WINDOW_MINUTES: positiveInt(15),
+});
+
+export type Config = Readonly<
+  Omit<z.infer<typeof schema>, 'DATA_DIR' | 'WEB_DIST_DIR'> & { DATA_DIR: string; WEB_DIST_DIR: string }
+>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const defaultWebDist = path.resolve(import.meta.dirname, '../../../web/dist');
+
+/** Parses the environment once; a wrong value stops start-up with a message naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean "unset", as in most .env files.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const c = parsed.data;
+  if ((c.ADMIN_ID === undefined) !== (c.ADMIN_PASSWORD === undefined)) {
+    throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: ADMIN_ID and ADMIN_PASSWORD must be set together');
+  }
+  if (c.ADMIN_PASSWORD !== undefined && c.ADMIN_PASSWORD.length < 8) {
+    throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: must be at least 8 characters');
+  }
+  return Object.freeze({
+    ...c,
+    DATA_DIR: path.resolve(c.DATA_DIR),
+    WEB_DIST_DIR: path.resolve(c.WEB_DIST_DIR ?? defaultWebDist),
+  });
+}

@@ -1,0 +1,81 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { buildApp } from '../app.js';
+import { openDatabase, type DatabaseHandle } from '../db/client.js';
+import { loadConfig } from '../platform/config.js';
+
+export type DatabaseKind = 'pglite' | 'postgres';
+
+/** PGlite always; PostgreSQL too when TEST_DATABASE_URL is set (CI sets it). */
+export const databaseKinds: DatabaseKind[] = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+
+export interface TestDatabase extends DatabaseHandle {
+  dispose(): Promise<void>;
+}
+
+/** A fresh, migrated database: in-memory PGlite, or a new PostgreSQL database dropped afterwards. */
+export async function openTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
+  if (kind === 'pglite') {
+    const handle = await openDatabase({ pgliteDir: null });
+    await handle.migrate();
+    return { ...handle, dispose: () => handle.close() };
+  }
+  const adminUrl = process.env.TEST_DATABASE_URL!;
+  const name = `sideport_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const handle = await openDatabase({ url: url.toString() });
+  await handle.migrate();
+  return {
+    ...handle,
+    async dispose() {
+      await handle.close();
+      const cleanup = new pg.Client({ connectionString: adminUrl });
+      await cleanup.connect();
+      await cleanup.query(`drop database if exists ${name} with (force)`);
+      await cleanup.end();
+    },
+  };
+}
+
+export interface TestApp extends Awaited<ReturnType<typeof buildApp>> {
+  database: TestDatabase;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+/** The real server (fastify inject) on a fresh database, with env overrides and an optional clock. */
+export async function createTestApp(
+  kind: DatabaseKind,
+  options: { env?: Record<string, string>; clock?: () => Date } = {},
+): Promise<TestApp> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-test-'));
+  const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, WEB_DIST_DIR: dataDir, ...options.env });
+  const database = await openTestDatabase(kind);
+  const built = await buildApp({ config, database, ...(options.clock ? { clock: options.clock } : {}) });
+  await built.app.ready();
+  return {
+    ...built,
+    database,
+    dataDir,
+    async close() {
+      await built.app.close();
+      await database.dispose();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The cookie header that carries the session set by a sign-in or sign-up answer. */
+export function sessionCookie(response: { cookies: Array<{ name: string; value: string }> }) {
+  const cookie = response.cookies.find((c) => c.name === 'sideport_session');
+  if (!cookie) throw new Error('the answer set no session cookie');
+  return `sideport_session=${cookie.value}`;
+}

@@ -1,0 +1,3 @@
+export * from './auth.js';
+export * from './account.js';
+export * from './catalog.js';
