@@ -10,6 +10,9 @@ import { accountRoutes } from './modules/account/routes.js';
 import { createGuards } from './modules/auth/guard.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { createAuthService } from './modules/auth/service.js';
+import { createItunesClient } from './modules/catalog/itunes.js';
+import { catalogRoutes } from './modules/catalog/routes.js';
+import { createCatalogService } from './modules/catalog/service.js';
 import type { Config } from './platform/config.js';
 import { registerCrossSiteGuard } from './platform/cross-site.js';
 import { registerErrorHandler } from './platform/error-handler.js';
@@ -64,6 +67,20 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   await app.register(authRoutes, { auth, secureCookies });
   await app.register(accountRoutes, { guards, freeDailyLimit: config.FREE_DAILY_LIMIT });
 
+  const itunes = createItunesClient({
+    baseUrl: config.ITUNES_BASE_URL,
+    timeoutMs: config.ITUNES_TIMEOUT_MS,
+    searchLimit: config.ITUNES_SEARCH_LIMIT,
+  });
+  const catalog = createCatalogService({
+    db,
+    itunes,
+    clock,
+    cacheTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
+    log: app.log,
+  });
+  await app.register(catalogRoutes, { catalog, guards });
+
   app.get('/api/config', async () => ({ chatUrl: config.CHAT_URL ?? null, channelUrl: config.CHANNEL_URL ?? null }));
 
   app.get('/healthz', async (_request, reply) => {
@@ -78,7 +95,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
 
   await registerWeb(app, config.WEB_DIST_DIR);
   // Returned beside the app, not on it: a fastify instance is thenable, so `await` would drop extras.
-  return { app, services: { auth } };
+  return { app, services: { auth, catalog } };
 }
 
 export type Built = Awaited<ReturnType<typeof buildApp>>;

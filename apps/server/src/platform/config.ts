@@ -33,6 +33,11 @@ const schema = z.object({
   SIGN_IN_LIMIT_PER_ID: positiveInt(10),
   SIGN_IN_LIMIT_PER_ADDRESS: positiveInt(30),
   SIGN_IN_WINDOW_MINUTES: positiveInt(15),
+  // Catalogue: Apple's iTunes Search/Lookup APIs, or a local server speaking their wire format.
+  ITUNES_BASE_URL: z.url({ error: 'must be an absolute URL' }).default('https://itunes.apple.com'),
+  ITUNES_TIMEOUT_MS: positiveInt(4000),
+  ITUNES_SEARCH_LIMIT: positiveInt(50).pipe(z.number().max(200, 'must be at most 200 (the store caps it)')),
+  CATALOG_CACHE_MINUTES: positiveInt(60),
 });
 
 export type Config = Readonly<

@@ -8,7 +8,7 @@ export interface AccountRoutesDeps {
 }
 
 export async function accountRoutes(app: FastifyInstance, { guards, freeDailyLimit }: AccountRoutesDeps) {
-  app.get('/api/info', { preHandler: guards.requireUser }, async (request): Promise<AccountInfo> => {
+  app.get('/api/info', { onRequest: guards.requireUser }, async (request): Promise<AccountInfo> => {
     const user = currentUser(request);
     // Premium and devices come from the billing and devices modules as they land.
     return { Id: user.id, premium: false, expired_date: null, daily_limit: freeDailyLimit, device_info: [] };

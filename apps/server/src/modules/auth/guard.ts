@@ -11,6 +11,9 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * Use as `onRequest` hooks, so a request without a session gets 401 before its input is validated.
+ */
 export function createGuards(auth: Pick<AuthService, 'authenticate'>) {
   async function requireUser(request: FastifyRequest, _reply: FastifyReply) {
     const user = await auth.authenticate(request.cookies[SESSION_COOKIE]);

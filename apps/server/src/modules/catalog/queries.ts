@@ -1,0 +1,184 @@
+import { and, desc, eq, inArray, isNull, lte, sql, type SQL } from 'drizzle-orm';
+import { PAGE_SIZE } from '@sideport/contracts';
+import { queryRows, type Database } from '../../db/client.js';
+import { apps, auditLog, blacklist, searchCache, versionDoneSeq, versions } from '../../db/schema/index.js';
+import type { StoreApp } from './itunes.js';
+
+export const ACTIVE_STATUSES = ['Pending', 'Downloading', 'Downloaded', 'Process'] as const;
+
+export type AppRow = typeof apps.$inferSelect;
+export type VersionRow = typeof versions.$inferSelect;
+export interface ListRow {
+  app: AppRow;
+  entry: Pick<VersionRow, 'seq' | 'appVerId' | 'version' | 'status' | 'premium'> & { doneSeq: number | null };
+}
+
+const entryColumns = {
+  seq: versions.seq,
+  appVerId: versions.appVerId,
+  version: versions.version,
+  status: versions.status,
+  premium: versions.premium,
+  doneSeq: versions.doneSeq,
+};
+
+export async function upsertApps(db: Database, country: string, list: StoreApp[], fetchedAt: Date) {
+  if (list.length === 0) return;
+  const rows = list.map((a) => ({ ...a, country, fetchedAt }));
+  await db
+    .insert(apps)
+    .values(rows)
+    .onConflictDoUpdate({
+      target: [apps.country, apps.appId],
+      set: Object.fromEntries(
+        Object.keys(rows[0]!)
+          .filter((k) => k !== 'country' && k !== 'appId')
+          .map((k) => [k, sql.raw(`excluded.${apps[k as keyof StoreApp & keyof typeof apps].name}`)]),
+      ),
+    });
+}
+
+export async function findCachedSearch(db: Database, country: string, term: string) {
+  const [row] = await db
+    .select()
+    .from(searchCache)
+    .where(and(eq(searchCache.country, country), eq(searchCache.term, term)))
+    .limit(1);
+  return row;
+}
+
+export async function saveSearch(db: Database, country: string, term: string, appIds: number[], fetchedAt: Date) {
+  await db
+    .insert(searchCache)
+    .values({ country, term, appIds, fetchedAt })
+    .onConflictDoUpdate({ target: [searchCache.country, searchCache.term], set: { appIds, fetchedAt } });
+}
+
+export async function findApp(db: Database, country: string, appId: number) {
+  const [row] = await db
+    .select()
+    .from(apps)
+    .where(and(eq(apps.country, country), eq(apps.appId, appId)))
+    .limit(1);
+  return row;
+}
+
+/** Done versions, newest first. `anchor` (a done_seq) keeps later pages stable while entries are added. */
+export async function listLatest(db: Database, page: number, anchor?: number): Promise<ListRow[]> {
+  const conditions: SQL[] = [eq(versions.status, 'Done')];
+  if (anchor !== undefined) conditions.push(lte(versions.doneSeq, anchor));
+  return db
+    .select({ app: apps, entry: entryColumns })
+    .from(versions)
+    .innerJoin(apps, and(eq(apps.country, versions.country), eq(apps.appId, versions.appId)))
+    .where(and(...conditions))
+    .orderBy(desc(versions.doneSeq))
+    .limit(PAGE_SIZE)
+    .offset(page * PAGE_SIZE);
+}
+
+/** Waiting and working entries: premium first, then oldest. `anchor` is the newest seq seen. */
+export async function listQueue(db: Database, page: number, anchor?: number): Promise<ListRow[]> {
+  const conditions: SQL[] = [inArray(versions.status, [...ACTIVE_STATUSES])];
+  if (anchor !== undefined) conditions.push(lte(versions.seq, anchor));
+  return db
+    .select({ app: apps, entry: entryColumns })
+    .from(versions)
+    .innerJoin(apps, and(eq(apps.country, versions.country), eq(apps.appId, versions.appId)))
+    .where(and(...conditions))
+    .orderBy(desc(versions.premium), versions.seq)
+    .limit(PAGE_SIZE)
+    .offset(page * PAGE_SIZE);
+}
+
+interface StatusRow {
+  app_id: string;
+  status: string | null;
+  app_ver_id: string | null;
+  premium: boolean | null;
+  blacklisted: boolean;
+}
+
+/**
+ * The apps of a search, each with the decrypt entry that decides its status: an active entry
+ * first, then a Done entry of the store's current version, then the newest entry.
+ */
+export async function appsWithStatus(db: Database, country: string, appIds: number[]) {
+  if (appIds.length === 0) return [];
+  const rows = await queryRows<StatusRow>(db, sql`
+    select a.app_id, s.status, s.app_ver_id, s.premium,
+      exists (select 1 from ${blacklist} b where b.country = a.country and b.app_id = a.app_id) as blacklisted
+    from ${apps} a
+    left join lateral (
+      select v.status, v.app_ver_id, v.premium from ${versions} v
+      where v.country = a.country and v.app_id = a.app_id
+      order by (v.status in ('Pending', 'Downloading', 'Downloaded', 'Process')) desc,
+               (v.status = 'Done' and v.version = a.version) desc,
+               v.seq desc
+      limit 1
+    ) s on true
+    where a.country = ${country} and a.app_id in (${sql.join(appIds.map((id) => sql`${id}`), sql`, `)})
+  `);
+  const statusById = new Map(rows.map((r) => [Number(r.app_id), r]));
+  const appRows = await db
+    .select()
+    .from(apps)
+    .where(and(eq(apps.country, country), inArray(apps.appId, appIds)));
+  const byId = new Map(appRows.map((a) => [a.appId, a]));
+  return appIds.flatMap((id) => {
+    const app = byId.get(id);
+    const s = statusById.get(id);
+    return app ? [{ app, status: s?.status ?? null, appVerId: s?.app_ver_id ?? null, premium: s?.premium ?? false, blacklisted: s?.blacklisted ?? false }] : [];
+  });
+}
+
+/** Test and agent support: a decrypt entry in a given state (Done ones get their done_seq). */
+export async function insertVersion(
+  db: Database,
+  v: { country: string; appId: number; appVerId: number | null; version: string | null; status: string; premium?: boolean; requestedBy?: string | null },
+) {
+  const isDone = v.status === 'Done';
+  const [row] = await db
+    .insert(versions)
+    .values({
+      ...v,
+      doneSeq: isDone ? sql`nextval('version_done_seq')` : null,
+      doneAt: isDone ? new Date() : null,
+    })
+    .returning();
+  return row!;
+}
+
+/** Deletes the entries of (app_id, app_ver_id) in the given statuses; app_ver_id null = app-level entry. */
+export async function deleteVersions(db: Database, appId: number, appVerId: number | null, statuses: readonly string[]) {
+  return db
+    .delete(versions)
+    .where(
+      and(
+        eq(versions.appId, appId),
+        appVerId === null ? isNull(versions.appVerId) : eq(versions.appVerId, appVerId),
+        inArray(versions.status, [...statuses]),
+      ),
+    )
+    .returning({ country: versions.country, appId: versions.appId, appVerId: versions.appVerId, version: versions.version });
+}
+
+export async function addToBlacklist(db: Database, country: string, appId: number, addedBy: string) {
+  await db.insert(blacklist).values({ country, appId, addedBy }).onConflictDoNothing();
+}
+
+export async function recordAudit(db: Database, actor: string, action: string, subject: object) {
+  await db.insert(auditLog).values({ actor, action, subject });
+}
+
+export async function maxDoneSeq(db: Database) {
+  const [row] = await db.select({ v: sql<string | null>`max(${versions.doneSeq})` }).from(versions).where(eq(versions.status, 'Done'));
+  return row?.v == null ? undefined : Number(row.v);
+}
+
+export async function maxSeq(db: Database) {
+  const [row] = await db.select({ v: sql<string | null>`max(${versions.seq})` }).from(versions);
+  return row?.v == null ? undefined : Number(row.v);
+}
+
+export { versionDoneSeq };
