@@ -71,6 +71,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     baseUrl: config.ITUNES_BASE_URL,
     timeoutMs: config.ITUNES_TIMEOUT_MS,
     searchLimit: config.ITUNES_SEARCH_LIMIT,
+    clock: () => clock().getTime(),
   });
   const catalog = createCatalogService({
     db,

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
+import { startItunesServer } from './dev/itunes-server.js';
 import { createAuthService } from './modules/auth/service.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
 import { ConfigError, loadConfig } from './platform/config.js';
@@ -71,6 +73,20 @@ program
     }
     await withAuth((auth) => auth.ensureUser(id, md5Hex(password), options.grade));
     console.log(`User ${id} is ready with grade ${options.grade}${options.grade >= ADMIN_GRADE ? ' (admin)' : ''}.`);
+  });
+
+program
+  .command('itunes:serve')
+  .description('serve recorded iTunes Search/Lookup answers locally (offline demos; set ITUNES_BASE_URL to its URL)')
+  .argument('<answers...>', 'iTunes answer files ({"resultCount", "results"}); their results are searched by term')
+  .option('--port <n>', 'port', integer, 8089)
+  .action(async (files: string[], options: { port: number }) => {
+    const records = files.flatMap((file) => {
+      const body = JSON.parse(readFileSync(file, 'utf8')) as { results?: Array<Record<string, unknown>> };
+      return body.results ?? [];
+    });
+    const server = await startItunesServer({ records, port: options.port });
+    console.log(`iTunes wire-format server with ${records.length} records on ${server.url} (Ctrl-C stops it)`);
   });
 
 try {

@@ -79,3 +79,14 @@ export function sessionCookie(response: { cookies: Array<{ name: string; value: 
   if (!cookie) throw new Error('the answer set no session cookie');
   return `sideport_session=${cookie.value}`;
 }
+
+/** The shared real-world fixtures (../shared/fixtures beside the repository). */
+export const fixturesDir = path.resolve(import.meta.dirname, '../../../../../shared/fixtures');
+
+/** Signs up a user through the API and returns its cookie header; grade > 0 is set through the service. */
+export async function signedInUser(t: TestApp, id: string, grade = 0) {
+  const res = await t.app.inject({ method: 'POST', url: '/api/sign-up', payload: { id, pw: 'a'.repeat(32) } });
+  if (res.statusCode !== 200) throw new Error(`sign-up failed: ${res.statusCode} ${res.body}`);
+  if (grade !== 0) await t.services.auth.setGrade(id, grade);
+  return sessionCookie(res);
+}
