@@ -59,6 +59,6 @@ CREATE TABLE "versions" (
 --> statement-breakpoint
 ALTER TABLE "versions" ADD CONSTRAINT "versions_requested_by_users_id_fk" FOREIGN KEY ("requested_by") REFERENCES "public"."users"("id") ON DELETE set null ON UPDATE cascade;--> statement-breakpoint
 CREATE UNIQUE INDEX "versions_app_ver_key" ON "versions" USING btree ("app_id","app_ver_id") WHERE "versions"."app_ver_id" is not null;--> statement-breakpoint
-CREATE INDEX "versions_latest_idx" ON "versions" USING btree ("done_seq" DESC NULLS LAST) WHERE "versions"."status" = 'Done';--> statement-breakpoint
-CREATE INDEX "versions_queue_idx" ON "versions" USING btree ("premium" DESC NULLS LAST,"seq") WHERE "versions"."status" in ('Pending', 'Downloading', 'Downloaded', 'Process');--> statement-breakpoint
+CREATE INDEX "versions_latest_idx" ON "versions" USING btree ("done_seq" DESC NULLS FIRST) WHERE "versions"."status" = 'Done';--> statement-breakpoint
+CREATE INDEX "versions_queue_idx" ON "versions" USING btree ("premium" DESC NULLS FIRST,"seq") WHERE "versions"."status" in ('Pending', 'Downloading', 'Downloaded', 'Process');--> statement-breakpoint
 CREATE INDEX "versions_app_idx" ON "versions" USING btree ("country","app_id");

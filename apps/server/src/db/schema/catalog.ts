@@ -64,9 +64,9 @@ export const versions = pgTable(
   },
   (t) => [
     uniqueIndex('versions_app_ver_key').on(t.appId, t.appVerId).where(sql`${t.appVerId} is not null`),
-    index('versions_latest_idx').on(t.doneSeq.desc()).where(sql`${t.status} = 'Done'`),
+    index('versions_latest_idx').on(t.doneSeq.desc().nullsFirst()).where(sql`${t.status} = 'Done'`),
     index('versions_queue_idx')
-      .on(t.premium.desc(), t.seq)
+      .on(t.premium.desc().nullsFirst(), t.seq)
       .where(sql`${t.status} in ('Pending', 'Downloading', 'Downloaded', 'Process')`),
     index('versions_app_idx').on(t.country, t.appId),
   ],
