@@ -1,2 +1,4 @@
 export * from './accounts.js';
 export * from './catalog.js';
+export * from './billing.js';
+export * from './devices.js';
