@@ -54,6 +54,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   const auth = createAuthService({
     db,
     clock,
+    sessionCacheMs: config.SESSION_CACHE_MS,
     limits: {
       sessionTtlDays: config.SESSION_TTL_DAYS,
       signInPerId: config.SIGN_IN_LIMIT_PER_ID,
@@ -80,7 +81,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     cacheTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
     log: app.log,
   });
-  await app.register(catalogRoutes, { catalog, guards });
+  await app.register(catalogRoutes, { catalog, guards, answerCacheMs: config.LIST_CACHE_MS });
 
   app.get('/api/config', async () => ({ chatUrl: config.CHAT_URL ?? null, channelUrl: config.CHANNEL_URL ?? null }));
 

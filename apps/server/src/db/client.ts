@@ -32,6 +32,9 @@ export type DatabaseOptions = { url: string } | { pgliteDir: string | null };
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   if ('url' in options) {
     const pool = new pg.Pool({ connectionString: options.url, max: 10 });
+    // An idle client's error (server restart, admin kill) would otherwise crash the process; the pool
+    // drops that client and the next query reports the outage through the normal path and /healthz.
+    pool.on('error', () => {});
     const db = drizzlePg(pool, { schema }) as unknown as Database;
     const url = new URL(options.url);
     return {

@@ -28,6 +28,8 @@ const schema = z.object({
   ADMIN_ID: z.string().optional(),
   ADMIN_PASSWORD: z.string().optional(),
   SESSION_TTL_DAYS: positiveInt(30),
+  /** How long one process trusts a session lookup (sign-out on that process is immediate). */
+  SESSION_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int().min(0, 'must be 0 or more').default(2000),
   FREE_DAILY_LIMIT: positiveInt(3),
   BODY_LIMIT_BYTES: positiveInt(64 * 1024),
   SIGN_IN_LIMIT_PER_ID: positiveInt(10),
@@ -38,6 +40,8 @@ const schema = z.object({
   ITUNES_TIMEOUT_MS: positiveInt(4000),
   ITUNES_SEARCH_LIMIT: positiveInt(50).pipe(z.number().max(200, 'must be at most 200 (the store caps it)')),
   CATALOG_CACHE_MINUTES: positiveInt(60),
+  /** How long one process reuses a list page or search answer; bounds how stale a list can be. */
+  LIST_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int().min(0, 'must be 0 or more').default(1000),
 });
 
 export type Config = Readonly<

@@ -38,7 +38,7 @@ export async function insertSession(db: Database, session: typeof sessions.$infe
 
 export async function findSessionUser(db: Database, tokenHash: string, now: Date) {
   const [row] = await db
-    .select({ id: users.id, grade: users.grade })
+    .select({ id: users.id, grade: users.grade, expiresAt: sessions.expiresAt })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .where(and(eq(sessions.tokenHash, tokenHash), gt(sessions.expiresAt, now)))

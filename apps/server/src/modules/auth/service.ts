@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
+import { LRUCache } from 'lru-cache';
 import type { Credentials } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
 import { AppError, conflict, tooManyRequests } from '../../platform/errors.js';
@@ -9,6 +10,8 @@ export interface AuthServiceDeps {
   db: Database;
   clock: () => Date;
   randomToken?: () => string;
+  /** How long this process trusts a session lookup; sign-out here evicts at once (0: never cache). */
+  sessionCacheMs?: number;
   limits: {
     sessionTtlDays: number;
     signInPerId: number;
@@ -37,6 +40,13 @@ export function createAuthService(deps: AuthServiceDeps) {
   const { db, clock, limits } = deps;
   const randomToken = deps.randomToken ?? (() => randomBytes(32).toString('base64url'));
   const windowMs = limits.signInWindowMinutes * 60_000;
+  // Every signed-in call looks its session up; a brief per-process cache spares the database. Entries
+  // keep the expiry so the clock still ends them; revocation on another process shows within the TTL.
+  const sessionCache = new LRUCache<string, { user: SessionUser; expiresAt: Date } | { user: null }>({
+    max: 10_000,
+    ttl: Math.max(deps.sessionCacheMs ?? 0, 1),
+  });
+  const cacheSessions = (deps.sessionCacheMs ?? 0) > 0;
 
   async function openSession(userId: string) {
     const token = randomToken();
@@ -84,13 +94,23 @@ export function createAuthService(deps: AuthServiceDeps) {
     },
 
     async signOut(token: string | undefined) {
-      if (token) await q.deleteSession(db, hashToken(token));
+      if (!token) return;
+      sessionCache.delete(hashToken(token));
+      await q.deleteSession(db, hashToken(token));
     },
 
     /** The signed-in user of a session cookie, or undefined when absent, unknown or expired. */
     async authenticate(token: string | undefined): Promise<SessionUser | undefined> {
       if (!token || token.length > 128) return undefined;
-      return q.findSessionUser(db, hashToken(token), clock());
+      const key = hashToken(token);
+      const now = clock();
+      const cached = cacheSessions ? sessionCache.get(key) : undefined;
+      if (cached) return cached.user && cached.expiresAt > now ? cached.user : undefined;
+      const found = await q.findSessionUser(db, key, now);
+      if (cacheSessions) {
+        sessionCache.set(key, found ? { user: { id: found.id, grade: found.grade }, expiresAt: found.expiresAt } : { user: null });
+      }
+      return found ? { id: found.id, grade: found.grade } : undefined;
     },
 
     async findUser(id: string) {
@@ -98,6 +118,7 @@ export function createAuthService(deps: AuthServiceDeps) {
     },
 
     async setGrade(id: string, grade: number) {
+      sessionCache.clear();
       return q.updateUserGrade(db, id, grade);
     },
 

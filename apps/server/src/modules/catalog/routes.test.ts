@@ -35,7 +35,7 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
       ],
     });
     t = await createTestApp(kind, {
-      env: { ITUNES_BASE_URL: store.url, ITUNES_TIMEOUT_MS: '400', CATALOG_CACHE_MINUTES: '60', SIGN_IN_LIMIT_PER_ADDRESS: '10000' },
+      env: { ITUNES_BASE_URL: store.url, ITUNES_TIMEOUT_MS: '400', CATALOG_CACHE_MINUTES: '60', LIST_CACHE_MS: '0', SIGN_IN_LIMIT_PER_ADDRESS: '10000' },
       clock: () => now,
     });
     cookie = await signedInUser(t, `reader_${kind}`);

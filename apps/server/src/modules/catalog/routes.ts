@@ -1,9 +1,10 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { COUNTRIES } from '@sideport/contracts';
 import { currentUser, type Guards } from '../auth/guard.js';
-import type { CatalogService } from './service.js';
+import { createMicroCache } from '../../platform/micro-cache.js';
+import { normalizeTerm, type CatalogService } from './service.js';
 
 const MAX_KEYWORD_LENGTH = 100;
 
@@ -39,27 +40,50 @@ const searchParams = z.object({
 });
 const versionParams = z.object({ app_id: idParam('app_id'), app_ver_id: idParam('app_ver_id') });
 
-export async function catalogRoutes(app: FastifyInstance, { catalog, guards }: { catalog: CatalogService; guards: Guards }) {
+export interface CatalogRoutesDeps {
+  catalog: CatalogService;
+  guards: Guards;
+  /** How long a list page or search answer is reused by this process (0: never). */
+  answerCacheMs: number;
+}
+
+interface CachedAnswer {
+  json: string;
+  anchor?: number | undefined;
+}
+
+export async function catalogRoutes(app: FastifyInstance, { catalog, guards, answerCacheMs }: CatalogRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
+  // Lists and searches are read far more often than they change: reuse the serialized answer briefly.
+  const answers = createMicroCache<CachedAnswer>({ ttlMs: answerCacheMs, max: 2000 });
+  const sendAnswer = (reply: FastifyReply, answer: CachedAnswer) => {
+    if (answer.anchor !== undefined) reply.header('x-list-anchor', String(answer.anchor));
+    return reply.type('application/json; charset=utf-8').send(answer.json);
+  };
 
-  r.get('/api/latest/:page', { schema: { params: pageParams, querystring: anchorQuery } }, async (request, reply) => {
-    const { entries, anchor } = await catalog.latest(request.params.page, request.query.anchor);
-    if (anchor !== undefined) reply.header('x-list-anchor', String(anchor));
-    return entries;
+  for (const list of ['latest', 'queue'] as const) {
+    r.get(`/api/${list}/:page`, { schema: { params: pageParams, querystring: anchorQuery } }, async (request, reply) => {
+      const { page } = request.params;
+      const { anchor } = request.query;
+      const answer = await answers.get(`${list}:${page}:${anchor ?? ''}`, async () => {
+        const result = await catalog[list](page, anchor);
+        return { json: JSON.stringify(result.entries), anchor: result.anchor };
+      });
+      return sendAnswer(reply, answer);
+    });
+  }
+
+  r.get('/api/search/:country/*', { schema: { params: searchParams }, onRequest: guards.requireUser }, async (request, reply) => {
+    const { country, '*': keyword } = request.params;
+    const answer = await answers.get(`search:${country}:${normalizeTerm(keyword)}`, async () => ({
+      json: JSON.stringify(await catalog.search(country, keyword)),
+    }));
+    return sendAnswer(reply, answer);
   });
-
-  r.get('/api/queue/:page', { schema: { params: pageParams, querystring: anchorQuery } }, async (request, reply) => {
-    const { entries, anchor } = await catalog.queue(request.params.page, request.query.anchor);
-    if (anchor !== undefined) reply.header('x-list-anchor', String(anchor));
-    return entries;
-  });
-
-  r.get('/api/search/:country/*', { schema: { params: searchParams }, onRequest: guards.requireUser }, async (request) =>
-    catalog.search(request.params.country, request.params['*']),
-  );
 
   r.delete('/api/app/:app_id/:app_ver_id', { schema: { params: versionParams }, onRequest: guards.requireAdmin }, async (request, reply) => {
     await catalog.deleteDone(currentUser(request).id, request.params.app_id, request.params.app_ver_id);
+    answers.clear();
     return reply.code(204).send();
   });
 
@@ -68,12 +92,14 @@ export async function catalogRoutes(app: FastifyInstance, { catalog, guards }: {
   r.delete('/api/queue/:app_id/:app_ver_id', { schema: { params: versionParams }, onRequest: guards.requireAdmin }, async (request, reply) => {
     const { app_id, app_ver_id } = request.params;
     await catalog.deleteQueued(currentUser(request).id, app_id, queueTarget(app_ver_id), { blacklist: false });
+    answers.clear();
     return reply.code(204).send();
   });
 
   r.delete('/api/queue/black/:app_id/:app_ver_id', { schema: { params: versionParams }, onRequest: guards.requireAdmin }, async (request, reply) => {
     const { app_id, app_ver_id } = request.params;
     await catalog.deleteQueued(currentUser(request).id, app_id, queueTarget(app_ver_id), { blacklist: true });
+    answers.clear();
     return reply.code(204).send();
   });
 }
