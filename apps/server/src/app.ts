@@ -9,10 +9,14 @@ import type { DatabaseHandle } from './db/client.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { createGuards } from './modules/auth/guard.js';
 import { authRoutes } from './modules/auth/routes.js';
+import { billingRoutes } from './modules/billing/routes.js';
+import { createBillingService } from './modules/billing/service.js';
+import { createBillingProvider } from './modules/billing/setup.js';
 import { createAuthService } from './modules/auth/service.js';
 import { createItunesClient } from './modules/catalog/itunes.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
 import { createCatalogService } from './modules/catalog/service.js';
+import { createDeviceService } from './modules/devices/service.js';
 import type { Config } from './platform/config.js';
 import { registerCrossSiteGuard } from './platform/cross-site.js';
 import { registerErrorHandler } from './platform/error-handler.js';
@@ -66,7 +70,19 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   const secureCookies = config.PUBLIC_URL?.startsWith('https:') ?? false;
 
   await app.register(authRoutes, { auth, secureCookies });
-  await app.register(accountRoutes, { guards, freeDailyLimit: config.FREE_DAILY_LIMIT });
+  const devices = createDeviceService({ db });
+  const billingProvider = createBillingProvider(config, { db, clock, log: app.log });
+  const billing = createBillingService({
+    db,
+    clock,
+    provider: billingProvider,
+    devices,
+    users: auth,
+    freeDailyLimit: config.FREE_DAILY_LIMIT,
+    log: app.log,
+  });
+  await app.register(billingRoutes, { billing, guards, providerName: billingProvider.name, publicUrl: config.PUBLIC_URL });
+  await app.register(accountRoutes, { guards, billing, devices });
 
   const itunes = createItunesClient({
     baseUrl: config.ITUNES_BASE_URL,
@@ -97,7 +113,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
 
   await registerWeb(app, config.WEB_DIST_DIR);
   // Returned beside the app, not on it: a fastify instance is thenable, so `await` would drop extras.
-  return { app, services: { auth, catalog } };
+  return { app, services: { auth, catalog, billing, devices } };
 }
 
 export type Built = Awaited<ReturnType<typeof buildApp>>;

@@ -42,7 +42,41 @@ const schema = z.object({
   CATALOG_CACHE_MINUTES: positiveInt(60),
   /** How long one process reuses a list page or search answer; bounds how stale a list can be. */
   LIST_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int().min(0, 'must be 0 or more').default(1000),
+  // Billing: Stripe when STRIPE_SECRET_KEY is set (then the webhook secret and every price id are
+  // required); otherwise the dev provider, a local test-mode checkout, refused in production
+  // unless BILLING_DEV_ALLOWED=true.
+  STRIPE_SECRET_KEY: z.string().optional(),
+  STRIPE_WEBHOOK_SECRET: z.string().optional(),
+  /** A server speaking Stripe's API (http://127.0.0.1:12111); Stripe itself when unset. */
+  STRIPE_API_URL: optionalUrl,
+  STRIPE_PRICE_MONTHLY_20: z.string().optional(),
+  STRIPE_PRICE_YEARLY_20: z.string().optional(),
+  STRIPE_PRICE_MONTHLY_50: z.string().optional(),
+  STRIPE_PRICE_YEARLY_50: z.string().optional(),
+  STRIPE_PRICE_RESET: z.string().optional(),
+  STRIPE_PRICE_DEVICE: z.string().optional(),
+  BILLING_DEV_ALLOWED: bool.default(false),
 });
+
+const STRIPE_REQUIRED = [
+  'STRIPE_WEBHOOK_SECRET',
+  'STRIPE_PRICE_MONTHLY_20',
+  'STRIPE_PRICE_YEARLY_20',
+  'STRIPE_PRICE_MONTHLY_50',
+  'STRIPE_PRICE_YEARLY_50',
+  'STRIPE_PRICE_RESET',
+  'STRIPE_PRICE_DEVICE',
+] as const;
+
+/** Billing settings that only make sense together; one line per problem. */
+function billingProblems(c: z.infer<typeof schema>): string[] {
+  if (c.STRIPE_SECRET_KEY === undefined) {
+    return c.NODE_ENV === 'production' && !c.BILLING_DEV_ALLOWED
+      ? ['  STRIPE_SECRET_KEY: must be set in production (or set BILLING_DEV_ALLOWED=true for the test-mode checkout)']
+      : [];
+  }
+  return STRIPE_REQUIRED.filter((name) => c[name] === undefined).map((name) => `  ${name}: required when STRIPE_SECRET_KEY is set`);
+}
 
 export type Config = Readonly<
   Omit<z.infer<typeof schema>, 'DATA_DIR' | 'WEB_DIST_DIR'> & { DATA_DIR: string; WEB_DIST_DIR: string }
@@ -70,6 +104,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (c.ADMIN_PASSWORD !== undefined && c.ADMIN_PASSWORD.length < 8) {
     throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: must be at least 8 characters');
   }
+  const billing = billingProblems(c);
+  if (billing.length) throw new ConfigError(`Invalid configuration:\n${billing.join('\n')}`);
   return Object.freeze({
     ...c,
     DATA_DIR: path.resolve(c.DATA_DIR),

@@ -1,16 +1,25 @@
 import type { FastifyInstance } from 'fastify';
 import type { AccountInfo } from '@sideport/contracts';
 import { currentUser, type Guards } from '../auth/guard.js';
+import type { BillingService } from '../billing/service.js';
+import type { DeviceService } from '../devices/service.js';
 
 export interface AccountRoutesDeps {
   guards: Guards;
-  freeDailyLimit: number;
+  billing: Pick<BillingService, 'entitlement'>;
+  devices: Pick<DeviceService, 'deviceInfo'>;
 }
 
-export async function accountRoutes(app: FastifyInstance, { guards, freeDailyLimit }: AccountRoutesDeps) {
+export async function accountRoutes(app: FastifyInstance, { guards, billing, devices }: AccountRoutesDeps) {
   app.get('/api/info', { onRequest: guards.requireUser }, async (request): Promise<AccountInfo> => {
     const user = currentUser(request);
-    // Premium and devices come from the billing and devices modules as they land.
-    return { Id: user.id, premium: false, expired_date: null, daily_limit: freeDailyLimit, device_info: [] };
+    const [entitlement, deviceInfo] = await Promise.all([billing.entitlement(user.id), devices.deviceInfo(user.id)]);
+    return {
+      Id: user.id,
+      premium: entitlement.premium,
+      expired_date: entitlement.premiumUntil?.toISOString() ?? null,
+      daily_limit: entitlement.dailyLimit,
+      device_info: deviceInfo,
+    };
   });
 }

@@ -1,0 +1,97 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { badRequest, forbidden, notFound } from '../../platform/errors.js';
+import { isSameSiteRequest } from '../../platform/cross-site.js';
+import { currentUser, type Guards } from '../auth/guard.js';
+import { DEV_PAGE_CSP, renderCheckoutPage, renderPortalPage } from './dev-pages.js';
+import { DEV_CHECKOUT_PATH, DEV_PORTAL_PATH } from './provider-dev.js';
+import { isPlanNumber } from './schemas.js';
+import type { BillingService, CheckoutAsk } from './service.js';
+
+export interface BillingRoutesDeps {
+  billing: BillingService;
+  guards: Guards;
+  providerName: 'stripe' | 'dev';
+  /** PUBLIC_URL; the request's own origin when unset. */
+  publicUrl?: string | undefined;
+}
+
+/** Stripe events are small, but an invoice with many lines can pass the API's 64 KiB body limit. */
+const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
+
+const RESET_SERVICE = 5;
+
+function parseService(raw: string): CheckoutAsk {
+  const n = /^\d$/.test(raw) ? Number(raw) : NaN;
+  if (n === RESET_SERVICE) return { kind: 'reset' };
+  if (isPlanNumber(n)) return { kind: 'plan', plan: n };
+  throw badRequest('Unknown service.');
+}
+
+export async function billingRoutes(app: FastifyInstance, { billing, guards, providerName, publicUrl }: BillingRoutesDeps) {
+  const baseUrl = (request: FastifyRequest) => (publicUrl ? new URL(publicUrl).origin : `${request.protocol}://${request.host}`);
+  const signedIn = { onRequest: guards.requireUser };
+
+  app.get<{ Params: { n: string } }>('/api/pay/service/:n', signedIn, async (request) => {
+    return billing.startCheckout(currentUser(request), parseService(request.params.n), baseUrl(request));
+  });
+
+  app.get<{ Params: { index: string } }>('/api/pay/device/:index', signedIn, async (request) => {
+    const raw = request.params.index;
+    if (!/^\d{1,6}$/.test(raw)) throw notFound('This device');
+    return billing.startCheckout(currentUser(request), { kind: 'device', index: Number(raw) }, baseUrl(request));
+  });
+
+  app.get('/api/portal', signedIn, async (request) => billing.openPortal(currentUser(request), baseUrl(request)));
+
+  app.get('/api/premium', signedIn, async (request) => {
+    const { premium, premiumUntil } = await billing.entitlement(currentUser(request).id);
+    if (!premium) throw forbidden('Need decrypt premium.');
+    return { premium: true, expired_date: premiumUntil!.toISOString() };
+  });
+
+  if (providerName === 'stripe') {
+    // Its own scope: the raw bytes are what Stripe signed, so this route alone gets a buffer parser.
+    await app.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_req, body, done) => done(null, body));
+      scope.post('/api/webhooks/stripe', { bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, async (request) => {
+        const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const outcome = await billing.handleWebhook(body, request.headers);
+        return { received: true, outcome };
+      });
+    });
+  }
+
+  if (providerName === 'dev') {
+    await app.register(async (scope) => {
+      // The page's forms post no fields; accept their content type and ignore the body.
+      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, _body, done) => done(null, {}));
+      scope.addHook('onRequest', async (request, reply) => {
+        reply.header('content-security-policy', DEV_PAGE_CSP).header('cache-control', 'no-store');
+        // Outside /api, so the global cross-site guard does not run: the same rule, here.
+        if (!isSameSiteRequest(request, publicUrl ? new URL(publicUrl).origin : undefined)) {
+          throw forbidden('Cross-site requests are not allowed.');
+        }
+      });
+
+      scope.get<{ Params: { id: string } }>(`${DEV_CHECKOUT_PATH}/:id`, signedIn, async (request, reply) => {
+        const view = await billing.devCheckout(request.params.id, currentUser(request).id);
+        return reply.type('text/html; charset=utf-8').send(renderCheckoutPage(view, DEV_CHECKOUT_PATH));
+      });
+
+      scope.post<{ Params: { id: string } }>(`${DEV_CHECKOUT_PATH}/:id/pay`, signedIn, async (request, reply) => {
+        return reply.redirect(await billing.payDevCheckout(request.params.id, currentUser(request).id), 303);
+      });
+
+      scope.post<{ Params: { id: string } }>(`${DEV_CHECKOUT_PATH}/:id/cancel`, signedIn, async (request, reply) => {
+        return reply.redirect(await billing.cancelDevCheckout(request.params.id, currentUser(request).id), 303);
+      });
+
+      scope.get(DEV_PORTAL_PATH, signedIn, async (request, reply) => {
+        const user = currentUser(request);
+        const history = await billing.paymentHistory(user.id);
+        return reply.type('text/html; charset=utf-8').send(renderPortalPage({ userId: user.id, ...history }));
+      });
+    });
+  }
+}

@@ -1,0 +1,285 @@
+import type { Database } from '../../db/client.js';
+import { AppError, conflict, notFound, tooManyRequests } from '../../platform/errors.js';
+import type { AuthService } from '../auth/service.js';
+import type { DeviceService } from '../devices/service.js';
+import type { BillingProvider } from './provider.js';
+import * as q from './queries.js';
+import { PLANS, describeItem, storedItem, type BillingEvent, type Item, type PlanNumber } from './schemas.js';
+
+export interface BillingServiceDeps {
+  db: Database;
+  clock: () => Date;
+  provider: BillingProvider;
+  devices: Pick<DeviceService, 'findDeviceByIndex' | 'recordRegistrationPayment'>;
+  users: Pick<AuthService, 'findUser'>;
+  freeDailyLimit: number;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+}
+
+export interface Entitlement {
+  premium: boolean;
+  /** End of the latest paid period of an active subscription; null when not premium. */
+  premiumUntil: Date | null;
+  dailyLimit: number;
+}
+
+export type ApplyOutcome = 'applied' | 'duplicate' | 'ignored' | 'unmatched';
+
+/** What GET /api/pay/service/{n} and /api/pay/device/{index} ask for, before the device is looked up. */
+export type CheckoutAsk = { kind: 'plan'; plan: PlanNumber } | { kind: 'reset' } | { kind: 'device'; index: number };
+
+export const utcDay = (d: Date) => d.toISOString().slice(0, 10);
+
+/** Adds calendar months in UTC; the 31st plus one month is the last day of the shorter month. */
+export function addMonthsUtc(d: Date, months: number): Date {
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth() + months;
+  const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
+  return new Date(
+    Date.UTC(y, m, Math.min(d.getUTCDate(), lastDay), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds()),
+  );
+}
+
+// Canceled and incomplete_expired are final in Stripe: nothing brings such a subscription back.
+const STATUS_RANK: Record<string, number> = {
+  canceled: 9,
+  incomplete_expired: 8,
+  active: 6,
+  trialing: 5,
+  past_due: 4,
+  unpaid: 3,
+  paused: 2,
+  incomplete: 1,
+};
+const isFinal = (status: string) => (STATUS_RANK[status] ?? 0) >= 8;
+
+export interface SubscriptionState {
+  plan: number;
+  status: string;
+  statusAt: Date;
+  currentPeriodEnd: Date | null;
+}
+
+/**
+ * Folds one observation into a subscription's state so that the result does not depend on the
+ * order of delivery: the period end only grows; status and plan come from the greatest observation
+ * by (final, event time, status rank).
+ */
+export function mergeSubscription(
+  current: SubscriptionState | undefined,
+  obs: { plan?: number | undefined; status: string; at: Date; periodEnd?: Date | undefined },
+  fallbackPlan: number,
+): SubscriptionState {
+  if (!current) {
+    return { plan: obs.plan ?? fallbackPlan, status: obs.status, statusAt: obs.at, currentPeriodEnd: obs.periodEnd ?? null };
+  }
+  const ends = [current.currentPeriodEnd, obs.periodEnd ?? null].filter((d): d is Date => d !== null);
+  const currentPeriodEnd = ends.length ? new Date(Math.max(...ends.map((d) => d.getTime()))) : null;
+  const key = (status: string, at: Date) => [isFinal(status) ? 1 : 0, at.getTime(), STATUS_RANK[status] ?? 0];
+  const [a, b] = [key(obs.status, obs.at), key(current.status, current.statusAt)];
+  const isNewer = a[0]! !== b[0]! ? a[0]! > b[0]! : a[1]! !== b[1]! ? a[1]! > b[1]! : a[2]! > b[2]!;
+  if (!isNewer) return { ...current, currentPeriodEnd };
+  return { plan: obs.plan ?? current.plan, status: obs.status, statusAt: obs.at, currentPeriodEnd };
+}
+
+const checkoutGone = () => new AppError(410, 'CHECKOUT_GONE', 'This test checkout has expired or was canceled.');
+
+export function createBillingService(deps: BillingServiceDeps) {
+  const { db, clock, provider, devices, users, freeDailyLimit, log } = deps;
+
+  async function resolveUser(tx: Database, event: Extract<BillingEvent, { userId?: string | undefined }>) {
+    if (event.customerId) {
+      const owner = await q.findUserOfCustomer(tx, event.customerId);
+      if (owner) return owner;
+    }
+    if (event.userId) {
+      const user = await users.findUser(event.userId);
+      if (user) return user.id;
+    }
+    if (event.kind === 'subscription') return (await q.findSubscription(tx, event.subscriptionId))?.userId;
+    return undefined;
+  }
+
+  /**
+   * The one entitlement code path for webhooks and the dev checkout. The event id is claimed in the
+   * same transaction as the change, so a replayed or concurrent delivery changes nothing.
+   */
+  async function applyEvent(event: BillingEvent, providerName: string = provider.name): Promise<ApplyOutcome> {
+    if (event.kind === 'ignored') {
+      log.info({ eventId: event.eventId, type: event.type, reason: event.reason }, 'billing event acknowledged, not applied');
+      return 'ignored';
+    }
+    return db.transaction(async (tx) => {
+      const userId = await resolveUser(tx, event);
+      const existing = event.kind === 'subscription' ? await q.findSubscription(tx, event.subscriptionId) : undefined;
+      const plan = event.kind === 'subscription' ? (event.plan ?? existing?.plan) : undefined;
+      if (!userId || (event.kind === 'subscription' && plan === undefined)) {
+        log.warn(
+          { eventId: event.eventId, type: event.type, reason: userId ? 'unknown plan' : 'unknown user' },
+          'billing event acknowledged, not applied',
+        );
+        return 'unmatched';
+      }
+      const now = clock();
+      if (!(await q.claimEvent(tx, { eventId: event.eventId, provider: providerName, type: event.type, userId, receivedAt: now }))) {
+        return 'duplicate';
+      }
+      if (event.kind === 'subscription') {
+        const obs = { plan: event.plan, status: event.status, at: event.at, periodEnd: event.periodEnd };
+        await q.insertSubscription(tx, {
+          subscriptionId: event.subscriptionId,
+          provider: providerName,
+          userId,
+          ...mergeSubscription(undefined, obs, plan!),
+          updatedAt: now,
+        });
+        const locked = await q.lockSubscription(tx, event.subscriptionId);
+        if (locked) await q.updateSubscription(tx, event.subscriptionId, { ...mergeSubscription(locked, obs, plan!), updatedAt: now });
+        if (event.payment) {
+          await q.insertPayment(tx, {
+            userId,
+            provider: providerName,
+            eventId: event.eventId,
+            item: `plan:${event.plan ?? plan}`,
+            amountCents: event.payment.amountCents,
+            paidAt: event.at,
+          });
+        }
+      } else {
+        if (event.item.kind === 'reset') {
+          await q.clearUsage(tx, userId, utcDay(now));
+        } else if (!(await devices.recordRegistrationPayment(userId, event.item.deviceId, tx))) {
+          log.warn({ eventId: event.eventId, deviceId: event.item.deviceId }, 'device payment for a device the user no longer has');
+        }
+        await q.insertPayment(tx, {
+          userId,
+          provider: providerName,
+          eventId: event.eventId,
+          item: event.item.kind === 'reset' ? 'reset' : `device:${event.item.deviceId}`,
+          amountCents: event.amountCents,
+          paidAt: event.at,
+        });
+      }
+      log.info({ eventId: event.eventId, type: event.type, userId }, 'billing event applied');
+      return 'applied';
+    });
+  }
+
+  async function entitlement(userId: string): Promise<Entitlement> {
+    const rows = await q.entitlingSubscriptions(db, userId, clock());
+    if (rows.length === 0) return { premium: false, premiumUntil: null, dailyLimit: freeDailyLimit };
+    const until = Math.max(...rows.map((r) => r.currentPeriodEnd!.getTime()));
+    const dailyLimit = Math.max(...rows.map((r) => PLANS[r.plan as PlanNumber]?.dailyLimit ?? freeDailyLimit));
+    return { premium: true, premiumUntil: new Date(until), dailyLimit };
+  }
+
+  async function resolveItem(userId: string, ask: CheckoutAsk): Promise<Item> {
+    if (ask.kind !== 'device') return ask;
+    const device = await devices.findDeviceByIndex(userId, ask.index);
+    if (!device) throw notFound('This device');
+    if (device.status === 'Pending' || device.status === 'Process') throw conflict('This device is already being registered.');
+    return { kind: 'device', index: ask.index, deviceId: device.id };
+  }
+
+  async function ownDevCheckout(id: string, userId: string) {
+    const row = await q.findDevCheckout(db, id);
+    if (!row || row.userId !== userId) throw notFound('This checkout');
+    const parsed = storedItem.safeParse(row.item);
+    if (!parsed.success) throw notFound('This checkout');
+    const isOpen = row.outcome === null && row.expiresAt.getTime() > clock().getTime();
+    return { row, item: parsed.data as Item, isOpen };
+  }
+
+  function devEvent(id: string, userId: string, item: Item, now: Date): BillingEvent {
+    const eventId = `dev_evt_${id}`;
+    const type = 'dev.checkout.paid';
+    const { amountCents } = describeItem(item);
+    if (item.kind === 'plan') {
+      const periodEnd = PLANS[item.plan].interval === 'month' ? addMonthsUtc(now, 1) : addMonthsUtc(now, 12);
+      return {
+        kind: 'subscription',
+        eventId,
+        type,
+        at: now,
+        subscriptionId: `dev_sub_${id}`,
+        userId,
+        plan: item.plan,
+        status: 'active',
+        periodEnd,
+        payment: { amountCents },
+      };
+    }
+    const purchase = item.kind === 'reset' ? { kind: 'reset' as const } : { kind: 'device' as const, deviceId: item.deviceId };
+    return { kind: 'purchase', eventId, type, at: now, userId, item: purchase, amountCents };
+  }
+
+  return {
+    applyEvent,
+    entitlement,
+
+    /** A checkout URL for the user (GET /api/pay/...). `baseUrl` is the site's origin. */
+    async startCheckout(user: { id: string }, ask: CheckoutAsk, baseUrl: string) {
+      const item = await resolveItem(user.id, ask);
+      return provider.createCheckout({
+        user,
+        item,
+        successUrl: `${baseUrl}/my?checkout=success`,
+        cancelUrl: `${baseUrl}/my?checkout=canceled`,
+      });
+    },
+
+    async openPortal(user: { id: string }, baseUrl: string) {
+      return provider.createPortal({ user, returnUrl: `${baseUrl}/my` });
+    },
+
+    /** Verifies and applies a webhook delivery; 400 'Invalid signature.' changes nothing. */
+    async handleWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>) {
+      if (!provider.parseWebhook) throw notFound('This webhook');
+      return applyEvent(provider.parseWebhook(rawBody, headers));
+    },
+
+    /** Today's (UTC) decrypt usage against the limit. */
+    async dailyUsage(userId: string) {
+      const day = utcDay(clock());
+      const [used, { dailyLimit }] = await Promise.all([q.usageOn(db, userId, day), entitlement(userId)]);
+      return { day, used, limit: dailyLimit, remaining: Math.max(0, dailyLimit - used) };
+    },
+
+    /** Counts one decrypt for today; 429 'Daily limit reached.' when the limit is used up. */
+    async consumeDecrypt(userId: string) {
+      const { dailyLimit } = await entitlement(userId);
+      const used = await q.incrementUsage(db, userId, utcDay(clock()), dailyLimit);
+      if (used === undefined) throw tooManyRequests('Daily limit reached.');
+      return { used, limit: dailyLimit };
+    },
+
+    async devCheckout(id: string, userId: string) {
+      const { row, item, isOpen } = await ownDevCheckout(id, userId);
+      return { id: row.id, item, ...describeItem(item), outcome: row.outcome, isOpen, cancelUrl: row.cancelUrl, successUrl: row.successUrl };
+    },
+
+    /** Pay on the dev checkout page: the same applyEvent as a webhook. Returns where to go next. */
+    async payDevCheckout(id: string, userId: string): Promise<string> {
+      const { row, item, isOpen } = await ownDevCheckout(id, userId);
+      if (row.outcome === 'paid') return row.successUrl;
+      if (!isOpen) throw checkoutGone();
+      // Applied first, then marked paid: a double click applies once (same event id).
+      await applyEvent(devEvent(id, userId, item, clock()), 'dev');
+      await q.decideDevCheckout(db, id, 'paid');
+      return row.successUrl;
+    },
+
+    async cancelDevCheckout(id: string, userId: string): Promise<string> {
+      const { row } = await ownDevCheckout(id, userId);
+      await q.decideDevCheckout(db, id, 'canceled');
+      return row.cancelUrl;
+    },
+
+    async paymentHistory(userId: string) {
+      const [payments, subs] = await Promise.all([q.paymentsOf(db, userId), q.subscriptionsOf(db, userId)]);
+      return { payments, subscriptions: subs };
+    },
+  };
+}
+
+export type BillingService = ReturnType<typeof createBillingService>;

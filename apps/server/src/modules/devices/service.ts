@@ -1,0 +1,71 @@
+import type { Device } from '@sideport/contracts';
+import type { Database } from '../../db/client.js';
+import * as q from './queries.js';
+
+export interface DeviceServiceDeps {
+  db: Database;
+}
+
+export type DeviceStatus = q.DeviceRow['status'];
+
+export interface UserDevice {
+  id: number;
+  /** Position in the user's list: the {index} of GET /api/pay/device/{index}. */
+  index: number;
+  product: string;
+  udid: string;
+  status: DeviceStatus;
+  expiresAt: Date | null;
+  paidYears: number;
+}
+
+/**
+ * The part of the devices domain that billing needs: the user's devices and the payment hand-over.
+ * Enrollment and registration with Apple belong to the devices issue.
+ */
+export function createDeviceService({ db }: DeviceServiceDeps) {
+  async function listDevices(userId: string): Promise<UserDevice[]> {
+    const rows = await q.listDevicesOf(db, userId);
+    return rows.map((row, index) => ({
+      id: row.id,
+      index,
+      product: row.product,
+      udid: row.udid,
+      status: row.status,
+      expiresAt: row.expiresAt,
+      paidYears: row.paidYears,
+    }));
+  }
+
+  return {
+    listDevices,
+
+    async findDeviceByIndex(userId: string, index: number): Promise<UserDevice | undefined> {
+      return (await listDevices(userId))[index];
+    },
+
+    /** device_info of /api/info (spec section 3): expired_date only when Registered. */
+    async deviceInfo(userId: string): Promise<Device[]> {
+      return (await listDevices(userId)).map((d) => ({
+        Product: d.product,
+        UDID: d.udid,
+        status: d.status,
+        ...(d.status === 'Registered' && d.expiresAt ? { expired_date: d.expiresAt.toISOString() } : {}),
+      }));
+    },
+
+    async addDevice(device: { userId: string; product: string; udid: string; status?: DeviceStatus; expiresAt?: Date | null }) {
+      return q.insertDevice(db, device);
+    },
+
+    /**
+     * A paid registration year: status Pending and one more paid year. Runs in the caller's
+     * transaction (`tx`) so it commits together with the payment event.
+     */
+    async recordRegistrationPayment(userId: string, deviceId: number, tx: Database = db): Promise<boolean> {
+      return q.markDevicePaid(tx, userId, deviceId);
+    },
+  };
+}
+
+export type DeviceService = ReturnType<typeof createDeviceService>;
