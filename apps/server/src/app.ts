@@ -4,7 +4,8 @@ import path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import fastifySwagger from '@fastify/swagger';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { DatabaseHandle } from './db/client.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { createGuards } from './modules/auth/guard.js';
@@ -53,6 +54,14 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     reply.header('x-frame-options', 'DENY');
   });
   await app.register(fastifyCookie);
+  // OpenAPI of every route, from the same zod schemas that validate them: GET /api/openapi.json.
+  await app.register(fastifySwagger, {
+    openapi: {
+      info: { title: 'Sideport API', version: '1' },
+      components: { securitySchemes: { session: { type: 'apiKey', in: 'cookie', name: 'sideport_session' } } },
+    },
+    transform: jsonSchemaTransform,
+  });
 
   const { db } = database;
   const auth = createAuthService({
@@ -98,6 +107,8 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     log: app.log,
   });
   await app.register(catalogRoutes, { catalog, guards, answerCacheMs: config.LIST_CACHE_MS });
+
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   app.get('/api/config', async () => ({ chatUrl: config.CHAT_URL ?? null, channelUrl: config.CHANNEL_URL ?? null }));
 

@@ -253,3 +253,20 @@ describe('session expiry', () => {
     }
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents the routes with the schemas that validate them', async () => {
+    const t = await createTestApp('pglite');
+    try {
+      const res = await t.app.inject({ url: '/api/openapi.json' });
+      expect(res.statusCode).toBe(200);
+      const doc = res.json();
+      expect(doc.openapi).toMatch(/^3\./);
+      const signIn = doc.paths['/api/sign-in'].post;
+      expect(signIn.requestBody.content['application/json'].schema.required).toEqual(['id', 'pw']);
+      expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/latest/{page}', '/api/info']));
+    } finally {
+      await t.close();
+    }
+  });
+});
