@@ -63,7 +63,7 @@ export interface SubscriptionState {
 /**
  * Folds one observation into a subscription's state so that the result does not depend on the
  * order of delivery: the period end only grows; status and plan come from the greatest observation
- * by (final, event time, status rank).
+ * by (final, event time, status rank, plan).
  */
 export function mergeSubscription(
   current: SubscriptionState | undefined,
@@ -75,9 +75,12 @@ export function mergeSubscription(
   }
   const ends = [current.currentPeriodEnd, obs.periodEnd ?? null].filter((d): d is Date => d !== null);
   const currentPeriodEnd = ends.length ? new Date(Math.max(...ends.map((d) => d.getTime()))) : null;
-  const key = (status: string, at: Date) => [isFinal(status) ? 1 : 0, at.getTime(), STATUS_RANK[status] ?? 0];
-  const [a, b] = [key(obs.status, obs.at), key(current.status, current.statusAt)];
-  const isNewer = a[0]! !== b[0]! ? a[0]! > b[0]! : a[1]! !== b[1]! ? a[1]! > b[1]! : a[2]! > b[2]!;
+  // The plan breaks exact ties (two observations in the same second), so the order never matters.
+  const key = (status: string, at: Date, plan: number) => [isFinal(status) ? 1 : 0, at.getTime(), STATUS_RANK[status] ?? 0, plan];
+  const a = key(obs.status, obs.at, obs.plan ?? current.plan);
+  const b = key(current.status, current.statusAt, current.plan);
+  const differs = a.findIndex((v, i) => v !== b[i]);
+  const isNewer = differs !== -1 && a[differs]! > b[differs]!;
   if (!isNewer) return { ...current, currentPeriodEnd };
   return { plan: obs.plan ?? current.plan, status: obs.status, statusAt: obs.at, currentPeriodEnd };
 }

@@ -1,0 +1,157 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fixturesDir } from './harness.js';
+
+/**
+ * A local server speaking Stripe's API wire format for the calls Sideport makes: form-encoded
+ * requests, JSON objects shaped like Stripe's own (from Stripe's OpenAPI fixtures), Stripe's error
+ * envelope. It records every request so tests can assert what was sent.
+ */
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  /** The form body as sent, flat keys: `line_items[0][price]`, `metadata[user_id]`. */
+  form: Record<string, string>;
+  idempotencyKey: string | undefined;
+}
+
+type Resources = Record<string, Record<string, unknown>>;
+let resources: Resources | undefined;
+function fixture(name: string): Record<string, unknown> {
+  resources ??= (
+    JSON.parse(readFileSync(path.join(fixturesDir, 'stripe/stripe_openapi_fixtures3.json'), 'utf8')) as { resources: Resources }
+  ).resources;
+  return structuredClone(resources[name]!);
+}
+
+/** metadata[a]=1&metadata[b]=2 -> { a: '1', b: '2' } */
+function nested(form: Record<string, string>, prefix: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(form)) {
+    const m = new RegExp(`^${prefix.replace(/[[\]]/g, '\\$&')}\\[([^\\]]+)\\]$`).exec(key);
+    if (m) out[m[1]!] = value;
+  }
+  return out;
+}
+
+export interface StripeServer {
+  url: string;
+  requests: RecordedRequest[];
+  /** The next request is answered with this Stripe error instead. */
+  failNext(status: number, type: string, message: string): void;
+  close(): Promise<void>;
+}
+
+export async function startStripeServer(options: { secretKey: string }): Promise<StripeServer> {
+  const requests: RecordedRequest[] = [];
+  const byIdempotencyKey = new Map<string, unknown>();
+  let failure: { status: number; type: string; message: string } | undefined;
+  let seq = 0;
+  const now = () => Math.floor(Date.now() / 1000);
+
+  function send(res: ServerResponse, status: number, body: unknown) {
+    const json = JSON.stringify(body);
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'request-id': `req_test_${++seq}`,
+      // Tells the client not to retry our simulated failures.
+      'stripe-should-retry': 'false',
+    });
+    res.end(json);
+  }
+  const error = (res: ServerResponse, status: number, type: string, message: string) => send(res, status, { error: { type, message } });
+
+  function answer(req: IncomingMessage, form: Record<string, string>): [number, unknown] {
+    const url = req.url?.split('?')[0] ?? '';
+    const id = (prefix: string) => `${prefix}_test_${String(++seq).padStart(14, '0')}`;
+    if (req.method === 'POST' && url === '/v1/customers') {
+      return [200, { ...fixture('customer'), id: id('cus'), created: now(), email: form.email ?? null, description: form.description ?? null, metadata: nested(form, 'metadata') }];
+    }
+    if (req.method === 'POST' && url === '/v1/checkout/sessions') {
+      if (!form.mode || !form.success_url || !form['line_items[0][price]']) {
+        return [400, { error: { type: 'invalid_request_error', message: 'Missing required param: mode, success_url or line_items.' } }];
+      }
+      const sessionId = id('cs');
+      return [
+        200,
+        {
+          ...fixture('checkout.session'),
+          id: sessionId,
+          object: 'checkout.session',
+          created: now(),
+          expires_at: now() + 86_400,
+          mode: form.mode,
+          customer: form.customer ?? null,
+          client_reference_id: form.client_reference_id ?? null,
+          metadata: nested(form, 'metadata'),
+          success_url: form.success_url,
+          cancel_url: form.cancel_url ?? null,
+          status: 'open',
+          payment_status: 'unpaid',
+          subscription: null,
+          url: `https://checkout.stripe.test/c/pay/${sessionId}`,
+        },
+      ];
+    }
+    if (req.method === 'POST' && url === '/v1/billing_portal/sessions') {
+      if (!form.customer) return [400, { error: { type: 'invalid_request_error', message: 'Missing required param: customer.' } }];
+      const sessionId = id('bps');
+      return [
+        200,
+        {
+          ...fixture('billing_portal.session'),
+          id: sessionId,
+          created: now(),
+          customer: form.customer,
+          flow: null,
+          livemode: false,
+          return_url: form.return_url ?? null,
+          url: `https://billing.stripe.test/p/session/${sessionId}`,
+        },
+      ];
+    }
+    return [404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${url}).` } }];
+  }
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const form = Object.fromEntries(new URLSearchParams(body));
+      const idempotencyKey = req.headers['idempotency-key'] as string | undefined;
+      requests.push({ method: req.method ?? '', path: req.url ?? '', form, idempotencyKey });
+      if (req.headers.authorization !== `Bearer ${options.secretKey}`) {
+        return error(res, 401, 'invalid_request_error', 'Invalid API Key provided.');
+      }
+      if (failure) {
+        const f = failure;
+        failure = undefined;
+        return error(res, f.status, f.type, f.message);
+      }
+      // Stripe answers a repeated idempotency key with the first answer.
+      const key = idempotencyKey ? `${req.url} ${idempotencyKey}` : undefined;
+      if (key && byIdempotencyKey.has(key)) return send(res, 200, byIdempotencyKey.get(key));
+      const [status, payload] = answer(req, form);
+      if (key && status === 200) byIdempotencyKey.set(key, payload);
+      send(res, status, payload);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    failNext(status, type, message) {
+      failure = { status, type, message };
+    },
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
