@@ -48,7 +48,7 @@ const schema = z.object({
   STRIPE_SECRET_KEY: z.string().optional(),
   STRIPE_WEBHOOK_SECRET: z.string().optional(),
   /** A server speaking Stripe's API (http://127.0.0.1:12111); Stripe itself when unset. */
-  STRIPE_API_URL: optionalUrl,
+  STRIPE_API_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
   STRIPE_PRICE_MONTHLY_20: z.string().optional(),
   STRIPE_PRICE_YEARLY_20: z.string().optional(),
   STRIPE_PRICE_MONTHLY_50: z.string().optional(),

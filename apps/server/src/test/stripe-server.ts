@@ -22,7 +22,9 @@ type Resources = Record<string, Record<string, unknown>>;
 let resources: Resources | undefined;
 function fixture(name: string): Record<string, unknown> {
   resources ??= (
-    JSON.parse(readFileSync(path.join(fixturesDir, 'stripe/stripe_openapi_fixtures3.json'), 'utf8')) as { resources: Resources }
+    JSON.parse(readFileSync(path.join(fixturesDir, 'stripe/stripe_openapi_fixtures3.json'), 'utf8')) as {
+      resources: Resources;
+    }
   ).resources;
   return structuredClone(resources[name]!);
 }
@@ -62,17 +64,36 @@ export async function startStripeServer(options: { secretKey: string }): Promise
     });
     res.end(json);
   }
-  const error = (res: ServerResponse, status: number, type: string, message: string) => send(res, status, { error: { type, message } });
+  const error = (res: ServerResponse, status: number, type: string, message: string) =>
+    send(res, status, { error: { type, message } });
 
   function answer(req: IncomingMessage, form: Record<string, string>): [number, unknown] {
     const url = req.url?.split('?')[0] ?? '';
     const id = (prefix: string) => `${prefix}_test_${String(++seq).padStart(14, '0')}`;
     if (req.method === 'POST' && url === '/v1/customers') {
-      return [200, { ...fixture('customer'), id: id('cus'), created: now(), email: form.email ?? null, description: form.description ?? null, metadata: nested(form, 'metadata') }];
+      return [
+        200,
+        {
+          ...fixture('customer'),
+          id: id('cus'),
+          created: now(),
+          email: form.email ?? null,
+          description: form.description ?? null,
+          metadata: nested(form, 'metadata'),
+        },
+      ];
     }
     if (req.method === 'POST' && url === '/v1/checkout/sessions') {
       if (!form.mode || !form.success_url || !form['line_items[0][price]']) {
-        return [400, { error: { type: 'invalid_request_error', message: 'Missing required param: mode, success_url or line_items.' } }];
+        return [
+          400,
+          {
+            error: {
+              type: 'invalid_request_error',
+              message: 'Missing required param: mode, success_url or line_items.',
+            },
+          },
+        ];
       }
       const sessionId = id('cs');
       return [
@@ -97,7 +118,11 @@ export async function startStripeServer(options: { secretKey: string }): Promise
       ];
     }
     if (req.method === 'POST' && url === '/v1/billing_portal/sessions') {
-      if (!form.customer) return [400, { error: { type: 'invalid_request_error', message: 'Missing required param: customer.' } }];
+      if (!form.customer)
+        return [
+          400,
+          { error: { type: 'invalid_request_error', message: 'Missing required param: customer.' } },
+        ];
       const sessionId = id('bps');
       return [
         200,
@@ -113,7 +138,15 @@ export async function startStripeServer(options: { secretKey: string }): Promise
         },
       ];
     }
-    return [404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${url}).` } }];
+    return [
+      404,
+      {
+        error: {
+          type: 'invalid_request_error',
+          message: `Unrecognized request URL (${req.method}: ${url}).`,
+        },
+      },
+    ];
   }
 
   const server = createServer((req, res) => {

@@ -8,7 +8,8 @@ const escapeHtml = (s: string) =>
 export const dollars = (cents: number | null) => (cents === null ? '-' : `$${(cents / 100).toFixed(2)}`);
 
 /** No script, no external resource; forms may only post to this site. */
-export const DEV_PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const DEV_PAGE_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 function page(title: string, body: string) {
   return `<!doctype html>
@@ -64,14 +65,22 @@ ${body}`,
 export interface PortalView {
   userId: string;
   payments: Array<{ item: string; amountCents: number | null; paidAt: Date }>;
-  subscriptions: Array<{ subscriptionId: string; plan: number; status: string; currentPeriodEnd: Date | null }>;
+  subscriptions: Array<{
+    subscriptionId: string;
+    plan: number;
+    status: string;
+    currentPeriodEnd: Date | null;
+  }>;
 }
 
 export function renderPortalPage(v: PortalView) {
   const payments = v.payments.length
     ? `<table><tr><th>Date</th><th>Item</th><th>Amount</th></tr>
 ${v.payments
-  .map((p) => `<tr><td>${p.paidAt.toISOString().slice(0, 10)}</td><td>${escapeHtml(p.item)}</td><td>${dollars(p.amountCents)}</td></tr>`)
+  .map(
+    (p) =>
+      `<tr><td>${p.paidAt.toISOString().slice(0, 10)}</td><td>${escapeHtml(p.item)}</td><td>${dollars(p.amountCents)}</td></tr>`,
+  )
   .join('\n')}
 </table>`
     : '<p>No payments yet.</p>';

@@ -18,7 +18,12 @@ export const DEV_PORTAL_PATH = '/billing/dev-portal';
  * The test-mode provider: checkouts are rows in our database, paid or canceled on a local page.
  * Its Pay builds the same BillingEvent a webhook would and goes through `applyEvent`.
  */
-export function createDevProvider({ db, clock, randomId, checkoutTtlMs = 3_600_000 }: DevProviderDeps): BillingProvider {
+export function createDevProvider({
+  db,
+  clock,
+  randomId,
+  checkoutTtlMs = 3_600_000,
+}: DevProviderDeps): BillingProvider {
   const newId = randomId ?? (() => randomBytes(18).toString('base64url'));
   return {
     name: 'dev',

@@ -26,7 +26,9 @@ export interface StripeProviderDeps {
 
 export const invalidSignature = () => new AppError(400, 'INVALID_SIGNATURE', 'Invalid signature.');
 const paymentsUnavailable = (cause: unknown) =>
-  new AppError(503, 'PAYMENTS_UNAVAILABLE', 'Payments are unavailable right now. Please retry later.', { cause });
+  new AppError(503, 'PAYMENTS_UNAVAILABLE', 'Payments are unavailable right now. Please retry later.', {
+    cause,
+  });
 
 /** Options that point the official client at `apiUrl` (host, port and protocol are all it takes). */
 export function stripeClientOptions(apiUrl: string | undefined): Stripe.StripeConfig {
@@ -58,7 +60,10 @@ export function createStripeProvider(deps: StripeProviderDeps): BillingProvider 
     } catch (err) {
       if (err instanceof AppError) throw err;
       const e = err as { type?: string; code?: string; statusCode?: number; message?: string };
-      log.warn({ stripe: { type: e.type, code: e.code, status: e.statusCode, message: e.message } }, `Stripe ${what} failed`);
+      log.warn(
+        { stripe: { type: e.type, code: e.code, status: e.statusCode, message: e.message } },
+        `Stripe ${what} failed`,
+      );
       throw paymentsUnavailable(err);
     }
   }
@@ -70,8 +75,14 @@ export function createStripeProvider(deps: StripeProviderDeps): BillingProvider 
       return call('checkout', async () => {
         const customer = await ensureCustomer(user.id);
         const meta: Record<string, string> = { user_id: user.id, item: itemKey(item) };
-        if (item.kind === 'device') Object.assign(meta, { device_index: String(item.index), device_id: String(item.deviceId) });
-        const price = item.kind === 'plan' ? prices.plans[item.plan] : item.kind === 'reset' ? prices.reset : prices.device;
+        if (item.kind === 'device')
+          Object.assign(meta, { device_index: String(item.index), device_id: String(item.deviceId) });
+        const price =
+          item.kind === 'plan'
+            ? prices.plans[item.plan]
+            : item.kind === 'reset'
+              ? prices.reset
+              : prices.device;
         const params: Stripe.Checkout.SessionCreateParams = {
           mode: item.kind === 'plan' ? 'subscription' : 'payment',
           customer,
@@ -81,7 +92,9 @@ export function createStripeProvider(deps: StripeProviderDeps): BillingProvider 
           cancel_url: cancelUrl,
           metadata: meta,
           // Copied onto the subscription, so its own events name the user and plan too.
-          ...(item.kind === 'plan' ? { subscription_data: { metadata: meta } } : { payment_intent_data: { metadata: meta } }),
+          ...(item.kind === 'plan'
+            ? { subscription_data: { metadata: meta } }
+            : { payment_intent_data: { metadata: meta } }),
         };
         const session = await stripe.checkout.sessions.create(params);
         if (!session.url) throw paymentsUnavailable(new Error(`checkout session ${session.id} has no url`));
@@ -155,10 +168,29 @@ export function toBillingEvent(raw: unknown, prices: PriceIds): BillingEvent {
       if (session.mode !== 'payment') return ignored(`checkout mode ${session.mode} sells nothing here`);
       if (!paid) return ignored('payment not completed yet');
       const amountCents = session.amount_total ?? null;
-      if (key === 'reset') return { kind: 'purchase', eventId, type, at, userId, customerId, item: { kind: 'reset' }, amountCents };
+      if (key === 'reset')
+        return {
+          kind: 'purchase',
+          eventId,
+          type,
+          at,
+          userId,
+          customerId,
+          item: { kind: 'reset' },
+          amountCents,
+        };
       const deviceId = Number(session.metadata?.device_id);
       if (key === 'device' && Number.isSafeInteger(deviceId) && deviceId > 0) {
-        return { kind: 'purchase', eventId, type, at, userId, customerId, item: { kind: 'device', deviceId }, amountCents };
+        return {
+          kind: 'purchase',
+          eventId,
+          type,
+          at,
+          userId,
+          customerId,
+          item: { kind: 'device', deviceId },
+          amountCents,
+        };
       }
       return ignored('checkout without a known item in its metadata');
     }
@@ -167,7 +199,8 @@ export function toBillingEvent(raw: unknown, prices: PriceIds): BillingEvent {
       const i = stripeInvoice.safeParse(object);
       if (!i.success) return ignored('malformed invoice');
       const invoice = i.data;
-      const subscriptionId = refId(invoice.subscription) ?? refId(invoice.parent?.subscription_details?.subscription);
+      const subscriptionId =
+        refId(invoice.subscription) ?? refId(invoice.parent?.subscription_details?.subscription);
       if (!subscriptionId) return ignored('invoice not for a subscription');
       const ends = invoice.lines.data.flatMap((l) => (l.period ? [l.period.end] : []));
       const plan = invoice.lines.data

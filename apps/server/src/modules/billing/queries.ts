@@ -1,17 +1,30 @@
 import { and, desc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
-import { billingCustomers, billingEvents, dailyUsage, devCheckouts, payments, subscriptions } from '../../db/schema/index.js';
+import {
+  billingCustomers,
+  billingEvents,
+  dailyUsage,
+  devCheckouts,
+  payments,
+  subscriptions,
+} from '../../db/schema/index.js';
 import { ENTITLING_STATUSES } from './schemas.js';
 
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
 export type DevCheckoutRow = typeof devCheckouts.$inferSelect;
 
 export async function findCustomerId(db: Database, userId: string) {
-  const [row] = await db.select({ id: billingCustomers.customerId }).from(billingCustomers).where(eq(billingCustomers.userId, userId));
+  const [row] = await db
+    .select({ id: billingCustomers.customerId })
+    .from(billingCustomers)
+    .where(eq(billingCustomers.userId, userId));
   return row?.id;
 }
 
-export async function insertCustomer(db: Database, row: { userId: string; provider: string; customerId: string }) {
+export async function insertCustomer(
+  db: Database,
+  row: { userId: string; provider: string; customerId: string },
+) {
   await db.insert(billingCustomers).values(row).onConflictDoNothing({ target: billingCustomers.userId });
 }
 
@@ -28,7 +41,11 @@ export async function findUserOfCustomer(db: Database, customerId: string) {
  * transaction that then commits (the insert waits on the key, then conflicts).
  */
 export async function claimEvent(db: Database, row: typeof billingEvents.$inferInsert): Promise<boolean> {
-  const inserted = await db.insert(billingEvents).values(row).onConflictDoNothing().returning({ id: billingEvents.eventId });
+  const inserted = await db
+    .insert(billingEvents)
+    .values(row)
+    .onConflictDoNothing()
+    .returning({ id: billingEvents.eventId });
   return inserted.length === 1;
 }
 
@@ -38,8 +55,15 @@ export async function countEvents(db: Database) {
 }
 
 /** The subscription row, locked for the rest of the transaction. */
-export async function lockSubscription(db: Database, subscriptionId: string): Promise<SubscriptionRow | undefined> {
-  const [row] = await db.select().from(subscriptions).where(eq(subscriptions.subscriptionId, subscriptionId)).for('update');
+export async function lockSubscription(
+  db: Database,
+  subscriptionId: string,
+): Promise<SubscriptionRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(subscriptions)
+    .where(eq(subscriptions.subscriptionId, subscriptionId))
+    .for('update');
   return row;
 }
 
@@ -76,7 +100,11 @@ export async function entitlingSubscriptions(db: Database, userId: string, now: 
 }
 
 export async function subscriptionsOf(db: Database, userId: string) {
-  return db.select().from(subscriptions).where(eq(subscriptions.userId, userId)).orderBy(desc(subscriptions.currentPeriodEnd));
+  return db
+    .select()
+    .from(subscriptions)
+    .where(eq(subscriptions.userId, userId))
+    .orderBy(desc(subscriptions.currentPeriodEnd));
 }
 
 export async function insertPayment(db: Database, row: typeof payments.$inferInsert) {
@@ -84,7 +112,11 @@ export async function insertPayment(db: Database, row: typeof payments.$inferIns
 }
 
 export async function paymentsOf(db: Database, userId: string) {
-  return db.select().from(payments).where(eq(payments.userId, userId)).orderBy(desc(payments.paidAt), desc(payments.id));
+  return db
+    .select()
+    .from(payments)
+    .where(eq(payments.userId, userId))
+    .orderBy(desc(payments.paidAt), desc(payments.id));
 }
 
 export async function usageOn(db: Database, userId: string, day: string) {

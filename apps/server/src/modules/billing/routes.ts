@@ -27,8 +27,12 @@ function parseService(raw: string): CheckoutAsk {
   throw badRequest('Unknown service.');
 }
 
-export async function billingRoutes(app: FastifyInstance, { billing, guards, providerName, publicUrl }: BillingRoutesDeps) {
-  const baseUrl = (request: FastifyRequest) => (publicUrl ? new URL(publicUrl).origin : `${request.protocol}://${request.host}`);
+export async function billingRoutes(
+  app: FastifyInstance,
+  { billing, guards, providerName, publicUrl }: BillingRoutesDeps,
+) {
+  const baseUrl = (request: FastifyRequest) =>
+    new URL(publicUrl ?? `${request.protocol}://${request.host}`).origin;
   const signedIn = { onRequest: guards.requireUser };
 
   app.get<{ Params: { n: string } }>('/api/pay/service/:n', signedIn, async (request) => {
@@ -38,10 +42,16 @@ export async function billingRoutes(app: FastifyInstance, { billing, guards, pro
   app.get<{ Params: { index: string } }>('/api/pay/device/:index', signedIn, async (request) => {
     const raw = request.params.index;
     if (!/^\d{1,6}$/.test(raw)) throw notFound('This device');
-    return billing.startCheckout(currentUser(request), { kind: 'device', index: Number(raw) }, baseUrl(request));
+    return billing.startCheckout(
+      currentUser(request),
+      { kind: 'device', index: Number(raw) },
+      baseUrl(request),
+    );
   });
 
-  app.get('/api/portal', signedIn, async (request) => billing.openPortal(currentUser(request), baseUrl(request)));
+  app.get('/api/portal', signedIn, async (request) =>
+    billing.openPortal(currentUser(request), baseUrl(request)),
+  );
 
   app.get('/api/premium', signedIn, async (request) => {
     const { premium, premiumUntil } = await billing.entitlement(currentUser(request).id);
@@ -53,7 +63,11 @@ export async function billingRoutes(app: FastifyInstance, { billing, guards, pro
     // Its own scope: the raw bytes are what Stripe signed, so this route alone gets a buffer parser.
     await app.register(async (scope) => {
       scope.removeAllContentTypeParsers();
-      scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_req, body, done) => done(null, body));
+      scope.addContentTypeParser(
+        '*',
+        { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES },
+        (_req, body, done) => done(null, body),
+      );
       scope.post('/api/webhooks/stripe', { bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, async (request) => {
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         const outcome = await billing.handleWebhook(body, request.headers);
@@ -65,7 +79,11 @@ export async function billingRoutes(app: FastifyInstance, { billing, guards, pro
   if (providerName === 'dev') {
     await app.register(async (scope) => {
       // The page's forms post no fields; accept their content type and ignore the body.
-      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, _body, done) => done(null, {}));
+      scope.addContentTypeParser(
+        'application/x-www-form-urlencoded',
+        { parseAs: 'string' },
+        (_req, _body, done) => done(null, {}),
+      );
       scope.addHook('onRequest', async (request, reply) => {
         reply.header('content-security-policy', DEV_PAGE_CSP).header('cache-control', 'no-store');
         // Outside /api, so the global cross-site guard does not run: the same rule, here.
@@ -79,13 +97,27 @@ export async function billingRoutes(app: FastifyInstance, { billing, guards, pro
         return reply.type('text/html; charset=utf-8').send(renderCheckoutPage(view, DEV_CHECKOUT_PATH));
       });
 
-      scope.post<{ Params: { id: string } }>(`${DEV_CHECKOUT_PATH}/:id/pay`, signedIn, async (request, reply) => {
-        return reply.redirect(await billing.payDevCheckout(request.params.id, currentUser(request).id), 303);
-      });
+      scope.post<{ Params: { id: string } }>(
+        `${DEV_CHECKOUT_PATH}/:id/pay`,
+        signedIn,
+        async (request, reply) => {
+          return reply.redirect(
+            await billing.payDevCheckout(request.params.id, currentUser(request).id),
+            303,
+          );
+        },
+      );
 
-      scope.post<{ Params: { id: string } }>(`${DEV_CHECKOUT_PATH}/:id/cancel`, signedIn, async (request, reply) => {
-        return reply.redirect(await billing.cancelDevCheckout(request.params.id, currentUser(request).id), 303);
-      });
+      scope.post<{ Params: { id: string } }>(
+        `${DEV_CHECKOUT_PATH}/:id/cancel`,
+        signedIn,
+        async (request, reply) => {
+          return reply.redirect(
+            await billing.cancelDevCheckout(request.params.id, currentUser(request).id),
+            303,
+          );
+        },
+      );
 
       scope.get(DEV_PORTAL_PATH, signedIn, async (request, reply) => {
         const user = currentUser(request);

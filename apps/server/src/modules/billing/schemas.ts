@@ -37,7 +37,10 @@ export function itemKey(item: Item): string {
 export function describeItem(item: Item): { label: string; amountCents: number } {
   if (item.kind === 'plan') return PLANS[item.plan];
   if (item.kind === 'reset') return RESET_TERMS;
-  return { label: `${DEVICE_TERMS.label} (device #${item.index + 1})`, amountCents: DEVICE_TERMS.amountCents };
+  return {
+    label: `${DEVICE_TERMS.label} (device #${item.index + 1})`,
+    amountCents: DEVICE_TERMS.amountCents,
+  };
 }
 
 /** Configured Stripe price ids (STRIPE_PRICE_*). */
@@ -92,7 +95,8 @@ export type BillingEvent =
 // event "malformed", which is acknowledged and logged, never applied.
 
 const idOrObject = z.union([z.string(), z.object({ id: z.string() })]).nullish();
-export const refId = (v: z.infer<typeof idOrObject>) => (v == null ? undefined : typeof v === 'string' ? v : v.id);
+export const refId = (v: z.infer<typeof idOrObject>) =>
+  v == null ? undefined : typeof v === 'string' ? v : v.id;
 const metadata = z.record(z.string(), z.string()).nullish();
 
 export const stripeEvent = z.object({
@@ -155,7 +159,14 @@ export const stripeSubscription = z.object({
 
 /** An Item as stored in dev_checkouts.item. */
 export const storedItem = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('plan'), plan: z.union([z.literal(0), z.literal(1), z.literal(3), z.literal(4)]) }),
+  z.object({
+    kind: z.literal('plan'),
+    plan: z.union([z.literal(0), z.literal(1), z.literal(3), z.literal(4)]),
+  }),
   z.object({ kind: z.literal('reset') }),
-  z.object({ kind: z.literal('device'), index: z.number().int().min(0), deviceId: z.number().int().positive() }),
+  z.object({
+    kind: z.literal('device'),
+    index: z.number().int().min(0),
+    deviceId: z.number().int().positive(),
+  }),
 ]);

@@ -26,7 +26,8 @@ export interface Entitlement {
 export type ApplyOutcome = 'applied' | 'duplicate' | 'ignored' | 'unmatched';
 
 /** What GET /api/pay/service/{n} and /api/pay/device/{index} ask for, before the device is looked up. */
-export type CheckoutAsk = { kind: 'plan'; plan: PlanNumber } | { kind: 'reset' } | { kind: 'device'; index: number };
+export type CheckoutAsk =
+  { kind: 'plan'; plan: PlanNumber } | { kind: 'reset' } | { kind: 'device'; index: number };
 
 export const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 
@@ -36,7 +37,15 @@ export function addMonthsUtc(d: Date, months: number): Date {
   const m = d.getUTCMonth() + months;
   const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
   return new Date(
-    Date.UTC(y, m, Math.min(d.getUTCDate(), lastDay), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds()),
+    Date.UTC(
+      y,
+      m,
+      Math.min(d.getUTCDate(), lastDay),
+      d.getUTCHours(),
+      d.getUTCMinutes(),
+      d.getUTCSeconds(),
+      d.getUTCMilliseconds(),
+    ),
   );
 }
 
@@ -71,12 +80,22 @@ export function mergeSubscription(
   fallbackPlan: number,
 ): SubscriptionState {
   if (!current) {
-    return { plan: obs.plan ?? fallbackPlan, status: obs.status, statusAt: obs.at, currentPeriodEnd: obs.periodEnd ?? null };
+    return {
+      plan: obs.plan ?? fallbackPlan,
+      status: obs.status,
+      statusAt: obs.at,
+      currentPeriodEnd: obs.periodEnd ?? null,
+    };
   }
   const ends = [current.currentPeriodEnd, obs.periodEnd ?? null].filter((d): d is Date => d !== null);
   const currentPeriodEnd = ends.length ? new Date(Math.max(...ends.map((d) => d.getTime()))) : null;
   // The plan breaks exact ties (two observations in the same second), so the order never matters.
-  const key = (status: string, at: Date, plan: number) => [isFinal(status) ? 1 : 0, at.getTime(), STATUS_RANK[status] ?? 0, plan];
+  const key = (status: string, at: Date, plan: number) => [
+    isFinal(status) ? 1 : 0,
+    at.getTime(),
+    STATUS_RANK[status] ?? 0,
+    plan,
+  ];
   const a = key(obs.status, obs.at, obs.plan ?? current.plan);
   const b = key(current.status, current.statusAt, current.plan);
   const differs = a.findIndex((v, i) => v !== b[i]);
@@ -85,20 +104,23 @@ export function mergeSubscription(
   return { plan: obs.plan ?? current.plan, status: obs.status, statusAt: obs.at, currentPeriodEnd };
 }
 
-const checkoutGone = () => new AppError(410, 'CHECKOUT_GONE', 'This test checkout has expired or was canceled.');
+const checkoutGone = () =>
+  new AppError(410, 'CHECKOUT_GONE', 'This test checkout has expired or was canceled.');
 
 export function createBillingService(deps: BillingServiceDeps) {
   const { db, clock, provider, devices, users, freeDailyLimit, log } = deps;
 
-  async function resolveUser(tx: Database, event: Extract<BillingEvent, { userId?: string | undefined }>) {
+  /** `namedUser`: the event's own user id, checked beforehand (outside the transaction). */
+  async function resolveUser(
+    tx: Database,
+    event: Extract<BillingEvent, { userId?: string | undefined }>,
+    namedUser: string | undefined,
+  ) {
     if (event.customerId) {
       const owner = await q.findUserOfCustomer(tx, event.customerId);
       if (owner) return owner;
     }
-    if (event.userId) {
-      const user = await users.findUser(event.userId);
-      if (user) return user.id;
-    }
+    if (namedUser) return namedUser;
     if (event.kind === 'subscription') return (await q.findSubscription(tx, event.subscriptionId))?.userId;
     return undefined;
   }
@@ -107,14 +129,23 @@ export function createBillingService(deps: BillingServiceDeps) {
    * The one entitlement code path for webhooks and the dev checkout. The event id is claimed in the
    * same transaction as the change, so a replayed or concurrent delivery changes nothing.
    */
-  async function applyEvent(event: BillingEvent, providerName: string = provider.name): Promise<ApplyOutcome> {
+  async function applyEvent(
+    event: BillingEvent,
+    providerName: string = provider.name,
+  ): Promise<ApplyOutcome> {
     if (event.kind === 'ignored') {
-      log.info({ eventId: event.eventId, type: event.type, reason: event.reason }, 'billing event acknowledged, not applied');
+      log.info(
+        { eventId: event.eventId, type: event.type, reason: event.reason },
+        'billing event acknowledged, not applied',
+      );
       return 'ignored';
     }
+    // Looked up before the transaction: embedded PGlite has one connection, which the transaction holds.
+    const namedUser = event.userId ? (await users.findUser(event.userId))?.id : undefined;
     return db.transaction(async (tx) => {
-      const userId = await resolveUser(tx, event);
-      const existing = event.kind === 'subscription' ? await q.findSubscription(tx, event.subscriptionId) : undefined;
+      const userId = await resolveUser(tx, event, namedUser);
+      const existing =
+        event.kind === 'subscription' ? await q.findSubscription(tx, event.subscriptionId) : undefined;
       const plan = event.kind === 'subscription' ? (event.plan ?? existing?.plan) : undefined;
       if (!userId || (event.kind === 'subscription' && plan === undefined)) {
         log.warn(
@@ -124,7 +155,15 @@ export function createBillingService(deps: BillingServiceDeps) {
         return 'unmatched';
       }
       const now = clock();
-      if (!(await q.claimEvent(tx, { eventId: event.eventId, provider: providerName, type: event.type, userId, receivedAt: now }))) {
+      if (
+        !(await q.claimEvent(tx, {
+          eventId: event.eventId,
+          provider: providerName,
+          type: event.type,
+          userId,
+          receivedAt: now,
+        }))
+      ) {
         return 'duplicate';
       }
       if (event.kind === 'subscription') {
@@ -137,7 +176,11 @@ export function createBillingService(deps: BillingServiceDeps) {
           updatedAt: now,
         });
         const locked = await q.lockSubscription(tx, event.subscriptionId);
-        if (locked) await q.updateSubscription(tx, event.subscriptionId, { ...mergeSubscription(locked, obs, plan!), updatedAt: now });
+        if (locked)
+          await q.updateSubscription(tx, event.subscriptionId, {
+            ...mergeSubscription(locked, obs, plan!),
+            updatedAt: now,
+          });
         if (event.payment) {
           await q.insertPayment(tx, {
             userId,
@@ -152,7 +195,10 @@ export function createBillingService(deps: BillingServiceDeps) {
         if (event.item.kind === 'reset') {
           await q.clearUsage(tx, userId, utcDay(now));
         } else if (!(await devices.recordRegistrationPayment(userId, event.item.deviceId, tx))) {
-          log.warn({ eventId: event.eventId, deviceId: event.item.deviceId }, 'device payment for a device the user no longer has');
+          log.warn(
+            { eventId: event.eventId, deviceId: event.item.deviceId },
+            'device payment for a device the user no longer has',
+          );
         }
         await q.insertPayment(tx, {
           userId,
@@ -172,7 +218,9 @@ export function createBillingService(deps: BillingServiceDeps) {
     const rows = await q.entitlingSubscriptions(db, userId, clock());
     if (rows.length === 0) return { premium: false, premiumUntil: null, dailyLimit: freeDailyLimit };
     const until = Math.max(...rows.map((r) => r.currentPeriodEnd!.getTime()));
-    const dailyLimit = Math.max(...rows.map((r) => PLANS[r.plan as PlanNumber]?.dailyLimit ?? freeDailyLimit));
+    const dailyLimit = Math.max(
+      ...rows.map((r) => PLANS[r.plan as PlanNumber]?.dailyLimit ?? freeDailyLimit),
+    );
     return { premium: true, premiumUntil: new Date(until), dailyLimit };
   }
 
@@ -180,7 +228,8 @@ export function createBillingService(deps: BillingServiceDeps) {
     if (ask.kind !== 'device') return ask;
     const device = await devices.findDeviceByIndex(userId, ask.index);
     if (!device) throw notFound('This device');
-    if (device.status === 'Pending' || device.status === 'Process') throw conflict('This device is already being registered.');
+    if (device.status === 'Pending' || device.status === 'Process')
+      throw conflict('This device is already being registered.');
     return { kind: 'device', index: ask.index, deviceId: device.id };
   }
 
@@ -212,7 +261,10 @@ export function createBillingService(deps: BillingServiceDeps) {
         payment: { amountCents },
       };
     }
-    const purchase = item.kind === 'reset' ? { kind: 'reset' as const } : { kind: 'device' as const, deviceId: item.deviceId };
+    const purchase =
+      item.kind === 'reset'
+        ? { kind: 'reset' as const }
+        : { kind: 'device' as const, deviceId: item.deviceId };
     return { kind: 'purchase', eventId, type, at: now, userId, item: purchase, amountCents };
   }
 
@@ -258,7 +310,15 @@ export function createBillingService(deps: BillingServiceDeps) {
 
     async devCheckout(id: string, userId: string) {
       const { row, item, isOpen } = await ownDevCheckout(id, userId);
-      return { id: row.id, item, ...describeItem(item), outcome: row.outcome, isOpen, cancelUrl: row.cancelUrl, successUrl: row.successUrl };
+      return {
+        id: row.id,
+        item,
+        ...describeItem(item),
+        outcome: row.outcome,
+        isOpen,
+        cancelUrl: row.cancelUrl,
+        successUrl: row.successUrl,
+      };
     },
 
     /** Pay on the dev checkout page: the same applyEvent as a webhook. Returns where to go next. */

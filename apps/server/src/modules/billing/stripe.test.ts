@@ -27,7 +27,8 @@ const DAY_S = 86_400;
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 /** A real webhook event from the shared fixtures, parsed so a test can adapt ids and metadata. */
-const stripeFixture = (name: string): Json => JSON.parse(readFileSync(path.join(fixturesDir, 'stripe', name), 'utf8')) as Json;
+const stripeFixture = (name: string): Json =>
+  JSON.parse(readFileSync(path.join(fixturesDir, 'stripe', name), 'utf8')) as Json;
 
 // Only for signatures: generateTestHeaderString makes the header Stripe itself would send.
 const signer = new Stripe(SECRET_KEY);
@@ -70,9 +71,15 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
     const payload = JSON.stringify(event);
     return deliverRaw(payload, signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }));
   };
-  const eventCount = async () => (await t.database.db.select({ n: sql<number>`count(*)::int` }).from(billingEvents))[0]!.n;
+  const eventCount = async () =>
+    (await t.database.db.select({ n: sql<number>`count(*)::int` }).from(billingEvents))[0]!.n;
   const paymentCount = async (userId: string) =>
-    (await t.database.db.select({ n: sql<number>`count(*)::int` }).from(payments).where(eq(payments.userId, userId)))[0]!.n;
+    (
+      await t.database.db
+        .select({ n: sql<number>`count(*)::int` })
+        .from(payments)
+        .where(eq(payments.userId, userId))
+    )[0]!.n;
   const subscriptionRows = (userId: string) =>
     t.database.db
       .select({ plan: subscriptions.plan, status: subscriptions.status, end: subscriptions.currentPeriodEnd })
@@ -91,7 +98,15 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
   }
 
   // Events built from the real fixtures, with our ids and prices.
-  function subscriptionEvent(o: { type?: string; sub: string; customer: string; status: string; end: number; plan?: number; created?: number }) {
+  function subscriptionEvent(o: {
+    type?: string;
+    sub: string;
+    customer: string;
+    status: string;
+    end: number;
+    plan?: number;
+    created?: number;
+  }) {
     const e = stripeFixture('stripe-ruby-mock_customer.subscription.updated.json');
     e.id = uid('evt');
     e.type = o.type ?? 'customer.subscription.updated';
@@ -108,7 +123,10 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
     e.created = o.created ?? nowS();
     const inv = e.data.object;
     Object.assign(inv, { id: uid('in'), customer: o.customer, subscription: o.sub, amount_paid: 399 });
-    Object.assign(inv.lines.data[0], { subscription: o.sub, period: { start: o.end - 30 * DAY_S, end: o.end } });
+    Object.assign(inv.lines.data[0], {
+      subscription: o.sub,
+      period: { start: o.end - 30 * DAY_S, end: o.end },
+    });
     inv.lines.data[0].price.id = PLAN_PRICE[o.plan ?? 0];
     return e;
   }
@@ -152,7 +170,10 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const { id, form, url, customer } = await userWithCheckout(n);
       expect(url).toMatch(/^https:\/\/checkout\.stripe\.test\/c\/pay\/cs_test_/);
       const sent = stripe.requests.slice(before);
-      expect(sent.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /v1/customers', 'POST /v1/checkout/sessions']);
+      expect(sent.map((r) => `${r.method} ${r.path}`)).toEqual([
+        'POST /v1/customers',
+        'POST /v1/checkout/sessions',
+      ]);
       expect(sent[0]!.form).toMatchObject({ 'metadata[user_id]': id });
       expect(sent[0]!.idempotencyKey).toBe(`sideport-customer-${id}`);
       expect(form).toMatchObject({
@@ -165,8 +186,8 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
         'metadata[item]': `plan:${n}`,
         'subscription_data[metadata][user_id]': id,
         'subscription_data[metadata][item]': `plan:${n}`,
-        success_url: 'http://localhost:80/my?checkout=success',
-        cancel_url: 'http://localhost:80/my?checkout=canceled',
+        success_url: 'http://localhost/my?checkout=success',
+        cancel_url: 'http://localhost/my?checkout=canceled',
       });
     });
 
@@ -185,15 +206,18 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       });
     });
 
-    it.each(['2', '6', '9', 'x', '01', '-1'])('answers 400 Unknown service. for service %s and calls nothing', async (n) => {
-      const cookie = await signedInUser(t, uid('user'));
-      const before = stripe.requests.length;
-      const res = await get(`/api/pay/service/${n}`, cookie);
-      expect(res.statusCode).toBe(400);
-      expect(res.headers['content-type']).toMatch(/^text\/plain/);
-      expect(res.body).toBe('Unknown service.');
-      expect(stripe.requests.length).toBe(before);
-    });
+    it.each(['2', '6', '9', 'x', '01', '-1'])(
+      'answers 400 Unknown service. for service %s and calls nothing',
+      async (n) => {
+        const cookie = await signedInUser(t, uid('user'));
+        const before = stripe.requests.length;
+        const res = await get(`/api/pay/service/${n}`, cookie);
+        expect(res.statusCode).toBe(400);
+        expect(res.headers['content-type']).toMatch(/^text\/plain/);
+        expect(res.body).toBe('Unknown service.');
+        expect(stripe.requests.length).toBe(before);
+      },
+    );
 
     it('needs a signed-in user', async () => {
       for (const url of ['/api/pay/service/0', '/api/pay/device/0', '/api/portal', '/api/premium']) {
@@ -215,10 +239,12 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const { cookie, customer } = await userWithCheckout(0);
       const res = await get('/api/portal', cookie);
       expect(res.statusCode).toBe(200);
-      expect(res.json()).toEqual({ url: expect.stringMatching(/^https:\/\/billing\.stripe\.test\/p\/session\/bps_test_/) });
+      expect(res.json()).toEqual({
+        url: expect.stringMatching(/^https:\/\/billing\.stripe\.test\/p\/session\/bps_test_/),
+      });
       const sent = stripe.requests.at(-1)!;
       expect(sent.path).toBe('/v1/billing_portal/sessions');
-      expect(sent.form).toEqual({ customer, return_url: 'http://localhost:80/my' });
+      expect(sent.form).toEqual({ customer, return_url: 'http://localhost/my' });
     });
   });
 
@@ -234,17 +260,32 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const sub = uid('sub');
       const end = nowS() + (n === 1 || n === 4 ? 365 : 30) * DAY_S;
       const completed = await deliver(
-        checkoutCompleted({ customer, userId: id, mode: 'subscription', sub, metadata: { user_id: id, item: `plan:${n}` } }),
+        checkoutCompleted({
+          customer,
+          userId: id,
+          mode: 'subscription',
+          sub,
+          metadata: { user_id: id, item: `plan:${n}` },
+        }),
       );
       expect(completed.statusCode).toBe(200);
       expect(completed.json()).toEqual({ received: true, outcome: 'applied' });
-      expect((await deliver(invoicePaid({ sub, customer, end, plan: n }))).json()).toEqual({ received: true, outcome: 'applied' });
+      expect((await deliver(invoicePaid({ sub, customer, end, plan: n }))).json()).toEqual({
+        received: true,
+        outcome: 'applied',
+      });
       const expiry = new Date(end * 1000).toISOString();
       const premium = await get('/api/premium', cookie);
       expect(premium.statusCode).toBe(200);
       expect(premium.json()).toEqual({ premium: true, expired_date: expiry });
       const info = await get('/api/info', cookie);
-      expect(info.json()).toEqual({ Id: id, premium: true, expired_date: expiry, daily_limit: limit, device_info: [] });
+      expect(info.json()).toEqual({
+        Id: id,
+        premium: true,
+        expired_date: expiry,
+        daily_limit: limit,
+        device_info: [],
+      });
       expect(await paymentCount(id)).toBe(1);
     });
 
@@ -254,7 +295,11 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       expect(res.statusCode).toBe(403);
       expect(res.headers['content-type']).toMatch(/^text\/plain/);
       expect(res.body).toBe('Need decrypt premium.');
-      expect((await get('/api/info', cookie)).json()).toMatchObject({ premium: false, expired_date: null, daily_limit: 3 });
+      expect((await get('/api/info', cookie)).json()).toMatchObject({
+        premium: false,
+        expired_date: null,
+        daily_limit: 3,
+      });
     });
 
     it('a canceled subscription (deleted) ends premium at once', async () => {
@@ -263,10 +308,20 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const end = nowS() + 30 * DAY_S;
       await deliver(invoicePaid({ sub, customer, end }));
       expect(typeof (await premiumOf(cookie))).toBe('string');
-      const deleted = subscriptionEvent({ type: 'customer.subscription.deleted', sub, customer, status: 'canceled', end });
+      const deleted = subscriptionEvent({
+        type: 'customer.subscription.deleted',
+        sub,
+        customer,
+        status: 'canceled',
+        end,
+      });
       expect((await deliver(deleted)).statusCode).toBe(200);
       expect(await premiumOf(cookie)).toBe(403);
-      expect((await get('/api/info', cookie)).json()).toMatchObject({ premium: false, expired_date: null, daily_limit: 3 });
+      expect((await get('/api/info', cookie)).json()).toMatchObject({
+        premium: false,
+        expired_date: null,
+        daily_limit: 3,
+      });
     });
 
     it('an expired subscription (period end passed) is not premium', async () => {
@@ -334,8 +389,22 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const end1 = nowS() + 30 * DAY_S;
       const end2 = end1 + 30 * DAY_S;
       const history = (sub: string, customer: string, userId: string) => [
-        subscriptionEvent({ type: 'customer.subscription.created', sub, customer, status: 'incomplete', end: end1, created: t0 }),
-        checkoutCompleted({ customer, userId, mode: 'subscription', sub, metadata: { user_id: userId, item: 'plan:0' }, created: t0 + 1 }),
+        subscriptionEvent({
+          type: 'customer.subscription.created',
+          sub,
+          customer,
+          status: 'incomplete',
+          end: end1,
+          created: t0,
+        }),
+        checkoutCompleted({
+          customer,
+          userId,
+          mode: 'subscription',
+          sub,
+          metadata: { user_id: userId, item: 'plan:0' },
+          created: t0 + 1,
+        }),
         invoicePaid({ sub, customer, end: end1, created: t0 + 1 }),
         subscriptionEvent({ sub, customer, status: 'active', end: end1, created: t0 + 1 }),
         subscriptionEvent({ sub, customer, status: 'past_due', end: end2, created: t0 + 50 }),
@@ -345,8 +414,10 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const inOrder = await userWithCheckout(0);
       const reversed = await userWithCheckout(0);
       const shuffled = await userWithCheckout(0);
-      for (const e of history(uid('sub'), inOrder.customer, inOrder.id)) expect((await deliver(e)).statusCode).toBe(200);
-      for (const e of history(uid('sub'), reversed.customer, reversed.id).reverse()) expect((await deliver(e)).statusCode).toBe(200);
+      for (const e of history(uid('sub'), inOrder.customer, inOrder.id))
+        expect((await deliver(e)).statusCode).toBe(200);
+      for (const e of history(uid('sub'), reversed.customer, reversed.id).reverse())
+        expect((await deliver(e)).statusCode).toBe(200);
       const mixed = history(uid('sub'), shuffled.customer, shuffled.id);
       for (const i of [4, 0, 6, 2, 5, 1, 3]) expect((await deliver(mixed[i]!)).statusCode).toBe(200);
 
@@ -363,10 +434,21 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const { id, cookie, customer } = await userWithCheckout(0);
       const sub = uid('sub');
       const end = nowS() + 30 * DAY_S;
-      await deliver(subscriptionEvent({ type: 'customer.subscription.deleted', sub, customer, status: 'canceled', end, created: nowS() }));
+      await deliver(
+        subscriptionEvent({
+          type: 'customer.subscription.deleted',
+          sub,
+          customer,
+          status: 'canceled',
+          end,
+          created: nowS(),
+        }),
+      );
       await deliver(invoicePaid({ sub, customer, end, created: nowS() - 10 }));
       await deliver(subscriptionEvent({ sub, customer, status: 'active', end, created: nowS() - 10 }));
-      expect(await subscriptionRows(id)).toEqual([{ plan: 0, status: 'canceled', end: new Date(end * 1000) }]);
+      expect(await subscriptionRows(id)).toEqual([
+        { plan: 0, status: 'canceled', end: new Date(end * 1000) },
+      ]);
       expect(await premiumOf(cookie)).toBe(403);
     });
   });
@@ -376,8 +458,16 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const { id, customer } = await userWithCheckout(5);
       const billing = t.services.billing;
       for (let i = 0; i < 3; i++) await billing.consumeDecrypt(id);
-      await expect(billing.consumeDecrypt(id)).rejects.toMatchObject({ status: 429, message: 'Daily limit reached.' });
-      const reset = checkoutCompleted({ customer, userId: id, mode: 'payment', metadata: { user_id: id, item: 'reset' } });
+      await expect(billing.consumeDecrypt(id)).rejects.toMatchObject({
+        status: 429,
+        message: 'Daily limit reached.',
+      });
+      const reset = checkoutCompleted({
+        customer,
+        userId: id,
+        mode: 'payment',
+        metadata: { user_id: id, item: 'reset' },
+      });
       expect((await deliver(reset)).json()).toEqual({ received: true, outcome: 'applied' });
       expect(await billing.dailyUsage(id)).toMatchObject({ used: 0, limit: 3, remaining: 3 });
       await billing.consumeDecrypt(id);
@@ -388,8 +478,16 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
     it('a device payment hands the device to registration (Pending) with one paid year', async () => {
       const id = uid('user');
       const cookie = await signedInUser(t, id);
-      await t.services.devices.addDevice({ userId: id, product: 'iPhone15,2', udid: '00008110-000A1B2C3D4E5F60' });
-      const second = await t.services.devices.addDevice({ userId: id, product: 'iPad13,1', udid: '00008027-0011223344556677' });
+      await t.services.devices.addDevice({
+        userId: id,
+        product: 'iPhone15,2',
+        udid: '00008110-000A1B2C3D4E5F60',
+      });
+      const second = await t.services.devices.addDevice({
+        userId: id,
+        product: 'iPad13,1',
+        udid: '00008027-0011223344556677',
+      });
       const res = await get('/api/pay/device/1', cookie);
       expect(res.statusCode).toBe(200);
       const form = stripe.requests.at(-1)!.form;
@@ -420,19 +518,30 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const id = uid('user');
       const cookie = await signedInUser(t, id);
       const expiresAt = new Date(now.getTime() + 200 * DAY_S * 1000);
-      await t.services.devices.addDevice({ userId: id, product: 'iPhone14,5', udid: 'abc', status: 'Registered', expiresAt });
+      await t.services.devices.addDevice({
+        userId: id,
+        product: 'iPhone14,5',
+        udid: 'abc',
+        status: 'Registered',
+        expiresAt,
+      });
       expect((await get('/api/info', cookie)).json()).toMatchObject({
-        device_info: [{ Product: 'iPhone14,5', UDID: 'abc', status: 'Registered', expired_date: expiresAt.toISOString() }],
+        device_info: [
+          { Product: 'iPhone14,5', UDID: 'abc', status: 'Registered', expired_date: expiresAt.toISOString() },
+        ],
       });
       expect((await get('/api/pay/device/0', cookie)).statusCode).toBe(200);
     });
 
-    it.each(['0', '7', 'x', '-1'])('answers 404 for device index %s the user does not have', async (index) => {
-      const cookie = await signedInUser(t, uid('user'));
-      const res = await get(`/api/pay/device/${index}`, cookie);
-      expect(res.statusCode).toBe(404);
-      expect(res.body).toBe('This device was not found.');
-    });
+    it.each(['0', '7', 'x', '-1'])(
+      'answers 404 for device index %s the user does not have',
+      async (index) => {
+        const cookie = await signedInUser(t, uid('user'));
+        const res = await get(`/api/pay/device/${index}`, cookie);
+        expect(res.statusCode).toBe(404);
+        expect(res.body).toBe('This device was not found.');
+      },
+    );
   });
 
   describe('webhook verification', () => {
@@ -447,7 +556,12 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
         expect(res.headers['content-type']).toMatch(/^text\/plain/);
         expect(res.body).toBe('Invalid signature.');
       }
-      const unsigned = await t.app.inject({ method: 'POST', url: '/api/webhooks/stripe', headers: { 'content-type': 'application/json' }, payload });
+      const unsigned = await t.app.inject({
+        method: 'POST',
+        url: '/api/webhooks/stripe',
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
       expect(unsigned.statusCode).toBe(400);
       expect(unsigned.body).toBe('Invalid signature.');
       expect(await eventCount()).toBe(events);
@@ -474,7 +588,12 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
     it('acknowledges malformed but signed events, never crashing', async () => {
       const bodies = [
         { id: 'evt_bad1', type: 'invoice.paid', created: nowS(), data: { object: {} } },
-        { id: 'evt_bad2', type: 'customer.subscription.updated', created: nowS(), data: { object: { id: 5 } } },
+        {
+          id: 'evt_bad2',
+          type: 'customer.subscription.updated',
+          created: nowS(),
+          data: { object: { id: 5 } },
+        },
         { type: 'checkout.session.completed' },
         [1, 2, 3],
         'just a string',
@@ -485,13 +604,18 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
         expect(res.json()).toEqual({ received: true, outcome: 'ignored' });
       }
       const payload = 'not json at all';
-      const res = await deliverRaw(payload, signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }));
+      const res = await deliverRaw(
+        payload,
+        signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+      );
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({ received: true, outcome: 'ignored' });
     });
 
     it('acknowledges an event for a customer it does not know', async () => {
-      const res = await deliver(invoicePaid({ sub: uid('sub'), customer: 'cus_somebody_else', end: nowS() + DAY_S }));
+      const res = await deliver(
+        invoicePaid({ sub: uid('sub'), customer: 'cus_somebody_else', end: nowS() + DAY_S }),
+      );
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({ received: true, outcome: 'unmatched' });
     });
@@ -527,8 +651,18 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
 
       // checkout.session.completed in subscription mode: pay-rails' fixture is the event's data only.
       const payData = stripeFixture('pay_checkout.session.completed_subscription_mode_data_only.json');
-      const payEvent = { id: uid('evt'), object: 'event', type: 'checkout.session.completed', created: nowS(), data: payData };
-      Object.assign(payData.object, { customer, subscription: sub, metadata: { user_id: id, item: 'plan:0' } });
+      const payEvent = {
+        id: uid('evt'),
+        object: 'event',
+        type: 'checkout.session.completed',
+        created: nowS(),
+        data: payData,
+      };
+      Object.assign(payData.object, {
+        customer,
+        subscription: sub,
+        metadata: { user_id: id, item: 'plan:0' },
+      });
       expect(await outcome(payEvent)).toBe('applied');
 
       const created = adapt(stripeFixture('stripe-ruby-mock_customer.subscription.created.json'), (s) => {
@@ -556,22 +690,29 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       });
 
       // A failed payment and a setup-mode checkout are acknowledged and change nothing.
-      const failed = adapt(stripeFixture('stripe-ruby-mock_invoice.payment_failed.json'), (inv) => Object.assign(inv, { customer }));
+      const failed = adapt(stripeFixture('stripe-ruby-mock_invoice.payment_failed.json'), (inv) =>
+        Object.assign(inv, { customer }),
+      );
       expect(await outcome(failed)).toBe('ignored');
       const setup = adapt(stripeFixture('stripe-ruby-mock_checkout.session.completed.setup_mode.json'), (s) =>
         Object.assign(s, { customer, metadata: { user_id: id } }),
       );
       expect(await outcome(setup)).toBe('ignored');
       // invoice.payment_succeeded is not a type we use (invoice.paid is).
-      expect(await outcome(adapt(stripeFixture('stripe-ruby-mock_invoice.payment_succeeded.json'), () => {}))).toBe('ignored');
+      expect(
+        await outcome(adapt(stripeFixture('stripe-ruby-mock_invoice.payment_succeeded.json'), () => {})),
+      ).toBe('ignored');
 
       // A one-time checkout from the recorded payment-mode fixture: the reset.
-      const reset = adapt(stripeFixture('stripe-ruby-mock_checkout.session.completed.payment_mode.json'), (s) =>
-        Object.assign(s, { customer, metadata: { user_id: id, item: 'reset' } }),
+      const reset = adapt(
+        stripeFixture('stripe-ruby-mock_checkout.session.completed.payment_mode.json'),
+        (s) => Object.assign(s, { customer, metadata: { user_id: id, item: 'reset' } }),
       );
       expect(await outcome(reset)).toBe('applied');
       // The recorded session with no metadata at all sells nothing we know.
-      const bare = adapt(stripeFixture('stripe-ruby-mock_checkout.session.completed.json'), (s) => Object.assign(s, { customer }));
+      const bare = adapt(stripeFixture('stripe-ruby-mock_checkout.session.completed.json'), (s) =>
+        Object.assign(s, { customer }),
+      );
       expect(await outcome(bare)).toBe('ignored');
 
       const deleted = adapt(stripeFixture('stripe-ruby-mock_customer.subscription.deleted.json'), (s) => {

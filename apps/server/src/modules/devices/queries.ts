@@ -11,7 +11,13 @@ export async function listDevicesOf(db: Database, userId: string): Promise<Devic
 
 export async function insertDevice(
   db: Database,
-  device: { userId: string; product: string; udid: string; status?: DeviceRow['status']; expiresAt?: Date | null },
+  device: {
+    userId: string;
+    product: string;
+    udid: string;
+    status?: DeviceRow['status'];
+    expiresAt?: Date | null;
+  },
 ): Promise<DeviceRow> {
   const [row] = await db.insert(devices).values(device).returning();
   return row!;

@@ -54,7 +54,13 @@ export function createDeviceService({ db }: DeviceServiceDeps) {
       }));
     },
 
-    async addDevice(device: { userId: string; product: string; udid: string; status?: DeviceStatus; expiresAt?: Date | null }) {
+    async addDevice(device: {
+      userId: string;
+      product: string;
+      udid: string;
+      status?: DeviceStatus;
+      expiresAt?: Date | null;
+    }) {
       return q.insertDevice(db, device);
     },
 
