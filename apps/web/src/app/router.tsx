@@ -1,0 +1,50 @@
+import Container from 'react-bootstrap/Container';
+import { createBrowserRouter, Link, Outlet } from 'react-router';
+import { AppNavbar } from '../components/navbar';
+import { AuthForm } from '../features/auth/auth-form';
+import { SignedInOnly, SignedOutOnly } from '../features/auth/route-guards';
+import { MyPage } from '../features/account/my-page';
+import { ListPage } from '../features/catalog/list-page';
+import { SearchPage } from '../features/catalog/search-page';
+import { UdidPage } from '../features/account/udid-page';
+import { setNavigate } from '../lib/navigation';
+
+function Layout() {
+  return (
+    <>
+      <AppNavbar />
+      <Container as="main" className="pb-5">
+        <Outlet />
+      </Container>
+    </>
+  );
+}
+
+function NotFound() {
+  return (
+    <section className="text-center my-5">
+      <h1 className="fs-4">This page does not exist.</h1>
+      <Link to="/latest">Go to the latest list</Link>
+    </section>
+  );
+}
+
+/** Routes of spec section 2; the root path is treated as latest. */
+export const router = createBrowserRouter([
+  {
+    element: <Layout />,
+    children: [
+      { path: '/', element: <ListPage key="latest" list="latest" /> },
+      { path: '/latest', element: <ListPage key="latest" list="latest" /> },
+      { path: '/queue', element: <ListPage key="queue" list="queue" /> },
+      { path: '/search/:country/*', element: <SearchPage /> },
+      { path: '/sign-in', element: <SignedOutOnly><AuthForm key="sign-in" mode="sign-in" /></SignedOutOnly> },
+      { path: '/sign-up', element: <SignedOutOnly><AuthForm key="sign-up" mode="sign-up" /></SignedOutOnly> },
+      { path: '/my', element: <SignedInOnly><MyPage /></SignedInOnly> },
+      { path: '/udid', element: <UdidPage /> },
+      { path: '*', element: <NotFound /> },
+    ],
+  },
+]);
+
+setNavigate((path) => void router.navigate(path));

@@ -1,0 +1,100 @@
+import { useState, type FormEvent } from 'react';
+import Button from 'react-bootstrap/Button';
+import Container from 'react-bootstrap/Container';
+import Form from 'react-bootstrap/Form';
+import Nav from 'react-bootstrap/Nav';
+import Navbar from 'react-bootstrap/Navbar';
+import Offcanvas from 'react-bootstrap/Offcanvas';
+import { Link, NavLink, useLocation, useNavigate } from 'react-router';
+import { useQuery } from '@tanstack/react-query';
+import { COUNTRIES, type Country } from '@sideport/contracts';
+import { api } from '../lib/api';
+import { useClientStore } from '../lib/store';
+import { useSignOut } from '../features/auth/use-sign-out';
+
+interface PublicConfig {
+  chatUrl: string | null;
+  channelUrl: string | null;
+}
+
+/** Keyword and country of the current search route, to prefill the search box. */
+function searchRouteParts(pathname: string): { country?: string; keyword?: string } {
+  const match = /^\/search\/([^/]+)\/(.*)$/.exec(pathname);
+  if (!match) return {};
+  return { country: match[1]!.toUpperCase(), keyword: decodeURIComponent(match[2]!) };
+}
+
+/** The navigation bar of spec section 2; below 768 px (Bootstrap's md) it collapses into a side menu. */
+export function AppNavbar() {
+  const { isLogin, country, setCountry } = useClientStore();
+  const location = useLocation();
+  const navigate = useNavigate();
+  const signOut = useSignOut();
+  const config = useQuery({ queryKey: ['config'], queryFn: () => api<PublicConfig>('/api/config'), staleTime: Infinity });
+  const prefill = searchRouteParts(location.pathname);
+  const [keyword, setKeyword] = useState(prefill.keyword ?? '');
+  const [lastPrefill, setLastPrefill] = useState(prefill.keyword);
+  if (prefill.keyword !== lastPrefill) {
+    setLastPrefill(prefill.keyword);
+    if (prefill.keyword !== undefined) setKeyword(prefill.keyword);
+  }
+  const [menuOpen, setMenuOpen] = useState(false);
+
+  const search = (event: FormEvent) => {
+    event.preventDefault();
+    setMenuOpen(false);
+    const trimmed = keyword.trim();
+    navigate(trimmed ? `/search/${country}/${encodeURIComponent(trimmed)}` : '/latest');
+  };
+  const chooseCountry = (value: string) => {
+    setCountry(value as Country);
+    // The country can change at any time: an open search follows it.
+    if (prefill.keyword !== undefined) navigate(`/search/${value}/${encodeURIComponent(prefill.keyword)}`);
+  };
+  const close = () => setMenuOpen(false);
+
+  return (
+    <Navbar expand="md" bg="dark" data-bs-theme="dark" className="mb-3" sticky="top">
+      <Container fluid>
+        <Navbar.Brand as={Link} to="/latest" aria-label="Sideport home">
+          Sideport
+        </Navbar.Brand>
+        <Navbar.Toggle aria-controls="main-menu" aria-label="Open menu" onClick={() => setMenuOpen(true)} />
+        <Navbar.Offcanvas id="main-menu" placement="end" show={menuOpen} onHide={close} aria-labelledby="main-menu-title">
+          <Offcanvas.Header closeButton closeLabel="Close menu">
+            <Offcanvas.Title id="main-menu-title">Sideport</Offcanvas.Title>
+          </Offcanvas.Header>
+          <Offcanvas.Body className="align-items-md-center">
+            <Nav className="me-auto" onSelect={close}>
+              <Nav.Link as={NavLink} to="/latest" onClick={close}>Latest</Nav.Link>
+              <Nav.Link as={NavLink} to="/queue" onClick={close}>Queue</Nav.Link>
+              {isLogin && <Nav.Link as={NavLink} to="/my" onClick={close}>Mypage</Nav.Link>}
+              {isLogin && (
+                <Nav.Link as="button" type="button" className="btn btn-link text-start" onClick={() => { close(); void signOut(); }}>
+                  Sign Out
+                </Nav.Link>
+              )}
+              {!isLogin && <Nav.Link as={NavLink} to="/sign-in" onClick={close}>Sign In</Nav.Link>}
+              {!isLogin && <Nav.Link as={NavLink} to="/sign-up" onClick={close}>Sign Up</Nav.Link>}
+              {config.data?.chatUrl && (
+                <Nav.Link href={config.data.chatUrl} target="_blank" rel="noopener noreferrer">Chat</Nav.Link>
+              )}
+              {config.data?.channelUrl && (
+                <Nav.Link href={config.data.channelUrl} target="_blank" rel="noopener noreferrer">Channel</Nav.Link>
+              )}
+            </Nav>
+            <Form className="d-flex gap-2 mt-3 mt-md-0" role="search" onSubmit={search}>
+              <Form.Select aria-label="Store country" value={country} onChange={(e) => chooseCountry(e.target.value)} style={{ width: '6rem' }}>
+                {COUNTRIES.map((c) => (
+                  <option key={c} value={c}>{c}</option>
+                ))}
+              </Form.Select>
+              <Form.Control type="search" placeholder="Search apps" aria-label="Search keyword" value={keyword} onChange={(e) => setKeyword(e.target.value)} />
+              <Button type="submit" variant="outline-light">Search</Button>
+            </Form>
+          </Offcanvas.Body>
+        </Navbar.Offcanvas>
+      </Container>
+    </Navbar>
+  );
+}

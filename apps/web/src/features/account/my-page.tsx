@@ -1,0 +1,45 @@
+import { useEffect } from 'react';
+import Button from 'react-bootstrap/Button';
+import Tab from 'react-bootstrap/Tab';
+import Tabs from 'react-bootstrap/Tabs';
+import { useQuery } from '@tanstack/react-query';
+import { accountInfo } from '@sideport/contracts';
+import { alertFailure, api } from '../../lib/api';
+import { ProductTab } from './product-tab';
+import { DeviceTab } from './device-tab';
+
+export const infoQuery = { queryKey: ['info'], queryFn: async () => accountInfo.parse(await api<unknown>('/api/info')) };
+
+/** /my: titled with the user's id; 'Billing Portal' and the Product (default) and Device tabs. */
+export function MyPage() {
+  const info = useQuery(infoQuery);
+  useEffect(() => {
+    if (info.error) alertFailure(info.error);
+  }, [info.error]);
+
+  const openPortal = async () => {
+    try {
+      const { url } = await api<{ url: string }>('/api/portal');
+      window.location.assign(url);
+    } catch (error) {
+      alertFailure(error);
+    }
+  };
+
+  return (
+    <section>
+      <div className="d-flex align-items-center justify-content-between mb-3">
+        <h1 className="fs-3 mb-0" data-testid="my-title">{info.data?.Id ?? ''}</h1>
+        <Button variant="outline-primary" onClick={() => void openPortal()}>Billing Portal</Button>
+      </div>
+      <Tabs defaultActiveKey="product" id="my-tabs" className="mb-3">
+        <Tab eventKey="product" title="Product">
+          <ProductTab info={info.data} />
+        </Tab>
+        <Tab eventKey="device" title="Device">
+          <DeviceTab info={info.data} />
+        </Tab>
+      </Tabs>
+    </section>
+  );
+}

@@ -1,0 +1,60 @@
+import Button from 'react-bootstrap/Button';
+import Table from 'react-bootstrap/Table';
+import type { AccountInfo } from '@sideport/contracts';
+import { alertFailure, api } from '../../lib/api';
+
+/** Spec section 9 prices; the server charges through the configured provider's prices. */
+export const SERVICE_OFFERS = [
+  { n: 0, label: '$3.99 / month · 20 App/day' },
+  { n: 1, label: '$39.99 / year · 20 App/day' },
+  { n: 3, label: '$6.99 / month · 50 App/day' },
+  { n: 4, label: '$69.99 / year · 50 App/day' },
+  { n: 5, label: "Reset today's limit · $0.99" },
+] as const;
+
+export const formatDate = (iso: string | null | undefined) => (iso ? iso.slice(0, 10) : '-');
+
+/** Asks the server for a checkout and goes there. */
+export async function goToCheckout(path: string) {
+  try {
+    const { url } = await api<{ url: string }>(path);
+    window.location.assign(url);
+  } catch (error) {
+    alertFailure(error);
+  }
+}
+
+/** My page, Product tab: Service / Until / Limit and the plan and reset buttons. */
+export function ProductTab({ info }: { info: AccountInfo | undefined }) {
+  return (
+    <Table responsive className="align-middle">
+      <thead>
+        <tr>
+          <th scope="col">Service</th>
+          <th scope="col">Until</th>
+          <th scope="col">Limit</th>
+          <th scope="col"><span className="visually-hidden">Actions</span></th>
+        </tr>
+      </thead>
+      <tbody>
+        <tr>
+          <td>
+            <div>Decrypt Premium</div>
+            <div className="small text-body-secondary">Fast decrypt &amp; Downgrade</div>
+          </td>
+          <td data-testid="premium-until">{info?.premium ? formatDate(info.expired_date) : '-'}</td>
+          <td data-testid="daily-limit">{info ? `${info.daily_limit} App/day` : ''}</td>
+          <td>
+            <div className="d-flex flex-wrap gap-2">
+              {SERVICE_OFFERS.map((offer) => (
+                <Button key={offer.n} size="sm" variant={offer.n === 5 ? 'outline-secondary' : 'outline-primary'} onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}>
+                  {offer.label}
+                </Button>
+              ))}
+            </div>
+          </td>
+        </tr>
+      </tbody>
+    </Table>
+  );
+}

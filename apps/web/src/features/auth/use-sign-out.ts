@@ -1,0 +1,23 @@
+import { useQueryClient } from '@tanstack/react-query';
+import { useNavigate } from 'react-router';
+import { api, RETRY_LATER } from '../../lib/api';
+import { useClientStore } from '../../lib/store';
+
+/** Sign out after 'Really want sign out?'; a failure alerts 'Please retry later.' (spec section 8). */
+export function useSignOut() {
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  return async () => {
+    if (!window.confirm('Really want sign out?')) return;
+    try {
+      await api('/api/sign-out', { method: 'POST' });
+    } catch {
+      window.alert(RETRY_LATER);
+      return;
+    }
+    // Leave signed-in-only pages first, so they do not send the person to sign in again.
+    navigate('/latest');
+    useClientStore.getState().signedOut();
+    queryClient.clear();
+  };
+}

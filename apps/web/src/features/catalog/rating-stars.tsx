@@ -1,0 +1,19 @@
+/** Rating out of 5 in half-star steps (spec section 9), with the number of ratings beside it. */
+export function RatingStars({ rating, count }: { rating: number | null; count: number | null }) {
+  const halves = Math.round(Math.min(Math.max(rating ?? 0, 0), 5) * 2);
+  const stars = Array.from({ length: 5 }, (_, i) => {
+    const filled = halves - i * 2;
+    return filled >= 2 ? 'full' : filled === 1 ? 'half' : 'empty';
+  });
+  const label = `Rated ${(halves / 2).toFixed(1)} out of 5 by ${(count ?? 0).toLocaleString()} people`;
+  return (
+    <span className="rating" role="img" aria-label={label} data-rating={halves / 2}>
+      {stars.map((kind, i) => (
+        <span key={i} className={`star star-${kind}`} aria-hidden="true">
+          {kind === 'full' ? '★' : kind === 'half' ? '⯪' : '☆'}
+        </span>
+      ))}
+      <span className="rating-count ms-1 text-body-secondary">({(count ?? 0).toLocaleString()})</span>
+    </span>
+  );
+}

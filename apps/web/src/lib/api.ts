@@ -1,0 +1,75 @@
+import { useClientStore } from './store';
+import { currentPath, navigate } from './navigation';
+
+export const RETRY_LATER = 'Please retry later.';
+
+/** A failed call: the server's sentence (text/plain) or nothing. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** Clears auth, remembers where the person was and sends them to sign in (spec sections 4 and 8). */
+export function sendToSignIn() {
+  const store = useClientStore.getState();
+  store.signedOut();
+  const here = currentPath();
+  if (!here.startsWith('/sign-in') && !here.startsWith('/sign-up')) store.setLastPage(here);
+  navigate('/sign-in');
+}
+
+/** For actions that need an account: alert 'Please Sign-in', keep the path, go to /sign-in. */
+export function requireSignIn(): boolean {
+  if (useClientStore.getState().isLogin) return true;
+  window.alert('Please Sign-in');
+  sendToSignIn();
+  return false;
+}
+
+export interface ApiResponse<T> {
+  data: T;
+  headers: Headers;
+}
+
+/**
+ * The one way the web app calls the API: credentials included, JSON in and out; any 401 signs the
+ * client out and goes to /sign-in; other failures throw ApiError with the server's sentence.
+ */
+export async function apiFetch<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<ApiResponse<T>> {
+  let response: Response;
+  try {
+    response = await fetch(path, {
+      method: init.method ?? 'GET',
+      credentials: 'include',
+      headers: init.body === undefined ? {} : { 'content-type': 'application/json' },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
+  } catch {
+    throw new ApiError(0, '');
+  }
+  if (response.status === 401) {
+    sendToSignIn();
+    throw new ApiError(401, '');
+  }
+  if (!response.ok) {
+    const text = (await response.text().catch(() => '')).trim();
+    throw new ApiError(response.status, text.length > 300 ? '' : text);
+  }
+  const type = response.headers.get('content-type') ?? '';
+  const data = (type.includes('application/json') ? await response.json() : undefined) as T;
+  return { data, headers: response.headers };
+}
+
+export const api = async <T>(path: string, init?: { method?: string; body?: unknown }) => (await apiFetch<T>(path, init)).data;
+
+/** Spec section 8: show the server's sentence, or 'Please retry later.'; a 401 was already handled. */
+export function alertFailure(error: unknown) {
+  if (error instanceof ApiError && error.status === 401) return;
+  const message = error instanceof ApiError && error.message ? error.message : RETRY_LATER;
+  window.alert(message);
+}
