@@ -54,13 +54,13 @@ export function AppNavbar() {
   const close = () => setMenuOpen(false);
 
   return (
-    <Navbar expand="md" bg="dark" data-bs-theme="dark" className="mb-3" sticky="top">
+    <Navbar expand="md" bg="dark" data-bs-theme="dark" className="mb-3" sticky="top" expanded={menuOpen} onToggle={setMenuOpen}>
       <Container fluid>
         <Navbar.Brand as={Link} to="/latest" aria-label="Sideport home">
           Sideport
         </Navbar.Brand>
-        <Navbar.Toggle aria-controls="main-menu" aria-label="Open menu" onClick={() => setMenuOpen(true)} />
-        <Navbar.Offcanvas id="main-menu" placement="end" show={menuOpen} onHide={close} aria-labelledby="main-menu-title">
+        <Navbar.Toggle aria-controls="main-menu" label="Open menu" />
+        <Navbar.Offcanvas id="main-menu" placement="end" aria-labelledby="main-menu-title">
           <Offcanvas.Header closeButton closeLabel="Close menu">
             <Offcanvas.Title id="main-menu-title">Sideport</Offcanvas.Title>
           </Offcanvas.Header>

@@ -8,6 +8,8 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** True when the client already acted on it (a 401 sent the person to sign in). */
+    readonly isHandled = false,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -40,7 +42,14 @@ export interface ApiResponse<T> {
  * The one way the web app calls the API: credentials included, JSON in and out; any 401 signs the
  * client out and goes to /sign-in; other failures throw ApiError with the server's sentence.
  */
-export async function apiFetch<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<ApiResponse<T>> {
+export interface ApiInit {
+  method?: string;
+  body?: unknown;
+  /** Sign-in and sign-up: their 401 means wrong credentials, shown as the server says. */
+  isAuthAttempt?: boolean;
+}
+
+export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<ApiResponse<T>> {
   let response: Response;
   try {
     response = await fetch(path, {
@@ -52,9 +61,9 @@ export async function apiFetch<T>(path: string, init: { method?: string; body?: 
   } catch {
     throw new ApiError(0, '');
   }
-  if (response.status === 401) {
+  if (response.status === 401 && !init.isAuthAttempt) {
     sendToSignIn();
-    throw new ApiError(401, '');
+    throw new ApiError(401, '', true);
   }
   if (!response.ok) {
     const text = (await response.text().catch(() => '')).trim();
@@ -65,11 +74,11 @@ export async function apiFetch<T>(path: string, init: { method?: string; body?: 
   return { data, headers: response.headers };
 }
 
-export const api = async <T>(path: string, init?: { method?: string; body?: unknown }) => (await apiFetch<T>(path, init)).data;
+export const api = async <T>(path: string, init?: ApiInit) => (await apiFetch<T>(path, init)).data;
 
 /** Spec section 8: show the server's sentence, or 'Please retry later.'; a 401 was already handled. */
 export function alertFailure(error: unknown) {
-  if (error instanceof ApiError && error.status === 401) return;
+  if (error instanceof ApiError && error.isHandled) return;
   const message = error instanceof ApiError && error.message ? error.message : RETRY_LATER;
   window.alert(message);
 }

@@ -1,8 +1,10 @@
 import { useEffect } from 'react';
+import Alert from 'react-bootstrap/Alert';
 import Button from 'react-bootstrap/Button';
 import Tab from 'react-bootstrap/Tab';
 import Tabs from 'react-bootstrap/Tabs';
 import { useQuery } from '@tanstack/react-query';
+import { useSearchParams } from 'react-router';
 import { accountInfo } from '@sideport/contracts';
 import { alertFailure, api } from '../../lib/api';
 import { ProductTab } from './product-tab';
@@ -13,6 +15,9 @@ export const infoQuery = { queryKey: ['info'], queryFn: async () => accountInfo.
 /** /my: titled with the user's id; 'Billing Portal' and the Product (default) and Device tabs. */
 export function MyPage() {
   const info = useQuery(infoQuery);
+  // Checkout returns here with ?checkout=success|canceled; the state shown is fetched fresh.
+  const [params, setParams] = useSearchParams();
+  const checkout = params.get('checkout');
   useEffect(() => {
     if (info.error) alertFailure(info.error);
   }, [info.error]);
@@ -32,6 +37,12 @@ export function MyPage() {
         <h1 className="fs-3 mb-0" data-testid="my-title">{info.data?.Id ?? ''}</h1>
         <Button variant="outline-primary" onClick={() => void openPortal()}>Billing Portal</Button>
       </div>
+      {checkout === 'success' && (
+        <Alert variant="success" dismissible onClose={() => setParams({}, { replace: true })}>Payment complete.</Alert>
+      )}
+      {checkout === 'canceled' && (
+        <Alert variant="secondary" dismissible onClose={() => setParams({}, { replace: true })}>Payment canceled.</Alert>
+      )}
       <Tabs defaultActiveKey="product" id="my-tabs" className="mb-3">
         <Tab eventKey="product" title="Product">
           <ProductTab info={info.data} />

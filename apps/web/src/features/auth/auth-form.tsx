@@ -33,7 +33,7 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
     if (problem) return window.alert(problem);
     setBusy(true);
     try {
-      const { grade } = await api<GradeAnswer>(`/api/${mode}`, { method: 'POST', body: { id, pw: md5(password) } });
+      const { grade } = await api<GradeAnswer>(`/api/${mode}`, { method: 'POST', body: { id, pw: md5(password) }, isAuthAttempt: true });
       const store = useClientStore.getState();
       store.signedIn(grade);
       navigate(afterSignInPath(store.last_page), { replace: true });

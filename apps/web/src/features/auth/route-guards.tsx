@@ -1,11 +1,12 @@
 import { useEffect, type ReactNode } from 'react';
 import { Navigate, useLocation } from 'react-router';
-import { useClientStore } from '../../lib/store';
+import { afterSignInPath, useClientStore } from '../../lib/store';
 
-/** /sign-in and /sign-up are for signed-out people only. */
+/** /sign-in and /sign-up are for signed-out people only; a signed-in one goes where sign-in leads. */
 export function SignedOutOnly({ children }: { children: ReactNode }) {
   const isLogin = useClientStore((s) => s.isLogin);
-  return isLogin ? <Navigate to="/" replace /> : children;
+  const lastPage = useClientStore((s) => s.last_page);
+  return isLogin ? <Navigate to={afterSignInPath(lastPage)} replace /> : children;
 }
 
 /** Pages for signed-in people; others are sent to sign in and brought back after. */

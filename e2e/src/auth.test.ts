@@ -1,0 +1,189 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectDialog, launchBrowser, newDataDir, openSession, startServer, storedState, type RunningServer, type Session } from './harness.js';
+
+let server: RunningServer;
+let browser: Browser;
+let seq = 0;
+const freshId = () => `person${++seq}`;
+
+beforeAll(async () => {
+  server = await startServer(newDataDir());
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function signUp(s: Session, id: string, password = 'long enough password') {
+  await s.page.goto('/sign-up');
+  await s.page.getByLabel('Id', { exact: true }).fill(id);
+  await s.page.getByLabel('Password', { exact: true }).fill(password);
+  await s.page.getByLabel('Password confirm').fill(password);
+  await s.page.getByLabel('Password confirm').press('Enter');
+}
+
+const navLinks = (s: Session) => s.page.locator('#main-menu .nav-link').allInnerTexts();
+
+describe('accounts in the browser', () => {
+  it('signs up and lands on the page that asked for sign-in', async () => {
+    const s = await openSession(browser, server.url);
+    await s.page.goto('/my');
+    await s.page.waitForURL('**/sign-in');
+    expect(await storedState(s.page)).toMatchObject({ isLogin: false, grade: -1, last_page: '/my' });
+    await s.page.getByRole('button', { name: 'Sign up' }).click();
+    await s.page.waitForURL('**/sign-up');
+    const id = freshId();
+    await s.page.getByLabel('Id', { exact: true }).fill(id);
+    await s.page.getByLabel('Password', { exact: true }).fill('long enough password');
+    await s.page.getByLabel('Password confirm').fill('long enough password');
+    await s.page.getByLabel('Password confirm').press('Enter');
+    await s.page.waitForURL('**/my');
+    await expect.poll(() => s.page.getByTestId('my-title').innerText()).toBe(id);
+    expect(await storedState(s.page)).toMatchObject({ isLogin: true, grade: 0 });
+    await s.context.close();
+  });
+
+  it('goes to / after sign-in when last_page was the sign-in page itself', async () => {
+    const s = await openSession(browser, server.url);
+    const id = freshId();
+    await signUp(s, id);
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await s.context.close();
+  });
+
+  it('shows each validation message and sends nothing until the form is right', async () => {
+    const s = await openSession(browser, server.url);
+    const requests: string[] = [];
+    s.page.on('request', (r) => r.url().includes('/api/sign') && requests.push(r.url()));
+    await s.page.goto('/sign-in');
+    await s.page.getByLabel('Id', { exact: true }).fill('abc');
+    await s.page.getByLabel('Password').fill('long enough password');
+    await s.page.getByRole('button', { name: 'Sign in' }).click();
+    await expectDialog(s, 'Please enter at least 4 characters for ID');
+    await s.page.getByLabel('Id', { exact: true }).fill('abcd');
+    await s.page.getByLabel('Password').fill('short');
+    await s.page.getByLabel('Password').press('Enter');
+    await expectDialog(s, 'Please enter at least 8 characters for Password');
+    await s.page.goto('/sign-up');
+    await s.page.getByLabel('Id', { exact: true }).fill('abcd');
+    await s.page.getByLabel('Password', { exact: true }).fill('long enough password');
+    await s.page.getByLabel('Password confirm').fill('another password');
+    await s.page.getByRole('button', { name: 'Sign up' }).click();
+    await expectDialog(s, 'Passwords do not match.');
+    expect(requests).toEqual([]);
+    await s.context.close();
+  });
+
+  it('shows the server sentence for a wrong password and sends only the MD5', async () => {
+    const s = await openSession(browser, server.url);
+    const id = freshId();
+    await signUp(s, id);
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await s.context.clearCookies();
+    await s.page.evaluate(() => localStorage.clear());
+    await s.page.goto('/sign-in');
+    let body = '';
+    s.page.on('request', (r) => r.url().endsWith('/api/sign-in') && (body = r.postData() ?? ''));
+    await s.page.getByLabel('Id', { exact: true }).fill(id);
+    await s.page.getByLabel('Password').fill('not the password');
+    await s.page.getByLabel('Password').press('Enter');
+    await expectDialog(s, 'The id or password is not correct.');
+    expect(JSON.parse(body)).toEqual({ id, pw: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    expect(body).not.toContain('not the password');
+    await s.context.close();
+  });
+
+  it('shows the navbar links of each auth state, with external links in a new tab', async () => {
+    const s = await openSession(browser, server.url);
+    await s.page.goto('/latest');
+    await expect.poll(() => navLinks(s)).toEqual(['Latest', 'Queue', 'Sign In', 'Sign Up', 'Chat', 'Channel']);
+    for (const name of ['Chat', 'Channel']) {
+      const link = s.page.getByRole('link', { name });
+      expect(await link.getAttribute('target')).toBe('_blank');
+      expect(await link.getAttribute('rel')).toContain('noopener');
+    }
+    await expect.poll(() => s.page.getByRole('link', { name: 'Sideport home' }).getAttribute('href')).toBe('/latest');
+    await signUp(s, freshId());
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await expect.poll(() => navLinks(s)).toEqual(['Latest', 'Queue', 'Mypage', 'Sign Out', 'Chat', 'Channel']);
+    await s.context.close();
+  });
+
+  it('collapses the navbar into a side menu below 768 px only', async () => {
+    const narrow = await openSession(browser, server.url, { width: 767, height: 800 });
+    await narrow.page.goto('/latest');
+    const toggle = narrow.page.getByRole('button', { name: 'Open menu' });
+    await expect.poll(() => toggle.isVisible()).toBe(true);
+    expect(await narrow.page.getByRole('link', { name: 'Queue' }).isVisible()).toBe(false);
+    await toggle.click();
+    await expect.poll(() => narrow.page.getByRole('link', { name: 'Queue' }).isVisible()).toBe(true);
+    await narrow.page.getByRole('link', { name: 'Queue' }).click();
+    await narrow.page.waitForURL('**/queue');
+    await narrow.context.close();
+
+    const wide = await openSession(browser, server.url, { width: 768, height: 800 });
+    await wide.page.goto('/latest');
+    await expect.poll(() => wide.page.getByRole('link', { name: 'Queue' }).isVisible()).toBe(true);
+    expect(await wide.page.getByRole('button', { name: 'Open menu' }).isVisible()).toBe(false);
+    await wide.context.close();
+  });
+
+  it('asks before signing out, and signs out only when confirmed', async () => {
+    const s = await openSession(browser, server.url);
+    await signUp(s, freshId());
+    await s.page.waitForURL((u) => u.pathname === '/');
+    s.answers.push(false);
+    await s.page.getByRole('button', { name: 'Sign Out' }).click();
+    await expectDialog(s, 'Really want sign out?');
+    expect(await storedState(s.page)).toMatchObject({ isLogin: true });
+    s.answers.push(true);
+    await s.page.getByRole('button', { name: 'Sign Out' }).click();
+    await expect.poll(() => storedState(s.page)).toMatchObject({ isLogin: false, grade: -1 });
+    await expect.poll(() => navLinks(s)).toContain('Sign In');
+    expect(await s.context.cookies()).toEqual([]);
+    await s.context.close();
+  });
+
+  it('signs the client out when the server answers 401', async () => {
+    const s = await openSession(browser, server.url);
+    await signUp(s, freshId());
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await s.context.clearCookies(); // the server no longer knows this browser
+    await s.page.getByRole('link', { name: 'Mypage' }).click();
+    await s.page.waitForURL('**/sign-in');
+    expect(await storedState(s.page)).toMatchObject({ isLogin: false, grade: -1, last_page: '/my' });
+    await expect.poll(() => navLinks(s)).toContain('Sign In');
+    await s.context.close();
+  });
+
+  it('keeps the signed-in state and country across a reload', async () => {
+    const s = await openSession(browser, server.url);
+    const id = freshId();
+    await signUp(s, id);
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await s.page.getByLabel('Store country').selectOption('DE');
+    await s.page.goto('/my');
+    await s.page.reload();
+    await expect.poll(() => s.page.getByTestId('my-title').innerText()).toBe(id);
+    expect(await s.page.getByLabel('Store country').inputValue()).toBe('DE');
+    await s.context.close();
+  });
+
+  it('searches by the box: an empty keyword goes to /latest, others to /search/{country}/{keyword}', async () => {
+    const s = await openSession(browser, server.url);
+    await s.page.goto('/queue');
+    const country = s.page.getByLabel('Store country');
+    expect(await country.inputValue()).toBe('KR');
+    expect(await country.locator('option').allInnerTexts()).toEqual(['US', 'KR', 'AU', 'RU', 'DE', 'IN', 'SE', 'IL', 'IT']);
+    await s.page.getByRole('button', { name: 'Search' }).click();
+    await s.page.waitForURL('**/latest');
+    await s.page.getByLabel('Search keyword').fill('AC/DC live');
+    await s.page.getByLabel('Search keyword').press('Enter');
+    await s.page.waitForURL((u) => u.pathname === `/search/KR/${encodeURIComponent('AC/DC live')}`);
+    await s.page.reload();
+    expect(await s.page.getByLabel('Search keyword').inputValue()).toBe('AC/DC live');
+    await s.context.close();
+  });
+});

@@ -1,0 +1,8 @@
+import { execFileSync } from 'node:child_process';
+import { repoRoot } from './paths.js';
+
+/** The browser tests run the built server and web app, exactly what `npm start` serves. */
+export default function setup() {
+  execFileSync('npx', ['tsc', '-b'], { cwd: repoRoot, stdio: 'inherit' });
+  execFileSync('npm', ['run', 'build', '-w', '@sideport/web'], { cwd: repoRoot, stdio: 'inherit' });
+}

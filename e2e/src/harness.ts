@@ -1,0 +1,109 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { repoRoot } from './paths.js';
+
+export interface RunningServer {
+  url: string;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+/** A fresh data folder; seed it (through the server's own modules) before starting the server. */
+export const newDataDir = () => mkdtempSync(path.join(tmpdir(), 'sideport-e2e-'));
+
+/** The real server process (`node apps/server/dist/main.js`) on a free port. */
+export async function startServer(dataDir: string, env: Record<string, string> = {}): Promise<RunningServer> {
+  const child: ChildProcess = spawn(process.execPath, [path.join(repoRoot, 'apps/server/dist/main.js')], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      DATA_DIR: dataDir,
+      LIST_CACHE_MS: '0',
+      CHAT_URL: 'https://chat.example.org/sideport',
+      CHANNEL_URL: 'https://t.example.org/sideport',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /Sideport listening on (http:\/\/[\d.:]+)/.exec(output);
+      if (match) resolve(match[1]!);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
+  });
+  return {
+    url,
+    dataDir,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.removeAllListeners('exit');
+        child.on('exit', () => {
+          rmSync(dataDir, { recursive: true, force: true });
+          resolve();
+        });
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Debian's Chromium, headless, with the flags this machine needs. */
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
+  });
+}
+
+export interface Session {
+  context: BrowserContext;
+  page: Page;
+  /** Every dialog message, in order; confirm() answers come from `answers` (default: accept). */
+  dialogs: string[];
+  answers: boolean[];
+}
+
+/** A fresh browser context (its own storage and cookies) that records and answers dialogs. */
+export async function openSession(browser: Browser, baseURL: string, viewport = { width: 1280, height: 900 }): Promise<Session> {
+  const context = await browser.newContext({ baseURL, viewport });
+  // Flags come from a public host; keep the tests offline and fast.
+  await context.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.fulfill({ status: 204, body: '' }));
+  const page = await context.newPage();
+  const session: Session = { context, page, dialogs: [], answers: [] };
+  page.on('dialog', (dialog) => {
+    session.dialogs.push(dialog.message());
+    const accept = dialog.type() === 'confirm' ? (session.answers.shift() ?? true) : true;
+    void (accept ? dialog.accept() : dialog.dismiss());
+  });
+  return session;
+}
+
+/** Waits until a dialog with this message has been shown. */
+export async function expectDialog(session: Session, message: string, timeoutMs = 5000) {
+  const started = Date.now();
+  while (!session.dialogs.includes(message)) {
+    if (Date.now() - started > timeoutMs) throw new Error(`no dialog "${message}"; saw ${JSON.stringify(session.dialogs)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export const storedState = (page: Page) =>
+  page.evaluate(() => JSON.parse(localStorage.getItem('sideport') ?? 'null')?.state as Record<string, unknown> | undefined);
