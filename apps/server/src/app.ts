@@ -142,6 +142,10 @@ async function registerWeb(app: FastifyInstance, distDir: string) {
       },
     });
   }
+  if (hasWeb) {
+    // The root is a folder to the static plugin; the app's page is its index.
+    app.get('/', (_request, reply) => reply.header('cache-control', 'no-cache').sendFile('index.html'));
+  }
   app.setNotFoundHandler((request, reply) => {
     const url = request.url.split('?')[0] ?? '/';
     const isPage = (request.method === 'GET' || request.method === 'HEAD') && !url.startsWith('/api/');

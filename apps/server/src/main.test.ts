@@ -88,6 +88,9 @@ describe('the server process', () => {
       expect(await signIn.json()).toEqual({ grade: 0 });
 
       // The SPA is served with history fallback; hashed assets are cached for good.
+      const root = await fetch(`${second.url}/`);
+      expect(root.status).toBe(200);
+      expect(await root.text()).toContain('<div id="root">');
       const page = await fetch(`${second.url}/search/KR/some/thing`);
       expect(page.status).toBe(200);
       expect(await page.text()).toContain('<div id="root">');
