@@ -47,3 +47,22 @@ export async function seedDataDir(dataDir: string, entries: SeedEntry[]) {
     await database.close();
   }
 }
+
+/** Adds a device (as enrollment would) for a user created here, before the server opens the folder. */
+export async function seedUserDevice(dataDir: string, user: { id: string; passwordMd5: string }, device: { product: string; udid: string }) {
+  const { createAuthService } = await import('../../apps/server/src/modules/auth/service.js');
+  const { insertDevice } = await import('../../apps/server/src/modules/devices/queries.js');
+  const database = await openDatabase({ pgliteDir: path.join(dataDir, 'db') });
+  try {
+    await database.migrate();
+    const auth = createAuthService({
+      db: database.db,
+      clock: () => new Date(),
+      limits: { sessionTtlDays: 1, signInPerId: 10, signInPerAddress: 10, signInWindowMinutes: 1 },
+    });
+    await auth.ensureUser(user.id, user.passwordMd5, 0);
+    await insertDevice(database.db, { userId: user.id, product: device.product, udid: device.udid, status: 'Add' });
+  } finally {
+    await database.close();
+  }
+}

@@ -3,11 +3,7 @@ import Table from 'react-bootstrap/Table';
 import type { AccountInfo, Device } from '@sideport/contracts';
 import { alertFailure, api } from '../../lib/api';
 import { formatDate, goToCheckout } from './product-tab';
-
-export const MAC_WARNING =
-  'Only M1/M2 Macs are supported. An extra process follows payment. Payment is non-refundable for unsupported devices. Continue?';
-export const ADD_DEVICE_NOTICE =
-  'The device profile will be downloaded. Install it from Settings within 10 minutes.';
+import { ADD_DEVICE_NOTICE, MAC_WARNING } from './messages';
 
 const isMac = (device: Device) => /mac/i.test(device.Product);
 

@@ -42,7 +42,7 @@ export function ProductTab({ info }: { info: AccountInfo | undefined }) {
             <div>Decrypt Premium</div>
             <div className="small text-body-secondary">Fast decrypt &amp; Downgrade</div>
           </td>
-          <td data-testid="premium-until">{info?.premium ? formatDate(info.expired_date) : '-'}</td>
+          <td data-testid="premium-until">{info ? (info.premium ? formatDate(info.expired_date) : '-') : ''}</td>
           <td data-testid="daily-limit">{info ? `${info.daily_limit} App/day` : ''}</td>
           <td>
             <div className="d-flex flex-wrap gap-2">

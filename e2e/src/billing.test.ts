@@ -1,0 +1,139 @@
+import { createHash } from 'node:crypto';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAC_WARNING } from '../../apps/web/src/features/account/messages.js';
+import { seedUserDevice } from './seed.js';
+import { expectDialog, launchBrowser, newDataDir, openSession, startServer, type RunningServer, type Session } from './harness.js';
+
+let server: RunningServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  server = await startServer(newDataDir());
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function signUpAndOpenMyPage(s: Session, id: string) {
+  await s.page.goto('/my');
+  await s.page.waitForURL('**/sign-in');
+  await s.page.goto('/sign-up');
+  await s.page.getByLabel('Id', { exact: true }).fill(id);
+  await s.page.getByLabel('Password', { exact: true }).fill('long enough password');
+  await s.page.getByLabel('Password confirm').fill('long enough password');
+  await s.page.getByLabel('Password confirm').press('Enter');
+  await s.page.waitForURL('**/my');
+}
+
+const cell = (s: Session, id: string) => s.page.getByTestId(id).innerText();
+
+describe('paying in test mode', () => {
+  it('buys a plan on the test checkout and shows it on My page', async () => {
+    const s = await openSession(browser, server.url);
+    await signUpAndOpenMyPage(s, 'subscriber');
+    await expect.poll(() => cell(s, 'premium-until')).toBe('-');
+    expect(await cell(s, 'daily-limit')).toBe('3 App/day');
+    expect(await s.page.getByRole('columnheader').allInnerTexts()).toEqual(['Service', 'Until', 'Limit', 'Actions']);
+    expect(await s.page.getByRole('cell', { name: /Decrypt Premium/ }).innerText()).toContain('Fast decrypt & Downgrade');
+
+    await s.page.getByRole('button', { name: '$6.99 / month · 50 App/day' }).click();
+    await s.page.waitForURL('**/billing/dev-checkout/**');
+    expect(await s.page.getByText('TEST MODE: no real payment is made.').isVisible()).toBe(true);
+    await s.page.getByRole('button', { name: 'Pay' }).click();
+    await s.page.waitForURL('**/my?checkout=success');
+    await expect.poll(() => s.page.getByRole('alert').innerText()).toContain('Payment complete.');
+    const inAMonth = new Date();
+    inAMonth.setUTCMonth(inAMonth.getUTCMonth() + 1);
+    await expect.poll(() => cell(s, 'premium-until')).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    const until = new Date(await cell(s, 'premium-until'));
+    expect(Math.abs(until.getTime() - inAMonth.getTime())).toBeLessThan(3 * 86_400_000);
+    expect(await cell(s, 'daily-limit')).toBe('50 App/day');
+    await s.context.close();
+  });
+
+  it("pays a reset of today's limit, and a canceled checkout changes nothing", async () => {
+    const s = await openSession(browser, server.url);
+    await signUpAndOpenMyPage(s, 'resetter');
+    await s.page.getByRole('button', { name: "Reset today's limit · $0.99" }).click();
+    await s.page.waitForURL('**/billing/dev-checkout/**');
+    expect(await s.page.locator('body').innerText()).toContain('0.99');
+    await s.page.getByRole('button', { name: 'Pay' }).click();
+    await s.page.waitForURL('**/my?checkout=success');
+    await expect.poll(() => s.page.getByRole('alert').innerText()).toContain('Payment complete.');
+    await expect.poll(() => cell(s, 'premium-until')).toBe('-');
+
+    await s.page.getByRole('button', { name: '$3.99 / month · 20 App/day' }).click();
+    await s.page.waitForURL('**/billing/dev-checkout/**');
+    await s.page.getByRole('button', { name: 'Cancel' }).click();
+    await s.page.waitForURL('**/my?checkout=canceled');
+    await expect.poll(() => s.page.getByRole('alert').innerText()).toContain('Payment canceled.');
+    await expect.poll(() => cell(s, 'daily-limit')).toBe('3 App/day');
+    expect(await cell(s, 'premium-until')).toBe('-');
+    await s.context.close();
+  });
+
+  it('shows the Device tab with its buttons and the empty text', async () => {
+    const s = await openSession(browser, server.url);
+    await signUpAndOpenMyPage(s, 'deviceless');
+    await s.page.getByRole('tab', { name: 'Device' }).click();
+    expect(await s.page.getByRole('heading', { name: 'Devices - Sign Service' }).isVisible()).toBe(true);
+    for (const name of ['Add Device', 'Feather Install', 'Feather Cert']) {
+      expect(await s.page.getByRole('button', { name }).isVisible()).toBe(true);
+    }
+    expect(await s.page.getByText('Add device first.').isVisible()).toBe(true);
+    s.answers.push(false);
+    await s.page.getByRole('button', { name: 'Add Device' }).click();
+    await expectDialog(s, 'The device profile will be downloaded. Install it from Settings within 10 minutes.');
+    expect(new URL(s.page.url()).pathname).toBe('/my');
+    await s.context.close();
+  });
+
+  it('opens the billing portal', async () => {
+    const s = await openSession(browser, server.url);
+    await signUpAndOpenMyPage(s, 'portalgoer');
+    await s.page.getByRole('button', { name: 'Billing Portal' }).click();
+    await s.page.waitForURL('**/billing/dev-portal**');
+    expect(await s.page.getByRole('heading', { name: 'Billing Portal' }).isVisible()).toBe(true);
+    await s.context.close();
+  });
+});
+
+describe('paying for a device', () => {
+  it('warns before paying for a Mac, then hands the paid device to registration (Pending)', async () => {
+    const dataDir = newDataDir();
+    const password = 'long enough password';
+    await seedUserDevice(dataDir, { id: 'macowner', passwordMd5: createHash('md5').update(password).digest('hex') }, { product: 'MacBookPro18,1', udid: '00008103-000A1B2C3D4E5F60' });
+    const own = await startServer(dataDir);
+    try {
+      const s = await openSession(browser, own.url);
+      await s.page.goto('/sign-in');
+      await s.page.getByLabel('Id', { exact: true }).fill('macowner');
+      await s.page.getByLabel('Password').fill(password);
+      await s.page.getByLabel('Password').press('Enter');
+      await s.page.waitForURL((u) => u.pathname === '/');
+      await s.page.goto('/my');
+      await s.page.getByRole('tab', { name: 'Device' }).click();
+      const row = s.page.getByRole('row', { name: /MacBookPro18,1/ });
+      await expect.poll(() => row.innerText()).toContain('00008103-000A1B2C3D4E5F60');
+      s.answers.push(false);
+      await row.getByRole('button', { name: 'Register $19.99/year' }).click();
+      await expectDialog(s, MAC_WARNING);
+      expect(new URL(s.page.url()).pathname).toBe('/my');
+      s.answers.push(true);
+      await row.getByRole('button', { name: 'Register $19.99/year' }).click();
+      await s.page.waitForURL('**/billing/dev-checkout/**');
+      expect(await s.page.locator('body').innerText()).toContain('19.99');
+      await s.page.getByRole('button', { name: 'Pay' }).click();
+      await s.page.waitForURL('**/my?checkout=success');
+      await s.page.getByRole('tab', { name: 'Device' }).click();
+      await expect.poll(() => s.page.getByRole('row', { name: /MacBookPro18,1/ }).getByRole('button').innerText()).toBe('Pending');
+      expect(await s.page.getByRole('row', { name: /MacBookPro18,1/ }).getByRole('button').isDisabled()).toBe(true);
+      await s.context.close();
+    } finally {
+      await own.stop();
+    }
+  });
+});
