@@ -4,19 +4,10 @@ import Card from 'react-bootstrap/Card';
 import Form from 'react-bootstrap/Form';
 import { useNavigate } from 'react-router';
 import { md5 } from 'js-md5';
-import { ID_MIN_LENGTH, PASSWORD_MIN_LENGTH, type GradeAnswer } from '@sideport/contracts';
+import type { GradeAnswer } from '@sideport/contracts';
 import { alertFailure, api } from '../../lib/api';
 import { afterSignInPath, useClientStore } from '../../lib/store';
-
-export type AuthMode = 'sign-in' | 'sign-up';
-
-/** Spec section 5, checked before anything is sent; the first broken rule is alerted. */
-export function validateAuthForm(mode: AuthMode, id: string, password: string, confirm: string): string | null {
-  if (id.length < ID_MIN_LENGTH) return 'Please enter at least 4 characters for ID';
-  if (password.length < PASSWORD_MIN_LENGTH) return 'Please enter at least 8 characters for Password';
-  if (mode === 'sign-up' && password !== confirm) return 'Passwords do not match.';
-  return null;
-}
+import { validateAuthForm, type AuthMode } from './validate';
 
 /** The sign-in and sign-up forms (spec section 2): Enter submits; the password travels as its MD5. */
 export function AuthForm({ mode }: { mode: AuthMode }) {

@@ -1,0 +1,15 @@
+import { describe, expect, it } from 'vitest';
+import { afterSignInPath } from './store';
+
+describe('afterSignInPath', () => {
+  it('returns to last_page, or to / when that was the sign-in or sign-up page', () => {
+    expect(afterSignInPath('/my')).toBe('/my');
+    expect(afterSignInPath('/search/KR/a%2Fb')).toBe('/search/KR/a%2Fb');
+    expect(afterSignInPath('/sign-in')).toBe('/');
+    expect(afterSignInPath('/sign-up?x=1')).toBe('/');
+  });
+
+  it('never leaves the site', () => {
+    expect(afterSignInPath('https://evil.example/')).toBe('/');
+  });
+});
