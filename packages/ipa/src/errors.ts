@@ -1,0 +1,50 @@
+/**
+ * Every error this package throws. One class, one code per reason, so callers branch on `code`
+ * and show `message` (a sentence saying what was expected and what was found).
+ */
+export type IpaErrorCode =
+  // The archive itself
+  | 'NOT_A_ZIP'
+  | 'ZIP_TRUNCATED'
+  | 'ZIP_INVALID'
+  | 'ZIP_SLIP'
+  | 'ZIP_ABSOLUTE_PATH'
+  | 'ZIP_DUPLICATE_NAME'
+  | 'ZIP_BOMB'
+  | 'ZIP_TOO_LARGE'
+  | 'ZIP_ENTRY_NOT_FOUND'
+  | 'SYMLINK_ESCAPES_BUNDLE'
+  // The app bundle inside it
+  | 'NO_APP_BUNDLE'
+  | 'SEVERAL_APP_BUNDLES'
+  | 'INFO_PLIST_MISSING'
+  | 'INFO_PLIST_INCOMPLETE'
+  | 'PLIST_INVALID'
+  | 'EXECUTABLE_MISSING'
+  // Mach-O
+  | 'MACHO_BAD_MAGIC'
+  | 'MACHO_TRUNCATED'
+  | 'MACHO_TOO_LARGE'
+  | 'LOAD_COMMANDS_FULL'
+  // Profiles and identities
+  | 'PROFILE_INVALID'
+  | 'PROFILE_EXPIRED'
+  | 'CERTIFICATE_NOT_IN_PROFILE'
+  | 'P12_INVALID'
+  | 'IDENTITY_INVALID'
+  // Signing
+  | 'SIGNING_UNAVAILABLE';
+
+export class IpaError extends Error {
+  readonly code: IpaErrorCode;
+
+  constructor(code: IpaErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'IpaError';
+    this.code = code;
+  }
+}
+
+export function isIpaError(value: unknown): value is IpaError {
+  return value instanceof IpaError;
+}
