@@ -1,0 +1,66 @@
+/**
+ * A minimal zip writer for tests, so each bad archive can be built exactly as named (duplicate
+ * names, absolute paths, symlinks, bombs) — ordinary writers refuse to produce most of them.
+ * Layout per APPNOTE 4.3: local headers + data, central directory, end record.
+ */
+import { deflateRawSync, crc32 } from 'node:zlib';
+
+export interface TestZipEntry {
+  name: string;
+  data?: Buffer | string;
+  /** Unix st_mode, stored in the upper 16 bits of the external attributes. */
+  mode?: number;
+  /** Deflate (8) by default; 0 stores. */
+  method?: 0 | 8;
+}
+
+export const SYMLINK_MODE = 0o120777;
+export const FILE_MODE = 0o100644;
+export const EXECUTABLE_MODE = 0o100755;
+
+export function buildZip(entries: readonly TestZipEntry[]): Buffer {
+  const locals: Buffer[] = [];
+  const centrals: Buffer[] = [];
+  let offset = 0;
+  for (const entry of entries) {
+    const data = Buffer.from(entry.data ?? '');
+    const method = entry.name.endsWith('/') ? 0 : (entry.method ?? 8);
+    const stored = method === 8 ? deflateRawSync(data) : data;
+    const name = Buffer.from(entry.name, 'utf8');
+    const crc = crc32(data);
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4); // version needed
+    local.writeUInt16LE(0x0800, 6); // UTF-8 names
+    local.writeUInt16LE(method, 8);
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(stored.length, 18);
+    local.writeUInt32LE(data.length, 22);
+    local.writeUInt16LE(name.length, 26);
+    locals.push(local, name, stored);
+
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE((3 << 8) | 20, 4); // made by Unix
+    central.writeUInt16LE(20, 6);
+    central.writeUInt16LE(0x0800, 8);
+    central.writeUInt16LE(method, 10);
+    central.writeUInt32LE(crc, 16);
+    central.writeUInt32LE(stored.length, 20);
+    central.writeUInt32LE(data.length, 24);
+    central.writeUInt16LE(name.length, 28);
+    const mode = entry.mode ?? (entry.name.endsWith('/') ? 0o040755 : FILE_MODE);
+    central.writeUInt32LE((mode << 16) >>> 0, 38);
+    central.writeUInt32LE(offset, 42);
+    centrals.push(central, name);
+    offset += local.length + name.length + stored.length;
+  }
+  const centralDirectory = Buffer.concat(centrals);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(entries.length, 8);
+  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(centralDirectory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, centralDirectory, end]);
+}

@@ -1,0 +1,280 @@
+import { open as openFile, type FileHandle } from 'node:fs/promises';
+import { PassThrough, type Readable } from 'node:stream';
+import yauzl from 'yauzl';
+import { IpaError } from '../errors.js';
+import { toZipError } from './errors.js';
+import { resolveZipLimits, type ZipLimits } from './limits.js';
+import { assertSafeEntryName, enclosingAppDir, isSymlinkTargetInside, normalizeEntryKey } from './names.js';
+
+export interface ZipEntry {
+  /** The entry's path inside the archive, with '/' separators; directories end with '/'. */
+  readonly name: string;
+  readonly isDirectory: boolean;
+  readonly isSymlink: boolean;
+  /** Set for symlinks: the path the link points at (checked to stay inside its bundle). */
+  readonly symlinkTarget?: string;
+  /** Unix mode from the external attributes, or undefined when the archiver stored none. */
+  readonly unixMode?: number;
+  readonly compressedSizeBytes: number;
+  readonly uncompressedSizeBytes: number;
+  /** 0 stored, 8 deflate (APPNOTE 4.4.5). */
+  readonly compressionMethod: number;
+  readonly crc32: number;
+  /** yauzl's record, for raw copies of the compressed bytes (see ZipArchive.openEntryStream). */
+  readonly source: yauzl.Entry;
+}
+
+export interface OpenEntryOptions {
+  /** Give the stored (compressed) bytes as they are in the archive, for copying without re-deflating. */
+  raw?: boolean;
+}
+
+export interface ZipArchive {
+  readonly sizeBytes: number;
+  readonly entries: readonly ZipEntry[];
+  find(name: string): ZipEntry | undefined;
+  openEntryStream(entry: ZipEntry, options?: OpenEntryOptions): Promise<Readable>;
+  /** Reads a whole (small) entry; refuses one larger than maxBytes. */
+  readEntry(entry: ZipEntry, maxBytes?: number): Promise<Buffer>;
+  /** Reads at most the first byteCount bytes of an entry, then stops inflating. */
+  readEntryHead(entry: ZipEntry, byteCount: number): Promise<Buffer>;
+  close(): void;
+}
+
+export interface OpenZipOptions {
+  limits?: Partial<ZipLimits>;
+}
+
+const UNIX_FILE_TYPE_MASK = 0o170000;
+const UNIX_SYMLINK = 0o120000;
+const UNIX_DIRECTORY = 0o040000;
+const DEFAULT_MAX_READ_BYTES = 16 * 1024 * 1024;
+
+const yauzlOptions: yauzl.Options = {
+  lazyEntries: true,
+  autoClose: false,
+  // Names are decoded and checked here, so each refusal gets its own code.
+  decodeStrings: false,
+  validateEntrySizes: true,
+};
+
+/** Opens an IPA from a path. Reads the central directory only; entries are streamed on demand. */
+export async function openZip(path: string, options: OpenZipOptions = {}): Promise<ZipArchive> {
+  const head = await readHead(path);
+  return openFrom(() => yauzl.openPromise(path, yauzlOptions), head, options);
+}
+
+/** The first bytes tell a truncated zip from something that is not a zip at all. */
+async function readHead(path: string): Promise<Buffer> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await openFile(path, 'r');
+    const head = Buffer.alloc(4);
+    const { bytesRead } = await handle.read(head, 0, 4, 0);
+    return head.subarray(0, bytesRead);
+  } catch (err) {
+    throw new IpaError('NOT_A_ZIP', `Expected a readable file at ${path}, found none.`, { cause: err });
+  } finally {
+    await handle?.close();
+  }
+}
+
+/** Opens an IPA held in memory (tests, small uploads). */
+export function openZipFromBuffer(buffer: Buffer, options: OpenZipOptions = {}): Promise<ZipArchive> {
+  return openFrom(() => yauzl.fromBufferPromise(buffer, yauzlOptions), buffer.subarray(0, 4), options);
+}
+
+/** Opens an IPA behind any random-access reader (object storage ranges, for example). */
+export async function openZipFromReader(
+  reader: yauzl.RandomAccessReader,
+  totalSizeBytes: number,
+  options: OpenZipOptions = {},
+): Promise<ZipArchive> {
+  const head = Buffer.alloc(Math.min(4, totalSizeBytes));
+  await new Promise<void>((resolve, reject) => {
+    if (head.length === 0) return resolve();
+    reader.read(head, 0, head.length, 0, (err) => (err ? reject(toZipError(err)) : resolve()));
+  });
+  return openFrom(() => yauzl.fromRandomAccessReaderPromise(reader, totalSizeBytes, yauzlOptions), head, options);
+}
+
+async function openFrom(
+  openYauzl: () => Promise<yauzl.ZipFile>,
+  head: Buffer,
+  options: OpenZipOptions,
+): Promise<ZipArchive> {
+  let zip: yauzl.ZipFile;
+  try {
+    zip = await openYauzl();
+  } catch (err) {
+    throw toZipError(err, head);
+  }
+  try {
+    const limits = resolveZipLimits(options.limits);
+    const entries = await listEntries(zip, limits);
+    const archive = createArchive(zip, entries);
+    const withTargets = await readSymlinkTargets(archive, entries, limits);
+    return { ...archive, entries: withTargets, find: createFinder(withTargets) };
+  } catch (err) {
+    zip.close();
+    throw toZipError(err);
+  }
+}
+
+function listEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<ZipEntry[]> {
+  if (zip.entryCount > limits.maxEntryCount) {
+    return Promise.reject(
+      new IpaError(
+        'ZIP_TOO_LARGE',
+        `Expected at most ${limits.maxEntryCount} entries, found ${zip.entryCount}.`,
+      ),
+    );
+  }
+  return new Promise((resolve, reject) => {
+    const entries: ZipEntry[] = [];
+    const seen = new Set<string>();
+    let totalBytes = 0;
+    const fail = (err: unknown): void => {
+      zip.removeAllListeners('entry');
+      reject(toZipError(err));
+    };
+    zip.on('error', fail);
+    zip.on('end', () => resolve(entries));
+    zip.on('entry', (raw: yauzl.Entry) => {
+      try {
+        const entry = describeEntry(raw);
+        const key = normalizeEntryKey(entry.name);
+        if (seen.has(key)) {
+          throw new IpaError('ZIP_DUPLICATE_NAME', `Expected each entry name once, found "${entry.name}" twice.`);
+        }
+        seen.add(key);
+        assertSaneRatio(entry, limits);
+        totalBytes += entry.uncompressedSizeBytes;
+        if (totalBytes > limits.maxTotalUncompressedBytes) {
+          throw new IpaError(
+            'ZIP_TOO_LARGE',
+            `Expected at most ${limits.maxTotalUncompressedBytes} bytes once uncompressed, found more than ${totalBytes} bytes.`,
+          );
+        }
+        entries.push(entry);
+        zip.readEntry();
+      } catch (err) {
+        fail(err);
+      }
+    });
+    zip.readEntry();
+  });
+}
+
+function describeEntry(raw: yauzl.Entry): ZipEntry {
+  // decodeStrings:false leaves fileName as bytes; decode it as yauzl would (UTF-8 flag, 0x7075 field).
+  const name = yauzl.getFileNameLowLevel(raw.generalPurposeBitFlag, raw.fileNameRaw, raw.extraFields, false);
+  assertSafeEntryName(name);
+  // Upper 16 bits of the external attributes hold st_mode when made on Unix (APPNOTE 4.4.15).
+  const mode = raw.externalFileAttributes >>> 16;
+  const unixMode = mode === 0 ? undefined : mode;
+  const fileType = mode & UNIX_FILE_TYPE_MASK;
+  return {
+    name,
+    isDirectory: name.endsWith('/') || fileType === UNIX_DIRECTORY,
+    isSymlink: fileType === UNIX_SYMLINK,
+    ...(unixMode === undefined ? {} : { unixMode }),
+    compressedSizeBytes: raw.compressedSize,
+    uncompressedSizeBytes: raw.uncompressedSize,
+    compressionMethod: raw.compressionMethod,
+    crc32: raw.crc32,
+    source: raw,
+  };
+}
+
+function assertSaneRatio(entry: ZipEntry, limits: ZipLimits): void {
+  if (entry.uncompressedSizeBytes <= limits.compressionRatioMinBytes) return;
+  const ratio = entry.uncompressedSizeBytes / Math.max(entry.compressedSizeBytes, 1);
+  if (ratio > limits.maxCompressionRatio) {
+    throw new IpaError(
+      'ZIP_BOMB',
+      `Expected "${entry.name}" to compress at most ${limits.maxCompressionRatio}:1, found ${Math.round(ratio)}:1 ` +
+        `(${entry.compressedSizeBytes} bytes inflating to ${entry.uncompressedSizeBytes}).`,
+    );
+  }
+}
+
+function createFinder(entries: readonly ZipEntry[]): (name: string) => ZipEntry | undefined {
+  const byName = new Map(entries.map((entry) => [normalizeEntryKey(entry.name), entry]));
+  return (name) => byName.get(normalizeEntryKey(name));
+}
+
+function createArchive(zip: yauzl.ZipFile, entries: ZipEntry[]): ZipArchive {
+  const openEntryStream = async (entry: ZipEntry, options: OpenEntryOptions = {}): Promise<Readable> => {
+    let source: Readable;
+    try {
+      source = await zip.openReadStreamPromise(entry.source, options.raw ? { decodeFileData: false } : {});
+    } catch (err) {
+      throw toZipError(err);
+    }
+    // Errors from yauzl and zlib arrive as plain Errors; hand callers IpaErrors only.
+    const out = new PassThrough();
+    source.on('error', (err) => out.destroy(toZipError(err)));
+    out.on('close', () => source.destroy());
+    return source.pipe(out);
+  };
+
+  const readEntry = async (entry: ZipEntry, maxBytes = DEFAULT_MAX_READ_BYTES): Promise<Buffer> => {
+    if (entry.uncompressedSizeBytes > maxBytes) {
+      throw new IpaError(
+        'ZIP_TOO_LARGE',
+        `Expected "${entry.name}" to hold at most ${maxBytes} bytes, found ${entry.uncompressedSizeBytes}.`,
+      );
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of await openEntryStream(entry)) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  };
+
+  const readEntryHead = async (entry: ZipEntry, byteCount: number): Promise<Buffer> => {
+    const stream = await openEntryStream(entry);
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for await (const chunk of stream) {
+      chunks.push(chunk as Buffer);
+      length += (chunk as Buffer).length;
+      if (length >= byteCount) break; // leaving the loop destroys the stream and stops inflating
+    }
+    return Buffer.concat(chunks).subarray(0, byteCount);
+  };
+
+  return {
+    sizeBytes: zip.fileSize,
+    entries,
+    find: createFinder(entries),
+    openEntryStream,
+    readEntry,
+    readEntryHead,
+    close: () => zip.close(),
+  };
+}
+
+/** A symlink's content is its target; refuse any that leaves its app bundle (or the archive). */
+async function readSymlinkTargets(
+  archive: ZipArchive,
+  entries: ZipEntry[],
+  limits: ZipLimits,
+): Promise<ZipEntry[]> {
+  const result: ZipEntry[] = [];
+  for (const entry of entries) {
+    if (!entry.isSymlink) {
+      result.push(entry);
+      continue;
+    }
+    const target = (await archive.readEntry(entry, limits.maxSymlinkTargetBytes)).toString('utf8');
+    const root = enclosingAppDir(entry.name) ?? '';
+    if (!isSymlinkTargetInside(entry.name, target, root)) {
+      throw new IpaError(
+        'SYMLINK_ESCAPES_BUNDLE',
+        `Expected symlink "${entry.name}" to point inside ${root === '' ? 'the archive' : `"${root}"`}, found target "${target}".`,
+      );
+    }
+    result.push({ ...entry, symlinkTarget: target });
+  }
+  return result;
+}
