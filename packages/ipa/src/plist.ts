@@ -1,0 +1,82 @@
+import { parseBuffer } from 'bplist-parser';
+import bplistCreator from 'bplist-creator';
+import { build as buildXml, parse as parseXml } from 'plist';
+import { IpaError } from './errors.js';
+
+/** Data values are Buffers from bplist-parser and Uint8Arrays from plist's XML parser. */
+export type PlistValue = string | number | boolean | Date | Uint8Array | PlistValue[] | PlistObject;
+export interface PlistObject {
+  [key: string]: PlistValue;
+}
+
+// Binary plists start with "bplist00" (CFBinaryPList.c); anything else is tried as XML.
+const BINARY_MAGIC = Buffer.from('bplist00', 'latin1');
+
+export function isBinaryPlist(bytes: Buffer): boolean {
+  return bytes.length >= BINARY_MAGIC.length && bytes.subarray(0, BINARY_MAGIC.length).equals(BINARY_MAGIC);
+}
+
+/** Parses an XML or binary property list. `what` names the file in error messages. */
+export function parsePlist(bytes: Buffer, what = 'property list'): PlistValue {
+  if (isBinaryPlist(bytes)) {
+    try {
+      const [root] = parseBuffer<PlistValue>(bytes);
+      if (root === undefined || root === null) throw new Error('no root object');
+      return root;
+    } catch (err) {
+      throw new IpaError('PLIST_INVALID', `Expected ${what} to be a valid binary plist: ${describe(err)}.`, { cause: err });
+    }
+  }
+  const text = bytes.toString('utf8').replace(/^\uFEFF/, '');
+  if (!text.trimStart().startsWith('<')) {
+    const found = bytes.length === 0 ? 'an empty file' : `bytes 0x${bytes.subarray(0, 8).toString('hex')}`;
+    throw new IpaError('PLIST_INVALID', `Expected ${what} to be an XML or binary plist, found ${found}.`);
+  }
+  try {
+    const root = parseXml(text) as PlistValue;
+    if (root === undefined || root === null) throw new Error('no root object');
+    return root;
+  } catch (err) {
+    throw new IpaError('PLIST_INVALID', `Expected ${what} to be a valid XML plist: ${describe(err)}.`, { cause: err });
+  }
+}
+
+/** Parses a plist whose root must be a dictionary (Info.plist, entitlements, profiles). */
+export function parsePlistDict(bytes: Buffer, what = 'property list'): PlistObject {
+  const root = parsePlist(bytes, what);
+  if (!isPlistDict(root)) {
+    throw new IpaError('PLIST_INVALID', `Expected ${what} to hold a dictionary, found ${kindOf(root)}.`);
+  }
+  return root;
+}
+
+export function buildXmlPlist(value: PlistValue): string {
+  return buildXml(value);
+}
+
+export function buildBinaryPlist(value: PlistObject | PlistValue[]): Buffer {
+  return bplistCreator(value);
+}
+
+export function isPlistDict(value: unknown): value is PlistObject {
+  return (
+    typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array) && !(value instanceof Date)
+  );
+}
+
+/** A string value of a dict, or undefined when absent or of another type. */
+export function readString(dict: PlistObject, key: string): string | undefined {
+  const value = dict[key];
+  return typeof value === 'string' ? value : undefined;
+}
+
+function kindOf(value: PlistValue): string {
+  if (Array.isArray(value)) return 'an array';
+  if (value instanceof Uint8Array) return 'data';
+  if (value instanceof Date) return 'a date';
+  return `a ${typeof value}`;
+}
+
+function describe(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).replace(/\.$/, '');
+}
