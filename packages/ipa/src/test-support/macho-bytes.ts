@@ -1,0 +1,31 @@
+/**
+ * Independent of src/macho on purpose: tests locate LC_ENCRYPTION_INFO_64 themselves so a bug in
+ * the parser cannot hide in both the fixture and the code under test.
+ * mach_header_64 is 32 bytes, little-endian on arm64: magic, cputype, cpusubtype, filetype,
+ * ncmds (offset 16), sizeofcmds, flags, reserved. Each load command starts with cmd, cmdsize.
+ */
+const MH_MAGIC_64 = 0xfeedfacf;
+const LC_ENCRYPTION_INFO_64 = 0x2c;
+
+/** Offset of the cryptid field of the first LC_ENCRYPTION_INFO_64, or undefined. */
+export function findCryptidOffset(macho: Buffer): number | undefined {
+  if (macho.readUInt32LE(0) !== MH_MAGIC_64) throw new Error('test expects a thin 64-bit little-endian Mach-O');
+  const commandCount = macho.readUInt32LE(16);
+  let offset = 32;
+  for (let i = 0; i < commandCount; i++) {
+    const cmd = macho.readUInt32LE(offset);
+    const size = macho.readUInt32LE(offset + 4);
+    // encryption_info_command_64: cmd, cmdsize, cryptoff, cryptsize, cryptid, pad
+    if (cmd === LC_ENCRYPTION_INFO_64) return offset + 16;
+    offset += size;
+  }
+  return undefined;
+}
+
+export function withCryptid(macho: Buffer, cryptid: number): Buffer {
+  const at = findCryptidOffset(macho);
+  if (at === undefined) throw new Error('fixture has no LC_ENCRYPTION_INFO_64');
+  const copy = Buffer.from(macho);
+  copy.writeUInt32LE(cryptid, at);
+  return copy;
+}
