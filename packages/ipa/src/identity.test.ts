@@ -1,0 +1,66 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { IpaError } from './errors.js';
+import { loadIdentity } from './identity.js';
+
+// Real exports made by OpenSSL: its default (AES-256-CBC, PBKDF2, SHA-256 MAC) and -legacy
+// (RC2/3DES, SHA-1 MAC, what older Keychain exports use).
+const dir = mkdtempSync(join(tmpdir(), 'ipa-identity-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const openssl = (...args: string[]): void => {
+  execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+};
+openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '30',
+  '-subj', '/CN=Apple Development: Test (ABCDE12345)/OU=TEAM123456');
+openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca-key.pem', '-out', 'ca.pem', '-days', '30', '-subj', '/CN=Test CA');
+openssl('pkcs12', '-export', '-in', 'cert.pem', '-inkey', 'key.pem', '-certfile', 'ca.pem', '-out', 'modern.p12', '-passout', 'pass:secret');
+openssl('pkcs12', '-export', '-legacy', '-in', 'cert.pem', '-inkey', 'key.pem', '-out', 'legacy.p12', '-passout', 'pass:secret');
+const file = (name: string): Buffer => readFileSync(join(dir, name));
+const subjectOf = (identity: ReturnType<typeof loadIdentity>): string => identity.certificate.subject.getField('CN').value as string;
+
+describe('loadIdentity', () => {
+  it('opens an OpenSSL 3 default PKCS#12 and separates the leaf from the chain', () => {
+    const identity = loadIdentity({ p12: file('modern.p12'), password: 'secret' });
+    expect(subjectOf(identity)).toBe('Apple Development: Test (ABCDE12345)');
+    expect(identity.chain.map((cert) => cert.subject.getField('CN').value)).toEqual(['Test CA']);
+    expect(identity.privateKey.n.equals((identity.certificate.publicKey as typeof identity.privateKey).n)).toBe(true);
+  });
+
+  it('opens a legacy PKCS#12', () => {
+    const identity = loadIdentity({ p12: file('legacy.p12'), password: 'secret' });
+    expect(subjectOf(identity)).toBe('Apple Development: Test (ABCDE12345)');
+    expect(identity.chain).toEqual([]);
+  });
+
+  it('refuses a wrong password with a sentence: P12_INVALID', () => {
+    expect(() => loadIdentity({ p12: file('modern.p12'), password: 'wrong' })).toThrow(
+      new IpaError('P12_INVALID', 'The PKCS#12 file could not be opened with this password: check the password it was exported with.'),
+    );
+  });
+
+  it('refuses a file that is not PKCS#12: P12_INVALID', () => {
+    let error: unknown;
+    try {
+      loadIdentity({ p12: Buffer.from('hello world'), password: '' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(IpaError);
+    expect((error as IpaError).code).toBe('P12_INVALID');
+  });
+
+  it('loads a PEM certificate and key', () => {
+    const identity = loadIdentity({ certPem: file('cert.pem').toString(), keyPem: file('key.pem').toString() });
+    expect(subjectOf(identity)).toBe('Apple Development: Test (ABCDE12345)');
+  });
+
+  it('refuses a key that does not belong to the certificate: IDENTITY_INVALID', () => {
+    expect(() => loadIdentity({ certPem: file('cert.pem').toString(), keyPem: file('ca-key.pem').toString() })).toThrow(
+      new IpaError('IDENTITY_INVALID', 'Expected a certificate matching the private key, found 1 certificate(s) for other keys.'),
+    );
+  });
+});

@@ -1,0 +1,105 @@
+import forge from 'node-forge';
+import { IpaError } from './errors.js';
+
+export interface SigningIdentity {
+  readonly certificate: forge.pki.Certificate;
+  readonly privateKey: forge.pki.rsa.PrivateKey;
+  /** Other certificates shipped alongside (intermediates), leaf excluded. */
+  readonly chain: readonly forge.pki.Certificate[];
+}
+
+export type IdentitySource = { p12: Buffer; password: string } | { certPem: string; keyPem: string };
+
+/** Loads a signing identity from a PKCS#12 export (Keychain, openssl) or a PEM certificate and key. */
+export function loadIdentity(source: IdentitySource): SigningIdentity {
+  return 'p12' in source ? loadFromP12(source.p12, source.password) : loadFromPem(source.certPem, source.keyPem);
+}
+
+function loadFromP12(bytes: Buffer, password: string): SigningIdentity {
+  let asn1: forge.asn1.Asn1;
+  try {
+    asn1 = forge.asn1.fromDer(forge.util.createBuffer(bytes.toString('binary')));
+  } catch (err) {
+    const found = bytes.length === 0 ? 'an empty file' : `bytes 0x${bytes.subarray(0, 4).toString('hex')}`;
+    throw new IpaError('P12_INVALID', `Expected a PKCS#12 (.p12) file, found ${found} that are not DER.`, { cause: err });
+  }
+  let p12: forge.pkcs12.Pkcs12Pfx;
+  try {
+    p12 = forge.pkcs12.pkcs12FromAsn1(asn1, false, password);
+  } catch (err) {
+    const message = (err as Error).message;
+    if (/MAC could not be verified|Invalid password/i.test(message)) {
+      throw new IpaError('P12_INVALID', 'The PKCS#12 file could not be opened with this password: check the password it was exported with.', {
+        cause: err,
+      });
+    }
+    throw new IpaError('P12_INVALID', `Expected a PKCS#12 (.p12) file node-forge can read, found one that fails: ${message}.`, {
+      cause: err,
+    });
+  }
+  const oids = forge.pki.oids as Record<'certBag' | 'pkcs8ShroudedKeyBag' | 'keyBag', string>;
+  const certificates = bagsOf(p12, oids.certBag)
+    .map((bag) => bag.cert)
+    .filter((cert): cert is forge.pki.Certificate => cert !== undefined);
+  // forge decrypts shrouded keys into bag.key; non-RSA keys stay undefined.
+  const keys = [...bagsOf(p12, oids.pkcs8ShroudedKeyBag), ...bagsOf(p12, oids.keyBag)]
+    .map((bag) => bag.key as forge.pki.rsa.PrivateKey | undefined)
+    .filter((key): key is forge.pki.rsa.PrivateKey => key !== undefined && key !== null);
+  const privateKey = keys[0];
+  if (privateKey === undefined) {
+    throw new IpaError(
+      'P12_INVALID',
+      `Expected a PKCS#12 file with an RSA private key, found ${certificates.length} certificate(s) and no key node-forge can read (export the identity with its key).`,
+    );
+  }
+  return pairUp(certificates, privateKey, 'P12_INVALID');
+}
+
+function loadFromPem(certPem: string, keyPem: string): SigningIdentity {
+  let certificates: forge.pki.Certificate[];
+  let privateKey: forge.pki.rsa.PrivateKey;
+  try {
+    certificates = forge.pem.decode(certPem)
+      .filter((block) => block.type === 'CERTIFICATE')
+      .map((block) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(block.body)));
+  } catch (err) {
+    throw new IpaError('IDENTITY_INVALID', `Expected PEM certificates, found text that does not parse: ${(err as Error).message}.`, {
+      cause: err,
+    });
+  }
+  try {
+    privateKey = forge.pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
+  } catch (err) {
+    throw new IpaError('IDENTITY_INVALID', `Expected an unencrypted RSA private key in PEM, found one that does not parse: ${(err as Error).message}.`, {
+      cause: err,
+    });
+  }
+  return pairUp(certificates, privateKey, 'IDENTITY_INVALID');
+}
+
+/** The leaf is the certificate whose public key belongs to the private key; the rest is the chain. */
+function pairUp(
+  certificates: forge.pki.Certificate[],
+  privateKey: forge.pki.rsa.PrivateKey,
+  code: 'P12_INVALID' | 'IDENTITY_INVALID',
+): SigningIdentity {
+  if (privateKey === undefined || privateKey === null || privateKey.n === undefined) {
+    throw new IpaError(code, 'Expected an RSA private key, found none.');
+  }
+  const matches = (cert: forge.pki.Certificate): boolean => {
+    const publicKey = cert.publicKey as forge.pki.rsa.PublicKey;
+    return publicKey.n !== undefined && publicKey.n.equals(privateKey.n) && publicKey.e.equals(privateKey.e);
+  };
+  const certificate = certificates.find(matches);
+  if (certificate === undefined) {
+    throw new IpaError(
+      code,
+      `Expected a certificate matching the private key, found ${certificates.length} certificate(s) for other keys.`,
+    );
+  }
+  return { certificate, privateKey, chain: certificates.filter((cert) => cert !== certificate) };
+}
+
+function bagsOf(p12: forge.pkcs12.Pkcs12Pfx, bagType: string): forge.pkcs12.Bag[] {
+  return p12.getBags({ bagType })[bagType] ?? [];
+}
