@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type forge from 'node-forge';
 import { afterAll, describe, expect, it } from 'vitest';
 import { IpaError } from './errors.js';
 import { loadIdentity } from './identity.js';
@@ -27,7 +28,7 @@ describe('loadIdentity', () => {
     const identity = loadIdentity({ p12: file('modern.p12'), password: 'secret' });
     expect(subjectOf(identity)).toBe('Apple Development: Test (ABCDE12345)');
     expect(identity.chain.map((cert) => cert.subject.getField('CN').value)).toEqual(['Test CA']);
-    expect(identity.privateKey.n.equals((identity.certificate.publicKey as typeof identity.privateKey).n)).toBe(true);
+    expect(identity.privateKey.n.equals((identity.certificate.publicKey as forge.pki.rsa.PublicKey).n)).toBe(true);
   });
 
   it('opens a legacy PKCS#12', () => {
