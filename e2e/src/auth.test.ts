@@ -1,6 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectDialog, launchBrowser, newDataDir, openSession, startServer, storedState, type RunningServer, type Session } from './harness.js';
+import { expectDialog, launchBrowser, newDataDir, openSession, startServer, storedState, submitSignUp, type RunningServer, type Session } from './harness.js';
 
 let server: RunningServer;
 let browser: Browser;
@@ -15,14 +15,6 @@ afterAll(async () => {
   await browser?.close();
   await server?.stop();
 });
-
-async function signUp(s: Session, id: string, password = 'long enough password') {
-  await s.page.goto('/sign-up');
-  await s.page.getByLabel('Id', { exact: true }).fill(id);
-  await s.page.getByLabel('Password', { exact: true }).fill(password);
-  await s.page.getByLabel('Password confirm').fill(password);
-  await s.page.getByLabel('Password confirm').press('Enter');
-}
 
 const navLinks = (s: Session) => s.page.locator('#main-menu .nav-link').allInnerTexts();
 
@@ -48,7 +40,7 @@ describe('accounts in the browser', () => {
   it('goes to / after sign-in when last_page was the sign-in page itself', async () => {
     const s = await openSession(browser, server.url);
     const id = freshId();
-    await signUp(s, id);
+    await submitSignUp(s, id);
     await s.page.waitForURL((u) => u.pathname === '/');
     await s.context.close();
   });
@@ -79,7 +71,7 @@ describe('accounts in the browser', () => {
   it('shows the server sentence for a wrong password and sends only the MD5', async () => {
     const s = await openSession(browser, server.url);
     const id = freshId();
-    await signUp(s, id);
+    await submitSignUp(s, id);
     await s.page.waitForURL((u) => u.pathname === '/');
     await s.context.clearCookies();
     await s.page.evaluate(() => localStorage.clear());
@@ -105,7 +97,7 @@ describe('accounts in the browser', () => {
       expect(await link.getAttribute('rel')).toContain('noopener');
     }
     await expect.poll(() => s.page.getByRole('link', { name: 'Sideport home' }).getAttribute('href')).toBe('/latest');
-    await signUp(s, freshId());
+    await submitSignUp(s, freshId());
     await s.page.waitForURL((u) => u.pathname === '/');
     await expect.poll(() => navLinks(s)).toEqual(['Latest', 'Queue', 'Mypage', 'Sign Out', 'Chat', 'Channel']);
     await s.context.close();
@@ -132,7 +124,7 @@ describe('accounts in the browser', () => {
 
   it('asks before signing out, and signs out only when confirmed', async () => {
     const s = await openSession(browser, server.url);
-    await signUp(s, freshId());
+    await submitSignUp(s, freshId());
     await s.page.waitForURL((u) => u.pathname === '/');
     s.answers.push(false);
     await s.page.getByRole('button', { name: 'Sign Out' }).click();
@@ -148,7 +140,7 @@ describe('accounts in the browser', () => {
 
   it('signs the client out when the server answers 401', async () => {
     const s = await openSession(browser, server.url);
-    await signUp(s, freshId());
+    await submitSignUp(s, freshId());
     await s.page.waitForURL((u) => u.pathname === '/');
     await s.context.clearCookies(); // the server no longer knows this browser
     await s.page.getByRole('link', { name: 'Mypage' }).click();
@@ -161,7 +153,7 @@ describe('accounts in the browser', () => {
   it('keeps the signed-in state and country across a reload', async () => {
     const s = await openSession(browser, server.url);
     const id = freshId();
-    await signUp(s, id);
+    await submitSignUp(s, id);
     await s.page.waitForURL((u) => u.pathname === '/');
     await s.page.getByLabel('Store country').selectOption('DE');
     await s.page.goto('/my');

@@ -3,7 +3,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAC_WARNING } from '../../apps/web/src/features/account/messages.js';
 import { seedUserDevice } from './seed.js';
-import { expectDialog, launchBrowser, newDataDir, openSession, startServer, type RunningServer, type Session } from './harness.js';
+import { expectDialog, launchBrowser, newDataDir, openSession, startServer, submitSignIn, submitSignUp, TEST_PASSWORD, type RunningServer, type Session } from './harness.js';
 
 let server: RunningServer;
 let browser: Browser;
@@ -20,11 +20,7 @@ afterAll(async () => {
 async function signUpAndOpenMyPage(s: Session, id: string) {
   await s.page.goto('/my');
   await s.page.waitForURL('**/sign-in');
-  await s.page.goto('/sign-up');
-  await s.page.getByLabel('Id', { exact: true }).fill(id);
-  await s.page.getByLabel('Password', { exact: true }).fill('long enough password');
-  await s.page.getByLabel('Password confirm').fill('long enough password');
-  await s.page.getByLabel('Password confirm').press('Enter');
+  await submitSignUp(s, id);
   await s.page.waitForURL('**/my');
 }
 
@@ -104,15 +100,12 @@ describe('paying in test mode', () => {
 describe('paying for a device', () => {
   it('warns before paying for a Mac, then hands the paid device to registration (Pending)', async () => {
     const dataDir = newDataDir();
-    const password = 'long enough password';
+    const password = TEST_PASSWORD;
     await seedUserDevice(dataDir, { id: 'macowner', passwordMd5: createHash('md5').update(password).digest('hex') }, { product: 'MacBookPro18,1', udid: '00008103-000A1B2C3D4E5F60' });
     const own = await startServer(dataDir);
     try {
       const s = await openSession(browser, own.url);
-      await s.page.goto('/sign-in');
-      await s.page.getByLabel('Id', { exact: true }).fill('macowner');
-      await s.page.getByLabel('Password').fill(password);
-      await s.page.getByLabel('Password').press('Enter');
+      await submitSignIn(s, 'macowner');
       await s.page.waitForURL((u) => u.pathname === '/');
       await s.page.goto('/my');
       await s.page.getByRole('tab', { name: 'Device' }).click();

@@ -1,7 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startItunesServer, type ItunesServer } from '../../apps/server/src/dev/itunes-server.js';
-import { expectDialog, launchBrowser, newDataDir, openSession, startServer, storedState, type RunningServer, type Session } from './harness.js';
+import { expectDialog, launchBrowser, newDataDir, openSession, startServer, storedState, submitSignIn, submitSignUp, type RunningServer } from './harness.js';
 import { seedDataDir, storeApp } from './seed.js';
 
 let server: RunningServer;
@@ -34,14 +34,6 @@ afterAll(async () => {
 
 const cards = (page: Page) => page.getByTestId('app-card');
 const cardTexts = (page: Page) => cards(page).allInnerTexts();
-
-async function signIn(s: Session, id: string, password: string) {
-  await s.page.goto('/sign-in');
-  await s.page.getByLabel('Id', { exact: true }).fill(id);
-  await s.page.getByLabel('Password').fill(password);
-  await s.page.getByLabel('Password').press('Enter');
-  await s.page.waitForURL((u) => u.pathname === '/');
-}
 
 describe('catalogue lists in the browser', () => {
   it('shows latest cards with version, bundle id, requirement and size, and no rating', async () => {
@@ -137,11 +129,7 @@ describe('catalogue lists in the browser', () => {
 
   it('searches the store, shows ratings and Decrypt, and says when nothing is found', async () => {
     const s = await openSession(browser, server.url);
-    await s.page.goto('/sign-up');
-    await s.page.getByLabel('Id', { exact: true }).fill('searcher');
-    await s.page.getByLabel('Password', { exact: true }).fill('long enough password');
-    await s.page.getByLabel('Password confirm').fill('long enough password');
-    await s.page.getByLabel('Password confirm').press('Enter');
+    await submitSignUp(s, 'searcher');
     await s.page.waitForURL((u) => u.pathname === '/');
     await s.page.getByLabel('Search keyword').fill('rock band');
     await s.page.getByLabel('Search keyword').press('Enter');
@@ -163,7 +151,8 @@ describe('catalogue lists in the browser', () => {
 
   it('lets an admin delete a done app, which leaves the list at once', async () => {
     const s = await openSession(browser, server.url);
-    await signIn(s, 'operator', 'operator password');
+    await submitSignIn(s, 'operator', 'operator password');
+    await s.page.waitForURL((u) => u.pathname === '/');
     await s.page.goto('/latest');
     await expect.poll(() => cards(s.page).count()).toBe(24);
     const target = `App ${100 + DONE - 2}`;

@@ -107,3 +107,22 @@ export async function expectDialog(session: Session, message: string, timeoutMs 
 
 export const storedState = (page: Page) =>
   page.evaluate(() => JSON.parse(localStorage.getItem('sideport') ?? 'null')?.state as Record<string, unknown> | undefined);
+
+export const TEST_PASSWORD = 'long enough password';
+
+/** Fills and submits the sign-up form (Enter in the last field), as a person would. */
+export async function submitSignUp(s: Session, id: string, password = TEST_PASSWORD) {
+  await s.page.goto('/sign-up');
+  await s.page.getByLabel('Id', { exact: true }).fill(id);
+  await s.page.getByLabel('Password', { exact: true }).fill(password);
+  await s.page.getByLabel('Password confirm').fill(password);
+  await s.page.getByLabel('Password confirm').press('Enter');
+}
+
+/** Signs in through the form and waits for the landing page (/ when nothing asked for sign-in). */
+export async function submitSignIn(s: Session, id: string, password = TEST_PASSWORD) {
+  await s.page.goto('/sign-in');
+  await s.page.getByLabel('Id', { exact: true }).fill(id);
+  await s.page.getByLabel('Password').fill(password);
+  await s.page.getByLabel('Password').press('Enter');
+}

@@ -168,31 +168,15 @@ export function toBillingEvent(raw: unknown, prices: PriceIds): BillingEvent {
       if (session.mode !== 'payment') return ignored(`checkout mode ${session.mode} sells nothing here`);
       if (!paid) return ignored('payment not completed yet');
       const amountCents = session.amount_total ?? null;
-      if (key === 'reset')
-        return {
-          kind: 'purchase',
-          eventId,
-          type,
-          at,
-          userId,
-          customerId,
-          item: { kind: 'reset' },
-          amountCents,
-        };
       const deviceId = Number(session.metadata?.device_id);
-      if (key === 'device' && Number.isSafeInteger(deviceId) && deviceId > 0) {
-        return {
-          kind: 'purchase',
-          eventId,
-          type,
-          at,
-          userId,
-          customerId,
-          item: { kind: 'device', deviceId },
-          amountCents,
-        };
-      }
-      return ignored('checkout without a known item in its metadata');
+      const item =
+        key === 'reset'
+          ? ({ kind: 'reset' } as const)
+          : key === 'device' && Number.isSafeInteger(deviceId) && deviceId > 0
+            ? ({ kind: 'device', deviceId } as const)
+            : null;
+      if (!item) return ignored('checkout without a known item in its metadata');
+      return { kind: 'purchase', eventId, type, at, userId, customerId, item, amountCents };
     }
 
     case 'invoice.paid': {
