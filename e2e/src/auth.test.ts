@@ -173,7 +173,17 @@ describe('accounts in the browser', () => {
     await s.page.waitForURL('**/latest');
     await s.page.getByLabel('Search keyword').fill('AC/DC live');
     await s.page.getByLabel('Search keyword').press('Enter');
-    await s.page.waitForURL((u) => u.pathname === `/search/KR/${encodeURIComponent('AC/DC live')}`);
+    // Searching needs an account: the visitor signs up and comes back to the same search.
+    const searchPath = `/search/KR/${encodeURIComponent('AC/DC live')}`;
+    await expectDialog(s, 'Please Sign-in');
+    await s.page.waitForURL('**/sign-in');
+    expect(await storedState(s.page)).toMatchObject({ last_page: searchPath });
+    await s.page.getByRole('button', { name: 'Sign up' }).click();
+    await s.page.getByLabel('Id', { exact: true }).fill(freshId());
+    await s.page.getByLabel('Password', { exact: true }).fill('long enough password');
+    await s.page.getByLabel('Password confirm').fill('long enough password');
+    await s.page.getByLabel('Password confirm').press('Enter');
+    await s.page.waitForURL((u) => u.pathname === searchPath);
     await s.page.reload();
     expect(await s.page.getByLabel('Search keyword').inputValue()).toBe('AC/DC live');
     await s.context.close();

@@ -3,6 +3,6 @@ import { repoRoot } from './paths.js';
 
 /** The browser tests run the built server and web app, exactly what `npm start` serves. */
 export default function setup() {
-  execFileSync('npx', ['tsc', '-b'], { cwd: repoRoot, stdio: 'inherit' });
+  execFileSync('npx', ['tsc', '-b', 'apps/server'], { cwd: repoRoot, stdio: 'inherit' });
   execFileSync('npm', ['run', 'build', '-w', '@sideport/web'], { cwd: repoRoot, stdio: 'inherit' });
 }

@@ -24,6 +24,8 @@ export async function startServer(dataDir: string, env: Record<string, string> =
       LOG_LEVEL: 'info',
       DATA_DIR: dataDir,
       LIST_CACHE_MS: '0',
+      // Tests never reach the internet: a closed local port unless a test brings its store server.
+      ITUNES_BASE_URL: 'http://127.0.0.1:9',
       CHAT_URL: 'https://chat.example.org/sideport',
       CHANNEL_URL: 'https://t.example.org/sideport',
       ...env,

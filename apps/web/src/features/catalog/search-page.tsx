@@ -2,7 +2,7 @@ import { useEffect } from 'react';
 import Spinner from 'react-bootstrap/Spinner';
 import { useQuery } from '@tanstack/react-query';
 import { useParams } from 'react-router';
-import { alertFailure } from '../../lib/api';
+import { alertFailure, requireSignIn } from '../../lib/api';
 import { useClientStore } from '../../lib/store';
 import { AppGrid } from './app-grid';
 import { searchQuery } from './queries';
@@ -17,6 +17,10 @@ export function SearchPage() {
   useEffect(() => {
     if (query.error) alertFailure(query.error);
   }, [query.error]);
+  // Searching needs an account: a visitor is asked to sign in and brought back to this search.
+  useEffect(() => {
+    if (!isLogin) requireSignIn();
+  }, [isLogin]);
 
   return (
     <section aria-labelledby="search-title">
