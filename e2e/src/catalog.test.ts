@@ -141,6 +141,16 @@ describe('catalogue lists in the browser', () => {
     expect(await card.getByRole('button').allInnerTexts()).toEqual(['View', 'Downgrade', 'Decrypt']);
     expect(store.requests.at(-1)!.searchParams.get('country')).toBe('kr');
 
+    // Decrypt confirms twice for a free user, then asks the server for this app.
+    const asked = s.page.waitForRequest((r) => new URL(r.url()).pathname === '/api/decrypt/KR/900');
+    await card.getByRole('button', { name: 'Decrypt' }).click();
+    await expectDialog(s, 'Versions that are too old or certain apps may not work.');
+    await expectDialog(s, 'Free users take a long time to decrypt. Service subscription is available on My Page.');
+    await asked;
+    // Downgrade is for premium users only.
+    await card.getByRole('button', { name: 'Downgrade' }).click();
+    await expectDialog(s, 'Need decrypt premium.');
+
     await s.page.getByLabel('Store country').selectOption('US');
     await s.page.waitForURL((u) => u.pathname.startsWith('/search/US/'));
     await s.page.getByLabel('Search keyword').fill('zzz none');

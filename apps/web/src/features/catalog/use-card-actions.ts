@@ -7,9 +7,10 @@ import type { CardAction, ListKind } from './status-buttons';
 const sameEntry = (a: AppEntry, b: AppEntry) => a.app_id === b.app_id && a.app_ver_id === b.app_ver_id && a.country === b.country;
 
 /**
- * What the card buttons do. Anonymous visitors are sent to sign in by any action. Admin delete
- * confirms (with the blacklist choice for queue entries) and removes the item from the shown list.
- * Decrypt, downgrade and the version modal arrive with their issues; until then they say so.
+ * What the card buttons do (spec sections 4-8). Anonymous visitors are sent to sign in by any
+ * action. Admin delete confirms (with the blacklist choice for queue entries) and removes the item
+ * from the shown list. View, decrypt, downgrade and the premium queue call the spec's routes and
+ * show the server's answer; the version modal comes with the versions work.
  */
 export function useCardActions(list: ListKind) {
   const queryClient = useQueryClient();
@@ -38,9 +39,55 @@ export function useCardActions(list: ListKind) {
     }
   };
 
+  const isPremium = () => api('/api/premium').then(
+    () => true,
+    () => false,
+  );
+
+  /** Spec sections 4-6: confirm, warn free users about the slow queue, then request. */
+  const decrypt = async (entry: AppEntry) => {
+    if (!window.confirm('Versions that are too old or certain apps may not work.')) return;
+    if (!(await isPremium()) && !window.confirm('Free users take a long time to decrypt. Service subscription is available on My Page.')) return;
+    try {
+      await api(`/api/decrypt/${entry.country}/${entry.app_id}`);
+      void queryClient.invalidateQueries({ queryKey: ['search'] });
+      void queryClient.invalidateQueries({ queryKey: ['list'] });
+    } catch (error) {
+      alertFailure(error);
+    }
+  };
+
+  const downgrade = async (entry: AppEntry) => {
+    if (!(await isPremium())) return window.alert('Need decrypt premium.');
+    try {
+      await api(`/api/version/${entry.country}/${entry.app_id}`, { method: 'POST' });
+    } catch (error) {
+      alertFailure(error);
+    }
+  };
+
+  const moveToPremiumQueue = async (entry: AppEntry) => {
+    if (!window.confirm('Move to the premium queue?')) return;
+    const version = entry.app_ver_id ? `/${entry.app_ver_id}` : '';
+    try {
+      await api(`/api/decrypt/${entry.country}/${entry.app_id}${version}`, { method: 'PATCH' });
+      void queryClient.invalidateQueries({ queryKey: ['list'] });
+    } catch (error) {
+      alertFailure(error);
+    }
+  };
+
+  const view = async (entry: AppEntry) => {
+    try {
+      await api(`/api/version/${entry.country}/${entry.app_id}`);
+    } catch (error) {
+      alertFailure(error);
+    }
+  };
+
   return (action: CardAction, entry: AppEntry) => {
     if (!requireSignIn()) return;
-    if (action === 'delete') return void remove(entry);
-    alertFailure(new Error('not yet'));
+    const run = { delete: remove, decrypt, downgrade, 'premium-queue': moveToPremiumQueue, view }[action];
+    void run(entry);
   };
 }
