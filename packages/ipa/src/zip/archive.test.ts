@@ -171,6 +171,41 @@ describe('openZip', () => {
     expect(error.code).toBe('SYMLINK_ESCAPES_BUNDLE');
   });
 
+  it('refuses a symlink escaping through another symlink: SYMLINK_ESCAPES_BUNDLE', async () => {
+    // Lexically F.framework/up/../.. stays inside; once "up" is followed it lands in Payload/.
+    const bytes = buildZip([
+      { name: `${app}Frameworks/F.framework/up`, data: '..', mode: SYMLINK_MODE },
+      { name: `${app}Frameworks/F.framework/out`, data: 'up/../..', mode: SYMLINK_MODE },
+    ]);
+    const error = await refusal(await writeFixture('SYMLINK_ESCAPES_BUNDLE_chained.ipa', bytes));
+    expect(error.code).toBe('SYMLINK_ESCAPES_BUNDLE');
+    expect(error.message).toBe(
+      'Expected symlink "Payload/Demo.app/Frameworks/F.framework/out" to point inside "Payload/Demo.app", found target "up/../..".',
+    );
+  });
+
+  it('refuses symlinks that loop: SYMLINK_ESCAPES_BUNDLE', async () => {
+    const bytes = buildZip([
+      { name: `${app}a`, data: 'b', mode: SYMLINK_MODE },
+      { name: `${app}b`, data: 'a', mode: SYMLINK_MODE },
+    ]);
+    const error = await refusal(await writeFixture('SYMLINK_ESCAPES_BUNDLE_loop.ipa', bytes));
+    expect(error.code).toBe('SYMLINK_ESCAPES_BUNDLE');
+  });
+
+  it('accepts framework-style symlinks that stay inside through other symlinks', async () => {
+    const fw = `${app}Frameworks/F.framework/`;
+    const bytes = buildZip([
+      { name: `${fw}Versions/A/F`, data: 'binary' },
+      { name: `${fw}Versions/Current`, data: 'A', mode: SYMLINK_MODE },
+      { name: `${fw}F`, data: 'Versions/Current/F', mode: SYMLINK_MODE },
+      { name: `${fw}Resources`, data: 'Versions/Current/../../Versions/A', mode: SYMLINK_MODE },
+    ]);
+    const archive = await openZipFromBuffer(bytes);
+    expect(archive.find(`${fw}F`)?.symlinkTarget).toBe('Versions/Current/F');
+    archive.close();
+  });
+
   it('refuses a name seen twice: ZIP_DUPLICATE_NAME', async () => {
     const bytes = buildZip([...goodEntries, { name: `${app}Info.plist`, data: '<plist>other</plist>' }]);
     const error = await refusal(await writeFixture('ZIP_DUPLICATE_NAME.ipa', bytes));

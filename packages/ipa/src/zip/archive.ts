@@ -4,7 +4,7 @@ import yauzl from 'yauzl';
 import { IpaError } from '../errors.js';
 import { toZipError } from './errors.js';
 import { resolveZipLimits, type ZipLimits } from './limits.js';
-import { assertSafeEntryName, enclosingAppDir, isSymlinkTargetInside, normalizeEntryKey } from './names.js';
+import { assertSafeEntryName, enclosingAppDir, isInside, normalizeEntryKey, resolveSymlink } from './names.js';
 
 export interface ZipEntry {
   /** The entry's path inside the archive, with '/' separators; directories end with '/'. */
@@ -254,27 +254,28 @@ function createArchive(zip: yauzl.ZipFile, entries: ZipEntry[]): ZipArchive {
   };
 }
 
-/** A symlink's content is its target; refuse any that leaves its app bundle (or the archive). */
+/** A symlink's content is its target; refuse any that resolves outside its app bundle (or the archive). */
 async function readSymlinkTargets(
   archive: ZipArchive,
   entries: ZipEntry[],
   limits: ZipLimits,
 ): Promise<ZipEntry[]> {
-  const result: ZipEntry[] = [];
+  const targets = new Map<string, string>();
   for (const entry of entries) {
-    if (!entry.isSymlink) {
-      result.push(entry);
-      continue;
-    }
-    const target = (await archive.readEntry(entry, limits.maxSymlinkTargetBytes)).toString('utf8');
+    if (!entry.isSymlink) continue;
+    targets.set(normalizeEntryKey(entry.name), (await archive.readEntry(entry, limits.maxSymlinkTargetBytes)).toString('utf8'));
+  }
+  return entries.map((entry) => {
+    const target = targets.get(normalizeEntryKey(entry.name));
+    if (target === undefined) return entry;
     const root = enclosingAppDir(entry.name) ?? '';
-    if (!isSymlinkTargetInside(entry.name, target, root)) {
+    const resolved = resolveSymlink(entry.name, targets);
+    if (resolved === undefined || !isInside(resolved, root)) {
       throw new IpaError(
         'SYMLINK_ESCAPES_BUNDLE',
         `Expected symlink "${entry.name}" to point inside ${root === '' ? 'the archive' : `"${root}"`}, found target "${target}".`,
       );
     }
-    result.push({ ...entry, symlinkTarget: target });
-  }
-  return result;
+    return { ...entry, symlinkTarget: target };
+  });
 }

@@ -1,4 +1,3 @@
-import { posix } from 'node:path';
 import { IpaError } from '../errors.js';
 
 /**
@@ -41,14 +40,39 @@ export function enclosingAppDir(name: string): string | undefined {
   return undefined;
 }
 
+// Linux's limit on symlinks followed in one lookup (MAXSYMLINKS); beyond it the kernel gives ELOOP.
+const MAX_SYMLINK_HOPS = 40;
+
 /**
- * Whether a symlink at `linkName` pointing at `target` stays inside `rootDir` ('' for the archive
- * root). The target is resolved relative to the link's own directory, as the kernel does.
+ * Where a symlink at `linkName` ends up, following other symlinks of the archive on the way as the
+ * kernel would once extracted (a lexical check alone misses `a -> ..` followed by `b -> a/../..`).
+ * Undefined when it climbs above the archive root, is absolute, or loops.
  */
-export function isSymlinkTargetInside(linkName: string, target: string, rootDir: string): boolean {
-  if (target.length === 0 || target.startsWith('/') || target.includes('\0')) return false;
-  const resolved = posix.normalize(posix.join(posix.dirname(normalizeEntryKey(linkName)), target));
-  if (resolved === '..' || resolved.startsWith('../')) return false;
-  if (rootDir === '') return true;
-  return resolved === rootDir || resolved.startsWith(`${rootDir}/`);
+export function resolveSymlink(linkName: string, symlinks: ReadonlyMap<string, string>): string | undefined {
+  const current = normalizeEntryKey(linkName).split('/').slice(0, -1);
+  const pending = [...(symlinks.get(normalizeEntryKey(linkName)) ?? '').split('/')];
+  if (pending.length === 0 || pending[0] === '' || pending.join('/').includes('\0')) return undefined;
+  let hops = 0;
+  while (pending.length > 0) {
+    const part = pending.shift()!;
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      if (current.length === 0) return undefined;
+      current.pop();
+      continue;
+    }
+    current.push(part);
+    const target = symlinks.get(current.join('/'));
+    if (target === undefined) continue;
+    hops += 1;
+    if (hops > MAX_SYMLINK_HOPS || target === '' || target.startsWith('/')) return undefined;
+    current.pop();
+    pending.unshift(...target.split('/'));
+  }
+  return current.join('/');
+}
+
+/** Whether `path` is `rootDir` or inside it ('' is the archive root). */
+export function isInside(path: string, rootDir: string): boolean {
+  return rootDir === '' || path === rootDir || path.startsWith(`${rootDir}/`);
 }
