@@ -29,3 +29,10 @@ export function withCryptid(macho: Buffer, cryptid: number): Buffer {
   copy.writeUInt32LE(cryptid, at);
   return copy;
 }
+
+/** A copy whose mach_header cpusubtype (offset 8) says arm64e, so lipo accepts it beside arm64. */
+export function asArm64e(macho: Buffer): Buffer {
+  const copy = Buffer.from(macho);
+  copy.writeUInt32LE(0x80000002, 8); // CPU_SUBTYPE_ARM64E with the PTRAUTH_ABI capability bit
+  return copy;
+}

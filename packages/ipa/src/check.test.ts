@@ -1,0 +1,149 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { check, type CheckProgress } from './check.js';
+import { IpaError } from './errors.js';
+import { buildXmlPlist, parsePlistDict } from './plist.js';
+import { buildZip, type TestZipEntry } from './test-support/build-zip.js';
+import { fixtureExecutablePath, fixtureIpa } from './test-support/fixtures.js';
+import { asArm64e, findCryptidOffset, withCryptid } from './test-support/macho-bytes.js';
+import { PLAIN_MAIN_SOURCE, buildExecutable, buildFat } from './test-support/toolchain.js';
+import { readFixtureEntries } from './test-support/read-fixture.js';
+
+const app = 'Payload/very-capable-app.app';
+let dir: string;
+let fixtureEntries: TestZipEntry[];
+let executable: Buffer;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'ipa-check-'));
+  fixtureEntries = await readFixtureEntries();
+  executable = fixtureEntries.find((e) => e.name === fixtureExecutablePath)!.data as Buffer;
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The fixture IPA with some entries replaced or added. */
+async function variant(name: string, changes: Record<string, Buffer | string>): Promise<string> {
+  const entries = fixtureEntries.map((entry) => (entry.name in changes ? { ...entry, data: changes[entry.name]! } : entry));
+  for (const [entryName, data] of Object.entries(changes)) {
+    if (!entries.some((e) => e.name === entryName)) entries.push({ name: entryName, data });
+  }
+  const path = join(dir, name);
+  await writeFile(path, buildZip(entries));
+  return path;
+}
+
+describe('check', () => {
+  it('reports the real fixture IPA as decrypted', async () => {
+    expect(findCryptidOffset(executable)).toBeDefined();
+    expect(await check(fixtureIpa)).toEqual({
+      bundleId: 'org.fastlane.very-capable-app',
+      shortVersion: '1.0',
+      bundleVersion: '1',
+      minimumOsVersion: '11.2',
+      executable: 'very-capable-app',
+      sizeBytes: 20076,
+      machOs: [{ path: fixtureExecutablePath, slices: [{ arch: 'arm64', cryptid: 0 }] }],
+      decrypted: true,
+    });
+  });
+
+  it('reports a copy whose executable has cryptid 1 as encrypted', async () => {
+    const path = await variant('encrypted.ipa', { [fixtureExecutablePath]: withCryptid(executable, 1) });
+    const report = await check(path);
+    expect(report.machOs).toEqual([{ path: fixtureExecutablePath, slices: [{ arch: 'arm64', cryptid: 1 }] }]);
+    expect(report.decrypted).toBe(false);
+  });
+
+  it('finds frameworks, dylibs and app extensions, and one encrypted among them decides', async () => {
+    const path = await variant('nested.ipa', {
+      [`${app}/Frameworks/Kit.framework/Kit`]: executable,
+      [`${app}/Frameworks/libHelper.dylib`]: executable,
+      [`${app}/PlugIns/Share.appex/Share`]: withCryptid(executable, 1),
+    });
+    const report = await check(path);
+    expect(report.machOs.map((m) => [m.path.slice(app.length + 1), m.slices[0]!.cryptid])).toEqual([
+      ['very-capable-app', 0],
+      ['Frameworks/Kit.framework/Kit', 0],
+      ['Frameworks/libHelper.dylib', 0],
+      ['PlugIns/Share.appex/Share', 1],
+    ]);
+    expect(report.decrypted).toBe(false);
+  });
+
+  it('reports a fat executable with one encrypted slice as encrypted', async () => {
+    const thin = buildExecutable(dir, 'plain', PLAIN_MAIN_SOURCE);
+    const encrypted = join(dir, 'plain-arm64e');
+    await writeFile(encrypted, asArm64e(withCryptid(readFileSync(thin), 1)));
+    const fat = readFileSync(buildFat(dir, 'plain', [thin, encrypted]));
+    const path = await variant('fat.ipa', { [fixtureExecutablePath]: fat });
+    const report = await check(path);
+    expect(report.machOs).toEqual([{ path: fixtureExecutablePath, slices: [{ arch: 'arm64', cryptid: 0 }, { arch: 'arm64e', cryptid: 1 }] }]);
+    expect(report.decrypted).toBe(false);
+  });
+
+  it('reads an XML Info.plist as well as the binary one', async () => {
+    const binary = fixtureEntries.find((e) => e.name === `${app}/Info.plist`)!.data as Buffer;
+    const info = parsePlistDict(binary);
+    const path = await variant('xml-info.ipa', { [`${app}/Info.plist`]: buildXmlPlist({ ...info, CFBundleVersion: '42' }) });
+    expect(await check(path)).toMatchObject({ bundleId: 'org.fastlane.very-capable-app', bundleVersion: '42', decrypted: true });
+  });
+
+  it('reports progress once per Mach-O', async () => {
+    const events: CheckProgress[] = [];
+    await check(fixtureIpa, { onProgress: (event) => events.push(event) });
+    expect(events).toEqual([{ done: 1, total: 1, path: fixtureExecutablePath }]);
+  });
+
+  it('refuses a Mach-O larger than the cap: MACHO_TOO_LARGE', async () => {
+    await expect(check(fixtureIpa, { maxMachOBytes: 1000 })).rejects.toThrow(
+      new IpaError('MACHO_TOO_LARGE', `Expected ${fixtureExecutablePath} to be at most 1000 bytes, found ${executable.length}.`),
+    );
+  });
+
+  it('refuses an executable that is not a Mach-O: MACHO_BAD_MAGIC', async () => {
+    const path = await variant('MACHO_BAD_MAGIC.ipa', { [fixtureExecutablePath]: Buffer.from('#!/bin/sh\n') });
+    const error = await check(path).catch((err: unknown) => err);
+    expect((error as IpaError).code).toBe('MACHO_BAD_MAGIC');
+  });
+
+  it('gives IpaError or a report, never a crash, on a damaged fixture IPA', async () => {
+    const original = await readFile(fixtureIpa);
+    const path = join(dir, 'damaged.ipa');
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(fc.nat(original.length - 1), fc.nat(255)), { minLength: 1, maxLength: 4 }), async (edits) => {
+        const bytes = Buffer.from(original);
+        for (const [at, value] of edits) bytes[at] = value;
+        await writeFile(path, bytes);
+        try {
+          const report = await check(path);
+          expect(typeof report.decrypted).toBe('boolean');
+        } catch (err) {
+          expect(err).toBeInstanceOf(IpaError);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('gives IpaError, never a crash, when the executable is damaged', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.nat(4095), fc.nat(255), async (at, value) => {
+        const damaged = Buffer.from(executable);
+        damaged[at] = value;
+        const path = await variant('damaged-executable.ipa', { [fixtureExecutablePath]: damaged });
+        try {
+          await check(path);
+        } catch (err) {
+          expect(err).toBeInstanceOf(IpaError);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});

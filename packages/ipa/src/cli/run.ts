@@ -1,0 +1,152 @@
+import { readFile } from 'node:fs/promises';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { check, type CheckReport } from '../check.js';
+import { IpaError } from '../errors.js';
+import { loadIdentity } from '../identity.js';
+import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
+import { createProgressReporter } from './progress.js';
+
+export interface CliIo {
+  stdout: { write(text: string): void };
+  stderr: { write(text: string): void; readonly isTTY: boolean };
+  /** Environment variables, read only for --password-env. */
+  env: Readonly<Record<string, string | undefined>>;
+  now: () => Date;
+}
+
+/** Exit codes: 0 success (or decrypted), 1 encrypted (check), 2 any error. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  let exitCode = 0;
+  const program = new Command('sideport-ipa')
+    .description('Read IPAs, check they are decrypted, and re-sign iOS apps.')
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) });
+
+  program
+    .command('info')
+    .description('print what the IPA holds, as JSON')
+    .argument('<ipa>', 'path of the .ipa')
+    .action(async (ipa: string) => {
+      io.stdout.write(`${JSON.stringify(await checkWithProgress(ipa, io), null, 2)}\n`);
+    });
+
+  program
+    .command('check')
+    .description('exit 0 when every Mach-O is decrypted, 1 when one is encrypted, 2 on an error')
+    .argument('<ipa>', 'path of the .ipa')
+    .action(async (ipa: string) => {
+      const report = await checkWithProgress(ipa, io);
+      io.stdout.write(`${describeCheck(report)}\n`);
+      exitCode = report.decrypted ? 0 : 1;
+    });
+
+  program
+    .command('profile')
+    .description('print a provisioning profile as JSON')
+    .argument('<file>', 'path of the .mobileprovision')
+    .action(async (file: string) => {
+      const profile = parseProfile(await readInput(file, 'provisioning profile'));
+      io.stdout.write(`${JSON.stringify(summarizeProfile(profile, io.now()), null, 2)}\n`);
+    });
+
+  program
+    .command('sign')
+    .description('re-sign an IPA with a certificate and provisioning profile')
+    .argument('<ipa>', 'path of the .ipa')
+    .requiredOption('-o, --output <file>', 'where to write the signed .ipa')
+    .requiredOption('--p12 <file>', 'PKCS#12 export of the signing certificate and key')
+    .requiredOption('--password-env <VAR>', 'name of the environment variable holding the .p12 password')
+    .requiredOption('--profile <file>', 'provisioning profile to embed')
+    .addOption(new Option('--mode <n>', 'signing mode').argParser(parseNonNegativeInteger))
+    .option('--dylib <file...>', 'dylibs to inject before signing')
+    .option('--bundle-id-prefix <prefix>', 'prefix added to every bundle identifier')
+    .action(async (_ipa: string, options: { p12: string; passwordEnv: string; profile: string }) => {
+      const password = io.env[options.passwordEnv];
+      if (password === undefined) {
+        throw new CliFailure(`Expected the .p12 password in the environment variable ${options.passwordEnv}, found it unset.`);
+      }
+      // Check the inputs now, so a wrong password or stale profile is reported before any work.
+      const identity = loadIdentity({ p12: await readInput(options.p12, '.p12 file'), password });
+      const profile = parseProfile(await readInput(options.profile, 'provisioning profile'));
+      assertProfileUsable(profile, identity.certificate, io.now());
+      throw new CliFailure('Signing is not available in this build.');
+    });
+
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return exitCode;
+  } catch (err) {
+    return reportFailure(err, io);
+  }
+}
+
+class CliFailure extends Error {}
+
+function reportFailure(err: unknown, io: CliIo): number {
+  if (err instanceof CommanderError) {
+    // Commander has already printed its own message (or the help text).
+    return err.exitCode === 0 ? 0 : 2;
+  }
+  if (err instanceof IpaError || err instanceof CliFailure) {
+    io.stderr.write(`${err.message}\n`);
+    return 2;
+  }
+  io.stderr.write(`Unexpected failure: ${err instanceof Error ? err.message : String(err)}\n`);
+  return 2;
+}
+
+async function checkWithProgress(ipa: string, io: CliIo): Promise<CheckReport> {
+  const progress = createProgressReporter(io.stderr, 'Read Mach-O');
+  try {
+    return await check(ipa, { onProgress: progress.report });
+  } finally {
+    progress.finish();
+  }
+}
+
+function describeCheck(report: CheckReport): string {
+  const name = `${report.bundleId} ${report.shortVersion ?? '?'} (${report.bundleVersion ?? '?'})`;
+  if (report.decrypted) {
+    return `${name} is decrypted: all ${report.machOs.length} Mach-O files have cryptid 0.`;
+  }
+  const encrypted = report.machOs
+    .flatMap((machO) => machO.slices.filter((s) => s.cryptid !== 0).map((s) => `${machO.path} (${s.arch})`));
+  return `${name} is encrypted: ${encrypted.join(', ')} ${encrypted.length === 1 ? 'has' : 'have'} a non-zero cryptid.`;
+}
+
+function summarizeProfile(profile: Profile, now: Date): Record<string, unknown> {
+  return {
+    name: profile.name,
+    uuid: profile.uuid,
+    teamId: profile.teamId,
+    teamName: profile.teamName,
+    appIdName: profile.appIdName,
+    applicationIdentifier: profile.applicationIdentifier,
+    platforms: profile.platforms,
+    creationDate: profile.creationDate.toISOString(),
+    expirationDate: profile.expirationDate.toISOString(),
+    isExpired: profile.isExpired(now),
+    provisionsAllDevices: profile.provisionsAllDevices,
+    provisionedDevices: profile.provisionedDevices,
+    entitlements: profile.entitlements,
+    developerCertificates: profile.developerCertificates.map((cert) => ({
+      commonName: cert.commonName ?? null,
+      sha1Fingerprint: cert.sha1Fingerprint,
+    })),
+    isSigned: profile.isSigned,
+  };
+}
+
+async function readInput(path: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    throw new CliFailure(`Expected a ${what} at ${path}, found none (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}).`);
+  }
+}
+
+function parseNonNegativeInteger(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0) throw new InvalidArgumentError('Expected a whole number.');
+  return number;
+}

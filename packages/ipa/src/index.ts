@@ -1,0 +1,33 @@
+/**
+ * The public surface of @sideport/ipa. Everything a caller may use is exported here; anything
+ * else is internal and may change.
+ */
+
+// Errors: one class, one code per reason.
+export { IpaError, isIpaError } from './errors.js';
+export type { IpaErrorCode } from './errors.js';
+
+// The decrypt pipeline's check.
+export { check } from './check.js';
+export type { CheckOptions, CheckProgress, CheckReport, MachOReport, SliceReport } from './check.js';
+
+// Archives and bundles, for callers that need more than the check report.
+export { openZip, openZipFromBuffer, openZipFromReader, defaultZipLimits } from './zip/index.js';
+export type { OpenEntryOptions, OpenZipOptions, ZipArchive, ZipEntry, ZipLimits } from './zip/index.js';
+export { describeBundle, findAppBundle, findMachOEntries, readInfoPlist } from './bundle.js';
+export type { AppBundle, BundleInfo } from './bundle.js';
+export { buildBinaryPlist, buildXmlPlist, parsePlist, parsePlistDict } from './plist.js';
+export type { PlistObject, PlistValue } from './plist.js';
+
+// Mach-O reading.
+export { isMachOHead, parseMachO } from './macho/index.js';
+export type { DylibReference, MachOFile, MachOSlice, Segment } from './macho/index.js';
+
+// Profiles and signing identities.
+export { assertProfileUsable, isProfileExpired, parseProfile } from './profile.js';
+export type { DeveloperCertificate, Profile } from './profile.js';
+export { loadIdentity } from './identity.js';
+export type { IdentitySource, SigningIdentity } from './identity.js';
+
+// Mach-O parsing (src/macho): slices, load commands, encryption and signature commands.
+export * from './macho/index.js';
