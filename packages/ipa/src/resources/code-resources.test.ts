@@ -1,0 +1,63 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parsePlist, type PlistObject } from '../plist.js';
+import { buildCodeResources, type SealedFile } from './code-resources.js';
+
+const fixtureIpa = path.resolve(import.meta.dirname, '../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
+
+function walk(root: string, dir = ''): string[] {
+  return readdirSync(path.join(root, dir)).flatMap((name) => {
+    const rel = dir ? `${dir}/${name}` : name;
+    return statSync(path.join(root, rel)).isDirectory() ? walk(root, rel) : [rel];
+  });
+}
+
+const digest = (algo: string, bytes: Buffer) => createHash(algo).update(bytes).digest();
+
+describe('buildCodeResources', () => {
+  let dir: string;
+  let app: string;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'ipa-resources-'));
+    execFileSync('unzip', ['-q', fixtureIpa, '-d', dir]);
+    app = path.join(dir, 'Payload/very-capable-app.app');
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("reproduces the files and files2 seals of Xcode's own CodeResources for a real app", () => {
+    const files: SealedFile[] = walk(app)
+      .filter((p) => p !== 'very-capable-app' && !p.startsWith('_CodeSignature/'))
+      .map((p) => {
+        const bytes = readFileSync(path.join(app, p));
+        return { path: p, sha1: digest('sha1', bytes), sha256: digest('sha256', bytes) };
+      });
+    const ours = parsePlist(buildCodeResources(files)) as PlistObject;
+    const xcode = parsePlist(readFileSync(path.join(app, '_CodeSignature/CodeResources'))) as PlistObject;
+    const asHex = (v: unknown): unknown =>
+      v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, asHex(x)])) : v;
+    expect(asHex(ours.files)).toEqual(asHex(xcode.files));
+    expect(asHex(ours.files2)).toEqual(asHex(xcode.files2));
+    expect(Object.keys(ours.rules2 as object).sort()).toEqual(Object.keys(xcode.rules2 as object).sort());
+  });
+
+  it('seals nested code by cdhash and leaves its insides to its own signature', () => {
+    const file = (p: string): SealedFile => ({ path: p, sha1: digest('sha1', Buffer.from(p)), sha256: digest('sha256', Buffer.from(p)) });
+    const cdhash = Buffer.alloc(20, 7);
+    const plist = parsePlist(
+      buildCodeResources(
+        [file('Frameworks/Foo.framework/Foo'), file('Frameworks/Foo.framework/Info.plist'), file('en.lproj/Main.strings'), file('Info.plist')],
+        [{ path: 'Frameworks/Foo.framework', cdhash, requirement: 'identifier "com.example.Foo"' }],
+      ),
+    ) as PlistObject;
+    const files2 = plist.files2 as PlistObject;
+    expect(Object.keys(files2).sort()).toEqual(['Frameworks/Foo.framework', 'en.lproj/Main.strings']);
+    expect(files2['Frameworks/Foo.framework']).toEqual({ cdhash: new Uint8Array(cdhash), requirement: 'identifier "com.example.Foo"' });
+    expect((files2['en.lproj/Main.strings'] as PlistObject).optional).toBe(true);
+    // v1 lists every file, nested ones included, and the lproj file as optional.
+    expect(Object.keys(plist.files as object).sort()).toEqual(['Frameworks/Foo.framework/Foo', 'Frameworks/Foo.framework/Info.plist', 'Info.plist', 'en.lproj/Main.strings']);
+  });
+});
