@@ -60,6 +60,19 @@ describe('plist', () => {
     expect((error as IpaError).code).toBe('PLIST_INVALID');
   });
 
+  it('reads a UTF-16 XML plist with a byte order mark', () => {
+    const xml = buildXmlPlist({ CFBundleName: 'Démo' });
+    const bytes = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(xml.replace('UTF-8', 'UTF-16'), 'utf16le')]);
+    expect(parsePlistDict(bytes)).toEqual({ CFBundleName: 'Démo' });
+  });
+
+  it('refuses XML that is not valid UTF-8: PLIST_INVALID', () => {
+    const bytes = Buffer.concat([Buffer.from('<plist><string>'), Buffer.from([0xc3, 0x28]), Buffer.from('</string></plist>')]);
+    expect(() => parsePlist(bytes, 'Info.plist')).toThrow(
+      new IpaError('PLIST_INVALID', 'Expected Info.plist to be text in UTF-8, found bytes that are not.'),
+    );
+  });
+
   it('refuses a root that is not a dictionary: PLIST_INVALID', () => {
     expect(() => parsePlistDict(buildBinaryPlist(['a']), 'Info.plist')).toThrow(
       'Expected Info.plist to hold a dictionary, found an array.',

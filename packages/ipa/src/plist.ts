@@ -1,3 +1,4 @@
+import { DOMParser } from '@xmldom/xmldom';
 import { parseBuffer } from 'bplist-parser';
 import bplistCreator from 'bplist-creator';
 import { build as buildXml, parse as parseXml } from 'plist';
@@ -27,12 +28,15 @@ export function parsePlist(bytes: Buffer, what = 'property list'): PlistValue {
       throw new IpaError('PLIST_INVALID', `Expected ${what} to be a valid binary plist: ${describe(err)}.`, { cause: err });
     }
   }
-  const text = bytes.toString('utf8').replace(/^\uFEFF/, '');
-  if (!text.trimStart().startsWith('<')) {
+  const encoding = xmlEncodingOf(bytes);
+  // Lenient on the first bytes only, to tell "not a plist at all" from "a damaged XML plist".
+  if (!new TextDecoder(encoding).decode(bytes.subarray(0, 64)).trimStart().startsWith('<')) {
     const found = bytes.length === 0 ? 'an empty file' : `bytes 0x${bytes.subarray(0, 8).toString('hex')}`;
     throw new IpaError('PLIST_INVALID', `Expected ${what} to be an XML or binary plist, found ${found}.`);
   }
+  const text = decodeXmlText(bytes, encoding, what);
   try {
+    assertWellFormedXml(text);
     const root = parseXml(text) as PlistValue;
     if (root === undefined || root === null) throw new Error('no root object');
     return root;
@@ -68,6 +72,36 @@ export function isPlistDict(value: unknown): value is PlistObject {
 export function readString(dict: PlistObject, key: string): string | undefined {
   const value = dict[key];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** XML plists are UTF-8 in practice; UTF-16 ones carry a byte order mark. */
+function xmlEncodingOf(bytes: Buffer): string {
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return 'utf-16le';
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return 'utf-16be';
+  return 'utf-8';
+}
+
+function decodeXmlText(bytes: Buffer, encoding: string, what: string): string {
+  try {
+    // ignoreBOM: false strips the mark itself.
+    return new TextDecoder(encoding, { fatal: true }).decode(bytes);
+  } catch (err) {
+    throw new IpaError('PLIST_INVALID', `Expected ${what} to be text in ${encoding.toUpperCase()}, found bytes that are not.`, {
+      cause: err,
+    });
+  }
+}
+
+/**
+ * plist's parser lets xmldom print malformed-XML reports to the console before it throws; checking
+ * first with an onError that throws keeps a CLI's stderr to our one sentence.
+ */
+function assertWellFormedXml(text: string): void {
+  new DOMParser({
+    onError: (level, message) => {
+      if (level !== 'warning') throw new Error(message.trim());
+    },
+  }).parseFromString(text, 'text/xml');
 }
 
 function kindOf(value: PlistValue): string {
