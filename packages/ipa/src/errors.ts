@@ -12,7 +12,6 @@ export type IpaErrorCode =
   | 'ZIP_DUPLICATE_NAME'
   | 'ZIP_BOMB'
   | 'ZIP_TOO_LARGE'
-  | 'ZIP_ENTRY_NOT_FOUND'
   | 'SYMLINK_ESCAPES_BUNDLE'
   // The app bundle inside it
   | 'NO_APP_BUNDLE'
@@ -32,7 +31,13 @@ export type IpaErrorCode =
   | 'CERTIFICATE_NOT_IN_PROFILE'
   | 'P12_INVALID'
   | 'IDENTITY_INVALID'
+  | 'MACHO_UNSUPPORTED'
   // Signing
+  | 'SIGNATURE_INVALID'
+  | 'ENTITLEMENTS_INVALID'
+  | 'DYLIB_MISSING'
+  | 'BUNDLE_ID_INVALID'
+  | 'MODE_INVALID'
   | 'SIGNING_UNAVAILABLE';
 
 export class IpaError extends Error {

@@ -90,6 +90,9 @@ function pairUp(
     const publicKey = cert.publicKey as forge.pki.rsa.PublicKey;
     return publicKey.n !== undefined && publicKey.n.equals(privateKey.n) && publicKey.e.equals(privateKey.e);
   };
+  if (certificates.length === 0) {
+    throw new IpaError(code, 'Expected a certificate beside the private key, found none.');
+  }
   const certificate = certificates.find(matches);
   if (certificate === undefined) {
     throw new IpaError(

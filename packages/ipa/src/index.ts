@@ -10,6 +10,7 @@ export type { IpaErrorCode } from './errors.js';
 // The decrypt pipeline's check.
 export { check } from './check.js';
 export type { CheckOptions, CheckProgress, CheckReport, MachOReport, SliceReport } from './check.js';
+export type { MachOInspector } from './macho-inspector.js';
 
 // Archives and bundles, for callers that need more than the check report.
 export { openZip, openZipFromBuffer, openZipFromReader, defaultZipLimits } from './zip/index.js';

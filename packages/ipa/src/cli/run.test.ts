@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { buildXmlPlist } from '../plist.js';
 import { buildZip } from '../test-support/build-zip.js';
 import { fixtureIpa, profilesDir } from '../test-support/fixtures.js';
 import { runCli } from './run.js';
@@ -111,6 +112,22 @@ describe('sideport-ipa', () => {
       const { code, stderr } = await run(args(['--mode', 'x']), { env: { P12_PW: 'pw' } });
       expect(code).toBe(2);
       expect(stderr).toContain('Expected a whole number.');
+    });
+
+    it('says signing is unavailable once every input checks out', async () => {
+      // A bare XML profile listing the test certificate, valid on the test's "now".
+      const der = execFileSync('openssl', ['x509', '-in', join(dir, 'cert.pem'), '-outform', 'der']);
+      const profile = buildXmlPlist({
+        Name: 'Test Development', UUID: 'u-1', TeamIdentifier: ['TEAM123456'], TeamName: 'Test',
+        Entitlements: { 'application-identifier': 'TEAM123456.*' },
+        CreationDate: new Date('2018-01-01T00:00:00Z'), ExpirationDate: new Date('2019-01-01T00:00:00Z'),
+        DeveloperCertificates: [der],
+      });
+      writeFileSync(join(dir, 'listed.mobileprovision'), profile);
+      const argv = args().map((arg) => (arg === developmentProfile ? join(dir, 'listed.mobileprovision') : arg));
+      const { code, stderr } = await run(argv, { env: { P12_PW: 'pw' } });
+      expect(code).toBe(2);
+      expect(stderr).toBe('Signing is not available in this build.\n');
     });
 
     it('writes nothing', () => {

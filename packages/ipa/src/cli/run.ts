@@ -69,7 +69,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       const identity = loadIdentity({ p12: await readInput(options.p12, '.p12 file'), password });
       const profile = parseProfile(await readInput(options.profile, 'provisioning profile'));
       assertProfileUsable(profile, identity.certificate, io.now());
-      throw new CliFailure('Signing is not available in this build.');
+      throw new IpaError('SIGNING_UNAVAILABLE', 'Signing is not available in this build.');
     });
 
   try {
