@@ -2,11 +2,13 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Uint8ArrayReader, Uint8ArrayWriter, ZipWriter } from '@zip.js/zip.js';
+import { Readable } from 'node:stream';
 import fc from 'fast-check';
+import yauzl from 'yauzl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IpaError } from '../errors.js';
 import { buildZip, SYMLINK_MODE, type TestZipEntry } from '../test-support/build-zip.js';
-import { openZip, openZipFromBuffer } from './archive.js';
+import { openZip, openZipFromBuffer, openZipFromReader } from './archive.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -91,6 +93,25 @@ describe('openZip', () => {
     try {
       const entry = archive.find(`${app}Info.plist`)!;
       expect((await archive.readEntry(entry)).toString()).toBe('<plist/>');
+    } finally {
+      archive.close();
+    }
+  });
+
+  it('reads through any random-access reader', async () => {
+    // Larger than yauzl's end-record search window (64 KiB), so no single read may cover it all.
+    const bytes = buildZip([...goodEntries, { name: `${app}big.bin`, data: Buffer.alloc(200_000, 1), method: 0 }]);
+    const reads: number[] = [];
+    class BufferReader extends yauzl.RandomAccessReader {
+      override _readStreamForRange(start: number, end: number): Readable {
+        reads.push(end - start);
+        return Readable.from([bytes.subarray(start, end)]);
+      }
+    }
+    const archive = await openZipFromReader(new BufferReader(), bytes.length);
+    try {
+      expect((await archive.readEntry(archive.find(`${app}Info.plist`)!)).toString()).toBe('<plist/>');
+      expect(Math.max(...reads)).toBeLessThan(bytes.length);
     } finally {
       archive.close();
     }
