@@ -43,6 +43,7 @@ export async function startServer(dataDir: string, env: Record<string, string> =
     child.stderr!.on('data', onData);
     child.on('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
   });
+  await waitForHealthy(url, () => output);
   return {
     url,
     dataDir,
@@ -56,6 +57,17 @@ export async function startServer(dataDir: string, env: Record<string, string> =
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** Listening is not ready: /healthz answers 200 once the database is open and migrated. */
+async function waitForHealthy(url: string, output: () => string, timeoutMs = 30_000) {
+  const started = Date.now();
+  for (;;) {
+    const status = await fetch(`${url}/healthz`).then((r) => r.status, () => 0);
+    if (status === 200) return;
+    if (Date.now() - started > timeoutMs) throw new Error(`server not healthy (${status}):\n${output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** Debian's Chromium, headless, with the flags this machine needs. */
