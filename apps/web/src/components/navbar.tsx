@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import Button from 'react-bootstrap/Button';
 import Container from 'react-bootstrap/Container';
 import Form from 'react-bootstrap/Form';
@@ -11,17 +11,11 @@ import { COUNTRIES, type Country } from '@sideport/contracts';
 import { api } from '../lib/api';
 import { useClientStore } from '../lib/store';
 import { useSignOut } from '../features/auth/use-sign-out';
+import { parseSearchRoute, searchPath } from './search-route';
 
 interface PublicConfig {
   chatUrl: string | null;
   channelUrl: string | null;
-}
-
-/** Keyword and country of the current search route, to prefill the search box. */
-function searchRouteParts(pathname: string): { country?: string; keyword?: string } {
-  const match = /^\/search\/([^/]+)\/(.*)$/.exec(pathname);
-  if (!match) return {};
-  return { country: match[1]!.toUpperCase(), keyword: decodeURIComponent(match[2]!) };
 }
 
 /** The navigation bar of spec section 2; below 768 px (Bootstrap's md) it collapses into a side menu. */
@@ -31,7 +25,12 @@ export function AppNavbar() {
   const navigate = useNavigate();
   const signOut = useSignOut();
   const config = useQuery({ queryKey: ['config'], queryFn: () => api<PublicConfig>('/api/config'), staleTime: Infinity });
-  const prefill = searchRouteParts(location.pathname);
+  const prefill = parseSearchRoute(location.pathname);
+  // On a search route its country is the current one; the store follows it so it persists.
+  const shownCountry = prefill.country ?? country;
+  useEffect(() => {
+    if (prefill.country && prefill.country !== country) setCountry(prefill.country);
+  }, [prefill.country, country, setCountry]);
   const [keyword, setKeyword] = useState(prefill.keyword ?? '');
   const [lastPrefill, setLastPrefill] = useState(prefill.keyword);
   if (prefill.keyword !== lastPrefill) {
@@ -43,13 +42,12 @@ export function AppNavbar() {
   const search = (event: FormEvent) => {
     event.preventDefault();
     setMenuOpen(false);
-    const trimmed = keyword.trim();
-    navigate(trimmed ? `/search/${country}/${encodeURIComponent(trimmed)}` : '/latest');
+    navigate(searchPath(shownCountry, keyword));
   };
-  const chooseCountry = (value: string) => {
-    setCountry(value as Country);
-    // The country can change at any time: an open search follows it.
+  const chooseCountry = (value: Country) => {
+    // The country can change at any time: an open search follows it (and the store follows the route).
     if (prefill.keyword !== undefined) navigate(`/search/${value}/${encodeURIComponent(prefill.keyword)}`);
+    else setCountry(value);
   };
   const close = () => setMenuOpen(false);
 
@@ -84,7 +82,7 @@ export function AppNavbar() {
               )}
             </Nav>
             <Form className="d-flex gap-2 mt-3 mt-md-0" role="search" onSubmit={search}>
-              <Form.Select aria-label="Store country" value={country} onChange={(e) => chooseCountry(e.target.value)} style={{ width: '6rem' }}>
+              <Form.Select aria-label="Store country" value={shownCountry} onChange={(e) => chooseCountry(e.target.value as Country)} style={{ width: '6rem' }}>
                 {COUNTRIES.map((c) => (
                   <option key={c} value={c}>{c}</option>
                 ))}
