@@ -45,6 +45,20 @@ describe('accounts in the browser', () => {
     await s.context.close();
   });
 
+  it('sends a signed-in person away from /sign-in and /sign-up to /', async () => {
+    const s = await openSession(browser, server.url);
+    await s.page.goto('/my');
+    await s.page.waitForURL('**/sign-in');
+    await submitSignUp(s, freshId());
+    await s.page.waitForURL('**/my');
+    for (const form of ['/sign-in', '/sign-up']) {
+      await s.page.goto(form);
+      await s.page.waitForURL((u) => u.pathname === '/');
+      await expect.poll(() => s.page.getByRole('heading', { name: 'Latest decrypted' }).isVisible()).toBe(true);
+    }
+    await s.context.close();
+  });
+
   it('shows each validation message and sends nothing until the form is right', async () => {
     const s = await openSession(browser, server.url);
     const requests: string[] = [];
@@ -186,6 +200,22 @@ describe('accounts in the browser', () => {
     await s.page.waitForURL((u) => u.pathname === searchPath);
     await s.page.reload();
     expect(await s.page.getByLabel('Search keyword').inputValue()).toBe('AC/DC live');
+    await s.context.close();
+  });
+
+  it('prefills the country and keyword from a search route, and follows a country change', async () => {
+    const s = await openSession(browser, server.url);
+    await submitSignUp(s, freshId());
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await s.page.goto(`/search/us/${encodeURIComponent('AC/DC')}`);
+    const country = s.page.getByLabel('Store country');
+    await expect.poll(() => country.inputValue()).toBe('US');
+    expect(await s.page.getByLabel('Search keyword').inputValue()).toBe('AC/DC');
+    await country.selectOption('DE');
+    await s.page.waitForURL((u) => u.pathname === `/search/DE/${encodeURIComponent('AC/DC')}`);
+    await s.page.goto('/latest');
+    await expect.poll(() => s.page.getByLabel('Store country').inputValue()).toBe('DE');
+    await expect.poll(() => storedState(s.page)).toMatchObject({ country: 'DE' });
     await s.context.close();
   });
 });

@@ -1,12 +1,16 @@
-import { useEffect, type ReactNode } from 'react';
+import { useEffect, useState, type ReactNode } from 'react';
 import { Navigate, useLocation } from 'react-router';
-import { afterSignInPath, useClientStore } from '../../lib/store';
+import { useClientStore } from '../../lib/store';
 
-/** /sign-in and /sign-up are for signed-out people only; a signed-in one goes where sign-in leads. */
+/**
+ * /sign-in and /sign-up are for signed-out people only: arriving signed in goes to /. Signing in on
+ * the page renders nothing here while the form itself goes to last_page.
+ */
 export function SignedOutOnly({ children }: { children: ReactNode }) {
   const isLogin = useClientStore((s) => s.isLogin);
-  const lastPage = useClientStore((s) => s.last_page);
-  return isLogin ? <Navigate to={afterSignInPath(lastPage)} replace /> : children;
+  const [wasSignedInOnArrival] = useState(isLogin);
+  if (!isLogin) return children;
+  return wasSignedInOnArrival ? <Navigate to="/" replace /> : null;
 }
 
 /** Pages for signed-in people; others are sent to sign in and brought back after. */
