@@ -1,0 +1,52 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openZip } from '../zip/index.js';
+import { writeSignedZip } from './write-zip.js';
+
+const fixtureIpa = path.resolve(import.meta.dirname, '../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
+
+describe('writeSignedZip', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'ipa-write-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('copies unchanged entries byte for byte, replaces and adds the changed ones', async () => {
+    const out = path.join(dir, 'out.ipa');
+    const source = await openZip(fixtureIpa);
+    const replaced = new Map([
+      ['Payload/very-capable-app.app/PkgInfo', Buffer.from('APPL????changed')],
+      ['Payload/very-capable-app.app/new-file.txt', Buffer.from('added')],
+    ]);
+    await writeSignedZip(source, out, replaced);
+    // unzip (not ours) checks every CRC and size of the result.
+    execFileSync('unzip', ['-tq', out]);
+    expect(execFileSync('unzip', ['-p', out, 'Payload/very-capable-app.app/PkgInfo']).toString()).toBe('APPL????changed');
+    expect(execFileSync('unzip', ['-p', out, 'Payload/very-capable-app.app/new-file.txt']).toString()).toBe('added');
+
+    const written = await openZip(out);
+    for (const entry of source.entries) {
+      if (replaced.has(entry.name) || entry.isDirectory) continue;
+      const copy = written.find(entry.name)!;
+      expect(copy.compressedSizeBytes).toBe(entry.compressedSizeBytes);
+      expect(copy.crc32).toBe(entry.crc32);
+      const [a, b] = await Promise.all([source.readEntry(entry), written.readEntry(copy)]);
+      expect(b.equals(a)).toBe(true);
+    }
+    source.close();
+    written.close();
+    expect(readdirSync(dir)).toEqual(['out.ipa']);
+  });
+
+  it('leaves no partial file when writing fails', async () => {
+    const out = path.join(dir, 'missing-dir', 'out.ipa');
+    const source = await openZip(fixtureIpa);
+    await expect(writeSignedZip(source, out, new Map())).rejects.toThrow();
+    source.close();
+    expect(existsSync(path.dirname(out))).toBe(false);
+  });
+});
