@@ -1,0 +1,131 @@
+import { posix } from 'node:path';
+import { buildXmlPlist } from '../plist.js';
+import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
+import type { SigningIdentity } from '../identity.js';
+import { buildCodeResources, type SealedFile, type SealedNested } from '../resources/index.js';
+import { openZip, type ZipArchive } from '../zip/index.js';
+import { entitlementsFor } from './entitlements.js';
+import { digestBuffer, digestStream } from './hashes.js';
+import { planSigning, type BundlePlan } from './plan.js';
+import { designatedRequirement } from './requirement.js';
+import { writeSignedZip } from './write-zip.js';
+
+/** What the engine needs to sign one Mach-O file (every slice of it). */
+export interface MachOSignRequest {
+  identifier: string;
+  teamId: string;
+  isMainExecutable: boolean;
+  /** XML plist of the entitlements; main executables only (AMFI refuses them elsewhere). */
+  entitlements?: Buffer;
+  infoPlist?: Buffer;
+  codeResources?: Buffer;
+}
+
+/** The Mach-O signing engine, bound to an identity: answers the signed file and its cdhash. */
+export interface MachOSigner {
+  sign(binary: Buffer, request: MachOSignRequest): { signed: Buffer; cdhash: Buffer };
+}
+
+export interface SignIpaOptions {
+  input: string;
+  output: string;
+  identity: SigningIdentity;
+  /** embedded.mobileprovision bytes. */
+  profile: Buffer;
+  signer: MachOSigner;
+  now?: Date;
+  /** Largest Mach-O read into memory, in bytes. */
+  maxBinaryBytes?: number;
+  onProgress?: (step: { bundle: string; done: number; total: number }) => void;
+}
+
+export interface SignIpaReport {
+  bundles: Array<{ dir: string; bundleId: string; kind: BundlePlan['kind']; cdhash: string }>;
+  profile: Pick<Profile, 'name' | 'uuid' | 'teamId' | 'expirationDate'>;
+}
+
+const relative = (bundle: BundlePlan, path: string) => path.slice(bundle.dir.length + 1);
+
+/**
+ * Re-signs an IPA for an identity and provisioning profile: nested code first, each bundle's
+ * resources sealed in its CodeResources, entitlements on main executables only. Entries that
+ * signing does not change are copied as raw compressed bytes.
+ */
+export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
+  const now = options.now ?? new Date();
+  const profile = parseProfile(options.profile);
+  assertProfileUsable(profile, options.identity.certificate, now);
+  const archive = await openZip(options.input);
+  try {
+    const plan = await planSigning(archive);
+    const replaced = new Map<string, Buffer>();
+    const cdhashes = new Map<string, Buffer>();
+    const maxBytes = options.maxBinaryBytes ?? 2 * 1024 * 1024 * 1024;
+    const read = async (name: string) => replaced.get(name) ?? archive.readEntry(archive.find(name)!, maxBytes);
+    const signOne = async (name: string, request: MachOSignRequest) => {
+      const { signed, cdhash } = options.signer.sign(await read(name), request);
+      replaced.set(name, signed);
+      return cdhash;
+    };
+
+    for (const bundle of plan.inOrder) {
+      if (bundle.isMain) replaced.set(`${bundle.dir}/embedded.mobileprovision`, options.profile);
+    }
+    let done = 0;
+    for (const bundle of plan.inOrder) {
+      const nested: SealedNested[] = [];
+      for (const loose of bundle.looseCode) {
+        const identifier = posix.basename(loose).replace(/\.dylib$/, '');
+        const cdhash = await signOne(loose, { identifier, teamId: profile.teamId, isMainExecutable: false });
+        nested.push({ path: relative(bundle, loose), cdhash, requirement: designatedRequirement(identifier, options.identity.certificate) });
+      }
+      for (const child of plan.inOrder) {
+        if (child === bundle || plan.ownerOf(child.dir) !== bundle) continue;
+        nested.push({ path: relative(bundle, child.dir), cdhash: cdhashes.get(child.dir)!, requirement: designatedRequirement(child.bundleId, options.identity.certificate) });
+      }
+      const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced), nested);
+      replaced.set(`${bundle.dir}/_CodeSignature/CodeResources`, codeResources);
+      if (bundle.executable) {
+        const entitlements = bundle.isMain ? Buffer.from(buildXmlPlist(entitlementsFor(profile, bundle.bundleId))) : undefined;
+        const cdhash = await signOne(bundle.executable, {
+          identifier: bundle.bundleId,
+          teamId: profile.teamId,
+          isMainExecutable: bundle.isMain,
+          infoPlist: await read(`${bundle.dir}/Info.plist`),
+          codeResources,
+          ...(entitlements ? { entitlements } : {}),
+        });
+        cdhashes.set(bundle.dir, cdhash);
+      }
+      options.onProgress?.({ bundle: bundle.dir, done: ++done, total: plan.inOrder.length });
+    }
+    await writeSignedZip(archive, options.output, replaced);
+    return {
+      bundles: plan.inOrder.map((b) => ({ dir: b.dir, bundleId: b.bundleId, kind: b.kind, cdhash: cdhashes.get(b.dir)?.toString('hex') ?? '' })),
+      profile: { name: profile.name, uuid: profile.uuid, teamId: profile.teamId, expirationDate: profile.expirationDate },
+    };
+  } finally {
+    archive.close();
+  }
+}
+
+/**
+ * Digests of every file of a bundle as it will be written (signed nested code and new plists
+ * included), except the bundle's own executable and _CodeSignature; CodeResources decides, by its
+ * rules, which of them each seal lists.
+ */
+async function sealResources(archive: ZipArchive, bundle: BundlePlan, replaced: ReadonlyMap<string, Buffer>): Promise<SealedFile[]> {
+  const prefix = `${bundle.dir}/`;
+  const names = new Set<string>();
+  for (const entry of archive.entries) if (!entry.isDirectory && !entry.isSymlink && entry.name.startsWith(prefix)) names.add(entry.name);
+  for (const name of replaced.keys()) if (name.startsWith(prefix)) names.add(name);
+  const sealed: SealedFile[] = [];
+  for (const name of [...names].sort()) {
+    const path = name.slice(prefix.length);
+    if (name === bundle.executable || path.startsWith('_CodeSignature/')) continue;
+    const content = replaced.get(name);
+    const digests = content ? digestBuffer(content) : await digestStream(await archive.openEntryStream(archive.find(name)!));
+    sealed.push({ path, ...digests });
+  }
+  return sealed;
+}
