@@ -219,3 +219,17 @@ describe('accounts in the browser', () => {
     await s.context.close();
   });
 });
+
+describe('external links without a configured address', () => {
+  it('hides the chat link when the server has no CHAT_URL', async () => {
+    const bare = await startServer(newDataDir(), { CHAT_URL: undefined });
+    try {
+      const s = await openSession(browser, bare.url);
+      await s.page.goto('/latest');
+      await expect.poll(() => navLinks(s)).toEqual(['Latest', 'Queue', 'Sign In', 'Sign Up', 'Channel']);
+      await s.context.close();
+    } finally {
+      await bare.stop();
+    }
+  });
+});

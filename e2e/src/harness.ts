@@ -15,7 +15,8 @@ export interface RunningServer {
 export const newDataDir = () => mkdtempSync(path.join(tmpdir(), 'sideport-e2e-'));
 
 /** The real server process (`node apps/server/dist/main.js`) on a free port. */
-export async function startServer(dataDir: string, env: Record<string, string> = {}): Promise<RunningServer> {
+/** `env` overrides the defaults below; an undefined value leaves that variable unset. */
+export async function startServer(dataDir: string, env: Record<string, string | undefined> = {}): Promise<RunningServer> {
   const child: ChildProcess = spawn(process.execPath, [path.join(repoRoot, 'apps/server/dist/main.js')], {
     env: {
       PATH: process.env.PATH ?? '',

@@ -1,6 +1,6 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from 'react-router';
-import { api, RETRY_LATER } from '../../lib/api';
+import { api, ApiError, RETRY_LATER } from '../../lib/api';
 import { useClientStore } from '../../lib/store';
 
 /** Sign out after 'Really want sign out?'; a failure alerts 'Please retry later.' (spec section 8). */
@@ -11,8 +11,9 @@ export function useSignOut() {
     if (!window.confirm('Really want sign out?')) return;
     try {
       await api('/api/sign-out', { method: 'POST' });
-    } catch {
-      window.alert(RETRY_LATER);
+    } catch (error) {
+      // A 401 already signed the client out and went to /sign-in: nothing left to retry.
+      if (!(error instanceof ApiError && error.isHandled)) window.alert(RETRY_LATER);
       return;
     }
     // Leave signed-in-only pages first, so they do not send the person to sign in again.
