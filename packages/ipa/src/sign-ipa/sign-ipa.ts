@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
-import { buildXmlPlist } from '../plist.js';
+import type { PlistObject } from '../plist.js';
+import { requirementText } from '../sign/requirements.js';
 import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
 import type { SigningIdentity } from '../identity.js';
 import { buildCodeResources, type SealedFile, type SealedNested } from '../resources/index.js';
@@ -7,7 +8,6 @@ import { openZip, type ZipArchive } from '../zip/index.js';
 import { entitlementsFor } from './entitlements.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan } from './plan.js';
-import { designatedRequirement } from './requirement.js';
 import { writeSignedZip } from './write-zip.js';
 
 /** What the engine needs to sign one Mach-O file (every slice of it). */
@@ -15,8 +15,8 @@ export interface MachOSignRequest {
   identifier: string;
   teamId: string;
   isMainExecutable: boolean;
-  /** XML plist of the entitlements; main executables only (AMFI refuses them elsewhere). */
-  entitlements?: Buffer;
+  /** Main executables only (AMFI refuses a non-main binary that has entitlements). */
+  entitlements?: PlistObject;
   infoPlist?: Buffer;
   codeResources?: Buffer;
 }
@@ -61,6 +61,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     const replaced = new Map<string, Buffer>();
     const cdhashes = new Map<string, Buffer>();
     const maxBytes = options.maxBinaryBytes ?? 2 * 1024 * 1024 * 1024;
+    const commonName = options.identity.certificate.subject.getField('CN')?.value as string | undefined;
+    const requirement = (identifier: string) => requirementText({ identifier, ...(commonName ? { commonName } : {}) });
     const read = async (name: string) => replaced.get(name) ?? archive.readEntry(archive.find(name)!, maxBytes);
     const signOne = async (name: string, request: MachOSignRequest) => {
       const { signed, cdhash } = options.signer.sign(await read(name), request);
@@ -77,16 +79,16 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       for (const loose of bundle.looseCode) {
         const identifier = posix.basename(loose).replace(/\.dylib$/, '');
         const cdhash = await signOne(loose, { identifier, teamId: profile.teamId, isMainExecutable: false });
-        nested.push({ path: relative(bundle, loose), cdhash, requirement: designatedRequirement(identifier, options.identity.certificate) });
+        nested.push({ path: relative(bundle, loose), cdhash, requirement: requirement(identifier) });
       }
       for (const child of plan.inOrder) {
         if (child === bundle || plan.ownerOf(child.dir) !== bundle) continue;
-        nested.push({ path: relative(bundle, child.dir), cdhash: cdhashes.get(child.dir)!, requirement: designatedRequirement(child.bundleId, options.identity.certificate) });
+        nested.push({ path: relative(bundle, child.dir), cdhash: cdhashes.get(child.dir)!, requirement: requirement(child.bundleId) });
       }
       const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced), nested);
       replaced.set(`${bundle.dir}/_CodeSignature/CodeResources`, codeResources);
       if (bundle.executable) {
-        const entitlements = bundle.isMain ? Buffer.from(buildXmlPlist(entitlementsFor(profile, bundle.bundleId))) : undefined;
+        const entitlements = bundle.isMain ? entitlementsFor(profile, bundle.bundleId) : undefined;
         const cdhash = await signOne(bundle.executable, {
           identifier: bundle.bundleId,
           teamId: profile.teamId,

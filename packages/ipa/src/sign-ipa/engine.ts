@@ -1,0 +1,26 @@
+import type { SigningIdentity } from '../identity.js';
+import { createCmsSigner } from '../sign/cms.js';
+import { signMachO } from '../sign/macho-sign.js';
+import type { MachOSigner } from './sign-ipa.js';
+
+/** The Mach-O signing engine of this package, bound to one identity. */
+export function createMachOSigner(identity: SigningIdentity, clock: () => Date = () => new Date()): MachOSigner {
+  const cms = createCmsSigner(identity);
+  const commonName = identity.certificate.subject.getField('CN')?.value as string | undefined;
+  return {
+    sign(binary, request) {
+      const result = signMachO(binary, request.identifier, {
+        identifier: request.identifier,
+        teamId: request.teamId,
+        isMainBinary: request.isMainExecutable,
+        signer: cms,
+        now: clock(),
+        ...(commonName ? { commonName } : {}),
+        ...(request.infoPlist ? { infoPlist: request.infoPlist } : {}),
+        ...(request.codeResources ? { codeResources: request.codeResources } : {}),
+        ...(request.entitlements ? { entitlements: request.entitlements } : {}),
+      });
+      return { signed: result.bytes, cdhash: result.cdHash };
+    },
+  };
+}

@@ -1,0 +1,80 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadIdentity } from '../identity.js';
+import { parsePlist, type PlistObject } from '../plist.js';
+import { createTestPki, type TestPki } from '../test-support/pki.js';
+import { opensslVerifies, pageHashesMatch, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
+import { createMachOSigner } from './engine.js';
+import { signIpa } from './sign-ipa.js';
+
+const fixtureIpa = path.resolve(import.meta.dirname, '../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
+const APP = 'Payload/very-capable-app.app';
+
+/** Every check a device makes of the main executable and its bundle, with tools that are not ours. */
+function verifyApp(dir: string, pki: TestPki, profile: Buffer) {
+  const app = path.join(dir, APP);
+  const binary = readFileSync(path.join(app, 'very-capable-app'));
+  const codeResources = readFileSync(path.join(app, '_CodeSignature/CodeResources'));
+  for (const signature of readSignatures(binary)) {
+    expect(opensslVerifies(signature, pki.caPem).ok).toBe(true);
+    expect(pageHashesMatch(binary, signature)).toBe(true);
+    expect(specialSlotMatches(signature, 1, readFileSync(path.join(app, 'Info.plist')))).toBe(true);
+    expect(specialSlotMatches(signature, 3, codeResources)).toBe(true);
+    expect(signature.codeDirectories[0]!.identifier).toBe('org.fastlane.very-capable-app');
+    expect(signature.codeDirectories[0]!.teamId).toBe(pki.teamId);
+    expect(signature.entitlementsXml).toContain(`${pki.teamId}.org.fastlane.very-capable-app`);
+  }
+  // CodeResources lists every resource with its real SHA-1 and SHA-256.
+  const seal = parsePlist(codeResources) as { files2: Record<string, PlistObject> };
+  expect(Object.keys(seal.files2)).toContain('embedded.mobileprovision');
+  for (const [file, entry] of Object.entries(seal.files2)) {
+    const bytes = readFileSync(path.join(app, file));
+    expect(Buffer.from(entry.hash as Uint8Array).equals(createHash('sha1').update(bytes).digest())).toBe(true);
+    expect(Buffer.from(entry.hash2 as Uint8Array).equals(createHash('sha256').update(bytes).digest())).toBe(true);
+  }
+  expect(readFileSync(path.join(app, 'embedded.mobileprovision')).equals(profile)).toBe(true);
+}
+
+describe('signIpa', () => {
+  let dir: string;
+  let pki: TestPki;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'ipa-sign-'));
+    pki = createTestPki(dir);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const unzipTo = (ipa: string, name: string) => {
+    const target = path.join(dir, name);
+    mkdirSync(target);
+    execFileSync('unzip', ['-q', ipa, '-d', target]);
+    return target;
+  };
+
+  it('re-signs the real Xcode-signed app so that every seal verifies, and again on its own output', async () => {
+    const identity = loadIdentity({ p12: pki.p12, password: pki.password });
+    const profile = pki.profile();
+    const first = path.join(dir, 'first.ipa');
+    const report = await signIpa({ input: fixtureIpa, output: first, identity, profile, signer: createMachOSigner(identity) });
+    expect(report.bundles).toEqual([{ dir: APP, bundleId: 'org.fastlane.very-capable-app', kind: 'app', cdhash: expect.stringMatching(/^[0-9a-f]{40}$/) }]);
+    execFileSync('unzip', ['-tq', first]);
+    verifyApp(unzipTo(first, 'first'), pki, profile);
+
+    const second = path.join(dir, 'second.ipa');
+    await signIpa({ input: first, output: second, identity, profile, signer: createMachOSigner(identity) });
+    verifyApp(unzipTo(second, 'second'), pki, profile);
+  });
+
+  it('refuses a profile that does not hold the certificate, writing nothing', async () => {
+    const identity = loadIdentity({ p12: pki.p12, password: pki.password });
+    const output = path.join(dir, 'refused.ipa');
+    await expect(
+      signIpa({ input: fixtureIpa, output, identity, profile: pki.profile({ withoutCertificate: true }), signer: createMachOSigner(identity) }),
+    ).rejects.toMatchObject({ code: 'CERTIFICATE_NOT_IN_PROFILE' });
+    expect(() => readFileSync(output)).toThrow();
+  });
+});
