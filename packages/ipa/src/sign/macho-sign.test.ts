@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadIdentity } from '../identity.js';
+import { parsePlistDict } from '../plist.js';
+import { asArm64e } from '../test-support/macho-bytes.js';
+import { createTestPki } from '../test-support/pki.js';
+import { HELPER_SOURCE, MAIN_SOURCE, buildDylib, buildExecutable, buildFat, objdumpHeaders } from '../test-support/toolchain.js';
+import { opensslVerifies, pageHashesMatch, printCms, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
+import { createCmsSigner } from './cms.js';
+import { signMachO, type CodeSignInput } from './macho-sign.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ipa-msign-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const pki = createTestPki(dir);
+const signer = createCmsSigner(loadIdentity({ p12: pki.p12, password: pki.password }));
+const helperPath = buildDylib(dir, 'helper', HELPER_SOURCE, '@rpath/libhelper.dylib');
+const appPath = buildExecutable(dir, 'app', MAIN_SOURCE, { link: [helperPath], rpaths: ['@executable_path/Frameworks'] });
+
+const infoPlist = Buffer.from('<?xml version="1.0"?><plist version="1.0"><dict><key>CFBundleIdentifier</key><string>com.example.app</string></dict></plist>');
+const codeResources = Buffer.from('<plist><dict/></plist>');
+const input: CodeSignInput = {
+  identifier: 'com.example.app',
+  teamId: pki.teamId,
+  commonName: pki.commonName,
+  infoPlist,
+  codeResources,
+  entitlements: { 'application-identifier': `${pki.teamId}.com.example.app`, 'get-task-allow': true },
+  isMainBinary: true,
+  signer,
+  now: new Date(),
+};
+
+describe('signMachO', () => {
+  it('signs a built executable so that openssl verifies the CMS and every hash recomputes', () => {
+    const signed = signMachO(readFileSync(appPath), 'app', input).bytes;
+    const [signature] = readSignatures(signed);
+    const verified = opensslVerifies(signature!, pki.caPem);
+    expect(verified.output).toContain('');
+    expect(verified.ok).toBe(true);
+    expect(signature!.codeDirectories.map((cd) => cd.hashType)).toEqual([1, 2]);
+    expect(signature!.codeDirectories.map((cd) => [cd.identifier, cd.teamId, cd.specialSlotCount])).toEqual([
+      ['com.example.app', pki.teamId, 7], ['com.example.app', pki.teamId, 7],
+    ]);
+    expect(signature!.codeDirectories[1]!.execSegFlags).toBe(0x11n);
+    expect(pageHashesMatch(signed, signature!)).toBe(true);
+    expect(specialSlotMatches(signature!, 1, infoPlist)).toBe(true);
+    expect(specialSlotMatches(signature!, 3, codeResources)).toBe(true);
+    for (const slot of [2, 5, 7]) expect(specialSlotMatches(signature!, slot, signature!.blobs.get(slot)!)).toBe(true);
+    expect(parsePlistDict(Buffer.from(signature!.entitlementsXml!))).toEqual(input.entitlements);
+  });
+
+  it('puts Apple\'s cdhash attributes in the CMS', () => {
+    const [signature] = readSignatures(signMachO(readFileSync(appPath), 'app', input).bytes);
+    const printed = printCms(signature!);
+    expect(printed).toContain('1.2.840.113635.100.9.1');
+    expect(printed).toContain('1.2.840.113635.100.9.2');
+    const cd256Hash = createHash('sha256').update(signature!.codeDirectories[1]!.bytes).digest('hex');
+    // The .9.2 attribute holds the SHA-256 CodeDirectory's full hash.
+    expect(printed).toContain(cd256Hash.toUpperCase());
+  });
+
+  it('adds LC_CODE_SIGNATURE and grows __LINKEDIT, as llvm-objdump reads it', () => {
+    const original = readFileSync(appPath);
+    const signed = signMachO(original, 'app', input).bytes;
+    const out = join(dir, 'signed-app');
+    writeFileSync(out, signed);
+    const headers = objdumpHeaders(out);
+    expect(headers).toContain('LC_CODE_SIGNATURE');
+    expect(headers).toMatch(/segname __LINKEDIT[\s\S]*?filesize (\d+)/);
+    const linkeditSize = Number(/segname __LINKEDIT[\s\S]*?fileoff (\d+)\s+filesize (\d+)/.exec(headers)!.slice(1).reduce((a, b) => String(Number(a) + Number(b))));
+    expect(linkeditSize).toBe(signed.length);
+    expect(signed.subarray(0x4000, 0x8000).equals(original.subarray(0x4000, 0x8000))).toBe(true);
+  });
+
+  it('re-signing a signed binary gives a valid signature again, replacing the old one', () => {
+    const once = signMachO(readFileSync(appPath), 'app', input).bytes;
+    const twice = signMachO(once, 'app', { ...input, identifier: 'com.example.other' }).bytes;
+    const [signature] = readSignatures(twice);
+    expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
+    expect(pageHashesMatch(twice, signature!)).toBe(true);
+    expect(signature!.codeDirectories[0]!.identifier).toBe('com.example.other');
+    expect(twice.length).toBe(once.length);
+  });
+
+  it('signs a dylib without entitlements or the main-binary flag', () => {
+    const signed = signMachO(readFileSync(helperPath), 'libhelper.dylib', { identifier: 'libhelper', teamId: pki.teamId, commonName: pki.commonName, isMainBinary: false, signer, now: new Date() }).bytes;
+    const [signature] = readSignatures(signed);
+    expect(signature!.blobs.has(5)).toBe(false);
+    expect(signature!.blobs.has(7)).toBe(false);
+    expect(signature!.codeDirectories[0]!.specialSlotCount).toBe(2);
+    expect(signature!.codeDirectories[1]!.execSegFlags).toBe(0n);
+    expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
+    expect(pageHashesMatch(signed, signature!)).toBe(true);
+  });
+
+  it('signs every slice of a fat binary and keeps the slices aligned', () => {
+    const thin = readFileSync(appPath);
+    const e = join(dir, 'app-e');
+    writeFileSync(e, asArm64e(thin));
+    const fat = readFileSync(buildFat(dir, 'app', [appPath, e]));
+    const signed = signMachO(fat, 'app', input).bytes;
+    const signatures = readSignatures(signed);
+    expect(signatures).toHaveLength(2);
+    for (const signature of signatures) {
+      expect(signature.offset % 0x4000).toBe(0);
+      expect(opensslVerifies(signature, pki.caPem).ok).toBe(true);
+      expect(pageHashesMatch(signed, signature)).toBe(true);
+    }
+  });
+});

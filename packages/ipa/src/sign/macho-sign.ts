@@ -1,0 +1,178 @@
+/**
+ * Signs one Mach-O (every slice): makes room for the signature at the end of __LINKEDIT, hashes
+ * every page, builds the CodeDirectories, requirements, entitlements and the CMS signature.
+ */
+import { createHash } from 'node:crypto';
+import { IpaError } from '../errors.js';
+import { LC_CODE_SIGNATURE, MH_EXECUTE } from '../macho/constants.js';
+import type { MachOSlice } from '../macho/parse.js';
+import { rebuildMachO } from '../macho/rebuild.js';
+import { buildXmlPlist, type PlistObject } from '../plist.js';
+import {
+  CSSLOT_ALTERNATE_CODEDIRECTORIES, CSSLOT_CODEDIRECTORY, CSSLOT_DER_ENTITLEMENTS, CSSLOT_ENTITLEMENTS,
+  CSSLOT_REQUIREMENTS, CSSLOT_SIGNATURESLOT, CS_EXECSEG_ALLOW_UNSIGNED, CS_EXECSEG_MAIN_BINARY, PAGE_SIZE,
+  buildCodeDirectory, buildSuperBlob, codeDirectorySize, derEntitlementsBlob, entitlementsBlob, signatureBlob,
+  type HashName,
+} from './blobs.js';
+import type { CmsSigner } from './cms.js';
+import { encodeDerEntitlements } from './der-entitlements.js';
+import { buildRequirementsBlob } from './requirements.js';
+
+export interface CodeSignInput {
+  readonly identifier: string;
+  readonly teamId?: string;
+  /** The certificate's common name, for the designated requirement. */
+  readonly commonName?: string;
+  /** Raw bytes of the bundle's Info.plist (special slot 1), for a bundle's main executable. */
+  readonly infoPlist?: Buffer;
+  /** Raw bytes of the bundle's _CodeSignature/CodeResources (special slot 3). */
+  readonly codeResources?: Buffer;
+  /** Only main executables of apps and app extensions carry entitlements. */
+  readonly entitlements?: PlistObject;
+  /** Sets CS_EXECSEG_MAIN_BINARY (app and app extension executables). */
+  readonly isMainBinary: boolean;
+  readonly signer: CmsSigner;
+  readonly now: Date;
+}
+
+export interface SignedCode {
+  readonly bytes: Buffer;
+  /** cdhash of the SHA-256 CodeDirectory (first 20 bytes), of the preferred slice. */
+  readonly cdHash: Buffer;
+}
+
+const SEGMENT_ALIGN_64 = 0x4000;
+const SEGMENT_ALIGN_32 = 0x1000;
+const alignUp = (n: number, to: number): number => Math.ceil(n / to) * to;
+
+export function signMachO(bytes: Buffer, where: string, input: CodeSignInput): SignedCode {
+  const cdHashes: { arch: string; cdHash: Buffer }[] = [];
+  const signed = rebuildMachO(bytes, where, (sliceBytes, slice) => {
+    const result = signSlice(sliceBytes, slice, where, input);
+    cdHashes.push({ arch: slice.arch, cdHash: result.cdHash });
+    return result.bytes;
+  });
+  const preferred = cdHashes.find((c) => c.arch === 'arm64') ?? cdHashes[0]!;
+  return { bytes: signed, cdHash: preferred.cdHash };
+}
+
+function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeSignInput): SignedCode {
+  const linkedit = slice.segments.find((s) => s.name === '__LINKEDIT');
+  if (linkedit === undefined) {
+    throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} (${slice.arch}) to have a __LINKEDIT segment to hold the signature, found none.`);
+  }
+  const lastEnd = Math.max(...slice.segments.map((s) => s.fileOffset + s.fileSize));
+  if (linkedit.fileOffset + linkedit.fileSize !== lastEnd) {
+    throw new IpaError('MACHO_UNSUPPORTED', `Expected __LINKEDIT to be the last segment of ${where} (${slice.arch}), found another segment after it.`);
+  }
+  const existing = slice.codeSignature;
+  let codeLimit: number;
+  if (existing !== undefined) {
+    if (existing.dataOffset < linkedit.fileOffset || existing.dataOffset > bytes.length) {
+      throw new IpaError('SIGNATURE_INVALID', `Expected the signature of ${where} (${slice.arch}) inside __LINKEDIT, found it at offset ${existing.dataOffset}.`);
+    }
+    codeLimit = existing.dataOffset;
+  } else {
+    if (slice.freeCommandBytes < 16) {
+      throw new IpaError('LOAD_COMMANDS_FULL', `Expected 16 free bytes after the load commands of ${where} (${slice.arch}) for LC_CODE_SIGNATURE, found ${slice.freeCommandBytes}.`);
+    }
+    codeLimit = alignUp(linkedit.fileOffset + linkedit.fileSize, 16);
+    if (bytes.length > codeLimit) {
+      throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} (${slice.arch}) to end with __LINKEDIT at ${codeLimit}, found ${bytes.length - codeLimit} more bytes.`);
+    }
+  }
+
+  const requirements = buildRequirementsBlob({ identifier: input.identifier, ...(input.commonName === undefined ? {} : { commonName: input.commonName }) });
+  const entitlements = input.entitlements === undefined ? undefined : entitlementsBlob(buildXmlPlist(input.entitlements));
+  const derEntitlements = input.entitlements === undefined ? undefined : derEntitlementsBlob(encodeDerEntitlements(input.entitlements));
+  const specialBlobs: (Buffer | undefined)[] = [input.infoPlist, requirements, input.codeResources, undefined, entitlements, undefined, derEntitlements];
+  let specialCount = specialBlobs.length;
+  while (specialCount > 0 && specialBlobs[specialCount - 1] === undefined) specialCount--;
+
+  const pageCount = Math.ceil(codeLimit / PAGE_SIZE);
+  const otherBlobs = [requirements, entitlements, derEntitlements].filter((b): b is Buffer => b !== undefined);
+  const blobCount = 3 + otherBlobs.length; // two CodeDirectories and the CMS wrapper, plus these
+  const signatureSize = alignUp(
+    12 + blobCount * 8 +
+      codeDirectorySize(input.identifier, input.teamId, 'sha1', specialCount, pageCount) +
+      codeDirectorySize(input.identifier, input.teamId, 'sha256', specialCount, pageCount) +
+      otherBlobs.reduce((n, b) => n + b.length, 0) + 8 + input.signer.maxSizeBytes,
+    16,
+  );
+
+  const out = Buffer.alloc(codeLimit + signatureSize);
+  bytes.copy(out, 0, 0, Math.min(codeLimit, bytes.length));
+  let signatureCommand = existing?.commandOffset;
+  if (signatureCommand === undefined) {
+    signatureCommand = slice.headerSizeBytes + slice.commandsSizeBytes;
+    // mach_header: ncmds at 16, sizeofcmds at 20
+    out.writeUInt32LE(slice.commandCount + 1, 16);
+    out.writeUInt32LE(slice.commandsSizeBytes + 16, 20);
+    out.writeUInt32LE(LC_CODE_SIGNATURE, signatureCommand);
+    out.writeUInt32LE(16, signatureCommand + 4);
+  }
+  // linkedit_data_command: cmd, cmdsize, dataoff, datasize
+  out.writeUInt32LE(codeLimit, signatureCommand + 8);
+  out.writeUInt32LE(signatureSize, signatureCommand + 12);
+  growLinkedit(out, slice, linkedit.commandOffset, linkedit.fileOffset, codeLimit + signatureSize, linkedit.vmSize);
+
+  const code = out.subarray(0, codeLimit);
+  const text = slice.segments.find((s) => s.name === '__TEXT');
+  const isMain = input.isMainBinary && slice.fileType === MH_EXECUTE;
+  const getTaskAllow = input.entitlements?.['get-task-allow'] === true;
+  const directory = (hash: HashName): Buffer =>
+    buildCodeDirectory({
+      hash,
+      identifier: input.identifier,
+      ...(input.teamId === undefined ? {} : { teamId: input.teamId }),
+      specialHashes: specialBlobs.slice(0, specialCount).map((blob) => (blob === undefined ? undefined : digest(hash, blob))),
+      pageHashes: hashPages(code, hash),
+      codeLimit,
+      execSegBase: text?.fileOffset ?? 0,
+      execSegLimit: text?.fileSize ?? 0,
+      execSegFlags: isMain ? CS_EXECSEG_MAIN_BINARY | (getTaskAllow ? CS_EXECSEG_ALLOW_UNSIGNED : 0) : 0,
+    });
+  const cd1 = directory('sha1');
+  const cd256 = directory('sha256');
+  const cd256Hash = digest('sha256', cd256);
+  const cms = input.signer.sign(cd1, [{ hash: 'sha1', digest: digest('sha1', cd1) }, { hash: 'sha256', digest: cd256Hash }], input.now);
+  const superBlob = buildSuperBlob([
+    { slot: CSSLOT_CODEDIRECTORY, blob: cd1 },
+    { slot: CSSLOT_REQUIREMENTS, blob: requirements },
+    ...(entitlements === undefined ? [] : [{ slot: CSSLOT_ENTITLEMENTS, blob: entitlements }]),
+    ...(derEntitlements === undefined ? [] : [{ slot: CSSLOT_DER_ENTITLEMENTS, blob: derEntitlements }]),
+    { slot: CSSLOT_ALTERNATE_CODEDIRECTORIES, blob: cd256 },
+    { slot: CSSLOT_SIGNATURESLOT, blob: signatureBlob(cms) },
+  ]);
+  if (superBlob.length > signatureSize) {
+    throw new Error(`signature of ${superBlob.length} bytes exceeds the ${signatureSize} reserved`);
+  }
+  superBlob.copy(out, codeLimit);
+  return { bytes: out, cdHash: cd256Hash.subarray(0, 20) };
+}
+
+/** __LINKEDIT must cover the signature: filesize to the new end, vmsize rounded to the segment alignment. */
+function growLinkedit(out: Buffer, slice: MachOSlice, commandOffset: number, fileOffset: number, end: number, oldVmSize: bigint): void {
+  const fileSize = end - fileOffset;
+  if (slice.is64) {
+    // segment_command_64: vmsize at 32, filesize at 48
+    const vmSize = BigInt(alignUp(fileSize, SEGMENT_ALIGN_64));
+    out.writeBigUInt64LE(vmSize > oldVmSize ? vmSize : oldVmSize, commandOffset + 32);
+    out.writeBigUInt64LE(BigInt(fileSize), commandOffset + 48);
+  } else {
+    // segment_command: vmsize at 28, filesize at 36
+    const vmSize = BigInt(alignUp(fileSize, SEGMENT_ALIGN_32));
+    out.writeUInt32LE(Number(vmSize > oldVmSize ? vmSize : oldVmSize), commandOffset + 28);
+    out.writeUInt32LE(fileSize, commandOffset + 36);
+  }
+}
+
+export function digest(hash: HashName, bytes: Buffer): Buffer {
+  return createHash(hash).update(bytes).digest();
+}
+
+function hashPages(code: Buffer, hash: HashName): Buffer[] {
+  const hashes: Buffer[] = [];
+  for (let at = 0; at < code.length; at += PAGE_SIZE) hashes.push(digest(hash, code.subarray(at, Math.min(at + PAGE_SIZE, code.length))));
+  return hashes;
+}
