@@ -1,6 +1,16 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectDialog, launchBrowser, newDataDir, openSession, startServer, storedState, submitSignUp, type RunningServer, type Session } from './harness.js';
+import {
+  expectDialog,
+  launchBrowser,
+  newDataDir,
+  openSession,
+  startServer,
+  storedState,
+  submitSignUp,
+  type RunningServer,
+  type Session,
+} from './harness.js';
 
 let server: RunningServer;
 let browser: Browser;
@@ -54,7 +64,9 @@ describe('accounts in the browser', () => {
     for (const form of ['/sign-in', '/sign-up']) {
       await s.page.goto(form);
       await s.page.waitForURL((u) => u.pathname === '/');
-      await expect.poll(() => s.page.getByRole('heading', { name: 'Latest decrypted' }).isVisible()).toBe(true);
+      await expect
+        .poll(() => s.page.getByRole('heading', { name: 'Latest decrypted' }).isVisible())
+        .toBe(true);
     }
     await s.context.close();
   });
@@ -104,16 +116,22 @@ describe('accounts in the browser', () => {
   it('shows the navbar links of each auth state, with external links in a new tab', async () => {
     const s = await openSession(browser, server.url);
     await s.page.goto('/latest');
-    await expect.poll(() => navLinks(s)).toEqual(['Latest', 'Queue', 'Sign In', 'Sign Up', 'Chat', 'Channel']);
+    await expect
+      .poll(() => navLinks(s))
+      .toEqual(['Latest', 'Queue', 'Sign In', 'Sign Up', 'Chat', 'Channel']);
     for (const name of ['Chat', 'Channel']) {
       const link = s.page.getByRole('link', { name });
       expect(await link.getAttribute('target')).toBe('_blank');
       expect(await link.getAttribute('rel')).toContain('noopener');
     }
-    await expect.poll(() => s.page.getByRole('link', { name: 'Sideport home' }).getAttribute('href')).toBe('/latest');
+    await expect
+      .poll(() => s.page.getByRole('link', { name: 'Sideport home' }).getAttribute('href'))
+      .toBe('/latest');
     await submitSignUp(s, freshId());
     await s.page.waitForURL((u) => u.pathname === '/');
-    await expect.poll(() => navLinks(s)).toEqual(['Latest', 'Queue', 'Mypage', 'Sign Out', 'Chat', 'Channel']);
+    await expect
+      .poll(() => navLinks(s))
+      .toEqual(['Latest', 'Queue', 'Mypage', 'Sign Out', 'Chat', 'Channel']);
     await s.context.close();
   });
 
@@ -182,7 +200,17 @@ describe('accounts in the browser', () => {
     await s.page.goto('/queue');
     const country = s.page.getByLabel('Store country');
     expect(await country.inputValue()).toBe('KR');
-    expect(await country.locator('option').allInnerTexts()).toEqual(['US', 'KR', 'AU', 'RU', 'DE', 'IN', 'SE', 'IL', 'IT']);
+    expect(await country.locator('option').allInnerTexts()).toEqual([
+      'US',
+      'KR',
+      'AU',
+      'RU',
+      'DE',
+      'IN',
+      'SE',
+      'IL',
+      'IT',
+    ]);
     await s.page.getByRole('button', { name: 'Search' }).click();
     await s.page.waitForURL('**/latest');
     await s.page.getByLabel('Search keyword').fill('AC/DC live');

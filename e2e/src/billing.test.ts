@@ -3,7 +3,18 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAC_WARNING } from '../../apps/web/src/features/account/messages.js';
 import { seedUserDevice } from './seed.js';
-import { expectDialog, launchBrowser, newDataDir, openSession, startServer, submitSignIn, submitSignUp, TEST_PASSWORD, type RunningServer, type Session } from './harness.js';
+import {
+  expectDialog,
+  launchBrowser,
+  newDataDir,
+  openSession,
+  startServer,
+  submitSignIn,
+  submitSignUp,
+  TEST_PASSWORD,
+  type RunningServer,
+  type Session,
+} from './harness.js';
 
 let server: RunningServer;
 let browser: Browser;
@@ -32,8 +43,15 @@ describe('paying in test mode', () => {
     await signUpAndOpenMyPage(s, 'subscriber');
     await expect.poll(() => cell(s, 'premium-until')).toBe('-');
     expect(await cell(s, 'daily-limit')).toBe('3 App/day');
-    expect(await s.page.getByRole('columnheader').allInnerTexts()).toEqual(['Service', 'Until', 'Limit', 'Actions']);
-    expect(await s.page.getByRole('cell', { name: /Decrypt Premium/ }).innerText()).toContain('Fast decrypt & Downgrade');
+    expect(await s.page.getByRole('columnheader').allInnerTexts()).toEqual([
+      'Service',
+      'Until',
+      'Limit',
+      'Actions',
+    ]);
+    expect(await s.page.getByRole('cell', { name: /Decrypt Premium/ }).innerText()).toContain(
+      'Fast decrypt & Downgrade',
+    );
 
     await s.page.getByRole('button', { name: '$6.99 / month · 50 App/day' }).click();
     await s.page.waitForURL('**/billing/dev-checkout/**');
@@ -82,7 +100,10 @@ describe('paying in test mode', () => {
     expect(await s.page.getByText('Add device first.').isVisible()).toBe(true);
     s.answers.push(false);
     await s.page.getByRole('button', { name: 'Add Device' }).click();
-    await expectDialog(s, 'The device profile will be downloaded. Install it from Settings within 10 minutes.');
+    await expectDialog(
+      s,
+      'The device profile will be downloaded. Install it from Settings within 10 minutes.',
+    );
     expect(new URL(s.page.url()).pathname).toBe('/my');
     await s.context.close();
   });
@@ -101,7 +122,11 @@ describe('paying for a device', () => {
   it('warns before paying for a Mac, then hands the paid device to registration (Pending)', async () => {
     const dataDir = newDataDir();
     const password = TEST_PASSWORD;
-    await seedUserDevice(dataDir, { id: 'macowner', passwordMd5: createHash('md5').update(password).digest('hex') }, { product: 'MacBookPro18,1', udid: '00008103-000A1B2C3D4E5F60' });
+    await seedUserDevice(
+      dataDir,
+      { id: 'macowner', passwordMd5: createHash('md5').update(password).digest('hex') },
+      { product: 'MacBookPro18,1', udid: '00008103-000A1B2C3D4E5F60' },
+    );
     const own = await startServer(dataDir);
     try {
       const s = await openSession(browser, own.url);
@@ -122,8 +147,20 @@ describe('paying for a device', () => {
       await s.page.getByRole('button', { name: 'Pay' }).click();
       await s.page.waitForURL('**/my?checkout=success');
       await s.page.getByRole('tab', { name: 'Device' }).click();
-      await expect.poll(() => s.page.getByRole('row', { name: /MacBookPro18,1/ }).getByRole('button').innerText()).toBe('Pending');
-      expect(await s.page.getByRole('row', { name: /MacBookPro18,1/ }).getByRole('button').isDisabled()).toBe(true);
+      await expect
+        .poll(() =>
+          s.page
+            .getByRole('row', { name: /MacBookPro18,1/ })
+            .getByRole('button')
+            .innerText(),
+        )
+        .toBe('Pending');
+      expect(
+        await s.page
+          .getByRole('row', { name: /MacBookPro18,1/ })
+          .getByRole('button')
+          .isDisabled(),
+      ).toBe(true);
       await s.context.close();
     } finally {
       await own.stop();

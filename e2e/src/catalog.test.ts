@@ -1,7 +1,17 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startItunesServer, type ItunesServer } from '../../apps/server/src/dev/itunes-server.js';
-import { expectDialog, launchBrowser, newDataDir, openSession, startServer, storedState, submitSignIn, submitSignUp, type RunningServer } from './harness.js';
+import {
+  expectDialog,
+  launchBrowser,
+  newDataDir,
+  openSession,
+  startServer,
+  storedState,
+  submitSignIn,
+  submitSignUp,
+  type RunningServer,
+} from './harness.js';
 import { seedDataDir, storeApp } from './seed.js';
 
 let server: RunningServer;
@@ -19,11 +29,38 @@ beforeAll(async () => {
   ]);
   store = await startItunesServer({
     records: [
-      { wrapperType: 'software', kind: 'software', trackId: 900, trackName: 'Rock Band', artistName: 'Harmonix', version: '3.0', artworkUrl512: 'https://is1-ssl.mzstatic.com/a.jpg', trackViewUrl: 'https://apps.apple.com/app/id900', averageUserRating: 3.5, userRatingCount: 812, bundleId: 'com.harmonix.rockband', minimumOsVersion: '15.0', fileSizeBytes: '104857600', price: 0 },
-      { wrapperType: 'software', kind: 'mac-software', trackId: 901, trackName: 'Rock Band for Mac', artistName: 'Harmonix', version: '1.0', bundleId: 'com.harmonix.mac' },
+      {
+        wrapperType: 'software',
+        kind: 'software',
+        trackId: 900,
+        trackName: 'Rock Band',
+        artistName: 'Harmonix',
+        version: '3.0',
+        artworkUrl512: 'https://is1-ssl.mzstatic.com/a.jpg',
+        trackViewUrl: 'https://apps.apple.com/app/id900',
+        averageUserRating: 3.5,
+        userRatingCount: 812,
+        bundleId: 'com.harmonix.rockband',
+        minimumOsVersion: '15.0',
+        fileSizeBytes: '104857600',
+        price: 0,
+      },
+      {
+        wrapperType: 'software',
+        kind: 'mac-software',
+        trackId: 901,
+        trackName: 'Rock Band for Mac',
+        artistName: 'Harmonix',
+        version: '1.0',
+        bundleId: 'com.harmonix.mac',
+      },
     ],
   });
-  server = await startServer(dataDir, { ITUNES_BASE_URL: store.url, ADMIN_ID: 'operator', ADMIN_PASSWORD: 'operator password' });
+  server = await startServer(dataDir, {
+    ITUNES_BASE_URL: store.url,
+    ADMIN_ID: 'operator',
+    ADMIN_PASSWORD: 'operator password',
+  });
   browser = await launchBrowser();
 });
 afterAll(async () => {
@@ -49,8 +86,12 @@ describe('catalogue lists in the browser', () => {
     expect(text).toContain('Requires: iOS 14.0 or later');
     expect(text).toContain('50 MB');
     expect(await first.locator('.rating').count()).toBe(0);
-    expect(await first.getByRole('img', { name: 'KR' }).getAttribute('src')).toBe('https://flagcdn.com/w40/kr.png');
-    expect(await first.getByRole('link', { name: 'App Info' }).getAttribute('href')).toBe(`https://apps.apple.com/kr/app/id${100 + DONE - 1}`);
+    expect(await first.getByRole('img', { name: 'KR' }).getAttribute('src')).toBe(
+      'https://flagcdn.com/w40/kr.png',
+    );
+    expect(await first.getByRole('link', { name: 'App Info' }).getAttribute('href')).toBe(
+      `https://apps.apple.com/kr/app/id${100 + DONE - 1}`,
+    );
     expect(await first.getByRole('button').allInnerTexts()).toEqual(['View', 'Downgrade']);
     await s.context.close();
   });
@@ -99,7 +140,11 @@ describe('catalogue lists in the browser', () => {
     await s.page.goto('/queue');
     await expect.poll(() => cards(s.page).count()).toBe(3);
     const texts = await cardTexts(s.page);
-    expect(texts.map((t) => t.split('\n').find((l) => l.endsWith('App')))).toEqual(['Premium App', 'Waiting App', 'Working App']);
+    expect(texts.map((t) => t.split('\n').find((l) => l.endsWith('App')))).toEqual([
+      'Premium App',
+      'Waiting App',
+      'Working App',
+    ]);
     expect(texts.join('\n')).not.toContain('MB');
     expect(await cards(s.page).nth(0).getByRole('button').allInnerTexts()).toEqual(['Enqueued...']);
     expect(await cards(s.page).nth(2).getByRole('button', { name: 'Processing...' }).isDisabled()).toBe(true);
@@ -107,11 +152,17 @@ describe('catalogue lists in the browser', () => {
   });
 
   it('lays the grid out in 1, 2 and 3 columns by width', async () => {
-    for (const [width, columns] of [[375, 1], [800, 2], [1280, 3]] as const) {
+    for (const [width, columns] of [
+      [375, 1],
+      [800, 2],
+      [1280, 3],
+    ] as const) {
       const s = await openSession(browser, server.url, { width, height: 900 });
       await s.page.goto('/latest');
       await expect.poll(() => cards(s.page).count()).toBe(24);
-      const lefts = await cards(s.page).evaluateAll((els) => [...new Set(els.map((e) => Math.round(e.getBoundingClientRect().left)))]);
+      const lefts = await cards(s.page).evaluateAll((els) => [
+        ...new Set(els.map((e) => Math.round(e.getBoundingClientRect().left))),
+      ]);
       expect(lefts).toHaveLength(columns);
       await s.context.close();
     }
@@ -145,7 +196,10 @@ describe('catalogue lists in the browser', () => {
     const asked = s.page.waitForRequest((r) => new URL(r.url()).pathname === '/api/decrypt/KR/900');
     await card.getByRole('button', { name: 'Decrypt' }).click();
     await expectDialog(s, 'Versions that are too old or certain apps may not work.');
-    await expectDialog(s, 'Free users take a long time to decrypt. Service subscription is available on My Page.');
+    await expectDialog(
+      s,
+      'Free users take a long time to decrypt. Service subscription is available on My Page.',
+    );
     await asked;
     // Downgrade is for premium users only.
     await card.getByRole('button', { name: 'Downgrade' }).click();

@@ -16,7 +16,10 @@ export const newDataDir = () => mkdtempSync(path.join(tmpdir(), 'sideport-e2e-')
 
 /** The real server process (`node apps/server/dist/main.js`) on a free port. */
 /** `env` overrides the defaults below; an undefined value leaves that variable unset. */
-export async function startServer(dataDir: string, env: Record<string, string | undefined> = {}): Promise<RunningServer> {
+export async function startServer(
+  dataDir: string,
+  env: Record<string, string | undefined> = {},
+): Promise<RunningServer> {
   const child: ChildProcess = spawn(process.execPath, [path.join(repoRoot, 'apps/server/dist/main.js')], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -64,7 +67,10 @@ export async function startServer(dataDir: string, env: Record<string, string | 
 async function waitForHealthy(url: string, output: () => string, timeoutMs = 30_000) {
   const started = Date.now();
   for (;;) {
-    const status = await fetch(`${url}/healthz`).then((r) => r.status, () => 0);
+    const status = await fetch(`${url}/healthz`).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return;
     if (Date.now() - started > timeoutMs) throw new Error(`server not healthy (${status}):\n${output()}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -97,7 +103,11 @@ export interface Session {
 }
 
 /** A fresh browser context (its own storage and cookies) that records and answers dialogs. */
-export async function openSession(browser: Browser, baseURL: string, viewport = { width: 1280, height: 900 }): Promise<Session> {
+export async function openSession(
+  browser: Browser,
+  baseURL: string,
+  viewport = { width: 1280, height: 900 },
+): Promise<Session> {
   const context = await browser.newContext({ baseURL, viewport });
   // Flags come from a public host; keep the tests offline and fast.
   await context.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.fulfill({ status: 204, body: '' }));
@@ -115,13 +125,17 @@ export async function openSession(browser: Browser, baseURL: string, viewport = 
 export async function expectDialog(session: Session, message: string, timeoutMs = 5000) {
   const started = Date.now();
   while (!session.dialogs.includes(message)) {
-    if (Date.now() - started > timeoutMs) throw new Error(`no dialog "${message}"; saw ${JSON.stringify(session.dialogs)}`);
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`no dialog "${message}"; saw ${JSON.stringify(session.dialogs)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
 export const storedState = (page: Page) =>
-  page.evaluate(() => JSON.parse(localStorage.getItem('sideport') ?? 'null')?.state as Record<string, unknown> | undefined);
+  page.evaluate(
+    () =>
+      JSON.parse(localStorage.getItem('sideport') ?? 'null')?.state as Record<string, unknown> | undefined,
+  );
 
 export const TEST_PASSWORD = 'long enough password';
 

@@ -49,7 +49,11 @@ export async function seedDataDir(dataDir: string, entries: SeedEntry[]) {
 }
 
 /** Adds a device (as enrollment would) for a user created here, before the server opens the folder. */
-export async function seedUserDevice(dataDir: string, user: { id: string; passwordMd5: string }, device: { product: string; udid: string }) {
+export async function seedUserDevice(
+  dataDir: string,
+  user: { id: string; passwordMd5: string },
+  device: { product: string; udid: string },
+) {
   const { createAuthService } = await import('../../apps/server/src/modules/auth/service.js');
   const { insertDevice } = await import('../../apps/server/src/modules/devices/queries.js');
   const database = await openDatabase({ pgliteDir: path.join(dataDir, 'db') });
@@ -61,7 +65,12 @@ export async function seedUserDevice(dataDir: string, user: { id: string; passwo
       limits: { sessionTtlDays: 1, signInPerId: 10, signInPerAddress: 10, signInWindowMinutes: 1 },
     });
     await auth.ensureUser(user.id, user.passwordMd5, 0);
-    await insertDevice(database.db, { userId: user.id, product: device.product, udid: device.udid, status: 'Add' });
+    await insertDevice(database.db, {
+      userId: user.id,
+      product: device.product,
+      udid: device.udid,
+      status: 'Add',
+    });
   } finally {
     await database.close();
   }

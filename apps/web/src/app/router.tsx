@@ -38,9 +38,30 @@ export const router = createBrowserRouter([
       { path: '/latest', element: <ListPage key="latest" list="latest" /> },
       { path: '/queue', element: <ListPage key="queue" list="queue" /> },
       { path: '/search/:country/*', element: <SearchPage /> },
-      { path: '/sign-in', element: <SignedOutOnly key="sign-in"><AuthForm mode="sign-in" /></SignedOutOnly> },
-      { path: '/sign-up', element: <SignedOutOnly key="sign-up"><AuthForm mode="sign-up" /></SignedOutOnly> },
-      { path: '/my', element: <SignedInOnly><MyPage /></SignedInOnly> },
+      {
+        path: '/sign-in',
+        element: (
+          <SignedOutOnly key="sign-in">
+            <AuthForm mode="sign-in" />
+          </SignedOutOnly>
+        ),
+      },
+      {
+        path: '/sign-up',
+        element: (
+          <SignedOutOnly key="sign-up">
+            <AuthForm mode="sign-up" />
+          </SignedOutOnly>
+        ),
+      },
+      {
+        path: '/my',
+        element: (
+          <SignedInOnly>
+            <MyPage />
+          </SignedInOnly>
+        ),
+      },
       { path: '/udid', element: <UdidPage /> },
       { path: '*', element: <NotFound /> },
     ],

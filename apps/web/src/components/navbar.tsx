@@ -24,7 +24,11 @@ export function AppNavbar() {
   const location = useLocation();
   const navigate = useNavigate();
   const signOut = useSignOut();
-  const config = useQuery({ queryKey: ['config'], queryFn: () => api<PublicConfig>('/api/config'), staleTime: Infinity });
+  const config = useQuery({
+    queryKey: ['config'],
+    queryFn: () => api<PublicConfig>('/api/config'),
+    staleTime: Infinity,
+  });
   const prefill = parseSearchRoute(location.pathname);
   // On a search route its country is the current one; the store follows it so it persists.
   const shownCountry = prefill.country ?? country;
@@ -52,7 +56,15 @@ export function AppNavbar() {
   const close = () => setMenuOpen(false);
 
   return (
-    <Navbar expand="md" bg="dark" data-bs-theme="dark" className="mb-3" sticky="top" expanded={menuOpen} onToggle={setMenuOpen}>
+    <Navbar
+      expand="md"
+      bg="dark"
+      data-bs-theme="dark"
+      className="mb-3"
+      sticky="top"
+      expanded={menuOpen}
+      onToggle={setMenuOpen}
+    >
       <Container fluid>
         <Navbar.Brand as={Link} to="/latest" aria-label="Sideport home">
           Sideport
@@ -64,31 +76,74 @@ export function AppNavbar() {
           </Offcanvas.Header>
           <Offcanvas.Body className="align-items-md-center">
             <Nav className="me-auto" onSelect={close}>
-              <Nav.Link as={NavLink} to="/latest" onClick={close}>Latest</Nav.Link>
-              <Nav.Link as={NavLink} to="/queue" onClick={close}>Queue</Nav.Link>
-              {isLogin && <Nav.Link as={NavLink} to="/my" onClick={close}>Mypage</Nav.Link>}
+              <Nav.Link as={NavLink} to="/latest" onClick={close}>
+                Latest
+              </Nav.Link>
+              <Nav.Link as={NavLink} to="/queue" onClick={close}>
+                Queue
+              </Nav.Link>
               {isLogin && (
-                <Nav.Link as="button" type="button" className="btn btn-link text-start" onClick={() => { close(); void signOut(); }}>
+                <Nav.Link as={NavLink} to="/my" onClick={close}>
+                  Mypage
+                </Nav.Link>
+              )}
+              {isLogin && (
+                <Nav.Link
+                  as="button"
+                  type="button"
+                  className="btn btn-link text-start"
+                  onClick={() => {
+                    close();
+                    void signOut();
+                  }}
+                >
                   Sign Out
                 </Nav.Link>
               )}
-              {!isLogin && <Nav.Link as={NavLink} to="/sign-in" onClick={close}>Sign In</Nav.Link>}
-              {!isLogin && <Nav.Link as={NavLink} to="/sign-up" onClick={close}>Sign Up</Nav.Link>}
+              {!isLogin && (
+                <Nav.Link as={NavLink} to="/sign-in" onClick={close}>
+                  Sign In
+                </Nav.Link>
+              )}
+              {!isLogin && (
+                <Nav.Link as={NavLink} to="/sign-up" onClick={close}>
+                  Sign Up
+                </Nav.Link>
+              )}
               {config.data?.chatUrl && (
-                <Nav.Link href={config.data.chatUrl} target="_blank" rel="noopener noreferrer">Chat</Nav.Link>
+                <Nav.Link href={config.data.chatUrl} target="_blank" rel="noopener noreferrer">
+                  Chat
+                </Nav.Link>
               )}
               {config.data?.channelUrl && (
-                <Nav.Link href={config.data.channelUrl} target="_blank" rel="noopener noreferrer">Channel</Nav.Link>
+                <Nav.Link href={config.data.channelUrl} target="_blank" rel="noopener noreferrer">
+                  Channel
+                </Nav.Link>
               )}
             </Nav>
             <Form className="d-flex gap-2 mt-3 mt-md-0" role="search" onSubmit={search}>
-              <Form.Select aria-label="Store country" value={shownCountry} onChange={(e) => chooseCountry(e.target.value as Country)} style={{ width: '6rem' }}>
+              <Form.Select
+                aria-label="Store country"
+                value={shownCountry}
+                onChange={(e) => chooseCountry(e.target.value as Country)}
+                style={{ width: '6rem' }}
+              >
                 {COUNTRIES.map((c) => (
-                  <option key={c} value={c}>{c}</option>
+                  <option key={c} value={c}>
+                    {c}
+                  </option>
                 ))}
               </Form.Select>
-              <Form.Control type="search" placeholder="Search apps" aria-label="Search keyword" value={keyword} onChange={(e) => setKeyword(e.target.value)} />
-              <Button type="submit" variant="outline-light">Search</Button>
+              <Form.Control
+                type="search"
+                placeholder="Search apps"
+                aria-label="Search keyword"
+                value={keyword}
+                onChange={(e) => setKeyword(e.target.value)}
+              />
+              <Button type="submit" variant="outline-light">
+                Search
+              </Button>
             </Form>
           </Offcanvas.Body>
         </Navbar.Offcanvas>

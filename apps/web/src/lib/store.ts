@@ -23,7 +23,12 @@ interface ClientActions {
   setCountry(country: Country): void;
 }
 
-export const DEFAULT_STATE: ClientState = { isLogin: false, grade: -1, last_page: '/', country: DEFAULT_COUNTRY };
+export const DEFAULT_STATE: ClientState = {
+  isLogin: false,
+  grade: -1,
+  last_page: '/',
+  country: DEFAULT_COUNTRY,
+};
 
 export const useClientStore = create<ClientState & ClientActions>()(
   persist(
@@ -56,5 +61,7 @@ export function whenRehydrated(): Promise<void> {
 
 /** Where to go after a successful sign-in or sign-up (spec section 4). */
 export function afterSignInPath(lastPage: string): string {
-  return lastPage.startsWith('/sign-in') || lastPage.startsWith('/sign-up') || !lastPage.startsWith('/') ? '/' : lastPage;
+  return lastPage.startsWith('/sign-in') || lastPage.startsWith('/sign-up') || !lastPage.startsWith('/')
+    ? '/'
+    : lastPage;
 }

@@ -23,15 +23,35 @@ function DeviceAction({ device, index }: { device: Device; index: number }) {
   };
   switch (device.status) {
     case 'Add':
-      return <Button size="sm" onClick={pay}>Register $19.99/year</Button>;
+      return (
+        <Button size="sm" onClick={pay}>
+          Register $19.99/year
+        </Button>
+      );
     case 'Expired':
-      return <Button size="sm" onClick={pay}>Renew</Button>;
+      return (
+        <Button size="sm" onClick={pay}>
+          Renew
+        </Button>
+      );
     case 'Registered':
-      return <Button size="sm" disabled>Registered</Button>;
+      return (
+        <Button size="sm" disabled>
+          Registered
+        </Button>
+      );
     case 'Process':
-      return <Button size="sm" disabled>Processing</Button>;
+      return (
+        <Button size="sm" disabled>
+          Processing
+        </Button>
+      );
     case 'Pending':
-      return <Button size="sm" disabled>Pending</Button>;
+      return (
+        <Button size="sm" disabled>
+          Pending
+        </Button>
+      );
   }
 }
 
@@ -46,15 +66,25 @@ export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
       <h2 className="fs-5">Devices - Sign Service</h2>
       <div className="d-flex flex-wrap gap-2 mb-3">
         <Button onClick={addDevice}>Add Device</Button>
-        <Button variant="outline-secondary" onClick={() => void openUrl('/api/feather/install')}>Feather Install</Button>
-        <Button variant="outline-secondary" onClick={() => void openUrl('/api/feather/cert')}>Feather Cert</Button>
+        <Button variant="outline-secondary" onClick={() => void openUrl('/api/feather/install')}>
+          Feather Install
+        </Button>
+        <Button variant="outline-secondary" onClick={() => void openUrl('/api/feather/cert')}>
+          Feather Cert
+        </Button>
       </div>
       {devices.length === 0 ? (
         <p className="text-body-secondary">Add device first.</p>
       ) : (
         <Table responsive className="align-middle">
           <thead>
-            <tr><th scope="col">#</th><th scope="col">Product</th><th scope="col">UDID</th><th scope="col">Until</th><th scope="col">Status</th></tr>
+            <tr>
+              <th scope="col">#</th>
+              <th scope="col">Product</th>
+              <th scope="col">UDID</th>
+              <th scope="col">Until</th>
+              <th scope="col">Status</th>
+            </tr>
           </thead>
           <tbody>
             {devices.map((device, index) => (
@@ -63,7 +93,9 @@ export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
                 <td>{device.Product}</td>
                 <td className="font-monospace small">{device.UDID}</td>
                 <td>{device.status === 'Registered' ? formatDate(device.expired_date) : '-'}</td>
-                <td><DeviceAction device={device} index={index} /></td>
+                <td>
+                  <DeviceAction device={device} index={index} />
+                </td>
               </tr>
             ))}
           </tbody>

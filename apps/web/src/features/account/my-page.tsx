@@ -10,7 +10,10 @@ import { alertFailure, api } from '../../lib/api';
 import { ProductTab } from './product-tab';
 import { DeviceTab } from './device-tab';
 
-export const infoQuery = { queryKey: ['info'], queryFn: async () => accountInfo.parse(await api<unknown>('/api/info')) };
+export const infoQuery = {
+  queryKey: ['info'],
+  queryFn: async () => accountInfo.parse(await api<unknown>('/api/info')),
+};
 
 /** /my: titled with the user's id; 'Billing Portal' and the Product (default) and Device tabs. */
 export function MyPage() {
@@ -34,14 +37,22 @@ export function MyPage() {
   return (
     <section>
       <div className="d-flex align-items-center justify-content-between mb-3">
-        <h1 className="fs-3 mb-0" data-testid="my-title">{info.data?.Id ?? ''}</h1>
-        <Button variant="outline-primary" onClick={() => void openPortal()}>Billing Portal</Button>
+        <h1 className="fs-3 mb-0" data-testid="my-title">
+          {info.data?.Id ?? ''}
+        </h1>
+        <Button variant="outline-primary" onClick={() => void openPortal()}>
+          Billing Portal
+        </Button>
       </div>
       {checkout === 'success' && (
-        <Alert variant="success" dismissible onClose={() => setParams({}, { replace: true })}>Payment complete.</Alert>
+        <Alert variant="success" dismissible onClose={() => setParams({}, { replace: true })}>
+          Payment complete.
+        </Alert>
       )}
       {checkout === 'canceled' && (
-        <Alert variant="secondary" dismissible onClose={() => setParams({}, { replace: true })}>Payment canceled.</Alert>
+        <Alert variant="secondary" dismissible onClose={() => setParams({}, { replace: true })}>
+          Payment canceled.
+        </Alert>
       )}
       <Tabs defaultActiveKey="product" id="my-tabs" className="mb-3">
         <Tab eventKey="product" title="Product">

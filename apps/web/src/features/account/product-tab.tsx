@@ -33,7 +33,9 @@ export function ProductTab({ info }: { info: AccountInfo | undefined }) {
           <th scope="col">Service</th>
           <th scope="col">Until</th>
           <th scope="col">Limit</th>
-          <th scope="col"><span className="visually-hidden">Actions</span></th>
+          <th scope="col">
+            <span className="visually-hidden">Actions</span>
+          </th>
         </tr>
       </thead>
       <tbody>
@@ -42,12 +44,19 @@ export function ProductTab({ info }: { info: AccountInfo | undefined }) {
             <div>Decrypt Premium</div>
             <div className="small text-body-secondary">Fast decrypt &amp; Downgrade</div>
           </td>
-          <td data-testid="premium-until">{info ? (info.premium ? formatDate(info.expired_date) : '-') : ''}</td>
+          <td data-testid="premium-until">
+            {info ? (info.premium ? formatDate(info.expired_date) : '-') : ''}
+          </td>
           <td data-testid="daily-limit">{info ? `${info.daily_limit} App/day` : ''}</td>
           <td>
             <div className="d-flex flex-wrap gap-2">
               {SERVICE_OFFERS.map((offer) => (
-                <Button key={offer.n} size="sm" variant={offer.n === 5 ? 'outline-secondary' : 'outline-primary'} onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}>
+                <Button
+                  key={offer.n}
+                  size="sm"
+                  variant={offer.n === 5 ? 'outline-secondary' : 'outline-primary'}
+                  onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}
+                >
                   {offer.label}
                 </Button>
               ))}

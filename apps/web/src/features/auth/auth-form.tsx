@@ -24,7 +24,11 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
     if (problem) return window.alert(problem);
     setBusy(true);
     try {
-      const { grade } = await api<GradeAnswer>(`/api/${mode}`, { method: 'POST', body: { id, pw: md5(password) }, isAuthAttempt: true });
+      const { grade } = await api<GradeAnswer>(`/api/${mode}`, {
+        method: 'POST',
+        body: { id, pw: md5(password) },
+        isAuthAttempt: true,
+      });
       const store = useClientStore.getState();
       store.signedIn(grade);
       navigate(afterSignInPath(store.last_page), { replace: true });
@@ -39,7 +43,9 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
   return (
     <Card className="mx-auto" style={{ maxWidth: 420 }}>
       <Card.Body>
-        <Card.Title as="h1" className="fs-4 mb-3">{isSignUp ? 'Sign up' : 'Sign in'}</Card.Title>
+        <Card.Title as="h1" className="fs-4 mb-3">
+          {isSignUp ? 'Sign up' : 'Sign in'}
+        </Card.Title>
         <Form onSubmit={submit} noValidate>
           <Form.Group className="mb-3" controlId={`${mode}-id`}>
             <Form.Label>Id</Form.Label>
@@ -47,17 +53,31 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
           </Form.Group>
           <Form.Group className="mb-3" controlId={`${mode}-password`}>
             <Form.Label>Password</Form.Label>
-            <Form.Control type="password" autoComplete={isSignUp ? 'new-password' : 'current-password'} value={password} onChange={(e) => setPassword(e.target.value)} />
+            <Form.Control
+              type="password"
+              autoComplete={isSignUp ? 'new-password' : 'current-password'}
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+            />
           </Form.Group>
           {isSignUp && (
             <Form.Group className="mb-3" controlId="sign-up-confirm">
               <Form.Label>Password confirm</Form.Label>
-              <Form.Control type="password" autoComplete="new-password" value={confirm} onChange={(e) => setConfirm(e.target.value)} />
+              <Form.Control
+                type="password"
+                autoComplete="new-password"
+                value={confirm}
+                onChange={(e) => setConfirm(e.target.value)}
+              />
             </Form.Group>
           )}
           <div className="d-flex gap-2">
-            <Button type="submit" disabled={busy}>{isSignUp ? 'Sign up' : 'Sign in'}</Button>
-            <Button variant="outline-secondary" type="button" onClick={() => navigate(other.to)}>{other.label}</Button>
+            <Button type="submit" disabled={busy}>
+              {isSignUp ? 'Sign up' : 'Sign in'}
+            </Button>
+            <Button variant="outline-secondary" type="button" onClick={() => navigate(other.to)}>
+              {other.label}
+            </Button>
           </div>
         </Form>
       </Card.Body>

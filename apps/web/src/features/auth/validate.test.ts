@@ -4,7 +4,9 @@ import { validateAuthForm } from './validate';
 describe('validateAuthForm', () => {
   it('asks for 4 characters of id first, then 8 of password', () => {
     expect(validateAuthForm('sign-in', 'abc', 'short', '')).toBe('Please enter at least 4 characters for ID');
-    expect(validateAuthForm('sign-in', 'abcd', '1234567', '')).toBe('Please enter at least 8 characters for Password');
+    expect(validateAuthForm('sign-in', 'abcd', '1234567', '')).toBe(
+      'Please enter at least 8 characters for Password',
+    );
     expect(validateAuthForm('sign-in', 'abcd', '12345678', '')).toBeNull();
   });
 

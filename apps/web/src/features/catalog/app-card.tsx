@@ -19,10 +19,24 @@ export function AppCard({ entry, list, isAdmin, onAction }: AppCardProps) {
   return (
     <Card className="h-100 app-card" data-testid="app-card" data-app-id={entry.app_id}>
       <Card.Body className="d-flex gap-3">
-        <img src={entry.icon} alt="" width={72} height={72} className="rounded-3 flex-shrink-0 app-icon" loading="lazy" />
+        <img
+          src={entry.icon}
+          alt=""
+          width={72}
+          height={72}
+          className="rounded-3 flex-shrink-0 app-icon"
+          loading="lazy"
+        />
         <div className="flex-grow-1 min-w-0">
           <Card.Title as="h2" className="fs-6 mb-1 text-truncate d-flex align-items-center gap-2">
-            <img src={flagUrl(entry.country)} alt={entry.country} width={20} height={15} className="flag" loading="lazy" />
+            <img
+              src={flagUrl(entry.country)}
+              alt={entry.country}
+              width={20}
+              height={15}
+              className="flag"
+              loading="lazy"
+            />
             <span className="app-name text-truncate">{entry.name}</span>
           </Card.Title>
           <div className="small text-body-secondary text-truncate app-developer">{entry.developer}</div>

@@ -23,14 +23,22 @@ export function ListPage({ list }: { list: PagedList }) {
 
   return (
     <section aria-labelledby="list-title">
-      <h1 id="list-title" className="fs-4 mb-3">{TITLES[list]}</h1>
+      <h1 id="list-title" className="fs-4 mb-3">
+        {TITLES[list]}
+      </h1>
       {query.isPending ? (
-        <div className="text-center my-5"><Spinner animation="border" role="status" aria-label="Loading" /></div>
+        <div className="text-center my-5">
+          <Spinner animation="border" role="status" aria-label="Loading" />
+        </div>
       ) : (
         <AppGrid entries={entries} list={list} emptyText="No list now." />
       )}
       <div ref={end} data-testid="list-end" />
-      {query.isFetchingNextPage && <div className="text-center my-3"><Spinner animation="border" size="sm" role="status" aria-label="Loading more" /></div>}
+      {query.isFetchingNextPage && (
+        <div className="text-center my-3">
+          <Spinner animation="border" size="sm" role="status" aria-label="Loading more" />
+        </div>
+      )}
     </section>
   );
 }

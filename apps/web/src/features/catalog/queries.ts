@@ -16,7 +16,8 @@ export const listQuery = (list: PagedList) =>
     queryKey: ['list', list],
     initialPageParam: 0,
     queryFn: async ({ pageParam, client }): Promise<ListPage> => {
-      const first = pageParam === 0 ? undefined : client.getQueryData<{ pages: ListPage[] }>(['list', list])?.pages[0];
+      const first =
+        pageParam === 0 ? undefined : client.getQueryData<{ pages: ListPage[] }>(['list', list])?.pages[0];
       const anchor = first?.anchor ? `?anchor=${encodeURIComponent(first.anchor)}` : '';
       const { data, headers } = await apiFetch<unknown>(`/api/${list}/${pageParam}${anchor}`);
       return { entries: appList.parse(data), anchor: headers.get('x-list-anchor') };
@@ -28,6 +29,9 @@ export const listQuery = (list: PagedList) =>
 export const searchQuery = (country: string, keyword: string) =>
   queryOptions({
     queryKey: ['search', country, keyword],
-    queryFn: async () => appList.parse(await api<unknown>(`/api/search/${country.toLowerCase()}/${encodeURIComponent(keyword)}`)),
+    queryFn: async () =>
+      appList.parse(
+        await api<unknown>(`/api/search/${country.toLowerCase()}/${encodeURIComponent(keyword)}`),
+      ),
     retry: false,
   });

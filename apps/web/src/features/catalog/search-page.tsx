@@ -24,9 +24,13 @@ export function SearchPage() {
 
   return (
     <section aria-labelledby="search-title">
-      <h1 id="search-title" className="fs-4 mb-3">Search: {keyword}</h1>
+      <h1 id="search-title" className="fs-4 mb-3">
+        Search: {keyword}
+      </h1>
       {query.isFetching && !query.data ? (
-        <div className="text-center my-5"><Spinner animation="border" role="status" aria-label="Loading" /></div>
+        <div className="text-center my-5">
+          <Spinner animation="border" role="status" aria-label="Loading" />
+        </div>
       ) : (
         <AppGrid entries={query.data ?? []} list="search" emptyText={`${keyword} not found.`} />
       )}

@@ -25,7 +25,8 @@ export function cardButtons(entry: Pick<AppEntry, 'status'>, list: ListKind, isA
       buttons.push({ label: 'Decrypt', action: 'decrypt', variant: 'success' });
       break;
     case 'Done':
-      if (list !== 'queue') buttons.push({ label: 'Downgrade', action: 'downgrade', variant: 'outline-secondary' });
+      if (list !== 'queue')
+        buttons.push({ label: 'Downgrade', action: 'downgrade', variant: 'outline-secondary' });
       break;
     case 'Pending':
       buttons.push({ label: 'Enqueued...', action: 'premium-queue', variant: 'outline-warning' });

@@ -4,7 +4,8 @@ import { alertFailure, api, requireSignIn, RETRY_LATER } from '../../lib/api';
 import { useClientStore } from '../../lib/store';
 import type { CardAction, ListKind } from './status-buttons';
 
-const sameEntry = (a: AppEntry, b: AppEntry) => a.app_id === b.app_id && a.app_ver_id === b.app_ver_id && a.country === b.country;
+const sameEntry = (a: AppEntry, b: AppEntry) =>
+  a.app_id === b.app_id && a.app_ver_id === b.app_ver_id && a.country === b.country;
 
 /**
  * What the card buttons do (spec sections 4-8). Anonymous visitors are sent to sign in by any
@@ -16,10 +17,17 @@ export function useCardActions(list: ListKind) {
   const queryClient = useQueryClient();
 
   const removeFromLists = (entry: AppEntry) => {
-    queryClient.setQueriesData<InfiniteData<{ entries: AppEntry[] }>>({ queryKey: ['list'] }, (data) =>
-      data && { ...data, pages: data.pages.map((p) => ({ ...p, entries: p.entries.filter((e) => !sameEntry(e, entry)) })) },
+    queryClient.setQueriesData<InfiniteData<{ entries: AppEntry[] }>>(
+      { queryKey: ['list'] },
+      (data) =>
+        data && {
+          ...data,
+          pages: data.pages.map((p) => ({ ...p, entries: p.entries.filter((e) => !sameEntry(e, entry)) })),
+        },
     );
-    queryClient.setQueriesData<AppEntry[]>({ queryKey: ['search'] }, (data) => data?.filter((e) => !sameEntry(e, entry)));
+    queryClient.setQueriesData<AppEntry[]>({ queryKey: ['search'] }, (data) =>
+      data?.filter((e) => !sameEntry(e, entry)),
+    );
   };
 
   const remove = async (entry: AppEntry) => {
@@ -39,15 +47,20 @@ export function useCardActions(list: ListKind) {
     }
   };
 
-  const isPremium = () => api('/api/premium').then(
-    () => true,
-    () => false,
-  );
+  const isPremium = () =>
+    api('/api/premium').then(
+      () => true,
+      () => false,
+    );
 
   /** Spec sections 4-6: confirm, warn free users about the slow queue, then request. */
   const decrypt = async (entry: AppEntry) => {
     if (!window.confirm('Versions that are too old or certain apps may not work.')) return;
-    if (!(await isPremium()) && !window.confirm('Free users take a long time to decrypt. Service subscription is available on My Page.')) return;
+    if (
+      !(await isPremium()) &&
+      !window.confirm('Free users take a long time to decrypt. Service subscription is available on My Page.')
+    )
+      return;
     try {
       await api(`/api/decrypt/${entry.country}/${entry.app_id}`);
       void queryClient.invalidateQueries({ queryKey: ['search'] });

@@ -8,7 +8,11 @@ export const SCROLL_THROTTLE_MS = 300;
  * Calls onNearEnd when the bottom of `target` comes within 250 px of the viewport's bottom,
  * checking at most every 300 ms while the page scrolls (a trailing check catches the last move).
  */
-export function useInfiniteScroll(target: RefObject<HTMLElement | null>, onNearEnd: () => void, enabled: boolean) {
+export function useInfiniteScroll(
+  target: RefObject<HTMLElement | null>,
+  onNearEnd: () => void,
+  enabled: boolean,
+) {
   const callback = useRef(onNearEnd);
   callback.current = onNearEnd;
 
@@ -19,15 +23,17 @@ export function useInfiniteScroll(target: RefObject<HTMLElement | null>, onNearE
     const check = () => {
       lastCheck = Date.now();
       const el = target.current;
-      if (el && el.getBoundingClientRect().bottom - window.innerHeight <= SCROLL_TRIGGER_PX) callback.current();
+      if (el && el.getBoundingClientRect().bottom - window.innerHeight <= SCROLL_TRIGGER_PX)
+        callback.current();
     };
     const onScroll = () => {
       const wait = SCROLL_THROTTLE_MS - (Date.now() - lastCheck);
       if (wait <= 0) check();
-      else trailing ??= setTimeout(() => {
-        trailing = undefined;
-        check();
-      }, wait);
+      else
+        trailing ??= setTimeout(() => {
+          trailing = undefined;
+          check();
+        }, wait);
     };
     window.addEventListener('scroll', onScroll, { passive: true });
     window.addEventListener('resize', onScroll);
