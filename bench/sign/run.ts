@@ -1,0 +1,69 @@
+/**
+ * Signing benchmark (issue 4): IPAs of about 50 MB, 300 MB and 1 GB; per size the sign wall time,
+ * MB/s, peak RSS, and the ratio to the raw floor measured in the same run (read the IPA once and
+ * write a copy). Then a second sign of the same version for another profile.
+ *
+ *   npm run bench:sign            (BENCH_SIZES_MB=50,300 to choose sizes)
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { createTestPki } from '../../packages/ipa/src/test-support/pki.js';
+import { makeBenchIpa } from './make-ipa.js';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const fixture = path.resolve(root, '../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
+const sizesMB = (process.env.BENCH_SIZES_MB ?? '50,300,1024').split(',').map(Number);
+const dir = mkdtempSync(path.join(tmpdir(), 'sideport-bench-sign-'));
+
+async function rawFloorMs(input: string, output: string) {
+  const started = performance.now();
+  await pipeline(createReadStream(input), createWriteStream(output));
+  return performance.now() - started;
+}
+
+function signOnce(input: string, output: string, p12: string, profile: string): { ms: number; maxRssMB: number } {
+  const out = execFileSync(process.execPath, ['--conditions=source', '--import', 'tsx', path.join(import.meta.dirname, 'sign-once.ts'), input, output, p12, profile], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  return JSON.parse(out.trim().split('\n').at(-1)!);
+}
+
+try {
+  const pki = createTestPki(dir);
+  const p12 = path.join(dir, 'id.p12');
+  const profileA = path.join(dir, 'a.mobileprovision');
+  const profileB = path.join(dir, 'b.mobileprovision');
+  writeFileSync(profileA, pki.profile());
+  writeFileSync(profileB, pki.profile({ appId: `${pki.teamId}.org.fastlane.very-capable-app` }));
+  console.log('size      IPA MB   floor s   sign s   MB/s   ratio   peak RSS MB   second sign s   ratio');
+  for (const mb of sizesMB) {
+    const input = path.join(dir, `bench-${mb}.ipa`);
+    await makeBenchIpa(fixture, input, mb * 1024 * 1024);
+    const ipaMB = statSync(input).size / 1024 / 1024;
+    const floor = await rawFloorMs(input, path.join(dir, 'copy.ipa'));
+    const first = signOnce(input, path.join(dir, 'signed-a.ipa'), p12, profileA);
+    const second = signOnce(input, path.join(dir, 'signed-b.ipa'), p12, profileB);
+    console.log(
+      [
+        `${mb} MB`.padEnd(8),
+        ipaMB.toFixed(0).padStart(8),
+        (floor / 1000).toFixed(2).padStart(9),
+        (first.ms / 1000).toFixed(2).padStart(8),
+        (ipaMB / (first.ms / 1000)).toFixed(0).padStart(6),
+        (first.ms / floor).toFixed(1).padStart(7),
+        first.maxRssMB.toFixed(0).padStart(13),
+        (second.ms / 1000).toFixed(2).padStart(15),
+        (second.ms / floor).toFixed(1).padStart(7),
+      ].join(' '),
+    );
+    rmSync(input);
+  }
+  console.log('\ntargets: 1 GB under 3x the floor, peak RSS under 256 MB, second sign under 1.5x the floor');
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
