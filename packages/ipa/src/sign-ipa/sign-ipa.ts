@@ -8,6 +8,7 @@ import { openZip, type ZipArchive } from '../zip/index.js';
 import { entitlementsFor } from './entitlements.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan } from './plan.js';
+import { applyDup, applyInjection, validateModeOptions, type ModeOptions } from './modes.js';
 import { writeSignedZip } from './write-zip.js';
 
 /** What the engine needs to sign one Mach-O file (every slice of it). */
@@ -26,7 +27,7 @@ export interface MachOSigner {
   sign(binary: Buffer, request: MachOSignRequest): { signed: Buffer; cdhash: Buffer };
 }
 
-export interface SignIpaOptions {
+export interface SignIpaOptions extends ModeOptions {
   input: string;
   output: string;
   identity: SigningIdentity;
@@ -53,6 +54,7 @@ const relative = (bundle: BundlePlan, path: string) => path.slice(bundle.dir.len
  */
 export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
   const now = options.now ?? new Date();
+  validateModeOptions(options);
   const profile = parseProfile(options.profile);
   assertProfileUsable(profile, options.identity.certificate, now);
   const archive = await openZip(options.input);
@@ -70,6 +72,14 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       return cdhash;
     };
 
+    const mode = options.mode ?? 0;
+    // The modes edit plists and the main executable; fetch just those (one binary at most).
+    const readSync = new Map<string, Buffer>();
+    for (const bundle of plan.inOrder) readSync.set(`${bundle.dir}/Info.plist`, await read(`${bundle.dir}/Info.plist`));
+    if (mode >= 1 && mode <= 3) readSync.set(plan.app.executable!, await read(plan.app.executable!));
+    const current = (name: string) => replaced.get(name) ?? readSync.get(name)!;
+    if (mode === 4) for (const [name, bytes] of applyDup(plan, options.bundleIdPrefix!, current)) replaced.set(name, bytes);
+    if (mode >= 1 && mode <= 3) for (const [name, bytes] of applyInjection(plan, options, current)) replaced.set(name, bytes);
     for (const bundle of plan.inOrder) {
       if (bundle.isMain) replaced.set(`${bundle.dir}/embedded.mobileprovision`, options.profile);
     }

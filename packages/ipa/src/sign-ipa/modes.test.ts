@@ -1,0 +1,81 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadIdentity, type SigningIdentity } from '../identity.js';
+import { parsePlist, type PlistObject } from '../plist.js';
+import { createTestPki, type TestPki } from '../test-support/pki.js';
+import { buildDylib, OBJDUMP } from '../test-support/toolchain.js';
+import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
+import { createMachOSigner } from './engine.js';
+import { signIpa } from './sign-ipa.js';
+
+const fixtureIpa = path.resolve(import.meta.dirname, '../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
+const APP = 'Payload/very-capable-app.app';
+const OLD_ID = 'org.fastlane.very-capable-app';
+
+describe('sign modes', () => {
+  let dir: string;
+  let pki: TestPki;
+  let identity: SigningIdentity;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'ipa-modes-'));
+    pki = createTestPki(dir);
+    identity = loadIdentity({ p12: pki.p12, password: pki.password });
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const signTo = async (name: string, extra: Parameters<typeof signIpa>[0] extends infer O ? Partial<O> : never) => {
+    const output = path.join(dir, `${name}.ipa`);
+    await signIpa({ input: fixtureIpa, output, identity, profile: pki.profile(), signer: createMachOSigner(identity), ...extra });
+    const target = path.join(dir, name);
+    mkdirSync(target);
+    execFileSync('unzip', ['-q', output, '-d', target]);
+    return path.join(target, APP);
+  };
+
+  it('DUP: gives every identifier the prefix and leaves nothing of the old id', async () => {
+    const app = await signTo('dup', { mode: 4, bundleIdPrefix: 'dup1' });
+    const info = parsePlist(readFileSync(path.join(app, 'Info.plist'))) as PlistObject;
+    expect(info.CFBundleIdentifier).toBe(`dup1.${OLD_ID}`);
+    const [signature] = readSignatures(readFileSync(path.join(app, 'very-capable-app')));
+    expect(signature!.codeDirectories[0]!.identifier).toBe(`dup1.${OLD_ID}`);
+    expect(signature!.entitlementsXml).toContain(`${pki.teamId}.dup1.${OLD_ID}`);
+    expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
+    // No plist value still names the original app alone.
+    const strings: string[] = [];
+    const collect = (v: unknown) => (typeof v === 'string' ? strings.push(v) : v && typeof v === 'object' ? Object.values(v).forEach(collect) : undefined);
+    collect(info);
+    expect(strings.filter((s) => s === OLD_ID)).toEqual([]);
+  });
+
+  it('IAP: injects the operator dylib with a load command and signs it too', async () => {
+    const dylibPath = buildDylib(dir, 'tweak', 'int tweak_entry(void) { return 7; }\n', '@rpath/libtweak.dylib');
+    const app = await signTo('inject', { mode: 1, inject: [{ name: 'libtweak.dylib', bytes: readFileSync(dylibPath) }] });
+    const executable = path.join(app, 'very-capable-app');
+    const headers = execFileSync(OBJDUMP!, ['--macho', '--private-headers', executable], { encoding: 'utf8' });
+    expect(headers).toMatch(/cmd LC_LOAD_DYLIB[\s\S]*?name @executable_path\/Frameworks\/libtweak\.dylib/);
+    expect(headers).toContain('LC_CODE_SIGNATURE');
+    const injected = readFileSync(path.join(app, 'Frameworks/libtweak.dylib'));
+    for (const file of [readFileSync(executable), injected]) {
+      for (const signature of readSignatures(file)) {
+        expect(opensslVerifies(signature, pki.caPem).ok).toBe(true);
+        expect(pageHashesMatch(file, signature)).toBe(true);
+      }
+    }
+    // The dylib is plain code: no entitlements; the app seals it by cdhash.
+    expect(readSignatures(injected)[0]!.entitlementsXml).toBeUndefined();
+    const seal = parsePlist(readFileSync(path.join(app, '_CodeSignature/CodeResources'))) as { files2: Record<string, PlistObject> };
+    expect(seal.files2['Frameworks/libtweak.dylib']).toMatchObject({ cdhash: expect.any(Uint8Array) });
+  });
+
+  it('refuses a mode without what it needs, before writing anything', async () => {
+    const output = path.join(dir, 'refused.ipa');
+    const base = { input: fixtureIpa, output, identity, profile: pki.profile(), signer: createMachOSigner(identity) };
+    await expect(signIpa({ ...base, mode: 2 })).rejects.toMatchObject({ code: 'DYLIB_MISSING' });
+    await expect(signIpa({ ...base, mode: 4, bundleIdPrefix: 'bad prefix!' })).rejects.toMatchObject({ code: 'BUNDLE_ID_INVALID' });
+    await expect(signIpa({ ...base, mode: 1, inject: [{ name: '../evil.dylib', bytes: Buffer.alloc(4) }] })).rejects.toMatchObject({ code: 'DYLIB_MISSING' });
+    expect(() => readFileSync(output)).toThrow();
+  });
+});
