@@ -49,6 +49,13 @@ export interface ApiInit {
   isAuthAttempt?: boolean;
 }
 
+/** The server's errors are short text/plain sentences; any other body (a proxy's HTML page) is not shown. */
+async function serverSentence(response: Response): Promise<string> {
+  if (!(response.headers.get('content-type') ?? '').startsWith('text/plain')) return '';
+  const text = (await response.text().catch(() => '')).trim();
+  return text.length > 300 ? '' : text;
+}
+
 export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<ApiResponse<T>> {
   let response: Response;
   try {
@@ -65,10 +72,7 @@ export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<Api
     sendToSignIn();
     throw new ApiError(401, '', true);
   }
-  if (!response.ok) {
-    const text = (await response.text().catch(() => '')).trim();
-    throw new ApiError(response.status, text.length > 300 ? '' : text);
-  }
+  if (!response.ok) throw new ApiError(response.status, await serverSentence(response));
   const type = response.headers.get('content-type') ?? '';
   const data = (type.includes('application/json') ? await response.json() : undefined) as T;
   return { data, headers: response.headers };

@@ -1,0 +1,91 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { alertFailure, api, ApiError, RETRY_LATER } from './api';
+import { setNavigate } from './navigation';
+import { useClientStore } from './store';
+
+// The store persists to localStorage, which node lacks: a memory one, in place before the store exists.
+const saved = vi.hoisted(() => {
+  const items = new Map<string, string>();
+  globalThis.localStorage = {
+    getItem: (key: string) => items.get(key) ?? null,
+    setItem: (key: string, value: string) => void items.set(key, value),
+    removeItem: (key: string) => void items.delete(key),
+  } as Storage;
+  return items;
+});
+
+const answer = (status: number, body: string, type: string) =>
+  vi.fn(async () => new Response(body, { status, headers: { 'content-type': type } }));
+
+let alerts: string[];
+let visited: string[];
+
+beforeEach(() => {
+  alerts = [];
+  visited = [];
+  vi.stubGlobal('window', {
+    location: { pathname: '/my', search: '?tab=device' },
+    alert: (message: string) => alerts.push(message),
+  });
+  setNavigate((path) => visited.push(path));
+  useClientStore.setState({ isLogin: true, grade: 2, last_page: '/', country: 'DE' });
+});
+afterEach(() => vi.unstubAllGlobals());
+
+const failureOf = async (call: Promise<unknown>) => {
+  const error = await call.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  alertFailure(error);
+  return error;
+};
+
+describe('api failures', () => {
+  it("alerts the server's text/plain sentence", async () => {
+    vi.stubGlobal('fetch', answer(409, 'This id is already taken.', 'text/plain; charset=utf-8'));
+    await failureOf(api('/api/sign-up', { method: 'POST', body: {}, isAuthAttempt: true }));
+    expect(alerts).toEqual(['This id is already taken.']);
+  });
+
+  it("alerts 'Please retry later.' for an empty or non-text body, or no answer at all", async () => {
+    vi.stubGlobal('fetch', answer(500, '', 'text/plain'));
+    await failureOf(api('/api/info'));
+    vi.stubGlobal('fetch', answer(502, '<html>Bad gateway</html>', 'text/html'));
+    await failureOf(api('/api/info'));
+    vi.stubGlobal(
+      'fetch',
+      vi.fn(async () => Promise.reject(new TypeError('offline'))),
+    );
+    await failureOf(api('/api/info'));
+    expect(alerts).toEqual([RETRY_LATER, RETRY_LATER, RETRY_LATER]);
+  });
+
+  it('signs out on any 401, keeps the path and country, goes to /sign-in without an alert', async () => {
+    vi.stubGlobal('fetch', answer(401, 'Please sign in.', 'text/plain'));
+    const error = await failureOf(api('/api/info'));
+    expect(error).toBeInstanceOf(ApiError);
+    expect(useClientStore.getState()).toMatchObject({
+      isLogin: false,
+      grade: -1,
+      last_page: '/my?tab=device',
+      country: 'DE',
+    });
+    expect(JSON.parse(saved.get('sideport') ?? '{}').state).toEqual({
+      isLogin: false,
+      grade: -1,
+      last_page: '/my?tab=device',
+      country: 'DE',
+    });
+    expect(visited).toEqual(['/sign-in']);
+    expect(alerts).toEqual([]);
+  });
+
+  it('leaves the 401 of a sign-in attempt to the form, as the sentence to show', async () => {
+    vi.stubGlobal('fetch', answer(401, 'The id or password is not correct.', 'text/plain'));
+    await failureOf(api('/api/sign-in', { method: 'POST', body: {}, isAuthAttempt: true }));
+    expect(alerts).toEqual(['The id or password is not correct.']);
+    expect(visited).toEqual([]);
+    expect(useClientStore.getState().isLogin).toBe(true);
+  });
+});
