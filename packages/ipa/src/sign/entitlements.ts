@@ -18,6 +18,18 @@ export interface EntitlementsInput {
   readonly remapId?: (id: string) => string;
 }
 
+/**
+ * App groups follow the app under DUP: a group named after the old identifier takes the new one,
+ * any other moves under the new identifier, so the app and its extensions still share it.
+ */
+export function createGroupRemap(oldMainId: string, newMainId: string): (group: string) => string {
+  return (group) => {
+    const name = group.startsWith('group.') ? group.slice('group.'.length) : group;
+    if (name === oldMainId || name.startsWith(`${oldMainId}.`)) return `group.${newMainId}${name.slice(oldMainId.length)}`;
+    return `group.${newMainId}.${name}`;
+  };
+}
+
 const APP_ID = 'application-identifier';
 const TEAM_ID = 'com.apple.developer.team-identifier';
 const KEYCHAIN = 'keychain-access-groups';

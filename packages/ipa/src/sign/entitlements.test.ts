@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createBundleIdRemap, createGroupRemap } from './bundle-ids.js';
-import { mergeEntitlements } from './entitlements.js';
+import { createGroupRemap, mergeEntitlements } from './entitlements.js';
 
 const profile = {
   teamId: 'NEWTEAM123',
@@ -42,10 +41,19 @@ describe('mergeEntitlements', () => {
       bundleId: 'io.new',
       own: { 'com.apple.security.application-groups': ['group.com.old.app'], 'keychain-access-groups': ['OLDTEAM999.com.old.app'] },
       remapGroup: createGroupRemap('com.old.app', 'io.new'),
-      remapId: createBundleIdRemap('com.old.app', 'io.new'),
+      remapId: (id) => (id === 'com.old.app' ? 'io.new' : id),
     });
     expect(merged['com.apple.security.application-groups']).toEqual(['group.io.new']);
     expect(merged['keychain-access-groups']).toEqual(['NEWTEAM123.io.new']);
     expect(JSON.stringify(merged)).not.toContain('com.old.app"');
+  });
+});
+
+describe('createGroupRemap', () => {
+  it('renames groups consistently, so app and extensions still share them', () => {
+    const remap = createGroupRemap('com.old.app', 'io.new');
+    expect(remap('group.com.old.app')).toBe('group.io.new');
+    expect(remap('group.com.old.app.shared')).toBe('group.io.new.shared');
+    expect(remap('group.other')).toBe('group.io.new.other');
   });
 });
