@@ -32,3 +32,11 @@ export type { IdentitySource, SigningIdentity } from './identity.js';
 
 // Mach-O parsing (src/macho): slices, load commands, encryption and signature commands.
 export * from './macho/index.js';
+
+// Signing whole IPAs: nested code inside-out, CodeResources, the five modes of the spec.
+export { signIpa } from './sign-ipa/sign-ipa.js';
+export type { MachOSigner, MachOSignRequest, SignIpaOptions, SignIpaReport } from './sign-ipa/sign-ipa.js';
+export { createMachOSigner } from './sign-ipa/engine.js';
+export type { InjectedDylib, SignMode } from './sign-ipa/modes.js';
+export { buildCodeResources } from './resources/index.js';
+export type { SealedFile, SealedNested } from './resources/index.js';

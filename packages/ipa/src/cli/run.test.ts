@@ -114,7 +114,7 @@ describe('sideport-ipa', () => {
       expect(stderr).toContain('Expected a whole number.');
     });
 
-    it('says signing is unavailable once every input checks out', async () => {
+    it('signs once every input checks out, writing only the output file', async () => {
       // A bare XML profile listing the test certificate, valid on the test's "now".
       const der = execFileSync('openssl', ['x509', '-in', join(dir, 'cert.pem'), '-outform', 'der']);
       const profile = buildXmlPlist({
@@ -124,10 +124,12 @@ describe('sideport-ipa', () => {
         DeveloperCertificates: [der],
       });
       writeFileSync(join(dir, 'listed.mobileprovision'), profile);
-      const argv = args().map((arg) => (arg === developmentProfile ? join(dir, 'listed.mobileprovision') : arg));
-      const { code, stderr } = await run(argv, { env: { P12_PW: 'pw' } });
-      expect(code).toBe(2);
-      expect(stderr).toBe('Signing is not available in this build.\n');
+      const signed = join(dir, 'signed.ipa');
+      const argv = args().map((arg) => (arg === developmentProfile ? join(dir, 'listed.mobileprovision') : arg === join(dir, 'out.ipa') ? signed : arg));
+      const { code, stdout } = await run(argv, { env: { P12_PW: 'pw' } });
+      expect(code).toBe(0);
+      expect(stdout).toBe(`Signed 1 bundle(s) into ${signed}.\n`);
+      execFileSync('unzip', ['-tq', signed]);
     });
 
     it('writes nothing', () => {

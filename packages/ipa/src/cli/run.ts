@@ -5,6 +5,20 @@ import { IpaError } from '../errors.js';
 import { loadIdentity } from '../identity.js';
 import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
 import { createProgressReporter } from './progress.js';
+import { createMachOSigner } from '../sign-ipa/engine.js';
+import { signIpa } from '../sign-ipa/sign-ipa.js';
+import type { SignMode } from '../sign-ipa/modes.js';
+import { basename } from 'node:path';
+
+interface SignCliOptions {
+  output: string;
+  p12: string;
+  passwordEnv: string;
+  profile: string;
+  mode?: number;
+  dylib?: string[];
+  bundleIdPrefix?: string;
+}
 
 export interface CliIo {
   stdout: { write(text: string): void };
@@ -60,16 +74,38 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .addOption(new Option('--mode <n>', 'signing mode').argParser(parseNonNegativeInteger))
     .option('--dylib <file...>', 'dylibs to inject before signing')
     .option('--bundle-id-prefix <prefix>', 'prefix added to every bundle identifier')
-    .action(async (_ipa: string, options: { p12: string; passwordEnv: string; profile: string }) => {
+    .action(async (ipa: string, options: SignCliOptions) => {
       const password = io.env[options.passwordEnv];
       if (password === undefined) {
         throw new CliFailure(`Expected the .p12 password in the environment variable ${options.passwordEnv}, found it unset.`);
       }
       // Check the inputs now, so a wrong password or stale profile is reported before any work.
       const identity = loadIdentity({ p12: await readInput(options.p12, '.p12 file'), password });
-      const profile = parseProfile(await readInput(options.profile, 'provisioning profile'));
-      assertProfileUsable(profile, identity.certificate, io.now());
-      throw new IpaError('SIGNING_UNAVAILABLE', 'Signing is not available in this build.');
+      const profileBytes = await readInput(options.profile, 'provisioning profile');
+      assertProfileUsable(parseProfile(profileBytes), identity.certificate, io.now());
+      const inject = await Promise.all(
+        (options.dylib ?? []).map(async (file) => ({ name: basename(file), bytes: await readInput(file, 'dylib') })),
+      );
+      const progress = createProgressReporter(io.stderr, 'Signed');
+      try {
+        const report = await signIpa({
+          input: ipa,
+          output: options.output,
+          identity,
+          profile: profileBytes,
+          signer: createMachOSigner(identity, io.now),
+          now: io.now(),
+          mode: (options.mode ?? 0) as SignMode,
+          inject,
+          ...(options.bundleIdPrefix ? { bundleIdPrefix: options.bundleIdPrefix } : {}),
+          onProgress: ({ bundle, done, total }) => progress.report({ path: bundle, done, total }),
+        });
+        progress.finish();
+        io.stdout.write(`Signed ${report.bundles.length} bundle(s) into ${options.output}.\n`);
+      } catch (err) {
+        progress.finish();
+        throw err;
+      }
     });
 
   try {
