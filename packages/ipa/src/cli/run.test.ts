@@ -3,7 +3,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { check } from '../check.js';
 import { buildXmlPlist } from '../plist.js';
+import { parseProfile } from '../profile.js';
+import { openZip } from '../zip/index.js';
 import { buildZip } from '../test-support/build-zip.js';
 import { fixtureIpa, profilesDir } from '../test-support/fixtures.js';
 import { runCli } from './run.js';
@@ -130,6 +133,12 @@ describe('sideport-ipa', () => {
       expect(code).toBe(0);
       expect(stdout).toBe(`Signed 1 bundle(s) into ${signed}.\n`);
       execFileSync('unzip', ['-tq', signed]);
+      // The signed IPA reads back through this package's own checks, with the profile embedded.
+      expect(await check(signed)).toMatchObject({ bundleId: 'org.fastlane.very-capable-app', decrypted: true });
+      const archive = await openZip(signed);
+      const embedded = await archive.readEntry(archive.find('Payload/very-capable-app.app/embedded.mobileprovision')!);
+      archive.close();
+      expect(parseProfile(embedded).name).toBe('Test Development');
     });
 
     it('writes nothing', () => {
