@@ -1,0 +1,73 @@
+/**
+ * Resource digests of an app version, kept on disk so signing the same version again (for another
+ * user's profile) skips inflating every resource. Content-addressed: the key is a hash of every
+ * digested entry's name, CRC-32, sizes and compression method, so a changed file changes the key.
+ * CRC-32 is not collision-resistant: the cache directory must only hold what this service wrote.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ZipEntry } from '../zip/index.js';
+import { digestEntries, type DigestOptions, type FileDigests } from './pool.js';
+
+const FORMAT = 1;
+
+export function versionKey(entries: readonly ZipEntry[]): string {
+  const hash = createHash('sha256').update(`sideport-resource-digests-${FORMAT}\n`);
+  for (const entry of [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    hash.update(`${entry.name}\0${entry.crc32}\0${entry.uncompressedSizeBytes}\0${entry.compressedSizeBytes}\0${entry.compressionMethod}\n`);
+  }
+  return hash.digest('hex');
+}
+
+export interface CachedDigestOptions extends DigestOptions {
+  /** Where digests are kept between runs; without it nothing is cached. */
+  cacheDir?: string;
+}
+
+/** Digests of the entries, from the cache when this exact set was digested before. */
+export async function digestEntriesCached(path: string, entries: readonly ZipEntry[], options: CachedDigestOptions = {}): Promise<{ digests: Map<string, FileDigests>; fromCache: boolean }> {
+  if (options.cacheDir === undefined) return { digests: await digestEntries(path, entries, options), fromCache: false };
+  const file = join(options.cacheDir, 'resource-digests', `${versionKey(entries)}.json`);
+  const cached = await readCache(file, entries);
+  if (cached !== undefined) {
+    options.onProgress?.(entries.length, entries.length);
+    return { digests: cached, fromCache: true };
+  }
+  const digests = await digestEntries(path, entries, options);
+  await writeCache(file, digests);
+  return { digests, fromCache: false };
+}
+
+async function readCache(file: string, entries: readonly ZipEntry[]): Promise<Map<string, FileDigests> | undefined> {
+  let parsed: { format?: number; digests?: Record<string, string> };
+  try {
+    parsed = JSON.parse(await readFile(file, 'utf8')) as typeof parsed;
+  } catch {
+    return undefined; // absent or damaged: digest again
+  }
+  if (parsed.format !== FORMAT || parsed.digests === undefined) return undefined;
+  const result = new Map<string, FileDigests>();
+  for (const entry of entries) {
+    const value = parsed.digests[entry.name];
+    const match = value === undefined ? null : /^([0-9a-f]{40}):([0-9a-f]{64})$/.exec(value);
+    if (match === null) return undefined;
+    result.set(entry.name, { sha1: Buffer.from(match[1]!, 'hex'), sha256: Buffer.from(match[2]!, 'hex') });
+  }
+  return result;
+}
+
+async function writeCache(file: string, digests: Map<string, FileDigests>): Promise<void> {
+  const body: Record<string, string> = {};
+  for (const [name, d] of digests) body[name] = `${d.sha1.toString('hex')}:${d.sha256.toString('hex')}`;
+  const dir = join(file, '..');
+  await mkdir(dir, { recursive: true });
+  // Written beside and renamed, so a concurrent reader never sees half a file.
+  const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    await writeFile(temporary, JSON.stringify({ format: FORMAT, digests: body }));
+    await rename(temporary, file);
+  } catch {
+    await rm(temporary, { force: true }); // a cache that cannot be written only costs time
+  }
+}

@@ -1,0 +1,4 @@
+export { digestEntries } from './pool.js';
+export type { DigestOptions, FileDigests } from './pool.js';
+export { digestEntriesCached, versionKey } from './cache.js';
+export type { CachedDigestOptions } from './cache.js';

@@ -1,0 +1,85 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildZip } from '../test-support/build-zip.js';
+import { openZip } from '../zip/index.js';
+import { digestEntriesCached } from './cache.js';
+import { digestEntries } from './pool.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ipa-digest-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const files = [
+  { name: 'a.txt', data: Buffer.from('hello '.repeat(1000)) },
+  { name: 'b.bin', data: randomBytes(70_000), method: 0 as const },
+  { name: 'empty', data: Buffer.alloc(0) },
+  // Larger than the worker's in-memory threshold: streamed.
+  { name: 'big.txt', data: Buffer.concat(Array.from({ length: 40 }, () => Buffer.concat([randomBytes(100_000), Buffer.alloc(150_000, 'a')]))) },
+];
+const ipa = join(dir, 'in.zip');
+writeFileSync(ipa, buildZip(files));
+const expected = (data: Buffer) => ({ sha1: createHash('sha1').update(data).digest(), sha256: createHash('sha256').update(data).digest() });
+
+describe('digestEntries', () => {
+  it('digests stored, deflated, empty and large entries over worker threads', async () => {
+    const archive = await openZip(ipa);
+    try {
+      const digests = await digestEntries(ipa, archive.entries, { workers: 2 });
+      for (const file of files) expect(digests.get(file.name)).toEqual(expected(file.data));
+    } finally {
+      archive.close();
+    }
+  });
+
+  it('refuses an entry whose data does not inflate to its recorded size: ZIP_INVALID', async () => {
+    const bytes = buildZip([{ name: 'a.txt', data: Buffer.from('hello '.repeat(1000)) }]);
+    bytes.writeUInt32LE(7, 22); // local header's uncompressed size is ignored; corrupt the central one instead
+    const centralAt = bytes.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]));
+    bytes.writeUInt32LE(5, centralAt + 24);
+    const path = join(dir, 'bad.zip');
+    writeFileSync(path, bytes);
+    const archive = await openZip(path).catch(() => undefined);
+    if (archive === undefined) return; // yauzl may refuse it first, which is fine too
+    try {
+      await expect(digestEntries(path, archive.entries)).rejects.toMatchObject({ code: 'ZIP_INVALID' });
+    } finally {
+      archive.close();
+    }
+  });
+});
+
+describe('digestEntriesCached', () => {
+  it('reuses a version\'s digests the second time', async () => {
+    const cacheDir = join(dir, 'cache');
+    const archive = await openZip(ipa);
+    try {
+      const first = await digestEntriesCached(ipa, archive.entries, { cacheDir });
+      const second = await digestEntriesCached(ipa, archive.entries, { cacheDir });
+      expect(first.fromCache).toBe(false);
+      expect(second.fromCache).toBe(true);
+      expect(second.digests).toEqual(first.digests);
+      expect(readdirSync(join(cacheDir, 'resource-digests'))).toHaveLength(1);
+    } finally {
+      archive.close();
+    }
+  });
+
+  it('misses when any entry changed', async () => {
+    const cacheDir = join(dir, 'cache2');
+    const other = join(dir, 'other.zip');
+    writeFileSync(other, buildZip([...files.slice(0, 3), { name: 'big.txt', data: Buffer.from('changed') }]));
+    const a = await openZip(ipa);
+    const b = await openZip(other);
+    try {
+      await digestEntriesCached(ipa, a.entries, { cacheDir });
+      const result = await digestEntriesCached(other, b.entries, { cacheDir });
+      expect(result.fromCache).toBe(false);
+      expect(result.digests.get('big.txt')).toEqual(expected(Buffer.from('changed')));
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+});

@@ -1,0 +1,103 @@
+/**
+ * Digests (SHA-1 and SHA-256) of many zip entries' contents, spread over worker threads: inflating
+ * is the slow part of sealing resources, and each worker inflates its share from the file itself.
+ */
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { IpaError } from '../errors.js';
+import type { ZipEntry } from '../zip/index.js';
+import { DIGEST_WORKER_SOURCE } from './worker-source.js';
+
+export interface FileDigests {
+  readonly sha1: Buffer;
+  readonly sha256: Buffer;
+}
+
+interface Task {
+  id: number;
+  offset: number;
+  compressedSize: number;
+  uncompressedSize: number;
+  method: number;
+}
+
+type Result = { id: number; sha1: Uint8Array; sha256: Uint8Array } | { id: number; error: string };
+
+// A batch is a few MiB of compressed data or a few hundred small files: few messages, even shares.
+const BATCH_BYTES = 8 * 1024 * 1024;
+const BATCH_ENTRIES = 256;
+
+export interface DigestOptions {
+  /** Worker threads; the machine's parallelism by default. */
+  workers?: number;
+  /** Called after each batch with the entries digested so far. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+/** Digests of `entries` (regular files of the archive at `path`), by entry name. */
+export async function digestEntries(path: string, entries: readonly ZipEntry[], options: DigestOptions = {}): Promise<Map<string, FileDigests>> {
+  const result = new Map<string, FileDigests>();
+  if (entries.length === 0) return result;
+  const tasks: Task[] = entries.map((entry, id) => ({
+    id,
+    offset: entry.source.relativeOffsetOfLocalHeader,
+    compressedSize: entry.compressedSizeBytes,
+    uncompressedSize: entry.uncompressedSizeBytes,
+    method: entry.compressionMethod,
+  }));
+  const batches = toBatches(tasks);
+  const workerCount = Math.max(1, Math.min(options.workers ?? availableParallelism(), batches.length));
+  let next = 0;
+  let done = 0;
+  let failed = false;
+  const runWorker = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const worker = new Worker(DIGEST_WORKER_SOURCE, { eval: true, workerData: { path } });
+      const finish = (err?: unknown): void => {
+        if (err) failed = true;
+        void worker.terminate();
+        if (err) reject(err);
+        else resolve();
+      };
+      const send = (): void => {
+        const batch = failed ? undefined : batches[next++];
+        if (batch === undefined) return finish();
+        worker.postMessage(batch);
+      };
+      worker.on('message', (results: Result[]) => {
+        for (const item of results) {
+          const entry = entries[item.id]!;
+          if ('error' in item) {
+            return finish(new IpaError('ZIP_INVALID', `Expected "${entry.name}" to inflate to its recorded ${entry.uncompressedSizeBytes} bytes, found: ${item.error}.`));
+          }
+          result.set(entry.name, { sha1: Buffer.from(item.sha1), sha256: Buffer.from(item.sha256) });
+        }
+        done += results.length;
+        options.onProgress?.(done, entries.length);
+        send();
+      });
+      worker.on('error', finish);
+      send();
+    });
+  await Promise.all(Array.from({ length: workerCount }, runWorker));
+  return result;
+}
+
+function toBatches(tasks: Task[]): Task[][] {
+  // Largest first, so the last batches are small and the workers finish together.
+  const sorted = [...tasks].sort((a, b) => b.compressedSize - a.compressedSize);
+  const batches: Task[][] = [];
+  let current: Task[] = [];
+  let bytes = 0;
+  for (const task of sorted) {
+    current.push(task);
+    bytes += task.compressedSize;
+    if (bytes >= BATCH_BYTES || current.length >= BATCH_ENTRIES) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}

@@ -1,0 +1,63 @@
+/**
+ * The digest worker, as source text run with `new Worker(code, { eval: true })`, so the same code
+ * works from TypeScript sources (tests) and from the build. It reads an entry's local header and
+ * compressed bytes straight from the file (APPNOTE 4.3.7), inflates them and hashes the content.
+ */
+export const DIGEST_WORKER_SOURCE = String.raw`
+const { parentPort, workerData } = require('node:worker_threads');
+const { createReadStream } = require('node:fs');
+const { open } = require('node:fs/promises');
+const { createHash } = require('node:crypto');
+const zlib = require('node:zlib');
+
+const SMALL_BYTES = 4 << 20;
+const handlePromise = open(workerData.path, 'r');
+
+async function readAt(handle, length, position) {
+  const buffer = Buffer.allocUnsafe(length);
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await handle.read(buffer, done, length - done, position + done);
+    if (bytesRead === 0) throw new Error('the file ends at ' + (position + done) + ', inside an entry');
+    done += bytesRead;
+  }
+  return buffer;
+}
+
+async function digest(handle, task) {
+  // Local file header: signature 0x04034b50, name length at 26, extra length at 28; 30 fixed bytes.
+  const header = await readAt(handle, 30, task.offset);
+  if (header.readUInt32LE(0) !== 0x04034b50) throw new Error('invalid local file header signature at ' + task.offset);
+  const start = task.offset + 30 + header.readUInt16LE(26) + header.readUInt16LE(28);
+  const sha1 = createHash('sha1');
+  const sha256 = createHash('sha256');
+  let length = 0;
+  const update = (bytes) => { sha1.update(bytes); sha256.update(bytes); length += bytes.length; };
+  if (task.method !== 0 && task.method !== 8) throw new Error('unsupported compression method ' + task.method);
+  if (task.compressedSize <= SMALL_BYTES && task.uncompressedSize <= 4 * SMALL_BYTES) {
+    const raw = task.compressedSize === 0 ? Buffer.alloc(0) : await readAt(handle, task.compressedSize, start);
+    update(task.method === 8 ? zlib.inflateRawSync(raw) : raw);
+  } else {
+    // Large entries stream, so memory stays flat whatever their size.
+    const source = createReadStream(workerData.path, { start, end: start + task.compressedSize - 1, highWaterMark: 1 << 20 });
+    const stream = task.method === 8 ? source.pipe(zlib.createInflateRaw()) : source;
+    for await (const chunk of stream) update(chunk);
+  }
+  if (length !== task.uncompressedSize) throw new Error('inflated to ' + length + ' bytes, expected ' + task.uncompressedSize);
+  return { sha1: sha1.digest(), sha256: sha256.digest() };
+}
+
+parentPort.on('message', async (tasks) => {
+  const handle = await handlePromise;
+  const results = [];
+  for (const task of tasks) {
+    try {
+      const d = await digest(handle, task);
+      results.push({ id: task.id, sha1: d.sha1, sha256: d.sha256 });
+    } catch (err) {
+      results.push({ id: task.id, error: String((err && err.message) || err) });
+    }
+  }
+  parentPort.postMessage(results);
+});
+`;
