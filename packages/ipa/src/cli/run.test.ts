@@ -8,7 +8,9 @@ import { buildXmlPlist } from '../plist.js';
 import { parseProfile } from '../profile.js';
 import { openZip } from '../zip/index.js';
 import { buildZip } from '../test-support/build-zip.js';
-import { fixtureIpa, profilesDir } from '../test-support/fixtures.js';
+import { fixtureExecutablePath, fixtureIpa, profilesDir } from '../test-support/fixtures.js';
+import { withCryptid } from '../test-support/macho-bytes.js';
+import { readFixtureEntries } from '../test-support/read-fixture.js';
 import { runCli } from './run.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ipa-cli-'));
@@ -46,6 +48,18 @@ describe('sideport-ipa', () => {
     const { code, stdout } = await run(['check', fixtureIpa]);
     expect(code).toBe(0);
     expect(stdout).toBe('org.fastlane.very-capable-app 1.0 (1) is decrypted: all 1 Mach-O files have cryptid 0.\n');
+  });
+
+  it('check exits 1 with the encrypted files when one has cryptid 1', async () => {
+    const entries = await readFixtureEntries();
+    const flipped = entries.map((e) => (e.name === fixtureExecutablePath ? { ...e, data: withCryptid(e.data, 1) } : e));
+    const path = join(dir, 'encrypted.ipa');
+    writeFileSync(path, buildZip(flipped));
+    const { code, stdout } = await run(['check', path]);
+    expect(code).toBe(1);
+    expect(stdout).toBe(
+      'org.fastlane.very-capable-app 1.0 (1) is encrypted: Payload/very-capable-app.app/very-capable-app (arm64) has a non-zero cryptid.\n',
+    );
   });
 
   it('check exits 2 with the reason when the file is not an IPA', async () => {
