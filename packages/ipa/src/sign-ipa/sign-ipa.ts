@@ -6,6 +6,7 @@ import type { SigningIdentity } from '../identity.js';
 import { buildCodeResources, type SealedFile, type SealedNested } from '../resources/index.js';
 import { openZip, type ZipArchive } from '../zip/index.js';
 import { entitlementsFor } from './entitlements.js';
+import { digestEntriesCached, type FileDigests } from '../digest/index.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan } from './plan.js';
 import { applyDup, applyInjection, validateModeOptions, type ModeOptions } from './modes.js';
@@ -37,6 +38,10 @@ export interface SignIpaOptions extends ModeOptions {
   now?: Date;
   /** Largest Mach-O read into memory, in bytes. */
   maxBinaryBytes?: number;
+  /** Keeps each version's resource digests, so signing it again skips inflating its resources. */
+  cacheDir?: string;
+  /** Threads that inflate and hash resources; the machine's parallelism by default. */
+  digestWorkers?: number;
   onProgress?: (step: { bundle: string; done: number; total: number }) => void;
 }
 
@@ -83,6 +88,15 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     for (const bundle of plan.inOrder) {
       if (bundle.isMain) replaced.set(`${bundle.dir}/embedded.mobileprovision`, options.profile);
     }
+    // Every resource that signing leaves as it is, digested once over worker threads (or cached).
+    const code = new Set(plan.inOrder.flatMap((b) => [...(b.executable ? [b.executable] : []), ...b.looseCode]));
+    const resources = archive.entries.filter(
+      (e) => !e.isDirectory && !e.isSymlink && e.name.startsWith(`${plan.app.dir}/`) && !code.has(e.name) && !replaced.has(e.name) && !e.name.includes('/_CodeSignature/'),
+    );
+    const { digests } = await digestEntriesCached(options.input, resources, {
+      ...(options.cacheDir === undefined ? {} : { cacheDir: options.cacheDir }),
+      ...(options.digestWorkers === undefined ? {} : { workers: options.digestWorkers }),
+    });
     let done = 0;
     for (const bundle of plan.inOrder) {
       const nested: SealedNested[] = [];
@@ -95,7 +109,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
         if (child === bundle || plan.ownerOf(child.dir) !== bundle) continue;
         nested.push({ path: relative(bundle, child.dir), cdhash: cdhashes.get(child.dir)!, requirement: requirement(child.bundleId) });
       }
-      const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced), nested);
+      const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced, digests), nested);
       replaced.set(`${bundle.dir}/_CodeSignature/CodeResources`, codeResources);
       if (bundle.executable) {
         const entitlements = bundle.isMain ? entitlementsFor(profile, bundle.bundleId) : undefined;
@@ -126,7 +140,12 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
  * included), except the bundle's own executable and _CodeSignature; CodeResources decides, by its
  * rules, which of them each seal lists.
  */
-async function sealResources(archive: ZipArchive, bundle: BundlePlan, replaced: ReadonlyMap<string, Buffer>): Promise<SealedFile[]> {
+async function sealResources(
+  archive: ZipArchive,
+  bundle: BundlePlan,
+  replaced: ReadonlyMap<string, Buffer>,
+  precomputed: ReadonlyMap<string, FileDigests>,
+): Promise<SealedFile[]> {
   const prefix = `${bundle.dir}/`;
   const names = new Set<string>();
   for (const entry of archive.entries) if (!entry.isDirectory && !entry.isSymlink && entry.name.startsWith(prefix)) names.add(entry.name);
@@ -136,7 +155,7 @@ async function sealResources(archive: ZipArchive, bundle: BundlePlan, replaced: 
     const path = name.slice(prefix.length);
     if (name === bundle.executable || path.startsWith('_CodeSignature/')) continue;
     const content = replaced.get(name);
-    const digests = content ? digestBuffer(content) : await digestStream(await archive.openEntryStream(archive.find(name)!));
+    const digests = content ? digestBuffer(content) : (precomputed.get(name) ?? (await digestStream(await archive.openEntryStream(archive.find(name)!))));
     sealed.push({ path, ...digests });
   }
   return sealed;
