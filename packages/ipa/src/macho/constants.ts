@@ -3,6 +3,9 @@
 // Thin headers are written in the target's byte order; every iOS target is little-endian.
 export const MH_MAGIC = 0xfeedface;
 export const MH_MAGIC_64 = 0xfeedfacf;
+// The same magics as a little-endian file's first four bytes read big-endian.
+export const MH_CIGAM = 0xcefaedfe;
+export const MH_CIGAM_64 = 0xcffaedfe;
 // Fat headers are always big-endian.
 export const FAT_MAGIC = 0xcafebabe;
 export const FAT_MAGIC_64 = 0xcafebabf;

@@ -6,15 +6,31 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { IpaError } from '../errors.js';
 import { asArm64e, withCryptid } from '../test-support/macho-bytes.js';
 import {
-  HELPER_SOURCE, MAIN_SOURCE, buildDylib, buildExecutable, buildFat,
+  HELPER_SOURCE, MAIN_SOURCE, OBJDUMP, buildDylib, buildExecutable, buildFat,
 } from '../test-support/toolchain.js';
-import { isMachOHead, parseMachO } from './parse.js';
+import { execFileSync } from 'node:child_process';
+import { fixtureExecutablePath, fixtureIpa } from '../test-support/fixtures.js';
+import { readCodeSignature, readSuperBlobIndex } from './code-signature.js';
+import { isMachO, isMachOHead, parseMachO } from './parse.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ipa-macho-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const helper = buildDylib(dir, 'helper', HELPER_SOURCE, '@rpath/libhelper.dylib');
 const app = readFileSync(buildExecutable(dir, 'app', MAIN_SOURCE, { link: [helper], rpaths: ['@executable_path/Frameworks'] }));
+
+/** The real Xcode-signed executable, unzipped with a tool that is not ours. */
+function fixtureExecutable(): Buffer {
+  const out = join(dir, 'fixture');
+  execFileSync('unzip', ['-q', '-o', fixtureIpa, fixtureExecutablePath, '-d', out]);
+  return readFileSync(join(out, fixtureExecutablePath));
+}
+
+/** Load command names in order, as llvm-objdump prints them ("cmd LC_..."). */
+function objdumpCommandNames(path: string): string[] {
+  const text = execFileSync(OBJDUMP, ['--macho', '--private-headers', path], { encoding: 'utf8' });
+  return [...text.matchAll(/^\s+cmd (LC_\w+)/gm)].map((m) => m[1]!);
+}
 
 describe('parseMachO', () => {
   it('reads a thin arm64 executable built by ld64.lld', () => {
@@ -27,6 +43,33 @@ describe('parseMachO', () => {
     expect(slice!.segments.map((s) => s.name)).toEqual(['__PAGEZERO', '__TEXT', '__DATA_CONST', '__DATA', '__LINKEDIT']);
     expect(slice!.encryptionCommandOffset).toBeGreaterThan(0);
     expect(slice!.freeCommandBytes).toBeGreaterThanOrEqual(0x400);
+  });
+
+  it('lists every load command llvm-objdump lists, with the header flags', () => {
+    const [slice] = parseMachO(app).slices;
+    const names = objdumpCommandNames(join(dir, 'app-arm64'));
+    expect(slice!.loadCommands).toHaveLength(names.length);
+    const codes: Record<string, number> = { LC_SEGMENT_64: 0x19, LC_LOAD_DYLIB: 0xc, LC_RPATH: 0x8000001c, LC_ENCRYPTION_INFO_64: 0x2c };
+    names.forEach((name, i) => {
+      if (codes[name] !== undefined) expect(slice!.loadCommands[i]!.command).toBe(codes[name]);
+    });
+    // MH_PIE 0x200000 and MH_TWOLEVEL 0x80 are set by every iOS linker.
+    expect(slice!.flags & 0x200080).toBe(0x200080);
+  });
+
+  it('reads the real Xcode-signed executable: cryptid 0 and its SuperBlob index', () => {
+    const bytes = fixtureExecutable();
+    const file = parseMachO(bytes, 'very-capable-app');
+    const [slice] = file.slices;
+    expect(slice).toMatchObject({ arch: 'arm64', fileType: 2, cryptid: 0, codeSignature: { dataOffset: 54160, dataSize: 12752 } });
+    expect(slice!.dylibs.map((d) => d.name)).toContain('/usr/lib/libobjc.A.dylib');
+    expect(slice!.rpaths).toEqual(['@executable_path/Frameworks']);
+    const linkedit = slice!.segments.find((s) => s.name === '__LINKEDIT')!;
+    expect(linkedit.fileOffset + linkedit.fileSize).toBe(bytes.length);
+    const signature = readCodeSignature(bytes, slice!)!;
+    expect(signature.blobs.map((b) => [b.slot, b.magic])).toEqual([
+      [0, 0xfade0c02], [2, 0xfade0c01], [5, 0xfade7171], [0x1000, 0xfade0c02], [0x10000, 0xfade0b01],
+    ]);
   });
 
   it('reads the install name of a dylib', () => {
@@ -59,6 +102,32 @@ describe('parseMachO', () => {
     expect(isMachOHead(app)).toBe(true);
   });
 
+  it('tells a fat header from a Java class file and knows both byte orders of thin headers', () => {
+    const head = (hex: string): Buffer => Buffer.from(hex, 'hex');
+    expect(isMachO(head('cafebabe00000002'))).toBe(true);
+    expect(isMachO(head('cafebabf00000001'))).toBe(true);
+    // A Java 8 class file: minor 0, major 52 where a fat header has nfat_arch.
+    expect(isMachO(head('cafebabe00000034'))).toBe(false);
+    for (const magic of ['cffaedfe', 'cefaedfe', 'feedfacf', 'feedface']) expect(isMachO(head(`${magic}0c000001`))).toBe(true);
+    expect(isMachO(head('cffaedfe'))).toBe(false);
+    expect(isMachOHead).toBe(isMachO);
+  });
+
+  it('refuses a big-endian thin file: MACHO_UNSUPPORTED', () => {
+    const be = Buffer.alloc(64);
+    be.writeUInt32BE(0xfeedfacf, 0);
+    expect(() => parseMachO(be)).toThrow(expect.objectContaining({ code: 'MACHO_UNSUPPORTED' }));
+  });
+
+  it('refuses a SuperBlob whose blob runs past its end: SIGNATURE_INVALID', () => {
+    const bytes = fixtureExecutable();
+    const [slice] = parseMachO(bytes).slices;
+    const copy = Buffer.from(bytes);
+    // BlobIndex 0's offset (SuperBlob + 16) pointed beyond the SuperBlob's length.
+    copy.writeUInt32BE(0x7fffffff, slice!.codeSignature!.dataOffset + 16);
+    expect(() => readCodeSignature(copy, slice!)).toThrow(expect.objectContaining({ code: 'SIGNATURE_INVALID' }));
+  });
+
   it('gives an IpaError or a result for any corruption of a real header, never a crash', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2047 }), fc.integer({ min: 0, max: 255 }), fc.integer({ min: 64, max: app.length }), (at, value, length) => {
@@ -79,6 +148,11 @@ describe('parseMachO', () => {
       fc.property(fc.uint8Array({ minLength: 0, maxLength: 256 }), (bytes) => {
         try {
           parseMachO(Buffer.from(bytes));
+        } catch (err) {
+          expect(err).toBeInstanceOf(IpaError);
+        }
+        try {
+          readSuperBlobIndex(Buffer.concat([Buffer.from('fade0cc0', 'hex'), Buffer.from(bytes)]), 'random');
         } catch (err) {
           expect(err).toBeInstanceOf(IpaError);
         }

@@ -5,17 +5,16 @@
 import { IpaError } from '../errors.js';
 import * as C from './constants.js';
 import { archName } from './arch.js';
+import { need, readCommandString, toSafeNumber, truncated } from './bytes.js';
+import { readSegment, type Segment } from './segment.js';
 
-export interface Segment {
-  readonly name: string;
-  /** Offset of the segment command, from the slice start. */
-  readonly commandOffset: number;
-  readonly vmAddress: bigint;
-  readonly vmSize: bigint;
-  readonly fileOffset: number;
-  readonly fileSize: number;
-  /** Lowest file offset of a non-empty section in this segment, if any. */
-  readonly firstSectionOffset?: number;
+export type { Segment } from './segment.js';
+
+/** One load command as the header lists it: its type and where it sits in the slice. */
+export interface LoadCommand {
+  readonly command: number;
+  readonly offset: number;
+  readonly size: number;
 }
 
 export interface DylibReference {
@@ -33,10 +32,13 @@ export interface MachOSlice {
   readonly cpuSubtype: number;
   readonly is64: boolean;
   readonly fileType: number;
+  /** mach_header flags (MH_PIE 0x200000, MH_TWOLEVEL 0x80, ...). */
+  readonly flags: number;
   readonly commandCount: number;
   readonly commandsSizeBytes: number;
   /** 28 for mach_header, 32 for mach_header_64. */
   readonly headerSizeBytes: number;
+  readonly loadCommands: readonly LoadCommand[];
   readonly segments: readonly Segment[];
   /** cryptid of LC_ENCRYPTION_INFO(_64); 0 when there is no such command. */
   readonly cryptid: number;
@@ -62,18 +64,25 @@ const FAT_ARCH_64_BYTES = 32;
 // Java class files share 0xcafebabe; their "count" (the version) is 45 or more.
 const MAX_FAT_ARCHS = 32;
 
-/** True when the first bytes are a thin little-endian or a fat Mach-O header. */
-export function isMachOHead(head: Buffer): boolean {
+/**
+ * True when the first 8 bytes start a Mach-O file: a thin header in either byte order or a fat
+ * header. Java class files share 0xcafebabe; where a fat header has its architecture count they
+ * have their version (45 or more), so a small count tells them apart.
+ */
+export function isMachO(head: Buffer): boolean {
   if (head.length < 8) return false;
-  const le = head.readUInt32LE(0);
-  if (le === C.MH_MAGIC || le === C.MH_MAGIC_64) return true;
   const be = head.readUInt32BE(0);
+  // 0xfeedface/0xfeedfacf read big-endian: a big-endian file; 0xcefaedfe/0xcffaedfe: a little-endian one.
+  if (be === C.MH_MAGIC || be === C.MH_MAGIC_64 || be === C.MH_CIGAM || be === C.MH_CIGAM_64) return true;
   if (be === C.FAT_MAGIC || be === C.FAT_MAGIC_64) {
     const count = head.readUInt32BE(4);
     return count > 0 && count <= MAX_FAT_ARCHS;
   }
   return false;
 }
+
+/** The earlier name of isMachO, kept for existing callers. */
+export const isMachOHead = isMachO;
 
 /** Parses a whole Mach-O file held in memory. `where` names it in error messages. */
 export function parseMachO(bytes: Buffer, where = 'Mach-O file'): MachOFile {
@@ -108,6 +117,10 @@ function parseSlice(file: Buffer, offset: number, size: number, where: string): 
   const bytes = file.subarray(offset, offset + size);
   need(bytes, 0, 4, where, 'a Mach-O magic number');
   const magic = bytes.readUInt32LE(0);
+  const bigEndianMagic = bytes.readUInt32BE(0);
+  if (bigEndianMagic === C.MH_MAGIC || bigEndianMagic === C.MH_MAGIC_64) {
+    throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} to be a little-endian Mach-O (every iOS target is), found a big-endian one.`);
+  }
   if (magic !== C.MH_MAGIC && magic !== C.MH_MAGIC_64) {
     throw new IpaError(
       'MACHO_BAD_MAGIC',
@@ -122,9 +135,11 @@ function parseSlice(file: Buffer, offset: number, size: number, where: string): 
   const fileType = bytes.readUInt32LE(12);
   const commandCount = bytes.readUInt32LE(16);
   const commandsSizeBytes = bytes.readUInt32LE(20);
+  const flags = bytes.readUInt32LE(24);
   const headerSizeBytes = is64 ? 32 : 28;
   need(bytes, headerSizeBytes, commandsSizeBytes, where, 'its load commands');
 
+  const loadCommands: LoadCommand[] = [];
   const segments: Segment[] = [];
   const dylibs: DylibReference[] = [];
   const rpaths: string[] = [];
@@ -147,6 +162,7 @@ function parseSlice(file: Buffer, offset: number, size: number, where: string): 
       );
     }
     const command = bytes.subarray(at, at + cmdSize);
+    loadCommands.push({ command: cmd, offset: at, size: cmdSize });
     switch (cmd) {
       case C.LC_SEGMENT_64:
       case C.LC_SEGMENT:
@@ -197,9 +213,11 @@ function parseSlice(file: Buffer, offset: number, size: number, where: string): 
     cpuSubtype,
     is64,
     fileType,
+    flags,
     commandCount,
     commandsSizeBytes,
     headerSizeBytes,
+    loadCommands,
     segments,
     cryptid,
     ...(encryptionCommandOffset === undefined ? {} : { encryptionCommandOffset }),
@@ -209,77 +227,4 @@ function parseSlice(file: Buffer, offset: number, size: number, where: string): 
     ...(installName === undefined ? {} : { installName }),
     freeCommandBytes: Math.max(0, firstData - end),
   };
-}
-
-function readSegment(command: Buffer, commandOffset: number, is64: boolean, where: string): Segment {
-  // segment_command_64: cmd, cmdsize, segname[16], vmaddr, vmsize, fileoff, filesize (u64 each),
-  //   maxprot, initprot, nsects, flags; then nsects section_64 of 80 bytes.
-  // segment_command: the same with u32 addresses and sizes (56 bytes); section of 68 bytes.
-  const headerBytes = is64 ? 72 : 56;
-  need(command, 0, headerBytes, where, 'a segment command');
-  const name = readFixedString(command, 8, 16);
-  const vmAddress = is64 ? command.readBigUInt64LE(24) : BigInt(command.readUInt32LE(24));
-  const vmSize = is64 ? command.readBigUInt64LE(32) : BigInt(command.readUInt32LE(28));
-  const fileOffset = is64 ? toSafeNumber(command.readBigUInt64LE(40), where) : command.readUInt32LE(32);
-  const fileSize = is64 ? toSafeNumber(command.readBigUInt64LE(48), where) : command.readUInt32LE(36);
-  const sectionCount = command.readUInt32LE(is64 ? 64 : 48);
-  const sectionBytes = is64 ? 80 : 68;
-  need(command, headerBytes, sectionCount * sectionBytes, where, `the sections of ${name}`);
-  let firstSectionOffset: number | undefined;
-  for (let i = 0; i < sectionCount; i++) {
-    const s = headerBytes + i * sectionBytes;
-    // section_64: sectname[16], segname[16], addr u64, size u64, offset u32 (at 48), align, ..., flags (at 64)
-    // section: sectname[16], segname[16], addr u32, size u32, offset u32 (at 40), ...
-    const sectionSize = is64 ? command.readBigUInt64LE(s + 40) : BigInt(command.readUInt32LE(s + 36));
-    const sectionOffset = command.readUInt32LE(s + (is64 ? 48 : 40));
-    const flags = command.readUInt32LE(s + (is64 ? 64 : 56));
-    // Zero-fill sections (S_ZEROFILL 0x1, S_GB_ZEROFILL 0xc, S_THREAD_LOCAL_ZEROFILL 0x12) have no file data.
-    const type = flags & 0xff;
-    const isZeroFill = type === 0x1 || type === 0xc || type === 0x12;
-    if (sectionSize > 0n && sectionOffset > 0 && !isZeroFill) {
-      firstSectionOffset = Math.min(firstSectionOffset ?? sectionOffset, sectionOffset);
-    }
-  }
-  return {
-    name,
-    commandOffset,
-    vmAddress,
-    vmSize,
-    fileOffset,
-    fileSize,
-    ...(firstSectionOffset === undefined ? {} : { firstSectionOffset }),
-  };
-}
-
-/** An lc_str: a string at `offset` from the command start, NUL-terminated within cmdsize. */
-function readCommandString(command: Buffer, fieldAt: number, minSize: number, where: string): string {
-  need(command, 0, minSize, where, 'a load command string');
-  const offset = command.readUInt32LE(fieldAt);
-  if (offset < minSize || offset >= command.length) {
-    throw new IpaError('MACHO_TRUNCATED', `Expected a string inside a ${command.length}-byte load command of ${where}, found offset ${offset}.`);
-  }
-  const nul = command.indexOf(0, offset);
-  return command.toString('utf8', offset, nul === -1 ? command.length : nul);
-}
-
-function readFixedString(bytes: Buffer, at: number, length: number): string {
-  const raw = bytes.subarray(at, at + length);
-  const nul = raw.indexOf(0);
-  return raw.toString('latin1', 0, nul === -1 ? length : nul);
-}
-
-export function need(bytes: Buffer, at: number, length: number, where: string, what: string): void {
-  if (at < 0 || length < 0 || at + length > bytes.length) throw truncated(where, what, at + length, bytes.length);
-}
-
-function truncated(where: string, what: string, needed?: number, found?: number): IpaError {
-  const sizes = needed === undefined ? '' : ` (needs ${needed} bytes, found ${found})`;
-  return new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold ${what}, found it cut short${sizes}.`);
-}
-
-function toSafeNumber(value: bigint, where: string): number {
-  if (value > BigInt(Number.MAX_SAFE_INTEGER)) {
-    throw new IpaError('MACHO_TRUNCATED', `Expected offsets in ${where} to fit the file, found ${value}.`);
-  }
-  return Number(value);
 }

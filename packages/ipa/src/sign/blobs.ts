@@ -2,7 +2,7 @@
  * Code signature blobs (Security framework's cscdefs.h / CSCommon.h). Unlike the Mach-O header,
  * every field of a code signature is big-endian.
  */
-import { IpaError } from '../errors.js';
+import { readSuperBlobIndex } from '../macho/code-signature.js';
 
 export const CSMAGIC_REQUIREMENT = 0xfade0c00;
 export const CSMAGIC_REQUIREMENTS = 0xfade0c01;
@@ -47,24 +47,7 @@ export function buildSuperBlob(blobs: readonly { slot: number; blob: Buffer }[])
 
 /** The blobs of an existing SuperBlob by slot; tolerant of what older tools wrote, strict on lengths. */
 export function parseSuperBlob(bytes: Buffer, where: string): Map<number, Buffer> {
-  const fail = (found: string): IpaError =>
-    new IpaError('SIGNATURE_INVALID', `Expected an embedded signature SuperBlob in ${where}, found ${found}.`);
-  if (bytes.length < 12) throw fail(`${bytes.length} bytes`);
-  const magic = bytes.readUInt32BE(0);
-  if (magic !== CSMAGIC_EMBEDDED_SIGNATURE) throw fail(`magic 0x${magic.toString(16)}`);
-  const length = bytes.readUInt32BE(4);
-  const count = bytes.readUInt32BE(8);
-  if (length > bytes.length || 12 + count * 8 > length) throw fail(`length ${length} and ${count} entries in ${bytes.length} bytes`);
-  const result = new Map<number, Buffer>();
-  for (let i = 0; i < count; i++) {
-    const slot = bytes.readUInt32BE(12 + i * 8);
-    const offset = bytes.readUInt32BE(16 + i * 8);
-    if (offset + 8 > length) throw fail(`slot ${slot} at offset ${offset} past the end`);
-    const blobLength = bytes.readUInt32BE(offset + 4);
-    if (blobLength < 8 || offset + blobLength > length) throw fail(`slot ${slot} of ${blobLength} bytes past the end`);
-    result.set(slot, bytes.subarray(offset, offset + blobLength));
-  }
-  return result;
+  return new Map(readSuperBlobIndex(bytes, where).map((b) => [b.slot, bytes.subarray(b.offset, b.offset + b.length)]));
 }
 
 export type HashName = 'sha1' | 'sha256';
