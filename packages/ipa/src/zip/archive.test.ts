@@ -152,6 +152,15 @@ describe('openZip', () => {
     expect((error as IpaError).code).toBe('ZIP_TRUNCATED');
   });
 
+  it('refuses an entry whose bytes do not match its CRC-32: ZIP_INVALID', async () => {
+    const bytes = buildZip([{ name: 'a.txt', data: 'hello world', method: 0 }]);
+    bytes[30 + 'a.txt'.length] = 'H'.charCodeAt(0); // first data byte, after the local header and name
+    const error = await openAndReadAll(bytes).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(IpaError);
+    expect((error as IpaError).code).toBe('ZIP_INVALID');
+    expect((error as IpaError).message).toMatch(/^Expected "a\.txt" to have CRC-32 0x0d4a1185, found 0x[0-9a-f]{8}: the archive is damaged\.$/);
+  });
+
   it('refuses a name climbing out with "..": ZIP_SLIP', async () => {
     const bytes = buildZip([...goodEntries, { name: `${app}../../../evil.txt`, data: 'x' }]);
     const error = await refusal(await writeFixture('ZIP_SLIP.ipa', bytes));

@@ -1,5 +1,6 @@
 import { open as openFile, type FileHandle } from 'node:fs/promises';
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, Transform, type Readable } from 'node:stream';
+import { crc32 } from 'node:zlib';
 import yauzl from 'yauzl';
 import { IpaError } from '../errors.js';
 import { toZipError } from './errors.js';
@@ -213,7 +214,7 @@ function createArchive(zip: yauzl.ZipFile, entries: ZipEntry[]): ZipArchive {
       throw toZipError(err);
     }
     // Errors from yauzl and zlib arrive as plain Errors; hand callers IpaErrors only.
-    const out = new PassThrough();
+    const out = options.raw ? new PassThrough() : createCrcCheck(entry);
     source.on('error', (err) => out.destroy(toZipError(err)));
     out.on('close', () => source.destroy());
     return source.pipe(out);
@@ -253,6 +254,31 @@ function createArchive(zip: yauzl.ZipFile, entries: ZipEntry[]): ZipArchive {
     close: () => zip.close(),
   };
 }
+
+/**
+ * yauzl checks sizes but not the CRC-32, so a damaged entry could inflate to wrong bytes of the
+ * right length; verify it as the data passes (APPNOTE 4.4.7). Only a fully read entry is checked.
+ */
+function createCrcCheck(entry: ZipEntry): Transform {
+  let crc = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      crc = crc32(chunk, crc);
+      callback(null, chunk);
+    },
+    flush(callback) {
+      if (crc >>> 0 === entry.crc32 >>> 0) return callback();
+      callback(
+        new IpaError(
+          'ZIP_INVALID',
+          `Expected "${entry.name}" to have CRC-32 0x${hex32(entry.crc32)}, found 0x${hex32(crc)}: the archive is damaged.`,
+        ),
+      );
+    },
+  });
+}
+
+const hex32 = (value: number): string => (value >>> 0).toString(16).padStart(8, '0');
 
 /** A symlink's content is its target; refuse any that resolves outside its app bundle (or the archive). */
 async function readSymlinkTargets(
