@@ -9,6 +9,7 @@ import { asArm64e } from '../test-support/macho-bytes.js';
 import { createTestPki } from '../test-support/pki.js';
 import { HELPER_SOURCE, MAIN_SOURCE, buildDylib, buildExecutable, buildFat, objdumpHeaders } from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, printCms, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
+import { codeDirectoryHashes } from './cdhash.js';
 import { createCmsSigner } from './cms.js';
 import { signMachO, type CodeSignInput } from './macho-sign.js';
 
@@ -109,5 +110,15 @@ describe('signMachO', () => {
       expect(opensslVerifies(signature, pki.caPem).ok).toBe(true);
       expect(pageHashesMatch(signed, signature)).toBe(true);
     }
+    const hashes = codeDirectoryHashes(signed);
+    expect(hashes.map((h) => h.arch)).toEqual(['arm64', 'arm64e']);
+    hashes.forEach((slice, i) => {
+      const sha256 = createHash('sha256').update(signatures[i]!.codeDirectories[1]!.bytes).digest();
+      expect(slice.codeDirectories[1]!.digest.equals(sha256)).toBe(true);
+    });
+  });
+
+  it('refuses to list cdhashes of an unsigned binary: SIGNATURE_INVALID', () => {
+    expect(() => codeDirectoryHashes(readFileSync(appPath))).toThrow(expect.objectContaining({ code: 'SIGNATURE_INVALID' }));
   });
 });

@@ -1,0 +1,110 @@
+/**
+ * The real Xcode-signed arm64 executable of the fixture IPA: its own signature read back, then
+ * re-signed with a throwaway identity and checked with tools that are not ours.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as plist from 'plist';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadIdentity } from '../identity.js';
+import { parseMachO } from '../macho/parse.js';
+import { createTestPki } from '../test-support/pki.js';
+import { OBJDUMP } from '../test-support/toolchain.js';
+import { opensslVerifies, pageHashesMatch, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
+import { codeDirectoryHashes } from './cdhash.js';
+import { createCmsSigner } from './cms.js';
+import { signMachO, type CodeSignInput } from './macho-sign.js';
+import { readEmbeddedEntitlements } from './read-signature.js';
+
+// packages/ipa/src/sign -> repository root (4 up) -> ../shared/fixtures
+const fixtureIpa = new URL('../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa', import.meta.url).pathname;
+const dir = mkdtempSync(join(tmpdir(), 'ipa-fixture-sign-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+execFileSync('unzip', ['-q', fixtureIpa, '-d', dir]);
+const appDir = join(dir, 'Payload', 'very-capable-app.app');
+const original = readFileSync(join(appDir, 'very-capable-app'));
+const infoPlist = readFileSync(join(appDir, 'Info.plist'));
+const codeResources = readFileSync(join(appDir, '_CodeSignature', 'CodeResources'));
+
+const pki = createTestPki(dir);
+const identity = loadIdentity({ p12: pki.p12, password: pki.password });
+
+/** The cdhashes plist (attribute 1.2.840.113635.100.9.1) lies in the CMS DER as plain XML. */
+function cmsPlistCdHashes(cms: Buffer): string[] {
+  const start = cms.indexOf('<?xml');
+  const end = cms.indexOf('</plist>', start) + '</plist>'.length;
+  const parsed = plist.parse(cms.toString('utf8', start, end)) as { cdhashes: Buffer[] };
+  return parsed.cdhashes.map((h) => Buffer.from(h).toString('hex'));
+}
+
+function segmentsOf(path: string): string[] {
+  const text = execFileSync(OBJDUMP, ['--macho', '--private-headers', path], { encoding: 'utf8' });
+  // Every segment's name, address and file offset; __LINKEDIT's sizes are expected to grow.
+  return [...text.matchAll(/segname (\S+)\s+vmaddr (\S+)\s+vmsize (\S+)\s+fileoff (\S+)\s+filesize (\S+)/g)].map((m) =>
+    m[1] === '__LINKEDIT' ? `${m[1]} ${m[2]} ${m[4]}` : m.slice(1).join(' '),
+  );
+}
+
+function resign(bytes: Buffer): Buffer {
+  const input: CodeSignInput = {
+    identifier: 'org.fastlane.very-capable-app',
+    teamId: pki.teamId,
+    commonName: pki.commonName,
+    infoPlist,
+    codeResources,
+    entitlements: readEmbeddedEntitlements(bytes)!,
+    isMainBinary: true,
+    signer: createCmsSigner(identity),
+    now: new Date('2026-01-02T03:04:05Z'),
+  };
+  return signMachO(bytes, 'very-capable-app', input).bytes;
+}
+
+describe('the Xcode-signed fixture executable', () => {
+  it('has cdhashes that match the ones Xcode listed in its CMS', () => {
+    const [xcode] = readSignatures(original);
+    const [slice] = codeDirectoryHashes(original);
+    expect(slice!.codeDirectories.map((cd) => [cd.slot, cd.hashType])).toEqual([[0, 1], [0x1000, 2]]);
+    expect(slice!.codeDirectories.map((cd) => cd.cdhash.toString('hex'))).toEqual(cmsPlistCdHashes(xcode!.cms));
+  });
+
+  it('re-signs so that openssl verifies the CMS and every page and special slot recomputes', () => {
+    const signed = resign(original);
+    const [signature] = readSignatures(signed);
+    const verified = opensslVerifies(signature!, pki.caPem);
+    expect(verified.output).toBe('');
+    expect(verified.ok).toBe(true);
+    expect(pageHashesMatch(signed, signature!)).toBe(true);
+    expect(specialSlotMatches(signature!, 1, infoPlist)).toBe(true);
+    expect(specialSlotMatches(signature!, 3, codeResources)).toBe(true);
+    for (const slot of [2, 5, 7]) expect(specialSlotMatches(signature!, slot, signature!.blobs.get(slot)!)).toBe(true);
+    expect(signature!.codeDirectories.map((cd) => [cd.hashType, cd.identifier, cd.teamId])).toEqual([
+      [1, 'org.fastlane.very-capable-app', pki.teamId], [2, 'org.fastlane.very-capable-app', pki.teamId],
+    ]);
+    // get-task-allow is in the app's development entitlements: main binary | allow unsigned, as Xcode wrote.
+    expect(signature!.codeDirectories.map((cd) => cd.execSegFlags)).toEqual([0x11n, 0x11n]);
+    expect(codeDirectoryHashes(signed)[0]!.codeDirectories.map((cd) => cd.cdhash.toString('hex'))).toEqual(cmsPlistCdHashes(signature!.cms));
+  });
+
+  it('keeps the code and every segment where it was, and stays unencrypted', () => {
+    const signed = resign(original);
+    const out = join(dir, 'resigned');
+    writeFileSync(out, signed);
+    expect(segmentsOf(out)).toEqual(segmentsOf(join(appDir, 'very-capable-app')));
+    const [slice] = parseMachO(signed).slices;
+    expect(slice!.cryptid).toBe(0);
+    const codeLimit = parseMachO(original).slices[0]!.codeSignature!.dataOffset;
+    // Only the two header fields change below the signature: LC_CODE_SIGNATURE.datasize and __LINKEDIT's sizes.
+    const differing = [...Array(codeLimit).keys()].filter((i) => signed[i] !== original[i]);
+    expect(differing.every((i) => i < 0x2000)).toBe(true);
+  });
+
+  it('re-signs its own output into a valid signature again', () => {
+    const twice = resign(resign(original));
+    const [signature] = readSignatures(twice);
+    expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
+    expect(pageHashesMatch(twice, signature!)).toBe(true);
+  });
+});
