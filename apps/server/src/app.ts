@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { DatabaseHandle } from './db/client.js';
@@ -39,6 +39,11 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     bodyLimit: config.BODY_LIMIT_BYTES,
     trustProxy: config.TRUST_PROXY,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // Errors raised before routing (a malformed %-escape in the path) get the same text/plain answer.
+    frameworkErrors: (error, request, reply) => {
+      request.log.info({ code: error.code }, 'malformed request address');
+      void (reply as FastifyReply).code(400).type('text/plain; charset=utf-8').send('This address is not valid.');
+    },
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

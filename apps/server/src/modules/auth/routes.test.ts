@@ -210,6 +210,13 @@ describe.each(databaseKinds)('accounts on %s', (kind) => {
     expect(res.body).toBe('There is no GET /api/nope here.');
   });
 
+  it('answers a malformed address with 400 and a sentence', async () => {
+    const res = await t.app.inject({ url: '/api/search/kr/100%' });
+    expect(res.statusCode).toBe(400);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    expect(res.body).toBe('This address is not valid.');
+  });
+
   it('reports health with the database reachable', async () => {
     const res = await t.app.inject({ url: '/healthz' });
     expect(res.statusCode).toBe(200);
