@@ -1,11 +1,6 @@
-import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
-import { Readable, Writable } from 'node:stream';
-import { configure, Uint8ArrayReader, ZipWriter } from '@zip.js/zip.js';
+import { IpaError } from '../errors.js';
 import type { ZipArchive, ZipEntry } from '../zip/index.js';
-
-// Node has no web workers to hand compression to; compress in this thread.
-configure({ useWebWorkers: false });
+import { createSignedZipWriter } from '../zip/writer.js';
 
 /** Deflate level for entries signing changed: fast, since Mach-O binaries can be 100+ MB. */
 const CHANGED_LEVEL = 1;
@@ -16,42 +11,27 @@ const CHANGED_LEVEL = 1;
  * archive is written beside the output and renamed into place, so a failure leaves no partial file.
  */
 export async function writeSignedZip(archive: ZipArchive, output: string, replaced: ReadonlyMap<string, Buffer>) {
-  const temporary = `${output}.partial-${process.pid}`;
-  const file = createWriteStream(temporary);
-  const writer = new ZipWriter(Writable.toWeb(file) as WritableStream, { keepOrder: true, level: CHANGED_LEVEL });
+  if (archive.path === undefined) {
+    throw new IpaError('ZIP_INVALID', 'Expected an archive opened from a file to copy entries from, found one opened from memory.');
+  }
+  const writer = await createSignedZipWriter(archive.path, output, { level: CHANGED_LEVEL });
   try {
     const seen = new Set<string>();
     for (const entry of archive.entries) {
       seen.add(entry.name);
       const content = replaced.get(entry.name);
-      if (content) await writer.add(entry.name, new Uint8ArrayReader(content), modeOptions(entry));
-      else await copyRaw(archive, entry, writer);
+      if (content) await writer.add(entry.name, content, modeOptions(entry));
+      else if (entry.isDirectory) await writer.addDirectory(entry.name, entry.unixMode);
+      else await writer.copy(entry);
     }
     for (const [name, content] of replaced) {
-      if (!seen.has(name)) await writer.add(name, new Uint8ArrayReader(content), { unixMode: 0o100644 });
+      if (!seen.has(name)) await writer.add(name, content, { unixMode: /\.dylib$/.test(name) ? 0o100755 : 0o100644 });
     }
     await writer.close();
-    await rename(temporary, output);
   } catch (err) {
-    file.destroy();
-    await rm(temporary, { force: true });
+    await writer.abort();
     throw err;
   }
 }
 
 const modeOptions = (entry: ZipEntry) => (entry.unixMode !== undefined ? { unixMode: entry.unixMode } : {});
-
-async function copyRaw(archive: ZipArchive, entry: ZipEntry, writer: ZipWriter<unknown>) {
-  if (entry.isDirectory) {
-    await writer.add(entry.name, undefined, { directory: true, ...modeOptions(entry) });
-    return;
-  }
-  const raw = await archive.openEntryStream(entry, { raw: true });
-  await writer.add(entry.name, Readable.toWeb(raw) as ReadableStream, {
-    passThrough: true,
-    uncompressedSize: entry.uncompressedSizeBytes,
-    crc32: entry.crc32,
-    compressionMethod: entry.compressionMethod,
-    ...modeOptions(entry),
-  });
-}

@@ -31,6 +31,8 @@ export interface OpenEntryOptions {
 }
 
 export interface ZipArchive {
+  /** The file the archive was opened from (openZip), for readers that go to the file directly. */
+  readonly path?: string;
   readonly sizeBytes: number;
   readonly entries: readonly ZipEntry[];
   find(name: string): ZipEntry | undefined;
@@ -62,7 +64,7 @@ const yauzlOptions: yauzl.Options = {
 /** Opens an IPA from a path. Reads the central directory only; entries are streamed on demand. */
 export async function openZip(path: string, options: OpenZipOptions = {}): Promise<ZipArchive> {
   const head = await readHead(path);
-  return openFrom(() => yauzl.openPromise(path, yauzlOptions), head, options);
+  return { ...(await openFrom(() => yauzl.openPromise(path, yauzlOptions), head, options)), path };
 }
 
 /** The first bytes tell a truncated zip from something that is not a zip at all. */

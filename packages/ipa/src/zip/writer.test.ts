@@ -1,0 +1,85 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EXECUTABLE_MODE, SYMLINK_MODE, buildZip } from '../test-support/build-zip.js';
+import { openZip } from './archive.js';
+import { createSignedZipWriter } from './writer.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ipa-writer-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const source = join(dir, 'source.zip');
+const random = randomBytes(50_000);
+writeFileSync(source, buildZip([
+  { name: 'Payload/' },
+  { name: 'Payload/A.app/' },
+  { name: 'Payload/A.app/text.txt', data: 'hello '.repeat(500) },
+  { name: 'Payload/A.app/random.bin', data: random, method: 0 },
+  { name: 'Payload/A.app/A', data: 'binary', mode: EXECUTABLE_MODE },
+  { name: 'Payload/A.app/link', data: 'text.txt', mode: SYMLINK_MODE },
+  { name: 'Payload/A.app/naïve.txt', data: 'utf-8 name' },
+]));
+
+async function readAll(path: string): Promise<Map<string, { data: string; mode?: number }>> {
+  const archive = await openZip(path);
+  try {
+    const result = new Map<string, { data: string; mode?: number }>();
+    for (const entry of archive.entries) {
+      const data = entry.isDirectory ? '' : (await archive.readEntry(entry)).toString('latin1');
+      result.set(entry.name, { data, ...(entry.unixMode === undefined ? {} : { mode: entry.unixMode }) });
+    }
+    return result;
+  } finally {
+    archive.close();
+  }
+}
+
+describe('createSignedZipWriter', () => {
+  it('copies entries byte for byte and adds new ones, readable by yauzl and unzip', async () => {
+    const archive = await openZip(source);
+    const output = join(dir, 'out.zip');
+    const writer = await createSignedZipWriter(source, output);
+    try {
+      for (const entry of archive.entries) if (entry.name !== 'Payload/A.app/A') await writer.copy(entry);
+      await writer.add('Payload/A.app/A', Buffer.from('signed binary '.repeat(100)), { unixMode: EXECUTABLE_MODE });
+      await writer.add('Payload/A.app/_CodeSignature/CodeResources', Buffer.from('<plist/>'));
+      await writer.addDirectory('Payload/A.app/Frameworks');
+      await writer.close();
+    } finally {
+      archive.close();
+    }
+    const before = await readAll(source);
+    const after = await readAll(output);
+    for (const [name, value] of before) if (name !== 'Payload/A.app/A') expect(after.get(name)).toEqual(value);
+    expect(after.get('Payload/A.app/A')).toEqual({ data: 'signed binary '.repeat(100), mode: EXECUTABLE_MODE });
+    expect(after.get('Payload/A.app/_CodeSignature/CodeResources')?.data).toBe('<plist/>');
+    expect(after.has('Payload/A.app/Frameworks/')).toBe(true);
+    expect(execFileSync('unzip', ['-tq', output], { encoding: 'utf8' })).toContain('No errors detected');
+    expect(readdirSync(dir).filter((name) => name.includes('partial'))).toEqual([]);
+  });
+
+  it('writes zip64 end records when the entries outnumber 65,535', async () => {
+    const many = join(dir, 'many.zip');
+    const writer = await createSignedZipWriter(source, many);
+    for (let i = 0; i < 66_000; i++) await writer.add(`f/${i}`, Buffer.from(String(i)), { store: true });
+    await writer.close();
+    const archive = await openZip(many);
+    try {
+      expect(archive.entries).toHaveLength(66_000);
+      expect((await archive.readEntry(archive.find('f/65999')!)).toString()).toBe('65999');
+    } finally {
+      archive.close();
+    }
+  });
+
+  it('refuses the same name twice: ZIP_DUPLICATE_NAME', async () => {
+    const writer = await createSignedZipWriter(source, join(dir, 'dup.zip'));
+    await writer.add('a', Buffer.from('1'));
+    await expect(writer.add('a', Buffer.from('2'))).rejects.toMatchObject({ code: 'ZIP_DUPLICATE_NAME' });
+    await writer.abort();
+    expect(readdirSync(dir).filter((name) => name.startsWith('dup.zip'))).toEqual([]);
+  });
+});
