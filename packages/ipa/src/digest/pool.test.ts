@@ -33,15 +33,12 @@ describe('digestEntries', () => {
     }
   });
 
-  it('refuses an entry whose data does not inflate to its recorded size: ZIP_INVALID', async () => {
-    const bytes = buildZip([{ name: 'a.txt', data: Buffer.from('hello '.repeat(1000)) }]);
-    bytes.writeUInt32LE(7, 22); // local header's uncompressed size is ignored; corrupt the central one instead
-    const centralAt = bytes.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]));
-    bytes.writeUInt32LE(5, centralAt + 24);
+  it('refuses an entry whose content does not match its CRC-32: ZIP_INVALID', async () => {
+    const bytes = buildZip([{ name: 'a.txt', data: Buffer.from('hello '.repeat(1000)), method: 0 }]);
+    bytes[40]! ^= 0xff; // a byte of the stored data (30-byte header + 5-byte name)
     const path = join(dir, 'bad.zip');
     writeFileSync(path, bytes);
-    const archive = await openZip(path).catch(() => undefined);
-    if (archive === undefined) return; // yauzl may refuse it first, which is fine too
+    const archive = await openZip(path);
     try {
       await expect(digestEntries(path, archive.entries)).rejects.toMatchObject({ code: 'ZIP_INVALID' });
     } finally {

@@ -19,6 +19,7 @@ interface Task {
   compressedSize: number;
   uncompressedSize: number;
   method: number;
+  crc32: number;
 }
 
 type Result = { id: number; sha1: Uint8Array; sha256: Uint8Array } | { id: number; error: string };
@@ -44,6 +45,7 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
     compressedSize: entry.compressedSizeBytes,
     uncompressedSize: entry.uncompressedSizeBytes,
     method: entry.compressionMethod,
+    crc32: entry.crc32 >>> 0,
   }));
   const batches = toBatches(tasks);
   const workerCount = Math.max(1, Math.min(options.workers ?? availableParallelism(), batches.length));
@@ -68,7 +70,7 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
         for (const item of results) {
           const entry = entries[item.id]!;
           if ('error' in item) {
-            return finish(new IpaError('ZIP_INVALID', `Expected "${entry.name}" to inflate to its recorded ${entry.uncompressedSizeBytes} bytes, found: ${item.error}.`));
+            return finish(new IpaError('ZIP_INVALID', `Expected "${entry.name}" to inflate to the ${entry.uncompressedSizeBytes} bytes and CRC-32 its header records, found: ${item.error}.`));
           }
           result.set(entry.name, { sha1: Buffer.from(item.sha1), sha256: Buffer.from(item.sha256) });
         }

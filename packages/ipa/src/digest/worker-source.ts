@@ -32,7 +32,8 @@ async function digest(handle, task) {
   const sha1 = createHash('sha1');
   const sha256 = createHash('sha256');
   let length = 0;
-  const update = (bytes) => { sha1.update(bytes); sha256.update(bytes); length += bytes.length; };
+  let crc = 0;
+  const update = (bytes) => { sha1.update(bytes); sha256.update(bytes); crc = zlib.crc32(bytes, crc); length += bytes.length; };
   if (task.method !== 0 && task.method !== 8) throw new Error('unsupported compression method ' + task.method);
   if (task.compressedSize <= SMALL_BYTES && task.uncompressedSize <= 4 * SMALL_BYTES) {
     const raw = task.compressedSize === 0 ? Buffer.alloc(0) : await readAt(handle, task.compressedSize, start);
@@ -44,6 +45,7 @@ async function digest(handle, task) {
     for await (const chunk of stream) update(chunk);
   }
   if (length !== task.uncompressedSize) throw new Error('inflated to ' + length + ' bytes, expected ' + task.uncompressedSize);
+  if ((crc >>> 0) !== task.crc32) throw new Error('CRC-32 0x' + (crc >>> 0).toString(16) + ', expected 0x' + task.crc32.toString(16));
   return { sha1: sha1.digest(), sha256: sha256.digest() };
 }
 
