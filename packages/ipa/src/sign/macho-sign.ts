@@ -21,8 +21,10 @@ import { buildRequirementsBlob } from './requirements.js';
 export interface CodeSignInput {
   readonly identifier: string;
   readonly teamId?: string;
-  /** The certificate's common name, for the designated requirement. */
+  /** The certificate's common name, for the designated requirement of an Apple-issued identity. */
   readonly commonName?: string;
+  /** SHA-1 of the root certificate, for the designated requirement of any other identity (see requirementSubjectFor). */
+  readonly anchorSha1?: Buffer;
   /** Raw bytes of the bundle's Info.plist (special slot 1), for a bundle's main executable. */
   readonly infoPlist?: Buffer;
   /** Raw bytes of the bundle's _CodeSignature/CodeResources (special slot 3). */
@@ -82,7 +84,11 @@ function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeS
     }
   }
 
-  const requirements = buildRequirementsBlob({ identifier: input.identifier, ...(input.commonName === undefined ? {} : { commonName: input.commonName }) });
+  const requirements = buildRequirementsBlob({
+    identifier: input.identifier,
+    ...(input.commonName === undefined ? {} : { commonName: input.commonName }),
+    ...(input.anchorSha1 === undefined ? {} : { anchorSha1: input.anchorSha1 }),
+  });
   const entitlements = input.entitlements === undefined ? undefined : entitlementsBlob(buildXmlPlist(input.entitlements));
   const derEntitlements = input.entitlements === undefined ? undefined : derEntitlementsBlob(encodeDerEntitlements(input.entitlements));
   const specialBlobs: (Buffer | undefined)[] = [input.infoPlist, requirements, input.codeResources, undefined, entitlements, undefined, derEntitlements];
