@@ -88,6 +88,20 @@ describe('the Xcode-signed fixture executable', () => {
     expect(codeDirectoryHashes(signed)[0]!.codeDirectories.map((cd) => cd.cdhash.toString('hex'))).toEqual(cmsPlistCdHashes(signature!.cms));
   });
 
+  it('hashes every page but the header page exactly as Xcode did, with the same code limit and executable segment', () => {
+    const [xcode] = readSignatures(original);
+    const [ours] = readSignatures(resign(original));
+    xcode!.codeDirectories.forEach((theirs, i) => {
+      const mine = ours!.codeDirectories[i]!;
+      expect([mine.codeLimit, mine.codeSlotCount]).toEqual([theirs.codeLimit, theirs.codeSlotCount]);
+      // CodeDirectory 0x20400: execSegBase (64), execSegLimit (72), execSegFlags (80), u64 each.
+      expect(mine.bytes.subarray(64, 88).equals(theirs.bytes.subarray(64, 88))).toBe(true);
+      const pages = (cd: typeof mine): Buffer => cd.bytes.subarray(cd.bytes.readUInt32BE(16) + cd.bytes.readUInt8(36));
+      // Page 0 holds the load commands whose sizes signing rewrites; every other page is untouched code.
+      expect(pages(mine).equals(pages(theirs))).toBe(true);
+    });
+  });
+
   it('keeps the code and every segment where it was, and stays unencrypted', () => {
     const signed = resign(original);
     const out = join(dir, 'resigned');

@@ -2,7 +2,10 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { IpaError } from '../errors.js';
+import { parseMachO } from '../macho/parse.js';
 import { loadIdentity } from '../identity.js';
 import { parsePlistDict } from '../plist.js';
 import { asArm64e } from '../test-support/macho-bytes.js';
@@ -116,6 +119,43 @@ describe('signMachO', () => {
       const sha256 = createHash('sha256').update(signatures[i]!.codeDirectories[1]!.bytes).digest();
       expect(slice.codeDirectories[1]!.digest.equals(sha256)).toBe(true);
     });
+  });
+
+  it('refuses to add LC_CODE_SIGNATURE where the load commands have no room, leaving the input as it was: LOAD_COMMANDS_FULL', () => {
+    const full = Buffer.from(readFileSync(appPath));
+    const [slice] = parseMachO(full).slices;
+    const end = slice!.headerSizeBytes + slice!.commandsSizeBytes;
+    // An LC_RPATH whose padded path fills all but 8 of the free bytes: too few for a 16-byte command.
+    const size = Math.floor((slice!.freeCommandBytes - 8) / 8) * 8;
+    full.writeUInt32LE(0x8000001c, end);
+    full.writeUInt32LE(size, end + 4);
+    full.writeUInt32LE(12, end + 8);
+    full.write('@loader_path/padding', end + 12);
+    full.writeUInt32LE(slice!.commandCount + 1, 16);
+    full.writeUInt32LE(slice!.commandsSizeBytes + size, 20);
+    expect(parseMachO(full).slices[0]!.freeCommandBytes).toBeLessThan(16);
+    const before = Buffer.from(full);
+    expect(() => signMachO(full, 'app', input)).toThrow(expect.objectContaining({ code: 'LOAD_COMMANDS_FULL' }));
+    expect(full.equals(before)).toBe(true);
+  });
+
+  it('gives an IpaError, or a signature whose page hashes recompute, for any corruption of the header, never a crash', () => {
+    const original = readFileSync(appPath);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 1023 }), fc.integer({ min: 0, max: 255 }), (at, value) => {
+        const copy = Buffer.from(original);
+        copy[at] = value;
+        let signed: Buffer;
+        try {
+          signed = signMachO(copy, 'app', input).bytes;
+        } catch (err) {
+          expect(err).toBeInstanceOf(IpaError);
+          return;
+        }
+        expect(pageHashesMatch(signed, readSignatures(signed)[0]!)).toBe(true);
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('refuses to list cdhashes of an unsigned binary: SIGNATURE_INVALID', () => {

@@ -64,6 +64,9 @@ function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeS
     throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} (${slice.arch}) to have a __LINKEDIT segment to hold the signature, found none.`);
   }
   const lastEnd = Math.max(...slice.segments.map((s) => s.fileOffset + s.fileSize));
+  if (lastEnd > bytes.length) {
+    throw new IpaError('MACHO_TRUNCATED', `Expected the segments of ${where} (${slice.arch}) to end within its ${bytes.length} bytes, found one ending at ${lastEnd}.`);
+  }
   if (linkedit.fileOffset + linkedit.fileSize !== lastEnd) {
     throw new IpaError('MACHO_UNSUPPORTED', `Expected __LINKEDIT to be the last segment of ${where} (${slice.arch}), found another segment after it.`);
   }
