@@ -37,6 +37,39 @@ const input: CodeSignInput = {
   now: new Date(),
 };
 
+/**
+ * A 64-bit fat file (0xcafebabf) written by hand, as lipo -fat64 would: fat_header { magic,
+ * nfat_arch } then fat_arch_64 { cputype, cpusubtype, offset u64, size u64, align, reserved },
+ * big-endian, each slice at a 2^14 boundary.
+ */
+function buildFat64(slices: Buffer[]): Buffer {
+  const header = Buffer.alloc(8 + slices.length * 32);
+  header.writeUInt32BE(0xcafebabf, 0);
+  header.writeUInt32BE(slices.length, 4);
+  const parts: Buffer[] = [header];
+  let end = header.length;
+  slices.forEach((slice, i) => {
+    const offset = Math.ceil(end / 0x4000) * 0x4000;
+    const at = 8 + i * 32;
+    header.writeUInt32BE(slice.readUInt32LE(4), at); // cputype, from the thin mach_header
+    header.writeUInt32BE(slice.readUInt32LE(8), at + 4); // cpusubtype
+    header.writeBigUInt64BE(BigInt(offset), at + 8);
+    header.writeBigUInt64BE(BigInt(slice.length), at + 16);
+    header.writeUInt32BE(14, at + 24);
+    parts.push(Buffer.alloc(offset - end), slice);
+    end = offset + slice.length;
+  });
+  return Buffer.concat(parts);
+}
+
+/** The slices of a fat64 file, cut by reading its header here rather than through src/. */
+function fat64Slices(fat: Buffer): Buffer[] {
+  return Array.from({ length: fat.readUInt32BE(4) }, (_, i) => {
+    const offset = Number(fat.readBigUInt64BE(8 + i * 32 + 8));
+    return fat.subarray(offset, offset + Number(fat.readBigUInt64BE(8 + i * 32 + 16)));
+  });
+}
+
 describe('signMachO', () => {
   it('signs a built executable so that openssl verifies the CMS and every hash recomputes', () => {
     const signed = signMachO(readFileSync(appPath), 'app', input).bytes;
@@ -119,6 +152,20 @@ describe('signMachO', () => {
       const sha256 = createHash('sha256').update(signatures[i]!.codeDirectories[1]!.bytes).digest();
       expect(slice.codeDirectories[1]!.digest.equals(sha256)).toBe(true);
     });
+  });
+
+  it('signs every slice of a 64-bit fat file and keeps its header 64-bit', () => {
+    const thin = readFileSync(appPath);
+    const fat = buildFat64([thin, asArm64e(thin)]);
+    expect(parseMachO(fat).slices.map((slice) => [slice.arch, slice.offset])).toEqual([['arm64', 0x4000], ['arm64e', 0x4000 + Math.ceil(thin.length / 0x4000) * 0x4000]]);
+    const signed = signMachO(fat, 'app', input).bytes;
+    expect(signed.readUInt32BE(0)).toBe(0xcafebabf);
+    for (const slice of fat64Slices(signed)) {
+      const [signature] = readSignatures(slice);
+      expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
+      expect(pageHashesMatch(slice, signature!)).toBe(true);
+    }
+    expect(fat64Slices(signed).map((slice) => slice.byteOffset - signed.byteOffset).every((offset) => offset % 0x4000 === 0)).toBe(true);
   });
 
   it('refuses to add LC_CODE_SIGNATURE where the load commands have no room, leaving the input as it was: LOAD_COMMANDS_FULL', () => {
