@@ -24,8 +24,8 @@ interface Task {
 
 type Result = { id: number; sha1: Uint8Array; sha256: Uint8Array } | { id: number; error: string };
 
-// A batch is a few MiB of compressed data or a few hundred small files: few messages, even shares.
-const BATCH_BYTES = 8 * 1024 * 1024;
+// A batch is a few MiB of work or a few hundred small files: few messages, even shares.
+const BATCH_COST = 16 * 1024 * 1024;
 const BATCH_ENTRIES = 256;
 
 export interface DigestOptions {
@@ -85,16 +85,19 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
   return result;
 }
 
+/** Inflating costs several times more per byte than hashing stored data; both read the file. */
+const costOf = (task: Task): number => task.uncompressedSize * (task.method === 8 ? 4 : 1) + 4096;
+
 function toBatches(tasks: Task[]): Task[][] {
-  // Largest first, so the last batches are small and the workers finish together.
-  const sorted = [...tasks].sort((a, b) => b.compressedSize - a.compressedSize);
+  // Costliest first, so the last batches are small and the workers finish together.
+  const sorted = [...tasks].sort((a, b) => costOf(b) - costOf(a));
   const batches: Task[][] = [];
   let current: Task[] = [];
   let bytes = 0;
   for (const task of sorted) {
     current.push(task);
-    bytes += task.compressedSize;
-    if (bytes >= BATCH_BYTES || current.length >= BATCH_ENTRIES) {
+    bytes += costOf(task);
+    if (bytes >= BATCH_COST || current.length >= BATCH_ENTRIES) {
       batches.push(current);
       current = [];
       bytes = 0;
