@@ -1,7 +1,9 @@
 /**
  * The CMS SignedData (RFC 5652) that signs a CodeDirectory: detached content, SHA-256, and Apple's
- * two signed attributes carrying every CodeDirectory's hash (1.2.840.113635.100.9.1 and .9.2), so
- * the kernel can check the SHA-256 CodeDirectory while the signature covers the first one.
+ * two signed attributes carrying every CodeDirectory's hash (1.2.840.113635.100.9.1: a plist of
+ * cdhashes cut to 20 bytes; .9.2: (digest OID, full digest) per CodeDirectory, as Security's
+ * CMSEncoderSetAppleCodesigningHashAgilityV2 writes it), so the kernel can check the SHA-256
+ * CodeDirectory while the signature covers the first one.
  */
 import { createHash, createPrivateKey, sign as rsaSign, type KeyObject } from 'node:crypto';
 import forge from 'node-forge';
@@ -15,6 +17,7 @@ const OID = {
   contentType: '1.2.840.113549.1.9.3',
   messageDigest: '1.2.840.113549.1.9.4',
   signingTime: '1.2.840.113549.1.9.5',
+  sha1: '1.3.14.3.2.26',
   sha256: '2.16.840.1.101.3.4.2.1',
   rsaEncryption: '1.2.840.113549.1.1.1',
   appleCdHashes: '1.2.840.113635.100.9.1',
@@ -37,7 +40,7 @@ const int = (value: number): forge.asn1.Asn1 => asn1.create(asn1.Class.UNIVERSAL
 const der = (node: forge.asn1.Asn1): Buffer => Buffer.from(asn1.toDer(node).getBytes(), 'binary');
 const fromDer = (bytes: Buffer): forge.asn1.Asn1 => asn1.fromDer(forge.util.createBuffer(bytes.toString('binary')));
 const algorithm = (id: string): forge.asn1.Asn1 => seq([oid(id), nul()]);
-const attribute = (type: string, value: forge.asn1.Asn1): Buffer => der(seq([oid(type), set([value])]));
+const attribute = (type: string, values: forge.asn1.Asn1[]): Buffer => der(seq([oid(type), set(values)]));
 
 export function createCmsSigner(identity: SigningIdentity): CmsSigner {
   const key: KeyObject = createPrivateKey(forge.pki.privateKeyToPem(identity.privateKey));
@@ -57,13 +60,14 @@ export function createCmsSigner(identity: SigningIdentity): CmsSigner {
     maxSizeBytes: certificatesBytes + keyBytes + der(issuer).length + 1024,
     sign(content, cdHashes, now) {
       const plist = buildXmlPlist({ cdhashes: cdHashes.map(({ digest }) => digest.subarray(0, 20)) });
-      const sha256Hashes = cdHashes.filter((h) => h.hash === 'sha256');
+      // Hash agility v2: one attribute whose values are (digest OID, full digest), one per CodeDirectory.
+      const agility = cdHashes.map(({ hash, digest }) => der(seq([oid(OID[hash]), octets(digest)]))).sort(Buffer.compare);
       const attributes = [
-        attribute(OID.contentType, oid(OID.data)),
-        attribute(OID.signingTime, asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, asn1.dateToUtcTime(now))),
-        attribute(OID.messageDigest, octets(createHash('sha256').update(content).digest())),
-        attribute(OID.appleCdHashes, octets(Buffer.from(plist, 'utf8'))),
-        ...sha256Hashes.map(({ digest }) => attribute(OID.appleCdHashes2, seq([oid(OID.sha256), octets(digest)]))),
+        attribute(OID.contentType, [oid(OID.data)]),
+        attribute(OID.signingTime, [asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, asn1.dateToUtcTime(now))]),
+        attribute(OID.messageDigest, [octets(createHash('sha256').update(content).digest())]),
+        attribute(OID.appleCdHashes, [octets(Buffer.from(plist, 'utf8'))]),
+        attribute(OID.appleCdHashes2, agility.map(fromDer)),
       ].sort(Buffer.compare); // DER orders a SET OF by encoding; verifiers re-encode it so.
       // The signature covers the attributes encoded as a SET (tag 0x31), not as the [0] they are stored in.
       const attributesSet = Buffer.concat([Buffer.from([0x31]), derLength(attributes.reduce((n, a) => n + a.length, 0)), ...attributes]);

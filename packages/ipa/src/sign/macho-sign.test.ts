@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ import { parsePlistDict } from '../plist.js';
 import { asArm64e } from '../test-support/macho-bytes.js';
 import { createTestPki } from '../test-support/pki.js';
 import { HELPER_SOURCE, MAIN_SOURCE, buildDylib, buildExecutable, buildFat, objdumpHeaders } from '../test-support/toolchain.js';
-import { opensslVerifies, pageHashesMatch, printCms, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
+import { opensslVerifies, pageHashesMatch, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
 import { codeDirectoryHashes } from './cdhash.js';
 import { createCmsSigner } from './cms.js';
 import { signMachO, type CodeSignInput } from './macho-sign.js';
@@ -89,14 +90,20 @@ describe('signMachO', () => {
     expect(parsePlistDict(Buffer.from(signature!.entitlementsXml!))).toEqual(input.entitlements);
   });
 
-  it('puts Apple\'s cdhash attributes in the CMS', () => {
+  it('puts Apple\'s cdhash attributes in the CMS: 9.1 lists both cdhashes, 9.2 every full digest', () => {
     const [signature] = readSignatures(signMachO(readFileSync(appPath), 'app', input).bytes);
-    const printed = printCms(signature!);
-    expect(printed).toContain('1.2.840.113635.100.9.1');
-    expect(printed).toContain('1.2.840.113635.100.9.2');
-    const cd256Hash = createHash('sha256').update(signature!.codeDirectories[1]!.bytes).digest('hex');
-    // The .9.2 attribute holds the SHA-256 CodeDirectory's full hash.
-    expect(printed).toContain(cd256Hash.toUpperCase());
+    const [sha1Cd, sha256Cd] = signature!.codeDirectories.map((cd) => cd.bytes);
+    const sha1 = createHash('sha1').update(sha1Cd!).digest('hex').toUpperCase();
+    const sha256 = createHash('sha256').update(sha256Cd!).digest('hex').toUpperCase();
+    const parsed = execFileSync('openssl', ['asn1parse', '-inform', 'DER'], { input: signature!.cms, encoding: 'utf8' });
+    // One attribute .9.2 whose SET holds (sha1, digest) and (sha256, digest), in DER order.
+    const agility = parsed.slice(parsed.indexOf(':1.2.840.113635.100.9.2')).split('\n').slice(1, 8).map((line) => line.replace(/^.*?(cons|prim): +/, '').replace(/ +/g, ' ').trim());
+    expect(agility).toEqual(['SET', 'SEQUENCE', 'OBJECT :sha1', `OCTET STRING [HEX DUMP]:${sha1}`, 'SEQUENCE', 'OBJECT :sha256', `OCTET STRING [HEX DUMP]:${sha256}`]);
+    expect(parsed.match(/:1\.2\.840\.113635\.100\.9\.2/g)).toHaveLength(1);
+    const plistStart = signature!.cms.indexOf('<?xml');
+    const plistText = signature!.cms.toString('utf8', plistStart, signature!.cms.indexOf('</plist>', plistStart) + 8);
+    const cdhashes = [...plistText.matchAll(/<data>\s*([^<]+?)\s*<\/data>/g)].map((m) => Buffer.from(m[1]!, 'base64').toString('hex').toUpperCase());
+    expect(cdhashes).toEqual([sha1, sha256.slice(0, 40)]);
   });
 
   it('adds LC_CODE_SIGNATURE and grows __LINKEDIT, as llvm-objdump reads it', () => {
