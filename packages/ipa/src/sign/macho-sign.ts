@@ -78,8 +78,10 @@ function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeS
     }
     codeLimit = existing.dataOffset;
   } else {
-    if (slice.freeCommandBytes < 16) {
-      throw new IpaError('LOAD_COMMANDS_FULL', `Expected 16 free bytes after the load commands of ${where} (${slice.arch}) for LC_CODE_SIGNATURE, found ${slice.freeCommandBytes}.`);
+    const commandsEnd = slice.headerSizeBytes + slice.commandsSizeBytes;
+    // The 16 bytes of linkedit_data_command go after the last load command; they must be padding.
+    if (slice.freeCommandBytes < 16 || bytes.subarray(commandsEnd, commandsEnd + 16).some((b) => b !== 0)) {
+      throw new IpaError('LOAD_COMMANDS_FULL', `Expected 16 free zero bytes after the load commands of ${where} (${slice.arch}) for LC_CODE_SIGNATURE, found ${slice.freeCommandBytes}.`);
     }
     codeLimit = alignUp(linkedit.fileOffset + linkedit.fileSize, 16);
     if (bytes.length > codeLimit) {
