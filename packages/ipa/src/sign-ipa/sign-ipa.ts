@@ -10,7 +10,8 @@ import { digestEntriesCached, type FileDigests } from '../digest/index.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan } from './plan.js';
 import { applyDup, applyInjection, validateModeOptions, type ModeOptions } from './modes.js';
-import { writeSignedZip } from './write-zip.js';
+import { createSignedZipWriter, type SignedZipWriter } from '../zip/writer.js';
+import { copyUnchanged } from './write-zip.js';
 
 /** What the engine needs to sign one Mach-O file (every slice of it). */
 export interface MachOSignRequest {
@@ -63,6 +64,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
   const profile = parseProfile(options.profile);
   assertProfileUsable(profile, options.identity.certificate, now);
   const archive = await openZip(options.input);
+  let writer: SignedZipWriter | undefined;
   try {
     const plan = await planSigning(archive);
     const replaced = new Map<string, Buffer>();
@@ -71,9 +73,17 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     const commonName = options.identity.certificate.subject.getField('CN')?.value as string | undefined;
     const requirement = (identifier: string) => requirementText({ identifier, ...(commonName ? { commonName } : {}) });
     const read = async (name: string) => replaced.get(name) ?? archive.readEntry(archive.find(name)!, maxBytes);
+    // Entries already in the output, by their digests: signed code leaves memory once written.
+    const written = new Map<string, FileDigests>();
+    const emit = async (name: string, bytes: Buffer) => {
+      written.set(name, digestBuffer(bytes));
+      replaced.delete(name);
+      const mode = archive.find(name)?.unixMode ?? (/\.dylib$/.test(name) ? 0o100755 : 0o100644);
+      await writer!.add(name, bytes, { unixMode: mode });
+    };
     const signOne = async (name: string, request: MachOSignRequest) => {
       const { signed, cdhash } = options.signer.sign(await read(name), request);
-      replaced.set(name, signed);
+      await emit(name, signed);
       return cdhash;
     };
 
@@ -93,10 +103,16 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     const resources = archive.entries.filter(
       (e) => !e.isDirectory && !e.isSymlink && e.name.startsWith(`${plan.app.dir}/`) && !code.has(e.name) && !replaced.has(e.name) && !e.name.includes('/_CodeSignature/'),
     );
-    const { digests } = await digestEntriesCached(options.input, resources, {
-      ...(options.cacheDir === undefined ? {} : { cacheDir: options.cacheDir }),
-      ...(options.digestWorkers === undefined ? {} : { workers: options.digestWorkers }),
-    });
+    // The output is written while the resources are digested: unchanged entries first, as raw bytes.
+    writer = await createSignedZipWriter(options.input, options.output);
+    const rewritten = new Set([...code, ...replaced.keys(), ...plan.inOrder.map((b) => `${b.dir}/_CodeSignature/CodeResources`)]);
+    const [{ digests }] = await Promise.all([
+      digestEntriesCached(options.input, resources, {
+        ...(options.cacheDir === undefined ? {} : { cacheDir: options.cacheDir }),
+        ...(options.digestWorkers === undefined ? {} : { workers: options.digestWorkers }),
+      }),
+      copyUnchanged(writer, archive, (entry) => !rewritten.has(entry.name)),
+    ]);
     let done = 0;
     for (const bundle of plan.inOrder) {
       const nested: SealedNested[] = [];
@@ -109,8 +125,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
         if (child === bundle || plan.ownerOf(child.dir) !== bundle) continue;
         nested.push({ path: relative(bundle, child.dir), cdhash: cdhashes.get(child.dir)!, requirement: requirement(child.bundleId) });
       }
-      const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced, digests), nested);
-      replaced.set(`${bundle.dir}/_CodeSignature/CodeResources`, codeResources);
+      const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced, written, digests), nested);
+      await emit(`${bundle.dir}/_CodeSignature/CodeResources`, codeResources);
       if (bundle.executable) {
         const entitlements = bundle.isMain ? entitlementsFor(profile, bundle.bundleId) : undefined;
         const cdhash = await signOne(bundle.executable, {
@@ -125,11 +141,16 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       }
       options.onProgress?.({ bundle: bundle.dir, done: ++done, total: plan.inOrder.length });
     }
-    await writeSignedZip(archive, options.output, replaced);
+    for (const [name, bytes] of [...replaced]) await emit(name, bytes);
+    await writer.close();
+    writer = undefined;
     return {
       bundles: plan.inOrder.map((b) => ({ dir: b.dir, bundleId: b.bundleId, kind: b.kind, cdhash: cdhashes.get(b.dir)?.toString('hex') ?? '' })),
       profile: { name: profile.name, uuid: profile.uuid, teamId: profile.teamId, expirationDate: profile.expirationDate },
     };
+  } catch (err) {
+    await writer?.abort();
+    throw err;
   } finally {
     archive.close();
   }
@@ -144,18 +165,21 @@ async function sealResources(
   archive: ZipArchive,
   bundle: BundlePlan,
   replaced: ReadonlyMap<string, Buffer>,
+  written: ReadonlyMap<string, FileDigests>,
   precomputed: ReadonlyMap<string, FileDigests>,
 ): Promise<SealedFile[]> {
   const prefix = `${bundle.dir}/`;
   const names = new Set<string>();
   for (const entry of archive.entries) if (!entry.isDirectory && !entry.isSymlink && entry.name.startsWith(prefix)) names.add(entry.name);
-  for (const name of replaced.keys()) if (name.startsWith(prefix)) names.add(name);
+  for (const name of [...replaced.keys(), ...written.keys()]) if (name.startsWith(prefix)) names.add(name);
   const sealed: SealedFile[] = [];
   for (const name of [...names].sort()) {
     const path = name.slice(prefix.length);
     if (name === bundle.executable || path.startsWith('_CodeSignature/')) continue;
     const content = replaced.get(name);
-    const digests = content ? digestBuffer(content) : (precomputed.get(name) ?? (await digestStream(await archive.openEntryStream(archive.find(name)!))));
+    const digests = content
+      ? digestBuffer(content)
+      : (written.get(name) ?? precomputed.get(name) ?? (await digestStream(await archive.openEntryStream(archive.find(name)!))));
     sealed.push({ path, ...digests });
   }
   return sealed;

@@ -1,6 +1,6 @@
 import { IpaError } from '../errors.js';
 import type { ZipArchive, ZipEntry } from '../zip/index.js';
-import { createSignedZipWriter } from '../zip/writer.js';
+import { createSignedZipWriter, type SignedZipWriter } from '../zip/writer.js';
 
 /** Deflate level for entries signing changed: fast, since Mach-O binaries can be 100+ MB. */
 const CHANGED_LEVEL = 1;
@@ -35,3 +35,12 @@ export async function writeSignedZip(archive: ZipArchive, output: string, replac
 }
 
 const modeOptions = (entry: ZipEntry) => (entry.unixMode !== undefined ? { unixMode: entry.unixMode } : {});
+
+/** Copies every entry `keep` accepts as it is stored (directories included), in archive order. */
+export async function copyUnchanged(writer: SignedZipWriter, archive: ZipArchive, keep: (entry: ZipEntry) => boolean): Promise<void> {
+  for (const entry of archive.entries) {
+    if (!keep(entry)) continue;
+    if (entry.isDirectory) await writer.addDirectory(entry.name, entry.unixMode);
+    else await writer.copy(entry);
+  }
+}
