@@ -1,0 +1,101 @@
+/**
+ * 32-bit code: an armv7 executable (mach_header, LC_SEGMENT, LC_ENCRYPTION_INFO) alone and beside
+ * arm64 in a fat file, as apps built for iOS 10 and earlier ship it.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadIdentity } from '../identity.js';
+import { parseMachO } from '../macho/parse.js';
+import { createTestPki } from '../test-support/pki.js';
+import { LIPO, OBJDUMP, PLAIN_MAIN_SOURCE, buildExecutable } from '../test-support/toolchain.js';
+import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
+import { createCmsSigner } from './cms.js';
+import { signMachO, type CodeSignInput } from './macho-sign.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ipa-armv7-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const pki = createTestPki(dir);
+const input: CodeSignInput = {
+  identifier: 'com.example.legacy',
+  teamId: pki.teamId,
+  commonName: pki.commonName,
+  isMainBinary: true,
+  signer: createCmsSigner(loadIdentity({ p12: pki.p12, password: pki.password })),
+  now: new Date(),
+};
+
+/** lld links armv7 only for code without data relocations: main returns a constant. */
+function buildArmv7(): string {
+  const run = (tool: string, args: string[]): void => {
+    execFileSync(tool, args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  };
+  writeFileSync(join(dir, 'stub.c'), 'void stub(void) __asm__("dyld_stub_binder");\nvoid stub(void) {}\n');
+  writeFileSync(join(dir, 'main7.c'), 'int main(void) { return 7; }\n');
+  for (const name of ['stub', 'main7']) run('clang', ['-target', 'armv7-apple-ios9.0', '-O1', '-c', `${name}.c`, '-o', `${name}.o`]);
+  const ld = ['-arch', 'armv7', '-platform_version', 'ios', '9.0', '9.0'];
+  run('ld64.lld-14', [...ld, '-dylib', '-install_name', '/usr/lib/libSystem.B.dylib', 'stub.o', '-o', 'libSystem-armv7.dylib']);
+  run('ld64.lld-14', [...ld, '-execute', '-e', '_main', '-headerpad', '0x400', 'main7.o', 'libSystem-armv7.dylib', '-o', 'app-armv7']);
+  return join(dir, 'app-armv7');
+}
+
+const armv7Path = buildArmv7();
+const arm64Path = buildExecutable(dir, 'app', PLAIN_MAIN_SOURCE);
+
+/** cryptid of the first LC_ENCRYPTION_INFO (0x21) of a thin 32-bit file, found without src/. */
+function withCryptid32(macho: Buffer, cryptid: number): Buffer {
+  const copy = Buffer.from(macho);
+  // mach_header is 28 bytes; ncmds at 16. encryption_info_command: cmd, cmdsize, cryptoff, cryptsize, cryptid (16).
+  for (let i = 0, at = 28; i < copy.readUInt32LE(16); i++, at += copy.readUInt32LE(at + 4)) {
+    if (copy.readUInt32LE(at) === 0x21) {
+      copy.writeUInt32LE(cryptid, at + 16);
+      return copy;
+    }
+  }
+  throw new Error('no LC_ENCRYPTION_INFO');
+}
+
+describe('armv7', () => {
+  it('parses a 32-bit executable: LC_SEGMENT and LC_ENCRYPTION_INFO', () => {
+    const [slice] = parseMachO(readFileSync(armv7Path)).slices;
+    expect(slice).toMatchObject({ arch: 'armv7', is64: false, headerSizeBytes: 28, fileType: 2, cryptid: 0 });
+    expect(slice!.encryptionCommandOffset).toBeGreaterThan(0);
+    expect(slice!.segments.map((s) => s.name)).toEqual(['__PAGEZERO', '__TEXT', '__LINKEDIT']);
+    expect(parseMachO(withCryptid32(readFileSync(armv7Path), 1)).slices[0]!.cryptid).toBe(1);
+  });
+
+  it('signs it, growing __LINKEDIT to a 4 KiB multiple as llvm-objdump reads it', () => {
+    const signed = signMachO(readFileSync(armv7Path), 'app', input).bytes;
+    const [signature] = readSignatures(signed);
+    expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
+    expect(pageHashesMatch(signed, signature!)).toBe(true);
+    const out = join(dir, 'signed-armv7');
+    writeFileSync(out, signed);
+    const headers = execFileSync(OBJDUMP, ['--macho', '--private-headers', out], { encoding: 'utf8' });
+    expect(headers).toContain('LC_CODE_SIGNATURE');
+    const [, vmsize, fileoff, filesize] = /segname __LINKEDIT\s+vmaddr \S+\s+vmsize (\S+)\s+fileoff (\d+)\s+filesize (\d+)/.exec(headers)!;
+    expect(Number(fileoff) + Number(filesize)).toBe(signed.length);
+    expect(Number(vmsize) % 0x1000).toBe(0);
+    expect(Number(vmsize)).toBeGreaterThanOrEqual(Number(filesize));
+  });
+
+  it('signs both slices of an armv7 + arm64 fat file, one of them encrypted, each at its alignment', () => {
+    const encrypted = join(dir, 'app-armv7-encrypted');
+    writeFileSync(encrypted, withCryptid32(readFileSync(armv7Path), 1));
+    const fatPath = join(dir, 'legacy-fat');
+    execFileSync(LIPO, ['-create', encrypted, arm64Path, '-output', fatPath]);
+    const fat = readFileSync(fatPath);
+    expect(parseMachO(fat).slices.map((s) => [s.arch, s.cryptid])).toEqual([['armv7', 1], ['arm64', 0]]);
+    const signed = signMachO(fat, 'app', input).bytes;
+    // fat_arch: offset (8) and align (16, log2) of each entry after the 8-byte fat_header.
+    const alignments = [0, 1].map((i) => [signed.readUInt32BE(8 + i * 20 + 8), 2 ** signed.readUInt32BE(8 + i * 20 + 16)]);
+    expect(alignments.map(([offset, align]) => offset! % align!)).toEqual([0, 0]);
+    for (const signature of readSignatures(signed)) {
+      expect(opensslVerifies(signature, pki.caPem).ok).toBe(true);
+      expect(pageHashesMatch(signed, signature)).toBe(true);
+    }
+    expect(parseMachO(signed).slices.map((s) => [s.arch, s.cryptid])).toEqual([['armv7', 1], ['arm64', 0]]);
+  });
+});
