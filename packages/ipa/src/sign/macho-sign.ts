@@ -89,6 +89,10 @@ function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeS
     }
   }
 
+  // CodeDirectory.codeLimit is 32-bit; codeLimit64 exists for larger files but no iOS binary needs it.
+  if (codeLimit > 0xffffffff) {
+    throw new IpaError('MACHO_TOO_LARGE', `Expected ${where} (${slice.arch}) to hold under 4 GiB of code, found ${codeLimit} bytes.`);
+  }
   const requirements = buildRequirementsBlob({
     identifier: input.identifier,
     ...(input.commonName === undefined ? {} : { commonName: input.commonName }),
