@@ -143,6 +143,21 @@ describe('parseMachO', () => {
     );
   });
 
+  it('gives an IpaError or a result for any fat header, never a crash', () => {
+    fc.assert(
+      fc.property(fc.boolean(), fc.integer({ min: 0, max: 40 }), fc.uint8Array({ minLength: 0, maxLength: 200 }), (is64, count, rest) => {
+        const header = Buffer.alloc(8);
+        header.writeUInt32BE(is64 ? 0xcafebabf : 0xcafebabe, 0);
+        header.writeUInt32BE(count, 4);
+        try {
+          parseMachO(Buffer.concat([header, Buffer.from(rest), app.subarray(0, 64)]));
+        } catch (err) {
+          expect(err).toBeInstanceOf(IpaError);
+        }
+      }),
+    );
+  });
+
   it('gives an IpaError for random bytes, never a crash', () => {
     fc.assert(
       fc.property(fc.uint8Array({ minLength: 0, maxLength: 256 }), (bytes) => {
