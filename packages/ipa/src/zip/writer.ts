@@ -27,6 +27,7 @@ const FLAG_UTF8 = 0x0800;
 const MADE_BY_UNIX = (3 << 8) | 63;
 const WRITE_BUFFER_BYTES = 4 * 1024 * 1024;
 const READ_BLOCK_BYTES = 4 * 1024 * 1024;
+const MAX_WRITES_IN_FLIGHT = 4;
 
 export interface ZipWriterOptions {
   /** Deflate level for new entries; 1 is fast and keeps binaries close to their original size. */
@@ -81,17 +82,31 @@ export async function createSignedZipWriter(source: string, output: string, opti
   let pending = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
   let pendingLength = 0;
   const block = createBlockReader(input);
+  // Writes go out at explicit offsets without waiting, a few at a time, so reading the next
+  // block overlaps writing the last one.
+  let flushedTo = 0;
+  const inFlight = new Set<Promise<void>>();
+  const writeAt = async (bytes: Buffer): Promise<void> => {
+    const at = flushedTo;
+    flushedTo += bytes.length;
+    while (inFlight.size >= MAX_WRITES_IN_FLIGHT) await Promise.race(inFlight);
+    const done = writeAll(out, bytes, at).finally(() => inFlight.delete(done));
+    inFlight.add(done);
+  };
+  const drain = async (): Promise<void> => {
+    await Promise.all(inFlight);
+  };
 
   const flush = async (): Promise<void> => {
     if (pendingLength === 0) return;
-    await writeAll(out, pending.subarray(0, pendingLength));
+    await writeAt(pending.subarray(0, pendingLength));
     pending = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
     pendingLength = 0;
   };
   const write = async (bytes: Buffer): Promise<void> => {
     if (bytes.length >= WRITE_BUFFER_BYTES / 2) {
       await flush();
-      await writeAll(out, bytes);
+      await writeAt(bytes);
     } else {
       if (pendingLength + bytes.length > WRITE_BUFFER_BYTES) await flush();
       bytes.copy(pending, pendingLength);
@@ -136,9 +151,7 @@ export async function createSignedZipWriter(source: string, output: string, opti
           versionMadeBy: raw.versionMadeBy,
         },
         async (sink) => {
-          for (let at = 0; at < entry.compressedSizeBytes; at += READ_BLOCK_BYTES) {
-            await sink(await block.read(dataStart + at, Math.min(READ_BLOCK_BYTES, entry.compressedSizeBytes - at)));
-          }
+          for (const [at, length] of gridChunks(dataStart, dataStart + entry.compressedSizeBytes)) await sink(await block.read(at, length));
         },
       );
     },
@@ -190,11 +203,13 @@ export async function createSignedZipWriter(source: string, output: string, opti
       for (const record of records) await write(centralHeader(record));
       await write(endRecords(records.length, centralStart, position - centralStart));
       await flush();
+      await drain();
       await out.close();
       await input.close();
       await rename(temporary, output);
     },
     async abort() {
+      await drain().catch(() => undefined);
       await out.close().catch(() => undefined);
       await input.close().catch(() => undefined);
       await rm(temporary, { force: true });
@@ -202,24 +217,56 @@ export async function createSignedZipWriter(source: string, output: string, opti
   };
 }
 
-/** Reads ranges of the source through one large block, since copied entries are mostly in order. */
+/**
+ * Reads ranges of the source through 4 MiB blocks on a fixed grid, since copied entries are mostly
+ * in order; the next block is read ahead while the current one is used.
+ */
 function createBlockReader(handle: FileHandle): { read(offset: number, length: number): Promise<Buffer> } {
-  let blockStart = 0;
-  let blockData: Buffer = Buffer.alloc(0);
+  const blocks = new Map<number, Promise<Buffer>>();
+  const blockAt = (index: number): Promise<Buffer> => {
+    let data = blocks.get(index);
+    if (data === undefined) {
+      data = readUpTo(handle, index * READ_BLOCK_BYTES, READ_BLOCK_BYTES);
+      data.catch(() => undefined); // a read-ahead nobody uses must not become an unhandled rejection
+      blocks.set(index, data);
+    }
+    return data;
+  };
+  const use = async (index: number): Promise<Buffer> => {
+    const data = await blockAt(index);
+    // Keep this block and the one read ahead; forget the rest.
+    for (const key of blocks.keys()) if (key < index) blocks.delete(key);
+    if (data.length === READ_BLOCK_BYTES) void blockAt(index + 1);
+    return data;
+  };
   return {
     async read(offset, length) {
-      if (offset >= blockStart && offset + length <= blockStart + blockData.length) {
-        return blockData.subarray(offset - blockStart, offset - blockStart + length);
+      const first = Math.floor(offset / READ_BLOCK_BYTES);
+      const last = Math.floor((offset + length - 1) / READ_BLOCK_BYTES);
+      if (length === 0) return Buffer.alloc(0);
+      if (last - first > 1) return readExactly(handle, offset, length);
+      const parts: Buffer[] = [];
+      for (let index = first; index <= last; index++) {
+        const data = await use(index);
+        const from = Math.max(offset, index * READ_BLOCK_BYTES) - index * READ_BLOCK_BYTES;
+        const to = Math.min(offset + length, (index + 1) * READ_BLOCK_BYTES) - index * READ_BLOCK_BYTES;
+        if (data.length < to) {
+          throw new IpaError('ZIP_TRUNCATED', `Expected ${length} bytes at offset ${offset} of the source archive, found the file ends first.`);
+        }
+        parts.push(data.subarray(from, to));
       }
-      if (length > READ_BLOCK_BYTES) return readExactly(handle, offset, length);
-      blockStart = offset;
-      blockData = await readUpTo(handle, offset, READ_BLOCK_BYTES);
-      if (blockData.length < length) {
-        throw new IpaError('ZIP_TRUNCATED', `Expected ${length} bytes at offset ${offset} of the source archive, found ${blockData.length}.`);
-      }
-      return blockData.subarray(0, length);
+      return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
     },
   };
+}
+
+/** Splits [start, end) at the block grid, so each piece is served from one block without copying. */
+function* gridChunks(start: number, end: number): Generator<[number, number]> {
+  for (let at = start; at < end; ) {
+    const next = Math.min(end, (Math.floor(at / READ_BLOCK_BYTES) + 1) * READ_BLOCK_BYTES);
+    yield [at, next - at];
+    at = next;
+  }
 }
 
 async function readUpTo(handle: FileHandle, offset: number, length: number): Promise<Buffer> {
@@ -239,9 +286,9 @@ async function readExactly(handle: FileHandle, offset: number, length: number): 
   return bytes;
 }
 
-async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
+async function writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
   let done = 0;
-  while (done < bytes.length) done += (await handle.write(bytes, done, bytes.length - done)).bytesWritten;
+  while (done < bytes.length) done += (await handle.write(bytes, done, bytes.length - done, position + done)).bytesWritten;
 }
 
 function dosDateTime(date: Date): { time: number; date: number } {
