@@ -2,7 +2,7 @@
  * Code signing of Mach-O files (src/sign): the engine signIpa drives, and the pieces callers need
  * beside it (cdhashes to seal nested code, the requirement text CodeResources records).
  */
-export { signMachO, digest } from './macho-sign.js';
+export { signMachO } from './macho-sign.js';
 export type { CodeSignInput, SignedCode } from './macho-sign.js';
 export { createCmsSigner } from './cms.js';
 export type { CmsSigner } from './cms.js';
