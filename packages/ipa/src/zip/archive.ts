@@ -1,9 +1,10 @@
-import { open as openFile, type FileHandle } from 'node:fs/promises';
+import { open as openFile, stat, type FileHandle } from 'node:fs/promises';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import yauzl from 'yauzl';
 import { IpaError } from '../errors.js';
 import { toZipError } from './errors.js';
+import { openFileReader } from './file-reader.js';
 import { resolveZipLimits, type ZipLimits } from './limits.js';
 import { assertSafeEntryName, enclosingAppDir, isInside, normalizeEntryKey, resolveSymlink } from './names.js';
 
@@ -64,7 +65,9 @@ const yauzlOptions: yauzl.Options = {
 /** Opens an IPA from a path. Reads the central directory only; entries are streamed on demand. */
 export async function openZip(path: string, options: OpenZipOptions = {}): Promise<ZipArchive> {
   const head = await readHead(path);
-  return { ...(await openFrom(() => yauzl.openPromise(path, yauzlOptions), head, options)), path };
+  const { size } = await stat(path);
+  const open = async (): Promise<yauzl.ZipFile> => yauzl.fromRandomAccessReaderPromise(await openFileReader(path), size, yauzlOptions);
+  return { ...(await openFrom(open, head, options)), path };
 }
 
 /** The first bytes tell a truncated zip from something that is not a zip at all. */
