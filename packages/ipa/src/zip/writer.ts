@@ -25,8 +25,8 @@ const MAX_16 = 0xffff;
 const FLAG_UTF8 = 0x0800;
 // "made by" Unix (3) with spec 6.3, so external attributes carry st_mode
 const MADE_BY_UNIX = (3 << 8) | 63;
-const WRITE_BUFFER_BYTES = 4 * 1024 * 1024;
-const READ_BLOCK_BYTES = 4 * 1024 * 1024;
+const WRITE_BUFFER_BYTES = 1024 * 1024;
+const READ_BLOCK_BYTES = 1024 * 1024;
 const MAX_WRITES_IN_FLIGHT = 4;
 
 export interface ZipWriterOptions {
