@@ -34,6 +34,9 @@ export type { IdentitySource, SigningIdentity } from './identity.js';
 export * from './macho/index.js';
 
 // Signing whole IPAs: nested code inside-out, CodeResources, the five modes of the spec.
+// The service's entry point: identity as PKCS#12 or PEM, mode 0-4, the dylibs named per mode.
+export { dylibsForMode, sign } from './sign-ipa/sign.js';
+export type { ModeDylibs, SignOptions } from './sign-ipa/sign.js';
 export { signIpa } from './sign-ipa/sign-ipa.js';
 export type { MachOSigner, MachOSignRequest, SignIpaOptions, SignIpaReport } from './sign-ipa/sign-ipa.js';
 export { createMachOSigner } from './sign-ipa/engine.js';

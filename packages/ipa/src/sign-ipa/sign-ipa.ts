@@ -5,7 +5,8 @@ import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
 import type { SigningIdentity } from '../identity.js';
 import { buildCodeResources, type SealedFile, type SealedNested } from '../resources/index.js';
 import { openZip, type ZipArchive } from '../zip/index.js';
-import { entitlementsFor } from './entitlements.js';
+import { mergeEntitlements } from '../sign/entitlements.js';
+import { readEmbeddedEntitlements } from '../sign/read-signature.js';
 import { digestEntriesCached, type FileDigests } from '../digest/index.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan } from './plan.js';
@@ -81,8 +82,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       const mode = archive.find(name)?.unixMode ?? (/\.dylib$/.test(name) ? 0o100755 : 0o100644);
       await writer!.add(name, bytes, { unixMode: mode });
     };
-    const signOne = async (name: string, request: MachOSignRequest) => {
-      const { signed, cdhash } = options.signer.sign(await read(name), request);
+    const signOne = async (name: string, request: MachOSignRequest, bytes?: Buffer) => {
+      const { signed, cdhash } = options.signer.sign(bytes ?? (await read(name)), request);
       await emit(name, signed);
       return cdhash;
     };
@@ -128,7 +129,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced, written, digests), nested);
       await emit(`${bundle.dir}/_CodeSignature/CodeResources`, codeResources);
       if (bundle.executable) {
-        const entitlements = bundle.isMain ? entitlementsFor(profile, bundle.bundleId) : undefined;
+        const binary = await read(bundle.executable);
+        const entitlements = bundle.isMain ? entitlementsOf(profile, bundle.bundleId, binary, bundle.executable, options) : undefined;
         const cdhash = await signOne(bundle.executable, {
           identifier: bundle.bundleId,
           teamId: profile.teamId,
@@ -136,7 +138,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
           infoPlist: await read(`${bundle.dir}/Info.plist`),
           codeResources,
           ...(entitlements ? { entitlements } : {}),
-        });
+        }, binary);
         cdhashes.set(bundle.dir, cdhash);
       }
       options.onProgress?.({ bundle: bundle.dir, done: ++done, total: plan.inOrder.length });
@@ -154,6 +156,29 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
   } finally {
     archive.close();
   }
+}
+
+/**
+ * A main executable's entitlements: the ones it was signed with, restricted to what the profile
+ * grants and moved to the profile's team (and, under DUP, to the new identifiers), plus what the
+ * profile grants for this bundle id. An executable that cannot be read keeps the profile's alone.
+ */
+function entitlementsOf(profile: Profile, bundleId: string, binary: Buffer, where: string, options: ModeOptions): PlistObject {
+  let own: PlistObject | undefined;
+  try {
+    own = readEmbeddedEntitlements(binary, where);
+  } catch {
+    own = undefined; // a damaged old signature is replaced anyway
+  }
+  const prefix = options.mode === 4 ? options.bundleIdPrefix : undefined;
+  return mergeEntitlements({
+    profile,
+    bundleId,
+    ...(own === undefined ? {} : { own }),
+    ...(prefix === undefined
+      ? {}
+      : { remapId: (id: string) => `${prefix}.${id}`, remapGroup: (group: string) => `group.${prefix}.${group.replace(/^group\./, '')}` }),
+  });
 }
 
 /**

@@ -1,0 +1,72 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parsePlist, type PlistObject } from '../plist.js';
+import { fixtureIpa } from '../test-support/fixtures.js';
+import { createTestPki } from '../test-support/pki.js';
+import { buildDylib, objdumpHeaders } from '../test-support/toolchain.js';
+import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
+import { dylibsForMode, sign } from './sign.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'ipa-sign-api-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const pki = createTestPki(dir);
+const APP = 'Payload/very-capable-app.app';
+const iap = { name: 'libiap.dylib', bytes: readFileSync(buildDylib(dir, 'iap', 'int iap(void) { return 1; }\n', '@rpath/libiap.dylib')) };
+const igg = { name: 'libigg.dylib', bytes: readFileSync(buildDylib(dir, 'igg', 'int igg(void) { return 2; }\n', '@rpath/libigg.dylib')), weak: true };
+
+function unzip(ipa: string): string {
+  const target = `${ipa}.d`;
+  mkdirSync(target);
+  execFileSync('unzip', ['-q', ipa, '-d', target]);
+  return path.join(target, APP);
+}
+
+describe('sign', () => {
+  it('signs with a PKCS#12 identity in mode 0, and a second time from the resource cache', async () => {
+    const cacheDir = path.join(dir, 'cache');
+    for (const name of ['first', 'second']) {
+      const output = path.join(dir, `${name}.ipa`);
+      await sign({ input: fixtureIpa, output, identity: { p12: pki.p12, password: pki.password }, profile: pki.profile(), cacheDir });
+      const binary = readFileSync(path.join(unzip(output), 'very-capable-app'));
+      const [signature] = readSignatures(binary);
+      expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
+      expect(pageHashesMatch(binary, signature!)).toBe(true);
+    }
+    expect(readdirSync(path.join(cacheDir, 'resource-digests'))).toHaveLength(1);
+  });
+
+  it('signs with a PEM certificate and key', async () => {
+    const output = path.join(dir, 'pem.ipa');
+    const report = await sign({ input: fixtureIpa, output, identity: { certPem: pki.certPem, keyPem: pki.keyPem }, profile: pki.profile() });
+    expect(report.bundles.map((b) => b.bundleId)).toEqual(['org.fastlane.very-capable-app']);
+  });
+
+  it('mode 3 injects the IAP and IGG dylibs named for it, the IGG one weakly', async () => {
+    const output = path.join(dir, 'mode3.ipa');
+    await sign({ input: fixtureIpa, output, identity: { p12: pki.p12, password: pki.password }, profile: pki.profile(), mode: 3, dylibs: { iap, igg } });
+    const app = unzip(output);
+    const headers = objdumpHeaders(path.join(app, 'very-capable-app'));
+    expect(headers).toMatch(/cmd LC_LOAD_DYLIB\s+cmdsize \d+\s+name @executable_path\/Frameworks\/libiap\.dylib/);
+    expect(headers).toMatch(/cmd LC_LOAD_WEAK_DYLIB\s+cmdsize \d+\s+name @executable_path\/Frameworks\/libigg\.dylib/);
+    const seal = parsePlist(readFileSync(path.join(app, '_CodeSignature/CodeResources'))) as { files2: Record<string, PlistObject> };
+    expect(Object.keys(seal.files2)).toEqual(expect.arrayContaining(['Frameworks/libiap.dylib', 'Frameworks/libigg.dylib']));
+  });
+
+  it('refuses a mode whose dylib is not configured, naming it: DYLIB_MISSING', async () => {
+    const output = path.join(dir, 'refused.ipa');
+    await expect(sign({ input: fixtureIpa, output, identity: { p12: pki.p12, password: pki.password }, profile: pki.profile(), mode: 3, dylibs: { iap } }))
+      .rejects.toMatchObject({ code: 'DYLIB_MISSING', message: 'Expected the IGG dylib for mode 3, found none configured.' });
+    expect(readdirSync(dir).filter((name) => name.startsWith('refused'))).toEqual([]);
+  });
+
+  it('picks the dylibs of each mode in load order', () => {
+    expect(dylibsForMode(0, { iap, igg })).toEqual([]);
+    expect(dylibsForMode(1, { iap, igg })).toEqual([iap]);
+    expect(dylibsForMode(2, { iap, igg })).toEqual([igg]);
+    expect(dylibsForMode(3, { iap, igg })).toEqual([iap, igg]);
+    expect(dylibsForMode(4, { iap, igg })).toEqual([]);
+  });
+});
