@@ -1,8 +1,9 @@
 import { DOMParser } from '@xmldom/xmldom';
 import { parseBuffer } from 'bplist-parser';
 import bplistCreator from 'bplist-creator';
-import { build as buildXml, parse as parseXml } from 'plist';
+import { parse as parseXml } from 'plist';
 import { IpaError } from './errors.js';
+import { writeXmlPlist } from './plist-xml-writer.js';
 
 /** Data values are Buffers from bplist-parser and Uint8Arrays from plist's XML parser. */
 export type PlistValue = string | number | boolean | Date | Uint8Array | PlistValue[] | PlistObject;
@@ -54,8 +55,9 @@ export function parsePlistDict(bytes: Buffer, what = 'property list'): PlistObje
   return root;
 }
 
+/** XML plist text, in the plist package's layout (written directly: see plist-xml-writer.ts). */
 export function buildXmlPlist(value: PlistValue): string {
-  return buildXml(value);
+  return writeXmlPlist(value);
 }
 
 export function buildBinaryPlist(value: PlistObject | PlistValue[]): Buffer {

@@ -200,6 +200,13 @@ function parseSlice(file: Buffer, offset: number, size: number, where: string): 
     }
     at += cmdSize;
   }
+  // Load commands are edited in place (a command appended at sizeofcmds), so the header must agree.
+  if (at !== end) {
+    throw new IpaError(
+      'MACHO_TRUNCATED',
+      `Expected the ${commandCount} load commands of ${where} to fill sizeofcmds (${commandsSizeBytes} bytes), found ${at - headerSizeBytes} bytes of commands.`,
+    );
+  }
 
   const firstData = Math.min(
     size,
