@@ -54,7 +54,8 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
   let failed = false;
   const runWorker = (): Promise<void> =>
     new Promise((resolve, reject) => {
-      const worker = new Worker(DIGEST_WORKER_SOURCE, { eval: true, workerData: { path } });
+      // A small young generation keeps each worker's garbage (inflated buffers) from piling up.
+      const worker = new Worker(DIGEST_WORKER_SOURCE, { eval: true, workerData: { path }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
       const finish = (err?: unknown): void => {
         if (err) failed = true;
         void worker.terminate();

@@ -9,9 +9,9 @@ const { createReadStream, openSync, readSync } = require('node:fs');
 const { createHash } = require('node:crypto');
 const zlib = require('node:zlib');
 
-const CHUNK_BYTES = 4 << 20;
+const CHUNK_BYTES = 1 << 20;
 // Inflated in one call up to this size (memory per worker), streamed beyond.
-const INFLATE_WHOLE_BYTES = 8 << 20;
+const INFLATE_WHOLE_BYTES = 1 << 20;
 // Reads are synchronous: this thread has nothing else to do, and a round trip through libuv's
 // pool per small file would cost more than the file.
 const fd = openSync(workerData.path, 'r');
