@@ -113,6 +113,14 @@ function parseFat(bytes: Buffer, is64: boolean, where: string): MachOFile {
   return { isFat: true, fatKind: is64 ? 'fat64' : 'fat32', slices };
 }
 
+/**
+ * One thin slice from its first bytes (mach_header and load commands, at least) and its full size:
+ * for signing a file too large to hold, read through a window.
+ */
+export function parseSliceHead(head: Buffer, sliceSizeBytes: number, where = 'Mach-O file'): MachOSlice {
+  return parseSlice(head, 0, sliceSizeBytes, where);
+}
+
 function parseSlice(file: Buffer, offset: number, size: number, where: string): MachOSlice {
   const bytes = file.subarray(offset, offset + size);
   need(bytes, 0, 4, where, 'a Mach-O magic number');

@@ -59,13 +59,39 @@ export function signMachO(bytes: Buffer, where: string, input: CodeSignInput): S
 }
 
 function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeSignInput): SignedCode {
+  const plan = planSlice(bytes, bytes.length, slice, where, input);
+  const out = Buffer.alloc(plan.codeLimit + plan.signatureSize);
+  bytes.copy(out, 0, 0, Math.min(plan.codeLimit, bytes.length));
+  plan.head.copy(out, 0);
+  const code = out.subarray(0, plan.codeLimit);
+  const { signature, cdHash } = plan.finish({ sha1: hashPages(code, 'sha1'), sha256: hashPages(code, 'sha256') });
+  signature.copy(out, plan.codeLimit);
+  return { bytes: out, cdHash };
+}
+
+/** What signing a slice needs before its pages are hashed, and how to finish once they are. */
+export interface SlicePlan {
+  /** Code hashed and kept: the slice's bytes up to here (zero-padded past its end). */
+  readonly codeLimit: number;
+  /** Bytes reserved for the signature after codeLimit. */
+  readonly signatureSize: number;
+  /** The slice's first bytes with the header edits (LC_CODE_SIGNATURE, __LINKEDIT sizes) applied. */
+  readonly head: Buffer;
+  finish(pageHashes: { sha1: readonly Buffer[]; sha256: readonly Buffer[] }): { signature: Buffer; cdHash: Buffer };
+}
+
+/**
+ * Plans the signature of a slice from its first bytes (`bytes` holds at least the header, the load
+ * commands and 16 bytes after them) and its size.
+ */
+export function planSlice(bytes: Buffer, sliceSizeBytes: number, slice: MachOSlice, where: string, input: CodeSignInput): SlicePlan {
   const linkedit = slice.segments.find((s) => s.name === '__LINKEDIT');
   if (linkedit === undefined) {
     throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} (${slice.arch}) to have a __LINKEDIT segment to hold the signature, found none.`);
   }
   const lastEnd = Math.max(...slice.segments.map((s) => s.fileOffset + s.fileSize));
-  if (lastEnd > bytes.length) {
-    throw new IpaError('MACHO_TRUNCATED', `Expected the segments of ${where} (${slice.arch}) to end within its ${bytes.length} bytes, found one ending at ${lastEnd}.`);
+  if (lastEnd > sliceSizeBytes) {
+    throw new IpaError('MACHO_TRUNCATED', `Expected the segments of ${where} (${slice.arch}) to end within its ${sliceSizeBytes} bytes, found one ending at ${lastEnd}.`);
   }
   if (linkedit.fileOffset + linkedit.fileSize !== lastEnd) {
     throw new IpaError('MACHO_UNSUPPORTED', `Expected __LINKEDIT to be the last segment of ${where} (${slice.arch}), found another segment after it.`);
@@ -73,7 +99,7 @@ function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeS
   const existing = slice.codeSignature;
   let codeLimit: number;
   if (existing !== undefined) {
-    if (existing.dataOffset < linkedit.fileOffset || existing.dataOffset > bytes.length) {
+    if (existing.dataOffset < linkedit.fileOffset || existing.dataOffset > sliceSizeBytes) {
       throw new IpaError('SIGNATURE_INVALID', `Expected the signature of ${where} (${slice.arch}) inside __LINKEDIT, found it at offset ${existing.dataOffset}.`);
     }
     codeLimit = existing.dataOffset;
@@ -84,8 +110,8 @@ function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeS
       throw new IpaError('LOAD_COMMANDS_FULL', `Expected 16 free zero bytes after the load commands of ${where} (${slice.arch}) for LC_CODE_SIGNATURE, found ${slice.freeCommandBytes}.`);
     }
     codeLimit = alignUp(linkedit.fileOffset + linkedit.fileSize, 16);
-    if (bytes.length > codeLimit) {
-      throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} (${slice.arch}) to end with __LINKEDIT at ${codeLimit}, found ${bytes.length - codeLimit} more bytes.`);
+    if (sliceSizeBytes > codeLimit) {
+      throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} (${slice.arch}) to end with __LINKEDIT at ${codeLimit}, found ${sliceSizeBytes - codeLimit} more bytes.`);
     }
   }
 
@@ -115,8 +141,10 @@ function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeS
     16,
   );
 
-  const out = Buffer.alloc(codeLimit + signatureSize);
-  bytes.copy(out, 0, 0, Math.min(codeLimit, bytes.length));
+  // The header edits all fall within the load commands and the 16 bytes after them.
+  const headLength = Math.min(codeLimit, slice.headerSizeBytes + slice.commandsSizeBytes + 16);
+  const out = Buffer.alloc(headLength);
+  bytes.copy(out, 0, 0, Math.min(headLength, bytes.length));
   let signatureCommand = existing?.commandOffset;
   if (signatureCommand === undefined) {
     signatureCommand = slice.headerSizeBytes + slice.commandsSizeBytes;
@@ -131,39 +159,49 @@ function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeS
   out.writeUInt32LE(signatureSize, signatureCommand + 12);
   growLinkedit(out, slice, linkedit.commandOffset, linkedit.fileOffset, codeLimit + signatureSize, linkedit.vmSize);
 
-  const code = out.subarray(0, codeLimit);
   const text = slice.segments.find((s) => s.name === '__TEXT');
   const isMain = input.isMainBinary && slice.fileType === MH_EXECUTE;
   const getTaskAllow = input.entitlements?.['get-task-allow'] === true;
-  const directory = (hash: HashName): Buffer =>
+  const directory = (hash: HashName, pageHashes: readonly Buffer[]): Buffer =>
     buildCodeDirectory({
       hash,
       identifier: input.identifier,
       ...(input.teamId === undefined ? {} : { teamId: input.teamId }),
       specialHashes: specialBlobs.slice(0, specialCount).map((blob) => (blob === undefined ? undefined : digest(hash, blob))),
-      pageHashes: hashPages(code, hash),
+      pageHashes,
       codeLimit,
       execSegBase: text?.fileOffset ?? 0,
       execSegLimit: text?.fileSize ?? 0,
       execSegFlags: isMain ? CS_EXECSEG_MAIN_BINARY | (getTaskAllow ? CS_EXECSEG_ALLOW_UNSIGNED : 0) : 0,
     });
-  const cd1 = directory('sha1');
-  const cd256 = directory('sha256');
-  const cd256Hash = digest('sha256', cd256);
-  const cms = input.signer.sign(cd1, [{ hash: 'sha1', digest: digest('sha1', cd1) }, { hash: 'sha256', digest: cd256Hash }], input.now);
-  const superBlob = buildSuperBlob([
-    { slot: CSSLOT_CODEDIRECTORY, blob: cd1 },
-    { slot: CSSLOT_REQUIREMENTS, blob: requirements },
-    ...(entitlements === undefined ? [] : [{ slot: CSSLOT_ENTITLEMENTS, blob: entitlements }]),
-    ...(derEntitlements === undefined ? [] : [{ slot: CSSLOT_DER_ENTITLEMENTS, blob: derEntitlements }]),
-    { slot: CSSLOT_ALTERNATE_CODEDIRECTORIES, blob: cd256 },
-    { slot: CSSLOT_SIGNATURESLOT, blob: signatureBlob(cms) },
-  ]);
-  if (superBlob.length > signatureSize) {
-    throw new Error(`signature of ${superBlob.length} bytes exceeds the ${signatureSize} reserved`);
-  }
-  superBlob.copy(out, codeLimit);
-  return { bytes: out, cdHash: cd256Hash.subarray(0, 20) };
+  return {
+    codeLimit,
+    signatureSize,
+    head: out,
+    finish(pageHashes) {
+      if (pageHashes.sha1.length !== pageCount || pageHashes.sha256.length !== pageCount) {
+        throw new Error(`expected ${pageCount} page hashes of ${where}, got ${pageHashes.sha1.length} and ${pageHashes.sha256.length}`);
+      }
+      const cd1 = directory('sha1', pageHashes.sha1);
+      const cd256 = directory('sha256', pageHashes.sha256);
+      const cd256Hash = digest('sha256', cd256);
+      const cms = input.signer.sign(cd1, [{ hash: 'sha1', digest: digest('sha1', cd1) }, { hash: 'sha256', digest: cd256Hash }], input.now);
+      const superBlob = buildSuperBlob([
+        { slot: CSSLOT_CODEDIRECTORY, blob: cd1 },
+        { slot: CSSLOT_REQUIREMENTS, blob: requirements },
+        ...(entitlements === undefined ? [] : [{ slot: CSSLOT_ENTITLEMENTS, blob: entitlements }]),
+        ...(derEntitlements === undefined ? [] : [{ slot: CSSLOT_DER_ENTITLEMENTS, blob: derEntitlements }]),
+        { slot: CSSLOT_ALTERNATE_CODEDIRECTORIES, blob: cd256 },
+        { slot: CSSLOT_SIGNATURESLOT, blob: signatureBlob(cms) },
+      ]);
+      if (superBlob.length > signatureSize) {
+        throw new Error(`signature of ${superBlob.length} bytes exceeds the ${signatureSize} reserved`);
+      }
+      const signature = Buffer.alloc(signatureSize);
+      superBlob.copy(signature);
+      return { signature, cdHash: cd256Hash.subarray(0, 20) };
+    },
+  };
 }
 
 /** __LINKEDIT must cover the signature: filesize to the new end, vmsize rounded to the segment alignment. */
@@ -186,7 +224,7 @@ export function digest(hash: HashName, bytes: Buffer): Buffer {
   return createHash(hash).update(bytes).digest();
 }
 
-function hashPages(code: Buffer, hash: HashName): Buffer[] {
+export function hashPages(code: Buffer, hash: HashName): Buffer[] {
   const hashes: Buffer[] = [];
   for (let at = 0; at < code.length; at += PAGE_SIZE) hashes.push(digest(hash, code.subarray(at, Math.min(at + PAGE_SIZE, code.length))));
   return hashes;
