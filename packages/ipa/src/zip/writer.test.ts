@@ -61,6 +61,22 @@ describe('createSignedZipWriter', () => {
     expect(readdirSync(dir).filter((name) => name.includes('partial'))).toEqual([]);
   });
 
+  it('adds a streamed entry whose header is completed after its content', async () => {
+    const output = join(dir, 'streamed.zip');
+    const parts = [Buffer.from('text '.repeat(50_000)), randomBytes(300_000), Buffer.alloc(0), Buffer.from('end')];
+    const writer = await createSignedZipWriter(source, output);
+    await writer.add('before.txt', Buffer.from('before'));
+    await writer.addStream('Payload/A.app/Big', async (sink) => {
+      for (const part of parts) await sink(part);
+    }, { unixMode: EXECUTABLE_MODE });
+    await writer.add('after.txt', Buffer.from('after'));
+    await writer.close();
+    const after = await readAll(output);
+    expect(after.get('Payload/A.app/Big')).toEqual({ data: Buffer.concat(parts).toString('latin1'), mode: EXECUTABLE_MODE });
+    expect(after.get('after.txt')?.data).toBe('after');
+    expect(execFileSync('unzip', ['-tq', output], { encoding: 'utf8' })).toContain('No errors detected');
+  });
+
   it('writes zip64 end records when the entries outnumber 65,535', async () => {
     const many = join(dir, 'many.zip');
     const writer = await createSignedZipWriter(source, many);

@@ -7,12 +7,14 @@
  * IPAs hold tens of thousands, so the copy path is done here.
  */
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
-import { crc32, deflateRaw } from 'node:zlib';
+import { constants as zlibConstants, crc32, deflateRaw, deflateRawSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { IpaError } from '../errors.js';
 import type { ZipEntry } from './archive.js';
 
 const deflateRawAsync = promisify(deflateRaw);
+// BFINAL set, fixed Huffman, end of block: closes a stream of sync-flushed pieces.
+const FINAL_EMPTY_BLOCK = deflateRawSync(Buffer.alloc(0));
 
 const LOCAL_SIGNATURE = 0x04034b50;
 const CENTRAL_SIGNATURE = 0x02014b50;
@@ -46,6 +48,11 @@ export interface SignedZipWriter {
   /** Copies an entry of the source archive without inflating it. */
   copy(entry: ZipEntry): Promise<void>;
   add(name: string, content: Buffer, options?: NewEntryOptions): Promise<void>;
+  /**
+   * Adds an entry whose content `produce` hands to its sink chunk by chunk (a binary signed as it
+   * streams): deflated chunk by chunk, its header completed once the CRC and sizes are known.
+   */
+  addStream(name: string, produce: (sink: (chunk: Buffer) => Promise<void>) => Promise<void>, options?: NewEntryOptions): Promise<void>;
   addDirectory(name: string, unixMode?: number): Promise<void>;
   /** Writes the central directory and moves the file into place. */
   close(): Promise<void>;
@@ -176,6 +183,48 @@ export async function createSignedZipWriter(source: string, output: string, opti
         },
         isStored ? content : compressed,
       );
+    },
+    async addStream(name, produce, entryOptions = {}) {
+      claim(name);
+      const { time, date } = dosDateTime(entryOptions.modified ?? new Date());
+      const record: Omit<CentralRecord, 'offset'> = {
+        name: Buffer.from(name, 'utf8'),
+        flags: FLAG_UTF8,
+        method: 8,
+        dosTime: time,
+        dosDate: date,
+        crc: 0,
+        compressedSize: 0,
+        uncompressedSize: 0,
+        externalAttributes: ((entryOptions.unixMode ?? 0o100644) << 16) >>> 0,
+        versionMadeBy: MADE_BY_UNIX,
+      };
+      const offset = position;
+      await write(localHeader(record));
+      let crc = 0;
+      let uncompressedSize = 0;
+      let compressedSize = 0;
+      // Each chunk deflates on its own and ends on a byte boundary (Z_SYNC_FLUSH), so the pieces
+      // concatenate into one raw deflate stream; an empty final block closes it.
+      await produce(async (chunk) => {
+        crc = crc32(chunk, crc);
+        uncompressedSize += chunk.length;
+        const piece = await deflateRawAsync(chunk, { level, finishFlush: zlibConstants.Z_SYNC_FLUSH });
+        compressedSize += piece.length;
+        await write(piece);
+      });
+      const last = FINAL_EMPTY_BLOCK;
+      compressedSize += last.length;
+      await write(last);
+      if (compressedSize >= MAX_32 || uncompressedSize >= MAX_32) {
+        throw new IpaError('MACHO_TOO_LARGE', `Expected "${name}" to stay under 4 GiB, found ${uncompressedSize} bytes.`);
+      }
+      const complete = { ...record, crc: crc >>> 0, compressedSize, uncompressedSize };
+      // The header went out with zero CRC and sizes; write the finished one over it.
+      await flush();
+      await drain();
+      await writeAll(out, localHeader(complete), offset);
+      records.push({ ...complete, offset });
     },
     async addDirectory(name, unixMode = 0o040755) {
       const dirName = name.endsWith('/') ? name : `${name}/`;
