@@ -13,7 +13,10 @@ import { EXECUTABLE_MODE, buildZip, type TestZipEntry } from '../test-support/bu
 import { createTestPki, type TestPki } from '../test-support/pki.js';
 import { HELPER_SOURCE, PLAIN_MAIN_SOURCE, buildDylib, buildExecutable, objdumpHeaders } from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
+import { loadIdentity } from '../identity.js';
+import { createMachOSigner } from './engine.js';
 import { sign } from './sign.js';
+import { signIpa } from './sign-ipa.js';
 
 const APP = 'Payload/Host.app';
 const HOST_ID = 'com.example.host';
@@ -120,6 +123,31 @@ describe('signing an app with nested code', () => {
     expect(seal.files2).not.toHaveProperty('Host');
     const kitSeal = parsePlist(readFileSync(path.join(app, 'Frameworks/Kit.framework/_CodeSignature/CodeResources'))) as { files2: Record<string, PlistObject> };
     expect(Buffer.from(kitSeal.files2['kit.json']!.hash2 as Uint8Array)).toEqual(sha('sha256', Buffer.from('{"kit":true}')));
+  });
+
+  it('streams every binary through the signer when told to, with the same result as in memory', async () => {
+    const identity = loadIdentity({ p12: pki.p12, password: pki.password });
+    const profile = pki.profile();
+    const now = new Date('2026-03-04T05:06:07Z');
+    const outputs: string[] = [];
+    for (const streamAboveBytes of [0, 1 << 30]) {
+      const output = path.join(dir, `stream-${streamAboveBytes}.ipa`);
+      await signIpa({ input, output, identity, profile, signer: createMachOSigner(identity, () => now), now, streamAboveBytes });
+      outputs.push(output);
+    }
+    const unzipped = outputs.map((output) => {
+      const target = `${output}.d`;
+      mkdirSync(target);
+      execFileSync('unzip', ['-q', output, '-d', target]);
+      return path.join(target, APP);
+    });
+    for (const { file } of code) {
+      const streamed = readFileSync(path.join(unzipped[0]!, file));
+      expect(streamed.equals(readFileSync(path.join(unzipped[1]!, file))), file).toBe(true);
+      expect(opensslVerifies(readSignatures(streamed)[0]!, pki.caPem).ok).toBe(true);
+    }
+    expect(readFileSync(path.join(unzipped[0]!, '_CodeSignature/CodeResources')).equals(readFileSync(path.join(unzipped[1]!, '_CodeSignature/CodeResources')))).toBe(true);
+    expect(execFileSync('unzip', ['-tq', outputs[0]!], { encoding: 'utf8' })).toContain('No errors detected');
   });
 
   it('DUP moves every identifier under the prefix, watch and extension references included', async () => {

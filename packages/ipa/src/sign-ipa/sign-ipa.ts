@@ -6,7 +6,13 @@ import type { SigningIdentity } from '../identity.js';
 import { buildCodeResources, type SealedFile, type SealedNested } from '../resources/index.js';
 import { openZip, type ZipArchive } from '../zip/index.js';
 import { mergeEntitlements } from '../sign/entitlements.js';
-import { readEmbeddedEntitlements } from '../sign/read-signature.js';
+import { readEmbeddedEntitlements, readEmbeddedEntitlementsAt } from '../sign/read-signature.js';
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, open as openFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { digestEntriesCached, type FileDigests } from '../digest/index.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan } from './plan.js';
@@ -28,6 +34,13 @@ export interface MachOSignRequest {
 /** The Mach-O signing engine, bound to an identity: answers the signed file and its cdhash. */
 export interface MachOSigner {
   sign(binary: Buffer, request: MachOSignRequest): { signed: Buffer; cdhash: Buffer };
+  /** The same for a binary read through a window and written to a sink, for binaries too large to hold. */
+  signStream?(
+    read: (offset: number, length: number) => Promise<Buffer>,
+    sizeBytes: number,
+    request: MachOSignRequest,
+    sink: (chunk: Buffer) => Promise<void>,
+  ): Promise<{ cdhash: Buffer; sizeBytes: number }>;
 }
 
 export interface SignIpaOptions extends ModeOptions {
@@ -40,6 +53,8 @@ export interface SignIpaOptions extends ModeOptions {
   now?: Date;
   /** Largest Mach-O read into memory, in bytes. */
   maxBinaryBytes?: number;
+  /** Binaries larger than this are signed as they stream through a temporary file (32 MiB by default). */
+  streamAboveBytes?: number;
   /** Keeps each version's resource digests, so signing it again skips inflating its resources. */
   cacheDir?: string;
   /** Threads that inflate and hash resources; the machine's parallelism by default. */
@@ -51,6 +66,8 @@ export interface SignIpaReport {
   bundles: Array<{ dir: string; bundleId: string; kind: BundlePlan['kind']; cdhash: string }>;
   profile: Pick<Profile, 'name' | 'uuid' | 'teamId' | 'expirationDate'>;
 }
+
+const DEFAULT_STREAM_ABOVE_BYTES = 32 * 1024 * 1024;
 
 const relative = (bundle: BundlePlan, path: string) => path.slice(bundle.dir.length + 1);
 
@@ -82,10 +99,54 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       const mode = archive.find(name)?.unixMode ?? (/\.dylib$/.test(name) ? 0o100755 : 0o100644);
       await writer!.add(name, bytes, { unixMode: mode });
     };
-    const signOne = async (name: string, request: MachOSignRequest, bytes?: Buffer) => {
-      const { signed, cdhash } = options.signer.sign(bytes ?? (await read(name)), request);
-      await emit(name, signed);
-      return cdhash;
+    const streamAbove = options.streamAboveBytes ?? DEFAULT_STREAM_ABOVE_BYTES;
+    /**
+     * Signs one Mach-O entry and writes it. A main executable keeps its own entitlements, so they
+     * are read from the binary first. Binaries over `streamAbove` are spooled to a temporary file
+     * and signed as they stream into the output, so memory stays flat whatever their size.
+     */
+    const signOne = async (name: string, request: MachOSignRequest, isMain = false): Promise<Buffer> => {
+      const entry = archive.find(name);
+      const inMemory = replaced.get(name);
+      const withOwn = (own: PlistObject | undefined): MachOSignRequest =>
+        isMain ? { ...request, entitlements: entitlementsFor(profile, request.identifier, own, options) } : request;
+      if (inMemory !== undefined || entry === undefined || entry.uncompressedSizeBytes <= streamAbove || !options.signer.signStream) {
+        const binary = inMemory ?? (await read(name));
+        const { signed, cdhash } = options.signer.sign(binary, withOwn(isMain ? ownEntitlements(() => readEmbeddedEntitlements(binary, name)) : undefined));
+        await emit(name, signed);
+        return cdhash;
+      }
+      const spoolDir = await mkdtemp(join(tmpdir(), 'sideport-sign-'));
+      const file = join(spoolDir, 'binary');
+      try {
+        await pipeline(await archive.openEntryStream(entry), createWriteStream(file));
+        const handle = await openFile(file, 'r');
+        try {
+          const readAt = async (offset: number, length: number): Promise<Buffer> => {
+            const buffer = Buffer.alloc(length);
+            const { bytesRead } = await handle.read(buffer, 0, length, offset);
+            return buffer.subarray(0, bytesRead);
+          };
+          const size = entry.uncompressedSizeBytes;
+          const own = isMain ? await ownEntitlementsAsync(() => readEmbeddedEntitlementsAt(readAt, size, name)) : undefined;
+          const sha1 = createHash('sha1');
+          const sha256 = createHash('sha256');
+          let cdhash: Buffer = Buffer.alloc(0);
+          await writer!.addStream(name, async (sink) => {
+            ({ cdhash } = await options.signer.signStream!(readAt, size, withOwn(own), async (chunk) => {
+              sha1.update(chunk);
+              sha256.update(chunk);
+              await sink(chunk);
+            }));
+          }, { unixMode: entry.unixMode ?? 0o100755 });
+          written.set(name, { sha1: sha1.digest(), sha256: sha256.digest() });
+          return cdhash;
+        } finally {
+          await handle.close();
+        }
+      } finally {
+        await rm(spoolDir, { recursive: true, force: true });
+      }
     };
 
     const mode = options.mode ?? 0;
@@ -129,16 +190,13 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced, written, digests), nested);
       await emit(`${bundle.dir}/_CodeSignature/CodeResources`, codeResources);
       if (bundle.executable) {
-        const binary = await read(bundle.executable);
-        const entitlements = bundle.isMain ? entitlementsOf(profile, bundle.bundleId, binary, bundle.executable, options) : undefined;
         const cdhash = await signOne(bundle.executable, {
           identifier: bundle.bundleId,
           teamId: profile.teamId,
           isMainExecutable: bundle.isMain,
           infoPlist: await read(`${bundle.dir}/Info.plist`),
           codeResources,
-          ...(entitlements ? { entitlements } : {}),
-        }, binary);
+        }, bundle.isMain);
         cdhashes.set(bundle.dir, cdhash);
       }
       options.onProgress?.({ bundle: bundle.dir, done: ++done, total: plan.inOrder.length });
@@ -163,13 +221,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
  * grants and moved to the profile's team (and, under DUP, to the new identifiers), plus what the
  * profile grants for this bundle id. An executable that cannot be read keeps the profile's alone.
  */
-function entitlementsOf(profile: Profile, bundleId: string, binary: Buffer, where: string, options: ModeOptions): PlistObject {
-  let own: PlistObject | undefined;
-  try {
-    own = readEmbeddedEntitlements(binary, where);
-  } catch {
-    own = undefined; // a damaged old signature is replaced anyway
-  }
+function entitlementsFor(profile: Profile, bundleId: string, own: PlistObject | undefined, options: ModeOptions): PlistObject {
   const prefix = options.mode === 4 ? options.bundleIdPrefix : undefined;
   return mergeEntitlements({
     profile,
@@ -179,6 +231,23 @@ function entitlementsOf(profile: Profile, bundleId: string, binary: Buffer, wher
       ? {}
       : { remapId: (id: string) => `${prefix}.${id}`, remapGroup: (group: string) => `group.${prefix}.${group.replace(/^group\./, '')}` }),
   });
+}
+
+/** The entitlements a binary was signed with; a damaged old signature counts as none (it is replaced). */
+function ownEntitlements(readOwn: () => PlistObject | undefined): PlistObject | undefined {
+  try {
+    return readOwn();
+  } catch {
+    return undefined;
+  }
+}
+
+async function ownEntitlementsAsync(readOwn: () => Promise<PlistObject | undefined>): Promise<PlistObject | undefined> {
+  try {
+    return await readOwn();
+  } catch {
+    return undefined;
+  }
 }
 
 /**
