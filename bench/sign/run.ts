@@ -26,7 +26,7 @@ async function rawFloorMs(input: string, output: string) {
 }
 
 function signOnce(input: string, output: string, p12: string, profile: string, cacheDir: string): { ms: number; maxRssMB: number } {
-  const out = execFileSync(process.execPath, ['--conditions=source', '--import', 'tsx', path.join(import.meta.dirname, 'sign-once.ts'), input, output, p12, profile, cacheDir], {
+  const out = execFileSync(process.execPath, [path.join(import.meta.dirname, 'sign-once.mjs'), input, output, p12, profile, cacheDir], {
     cwd: root,
     encoding: 'utf8',
   });
@@ -34,6 +34,8 @@ function signOnce(input: string, output: string, p12: string, profile: string, c
 }
 
 try {
+  // Signing runs the compiled package, as the server does; build it first.
+  execFileSync('npx', ['tsc', '-b', 'packages/ipa'], { cwd: root, stdio: 'inherit' });
   const pki = createTestPki(dir);
   const p12 = path.join(dir, 'id.p12');
   const profileA = path.join(dir, 'a.mobileprovision');

@@ -63,6 +63,8 @@ export interface BuildOptions {
   rpaths?: string[];
   /** Room left after the load commands (ld's -headerpad); lld's default is small. */
   headerPadBytes?: number;
+  /** More object files to link in. */
+  objects?: string[];
 }
 
 /** An MH_EXECUTE whose main returns a value computed by `helper` when linked with the helper dylib. */
@@ -73,7 +75,7 @@ export function buildExecutable(dir: string, name: string, source: string, optio
   run(LD, [
     '-arch', arch, '-platform_version', 'ios', '14.0', '14.0', '-execute', '-e', '_main',
     '-headerpad', `0x${(options.headerPadBytes ?? 0x400).toString(16)}`,
-    o, ...(options.link ?? []), libSystem(dir, arch),
+    o, ...(options.objects ?? []), ...(options.link ?? []), libSystem(dir, arch),
     ...(options.rpaths ?? []).flatMap((path) => ['-rpath', path]),
     '-o', out,
   ], dir);
@@ -105,3 +107,14 @@ export function objdumpHeaders(path: string): string {
 export const MAIN_SOURCE = 'int helper(int);\nint main(void) { return helper(21); }\n';
 export const HELPER_SOURCE = 'int helper(int x) { return x * 2; }\n';
 export const PLAIN_MAIN_SOURCE = 'static volatile int value = 7;\nint main(void) { return value; }\n';
+
+/** An object file whose __TEXT,__const holds `data` as the symbol _blob (for large test binaries). */
+export function buildDataObject(dir: string, name: string, data: Buffer, arch: Arch = 'arm64'): string {
+  const bin = join(dir, `${name}.bin`);
+  const s = join(dir, `${name}.s`);
+  const o = join(dir, `${name}-${arch}.o`);
+  writeFileSync(bin, data);
+  writeFileSync(s, `.section __TEXT,__const\n.globl _blob\n.p2align 4\n_blob:\n.incbin "${bin}"\n`);
+  run('clang', ['-target', `${arch}-apple-ios14.0`, '-c', s, '-o', o], dir);
+  return o;
+}
