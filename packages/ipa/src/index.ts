@@ -40,6 +40,8 @@ export type { ModeDylibs, SignOptions } from './sign-ipa/sign.js';
 export { signIpa } from './sign-ipa/sign-ipa.js';
 export type { MachOSigner, MachOSignRequest, SignIpaOptions, SignIpaReport } from './sign-ipa/sign-ipa.js';
 export { createMachOSigner } from './sign-ipa/engine.js';
+// The Mach-O signing engine itself (src/sign): in memory or streamed, and the blobs it writes.
+export * from './sign/index.js';
 export type { InjectedDylib, SignMode } from './sign-ipa/modes.js';
 export { buildCodeResources } from './resources/index.js';
 export type { SealedFile, SealedNested } from './resources/index.js';

@@ -4,6 +4,9 @@
  */
 export { signMachO } from './macho-sign.js';
 export type { CodeSignInput, SignedCode } from './macho-sign.js';
+// The same signature for binaries too large to hold: read through a window, written to a sink.
+export { signMachOStream } from './macho-sign-stream.js';
+export type { ReadAt, Sink, StreamedCode } from './macho-sign-stream.js';
 export { createCmsSigner } from './cms.js';
 export type { CmsSigner } from './cms.js';
 export { codeDirectoryHashes } from './cdhash.js';
@@ -11,7 +14,9 @@ export type { CodeDirectoryHash, SliceCodeDirectoryHashes } from './cdhash.js';
 export { buildRequirementsBlob, requirementSubjectFor, requirementText } from './requirements.js';
 export type { RequirementSubject } from './requirements.js';
 export { encodeDerEntitlements } from './der-entitlements.js';
-export { readEmbeddedEntitlements } from './read-signature.js';
+export { readEmbeddedEntitlements, readEmbeddedEntitlementsAt } from './read-signature.js';
+export { createGroupRemap, isAllowedBy, mergeEntitlements } from './entitlements.js';
+export type { EntitlementsInput } from './entitlements.js';
 // Blob framing and slot numbers from Security's cscdefs.h, for callers that read signatures.
 export {
   CSMAGIC_BLOBWRAPPER, CSMAGIC_CODEDIRECTORY, CSMAGIC_EMBEDDED_DER_ENTITLEMENTS, CSMAGIC_EMBEDDED_ENTITLEMENTS,

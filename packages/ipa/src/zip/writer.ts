@@ -86,18 +86,25 @@ export async function createSignedZipWriter(source: string, output: string, opti
   const records: CentralRecord[] = [];
   const names = new Set<string>();
   let position = 0;
-  let pending = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  // Buffers are reused, not left to the collector: on a 1 GB copy the garbage otherwise piles up
+  // to tens of MB before V8 notices it (its heap barely grows).
+  const spare: Buffer[] = [];
+  const take = (): Buffer => spare.pop() ?? Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  let pending = take();
   let pendingLength = 0;
   const block = createBlockReader(input);
   // Writes go out at explicit offsets without waiting, a few at a time, so reading the next
   // block overlaps writing the last one.
   let flushedTo = 0;
   const inFlight = new Set<Promise<void>>();
-  const writeAt = async (bytes: Buffer): Promise<void> => {
+  const writeAt = async (bytes: Buffer, release?: Buffer): Promise<void> => {
     const at = flushedTo;
     flushedTo += bytes.length;
     while (inFlight.size >= MAX_WRITES_IN_FLIGHT) await Promise.race(inFlight);
-    const done = writeAll(out, bytes, at).finally(() => inFlight.delete(done));
+    const done = writeAll(out, bytes, at).finally(() => {
+      inFlight.delete(done);
+      if (release !== undefined && spare.length < MAX_WRITES_IN_FLIGHT + 1) spare.push(release);
+    });
     inFlight.add(done);
   };
   const drain = async (): Promise<void> => {
@@ -106,18 +113,19 @@ export async function createSignedZipWriter(source: string, output: string, opti
 
   const flush = async (): Promise<void> => {
     if (pendingLength === 0) return;
-    await writeAt(pending.subarray(0, pendingLength));
-    pending = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+    const full = pending;
+    pending = take();
+    await writeAt(full.subarray(0, pendingLength), full);
     pendingLength = 0;
   };
+  /** Copies into the pending buffer (so a caller's buffer, such as a read block, is free at once). */
   const write = async (bytes: Buffer): Promise<void> => {
-    if (bytes.length >= WRITE_BUFFER_BYTES / 2) {
-      await flush();
-      await writeAt(bytes);
-    } else {
-      if (pendingLength + bytes.length > WRITE_BUFFER_BYTES) await flush();
-      bytes.copy(pending, pendingLength);
-      pendingLength += bytes.length;
+    for (let at = 0; at < bytes.length; ) {
+      if (pendingLength === WRITE_BUFFER_BYTES) await flush();
+      const n = Math.min(bytes.length - at, WRITE_BUFFER_BYTES - pendingLength);
+      bytes.copy(pending, pendingLength, at, at + n);
+      pendingLength += n;
+      at += n;
     }
     position += bytes.length;
   };
@@ -272,10 +280,12 @@ export async function createSignedZipWriter(source: string, output: string, opti
  */
 function createBlockReader(handle: FileHandle): { read(offset: number, length: number): Promise<Buffer> } {
   const blocks = new Map<number, Promise<Buffer>>();
+  // A returned range is used before the next read, so a block's buffer is free once it is evicted.
+  const spare: Buffer[] = [];
   const blockAt = (index: number): Promise<Buffer> => {
     let data = blocks.get(index);
     if (data === undefined) {
-      data = readUpTo(handle, index * READ_BLOCK_BYTES, READ_BLOCK_BYTES);
+      data = readUpTo(handle, index * READ_BLOCK_BYTES, READ_BLOCK_BYTES, spare.pop());
       data.catch(() => undefined); // a read-ahead nobody uses must not become an unhandled rejection
       blocks.set(index, data);
     }
@@ -284,7 +294,13 @@ function createBlockReader(handle: FileHandle): { read(offset: number, length: n
   const use = async (index: number): Promise<Buffer> => {
     const data = await blockAt(index);
     // Keep this block and the one read ahead; forget the rest.
-    for (const key of blocks.keys()) if (key < index) blocks.delete(key);
+    for (const [key, old] of blocks) {
+      if (key >= index) continue;
+      blocks.delete(key);
+      void old.then((buffer) => {
+        if (buffer.buffer.byteLength === READ_BLOCK_BYTES && spare.length < 2) spare.push(Buffer.from(buffer.buffer, buffer.byteOffset, READ_BLOCK_BYTES));
+      }, () => undefined);
+    }
     if (data.length === READ_BLOCK_BYTES) void blockAt(index + 1);
     return data;
   };
@@ -318,8 +334,8 @@ function* gridChunks(start: number, end: number): Generator<[number, number]> {
   }
 }
 
-async function readUpTo(handle: FileHandle, offset: number, length: number): Promise<Buffer> {
-  const buffer = Buffer.allocUnsafe(length);
+async function readUpTo(handle: FileHandle, offset: number, length: number, into?: Buffer): Promise<Buffer> {
+  const buffer = into !== undefined && into.length >= length ? into : Buffer.allocUnsafe(length);
   let done = 0;
   while (done < length) {
     const { bytesRead } = await handle.read(buffer, done, length - done, offset + done);
