@@ -30,6 +30,7 @@ const MADE_BY_UNIX = (3 << 8) | 63;
 const WRITE_BUFFER_BYTES = 1024 * 1024;
 const READ_BLOCK_BYTES = 1024 * 1024;
 const MAX_WRITES_IN_FLIGHT = 4;
+const DEFLATES_IN_FLIGHT = 3;
 
 export interface ZipWriterOptions {
   /** Deflate level for new entries; 1 is fast and keeps binaries close to their original size. */
@@ -214,13 +215,26 @@ export async function createSignedZipWriter(source: string, output: string, opti
       let compressedSize = 0;
       // Each chunk deflates on its own and ends on a byte boundary (Z_SYNC_FLUSH), so the pieces
       // concatenate into one raw deflate stream; an empty final block closes it.
-      await produce(async (chunk) => {
-        crc = crc32(chunk, crc);
-        uncompressedSize += chunk.length;
-        const piece = await deflateRawAsync(chunk, { level, finishFlush: zlibConstants.Z_SYNC_FLUSH });
+      // Pieces deflate on libuv's pool a few at a time, in parallel with the producer; they are
+      // written in order.
+      const queue: Promise<Buffer>[] = [];
+      const writeNext = async (): Promise<void> => {
+        const piece = await queue.shift()!;
         compressedSize += piece.length;
         await write(piece);
-      });
+      };
+      try {
+        await produce(async (chunk) => {
+          crc = crc32(chunk, crc);
+          uncompressedSize += chunk.length;
+          queue.push(deflateRawAsync(chunk, { level, finishFlush: zlibConstants.Z_SYNC_FLUSH }));
+          if (queue.length >= DEFLATES_IN_FLIGHT) await writeNext();
+        });
+        while (queue.length > 0) await writeNext();
+      } finally {
+        // Settle what is left, so a failure leaves no unhandled rejection behind.
+        await Promise.allSettled(queue);
+      }
       const last = FINAL_EMPTY_BLOCK;
       compressedSize += last.length;
       await write(last);
