@@ -27,9 +27,10 @@ type Result = { id: number; sha1: Uint8Array; sha256: Uint8Array } | { id: numbe
 // A batch is a few MiB of work or a few hundred small files: few messages, even shares.
 const BATCH_COST = 16 * 1024 * 1024;
 const BATCH_ENTRIES = 256;
+const MAX_WORKERS = 8;
 
 export interface DigestOptions {
-  /** Worker threads; the machine's parallelism by default. */
+  /** Worker threads; one less than the machine's parallelism by default (at least one). */
   workers?: number;
   /** Called after each batch with the entries digested so far. */
   onProgress?: (done: number, total: number) => void;
@@ -48,7 +49,8 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
     crc32: entry.crc32 >>> 0,
   }));
   const batches = toBatches(tasks);
-  const workerCount = Math.max(1, Math.min(options.workers ?? availableParallelism(), batches.length));
+  // The main thread copies the archive meanwhile, so leave it a core.
+  const workerCount = Math.max(1, Math.min(options.workers ?? availableParallelism() - 1, MAX_WORKERS, batches.length));
   let next = 0;
   let done = 0;
   let failed = false;

@@ -57,7 +57,7 @@ export interface SignIpaOptions extends ModeOptions {
   streamAboveBytes?: number;
   /** Keeps each version's resource digests, so signing it again skips inflating its resources. */
   cacheDir?: string;
-  /** Threads that inflate and hash resources; the machine's parallelism by default. */
+  /** Threads that inflate and hash resources; one less than the machine's cores by default (at least one). */
   digestWorkers?: number;
   onProgress?: (step: { bundle: string; done: number; total: number }) => void;
 }
