@@ -38,6 +38,34 @@ describe('sign', () => {
     expect(readdirSync(path.join(cacheDir, 'resource-digests'))).toHaveLength(1);
   });
 
+  it('keeps the Xcode app\'s own entitlements that the profile grants, on the profile\'s team, and drops the rest', async () => {
+    const output = path.join(dir, 'entitlements.ipa');
+    const profile = pki.profile({
+      entitlements: {
+        'com.apple.developer.associated-domains': '*',
+        'com.apple.developer.icloud-container-identifiers': ['iCloud.org.fastlane.very-capable-app', 'iCloud.other'],
+        'com.apple.developer.healthkit': true,
+        'com.apple.developer.ubiquity-kvstore-identifier': `${pki.teamId}.*`,
+      },
+    });
+    await sign({ input: fixtureIpa, output, identity: { p12: pki.p12, password: pki.password }, profile });
+    const [signature] = readSignatures(readFileSync(path.join(unzip(output), 'very-capable-app')));
+    const entitlements = parsePlist(Buffer.from(signature!.entitlementsXml!)) as PlistObject;
+    expect(entitlements).toMatchObject({
+      'application-identifier': `${pki.teamId}.org.fastlane.very-capable-app`,
+      'com.apple.developer.team-identifier': pki.teamId,
+      'com.apple.developer.associated-domains': ['webcredentials:example.com'],
+      'com.apple.developer.icloud-container-identifiers': ['iCloud.org.fastlane.very-capable-app'],
+      'com.apple.developer.healthkit': true,
+      'com.apple.developer.ubiquity-kvstore-identifier': `${pki.teamId}.org.fastlane.very-capable-app`,
+      'keychain-access-groups': [`${pki.teamId}.org.fastlane.very-capable-app`],
+    });
+    // The fixture claims HomeKit and Siri; this profile grants neither, so iOS would refuse them.
+    expect(entitlements).not.toHaveProperty('com.apple.developer.homekit');
+    expect(entitlements).not.toHaveProperty('com.apple.developer.siri');
+    expect(JSON.stringify(entitlements)).not.toContain('TestFixture');
+  });
+
   it('signs with a PEM certificate and key', async () => {
     const output = path.join(dir, 'pem.ipa');
     const report = await sign({ input: fixtureIpa, output, identity: { certPem: pki.certPem, keyPem: pki.keyPem }, profile: pki.profile() });

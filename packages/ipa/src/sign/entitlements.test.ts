@@ -49,6 +49,18 @@ describe('mergeEntitlements', () => {
   });
 });
 
+describe('mergeEntitlements with wildcard grants', () => {
+  it('keeps the app\'s own list values that a wildcard grant allows, and none it does not grant', () => {
+    const merged = mergeEntitlements({
+      profile,
+      bundleId: 'com.old.app',
+      own: { 'com.apple.developer.associated-domains': ['webcredentials:example.com', 'applinks:example.com'], 'com.apple.developer.homekit': true },
+    });
+    expect(merged['com.apple.developer.associated-domains']).toEqual(['webcredentials:example.com', 'applinks:example.com']);
+    expect(merged).not.toHaveProperty('com.apple.developer.homekit');
+  });
+});
+
 describe('createGroupRemap', () => {
   it('renames groups consistently, so app and extensions still share them', () => {
     const remap = createGroupRemap('com.old.app', 'io.new');

@@ -80,8 +80,10 @@ export function mergeEntitlements(input: EntitlementsInput): PlistObject {
   for (const [key, value] of Object.entries(own)) {
     if ([APP_ID, TEAM_ID, KEYCHAIN, APP_GROUPS, 'get-task-allow'].includes(key) || !(key in granted)) continue;
     const grant = granted[key]!;
-    if (Array.isArray(value) && Array.isArray(grant)) {
-      const kept = stringList(value).filter((v) => grant.some((p) => isAllowedBy(p, v)));
+    // A profile grants a list as a list of allowed values or as one pattern ('*' for associated domains).
+    const patterns = Array.isArray(grant) ? grant : typeof grant === 'string' ? [grant] : [];
+    if (Array.isArray(value) && patterns.length > 0) {
+      const kept = stringList(value).filter((v) => patterns.some((p) => isAllowedBy(p, v)));
       if (kept.length > 0) result[key] = kept;
     }
   }
