@@ -4,6 +4,7 @@
  *   node bench/sign/sign-once.mjs in.ipa out.ipa id.p12 profile.mobileprovision [cacheDir]
  */
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { sign } from '../../packages/ipa/dist/index.js';
 
 const [input, output, p12Path, profilePath, cacheDir] = process.argv.slice(2);

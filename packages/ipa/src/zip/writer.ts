@@ -11,24 +11,14 @@ import { constants as zlibConstants, crc32, deflateRaw, deflateRawSync } from 'n
 import { promisify } from 'node:util';
 import { IpaError } from '../errors.js';
 import type { ZipEntry } from './archive.js';
+import { createBlockReader, gridChunks } from './block-reader.js';
+import { FLAG_UTF8, LOCAL_SIGNATURE, MADE_BY_UNIX, MAX_32, centralHeader, dosDateTime, endRecords, localHeader, type CentralRecord } from './records.js';
 
 const deflateRawAsync = promisify(deflateRaw);
 // BFINAL set, fixed Huffman, end of block: closes a stream of sync-flushed pieces.
 const FINAL_EMPTY_BLOCK = deflateRawSync(Buffer.alloc(0));
 
-const LOCAL_SIGNATURE = 0x04034b50;
-const CENTRAL_SIGNATURE = 0x02014b50;
-const END_SIGNATURE = 0x06054b50;
-const ZIP64_END_SIGNATURE = 0x06064b50;
-const ZIP64_LOCATOR_SIGNATURE = 0x07064b50;
-const ZIP64_EXTRA_ID = 0x0001;
-const MAX_32 = 0xffffffff;
-const MAX_16 = 0xffff;
-const FLAG_UTF8 = 0x0800;
-// "made by" Unix (3) with spec 6.3, so external attributes carry st_mode
-const MADE_BY_UNIX = (3 << 8) | 63;
 const WRITE_BUFFER_BYTES = 1024 * 1024;
-const READ_BLOCK_BYTES = 1024 * 1024;
 const MAX_WRITES_IN_FLIGHT = 4;
 const DEFLATES_IN_FLIGHT = 3;
 
@@ -61,19 +51,6 @@ export interface SignedZipWriter {
   abort(): Promise<void>;
 }
 
-interface CentralRecord {
-  name: Buffer;
-  flags: number;
-  method: number;
-  dosTime: number;
-  dosDate: number;
-  crc: number;
-  compressedSize: number;
-  uncompressedSize: number;
-  externalAttributes: number;
-  versionMadeBy: number;
-  offset: number;
-}
 
 /**
  * Opens `output` for writing (through a temporary file beside it) with `source`, the archive the
@@ -288,180 +265,8 @@ export async function createSignedZipWriter(source: string, output: string, opti
   };
 }
 
-/**
- * Reads ranges of the source through 4 MiB blocks on a fixed grid, since copied entries are mostly
- * in order; the next block is read ahead while the current one is used.
- */
-function createBlockReader(handle: FileHandle): { read(offset: number, length: number): Promise<Buffer> } {
-  const blocks = new Map<number, Promise<Buffer>>();
-  // A returned range is used before the next read, so a block's buffer is free once it is evicted.
-  const spare: Buffer[] = [];
-  const blockAt = (index: number): Promise<Buffer> => {
-    let data = blocks.get(index);
-    if (data === undefined) {
-      data = readUpTo(handle, index * READ_BLOCK_BYTES, READ_BLOCK_BYTES, spare.pop());
-      data.catch(() => undefined); // a read-ahead nobody uses must not become an unhandled rejection
-      blocks.set(index, data);
-    }
-    return data;
-  };
-  const use = async (index: number): Promise<Buffer> => {
-    const data = await blockAt(index);
-    // Keep this block and the one read ahead; forget the rest.
-    for (const [key, old] of blocks) {
-      if (key >= index) continue;
-      blocks.delete(key);
-      void old.then((buffer) => {
-        if (buffer.buffer.byteLength === READ_BLOCK_BYTES && spare.length < 2) spare.push(Buffer.from(buffer.buffer, buffer.byteOffset, READ_BLOCK_BYTES));
-      }, () => undefined);
-    }
-    if (data.length === READ_BLOCK_BYTES) void blockAt(index + 1);
-    return data;
-  };
-  return {
-    async read(offset, length) {
-      const first = Math.floor(offset / READ_BLOCK_BYTES);
-      const last = Math.floor((offset + length - 1) / READ_BLOCK_BYTES);
-      if (length === 0) return Buffer.alloc(0);
-      if (last - first > 1) return readExactly(handle, offset, length);
-      const parts: Buffer[] = [];
-      for (let index = first; index <= last; index++) {
-        const data = await use(index);
-        const from = Math.max(offset, index * READ_BLOCK_BYTES) - index * READ_BLOCK_BYTES;
-        const to = Math.min(offset + length, (index + 1) * READ_BLOCK_BYTES) - index * READ_BLOCK_BYTES;
-        if (data.length < to) {
-          throw new IpaError('ZIP_TRUNCATED', `Expected ${length} bytes at offset ${offset} of the source archive, found the file ends first.`);
-        }
-        parts.push(data.subarray(from, to));
-      }
-      return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-    },
-  };
-}
-
-/** Splits [start, end) at the block grid, so each piece is served from one block without copying. */
-function* gridChunks(start: number, end: number): Generator<[number, number]> {
-  for (let at = start; at < end; ) {
-    const next = Math.min(end, (Math.floor(at / READ_BLOCK_BYTES) + 1) * READ_BLOCK_BYTES);
-    yield [at, next - at];
-    at = next;
-  }
-}
-
-async function readUpTo(handle: FileHandle, offset: number, length: number, into?: Buffer): Promise<Buffer> {
-  const buffer = into !== undefined && into.length >= length ? into : Buffer.allocUnsafe(length);
-  let done = 0;
-  while (done < length) {
-    const { bytesRead } = await handle.read(buffer, done, length - done, offset + done);
-    if (bytesRead === 0) break;
-    done += bytesRead;
-  }
-  return buffer.subarray(0, done);
-}
-
-async function readExactly(handle: FileHandle, offset: number, length: number): Promise<Buffer> {
-  const bytes = await readUpTo(handle, offset, length);
-  if (bytes.length < length) throw new IpaError('ZIP_TRUNCATED', `Expected ${length} bytes at offset ${offset} of the source archive, found ${bytes.length}.`);
-  return bytes;
-}
-
 async function writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
   let done = 0;
   while (done < bytes.length) done += (await handle.write(bytes, done, bytes.length - done, position + done)).bytesWritten;
 }
 
-function dosDateTime(date: Date): { time: number; date: number } {
-  const year = Math.max(1980, date.getFullYear());
-  return {
-    time: (date.getHours() << 11) | (date.getMinutes() << 5) | Math.floor(date.getSeconds() / 2),
-    date: ((year - 1980) << 9) | ((date.getMonth() + 1) << 5) | date.getDate(),
-  };
-}
-
-/** Local file header (APPNOTE 4.3.7); sizes over 4 GiB go in a zip64 extra field. */
-function localHeader(r: Omit<CentralRecord, 'offset'>): Buffer {
-  const needs64 = r.compressedSize >= MAX_32 || r.uncompressedSize >= MAX_32;
-  const extra = needs64 ? zip64Extra([r.uncompressedSize, r.compressedSize]) : Buffer.alloc(0);
-  const header = Buffer.alloc(30);
-  header.writeUInt32LE(LOCAL_SIGNATURE, 0);
-  header.writeUInt16LE(needs64 ? 45 : 20, 4); // version needed to extract
-  header.writeUInt16LE(r.flags, 6);
-  header.writeUInt16LE(r.method, 8);
-  header.writeUInt16LE(r.dosTime, 10);
-  header.writeUInt16LE(r.dosDate, 12);
-  header.writeUInt32LE(r.crc, 14);
-  header.writeUInt32LE(needs64 ? MAX_32 : r.compressedSize, 18);
-  header.writeUInt32LE(needs64 ? MAX_32 : r.uncompressedSize, 22);
-  header.writeUInt16LE(r.name.length, 26);
-  header.writeUInt16LE(extra.length, 28);
-  return Buffer.concat([header, r.name, extra]);
-}
-
-/** Central directory header (APPNOTE 4.3.12); fields that overflow move to the zip64 extra field. */
-function centralHeader(r: CentralRecord): Buffer {
-  const big: number[] = [];
-  if (r.uncompressedSize >= MAX_32) big.push(r.uncompressedSize);
-  if (r.compressedSize >= MAX_32) big.push(r.compressedSize);
-  if (r.offset >= MAX_32) big.push(r.offset);
-  const extra = big.length > 0 ? zip64Extra(big) : Buffer.alloc(0);
-  const header = Buffer.alloc(46);
-  header.writeUInt32LE(CENTRAL_SIGNATURE, 0);
-  header.writeUInt16LE(r.versionMadeBy, 4);
-  header.writeUInt16LE(big.length > 0 ? 45 : 20, 6);
-  header.writeUInt16LE(r.flags, 8);
-  header.writeUInt16LE(r.method, 10);
-  header.writeUInt16LE(r.dosTime, 12);
-  header.writeUInt16LE(r.dosDate, 14);
-  header.writeUInt32LE(r.crc, 16);
-  header.writeUInt32LE(r.compressedSize >= MAX_32 ? MAX_32 : r.compressedSize, 20);
-  header.writeUInt32LE(r.uncompressedSize >= MAX_32 ? MAX_32 : r.uncompressedSize, 24);
-  header.writeUInt16LE(r.name.length, 28);
-  header.writeUInt16LE(extra.length, 30);
-  header.writeUInt16LE(0, 32); // comment length
-  header.writeUInt16LE(0, 34); // disk number start
-  header.writeUInt16LE(0, 36); // internal attributes
-  header.writeUInt32LE(r.externalAttributes, 38);
-  header.writeUInt32LE(r.offset >= MAX_32 ? MAX_32 : r.offset, 42);
-  return Buffer.concat([header, r.name, extra]);
-}
-
-function zip64Extra(values: number[]): Buffer {
-  const extra = Buffer.alloc(4 + values.length * 8);
-  extra.writeUInt16LE(ZIP64_EXTRA_ID, 0);
-  extra.writeUInt16LE(values.length * 8, 2);
-  values.forEach((value, i) => extra.writeBigUInt64LE(BigInt(value), 4 + i * 8));
-  return extra;
-}
-
-/** End of central directory, preceded by the zip64 end record and locator when any field overflows. */
-function endRecords(count: number, centralStart: number, centralSize: number): Buffer {
-  const needs64 = count >= MAX_16 || centralStart >= MAX_32 || centralSize >= MAX_32;
-  const parts: Buffer[] = [];
-  if (needs64) {
-    const zip64End = Buffer.alloc(56);
-    zip64End.writeUInt32LE(ZIP64_END_SIGNATURE, 0);
-    zip64End.writeBigUInt64LE(44n, 4); // size of the rest of this record
-    zip64End.writeUInt16LE(MADE_BY_UNIX, 12);
-    zip64End.writeUInt16LE(45, 14);
-    zip64End.writeUInt32LE(0, 16); // this disk
-    zip64End.writeUInt32LE(0, 20); // disk with the central directory
-    zip64End.writeBigUInt64LE(BigInt(count), 24);
-    zip64End.writeBigUInt64LE(BigInt(count), 32);
-    zip64End.writeBigUInt64LE(BigInt(centralSize), 40);
-    zip64End.writeBigUInt64LE(BigInt(centralStart), 48);
-    const locator = Buffer.alloc(20);
-    locator.writeUInt32LE(ZIP64_LOCATOR_SIGNATURE, 0);
-    locator.writeUInt32LE(0, 4);
-    locator.writeBigUInt64LE(BigInt(centralStart + centralSize), 8); // offset of the zip64 end record
-    locator.writeUInt32LE(1, 16); // total disks
-    parts.push(zip64End, locator);
-  }
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(END_SIGNATURE, 0);
-  end.writeUInt16LE(Math.min(count, MAX_16), 8);
-  end.writeUInt16LE(Math.min(count, MAX_16), 10);
-  end.writeUInt32LE(Math.min(centralSize, MAX_32), 12);
-  end.writeUInt32LE(Math.min(centralStart, MAX_32), 16);
-  parts.push(end);
-  return Buffer.concat(parts);
-}
