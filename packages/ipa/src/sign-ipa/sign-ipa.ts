@@ -6,13 +6,8 @@ import type { SigningIdentity } from '../identity.js';
 import { buildCodeResources, type SealedFile, type SealedNested } from '../resources/index.js';
 import { openZip, type ZipArchive } from '../zip/index.js';
 import { mergeEntitlements } from '../sign/entitlements.js';
-import { readEmbeddedEntitlements, readEmbeddedEntitlementsAt } from '../sign/read-signature.js';
-import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, open as openFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { readEmbeddedEntitlements } from '../sign/read-signature.js';
+import { signBinaryStreaming } from './stream-binary.js';
 import { digestEntriesCached, type FileDigests } from '../digest/index.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan } from './plan.js';
@@ -110,43 +105,17 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       const inMemory = replaced.get(name);
       const withOwn = (own: PlistObject | undefined): MachOSignRequest =>
         isMain ? { ...request, entitlements: entitlementsFor(profile, request.identifier, own, options) } : request;
+      // A main executable keeps its own entitlements; a plain dylib carries none.
       if (inMemory !== undefined || entry === undefined || entry.uncompressedSizeBytes <= streamAbove || !options.signer.signStream) {
         const binary = inMemory ?? (await read(name));
-        const { signed, cdhash } = options.signer.sign(binary, withOwn(isMain ? ownEntitlements(() => readEmbeddedEntitlements(binary, name)) : undefined));
+        const { signed, cdhash } = options.signer.sign(binary, withOwn(isMain ? ownEntitlements(binary, name) : undefined));
         await emit(name, signed);
         return cdhash;
       }
-      const spoolDir = await mkdtemp(join(tmpdir(), 'sideport-sign-'));
-      const file = join(spoolDir, 'binary');
-      try {
-        await pipeline(await archive.openEntryStream(entry), createWriteStream(file));
-        const handle = await openFile(file, 'r');
-        try {
-          const readAt = async (offset: number, length: number): Promise<Buffer> => {
-            const buffer = Buffer.alloc(length);
-            const { bytesRead } = await handle.read(buffer, 0, length, offset);
-            return buffer.subarray(0, bytesRead);
-          };
-          const size = entry.uncompressedSizeBytes;
-          const own = isMain ? await ownEntitlementsAsync(() => readEmbeddedEntitlementsAt(readAt, size, name)) : undefined;
-          const sha1 = createHash('sha1');
-          const sha256 = createHash('sha256');
-          let cdhash: Buffer = Buffer.alloc(0);
-          await writer!.addStream(name, async (sink) => {
-            ({ cdhash } = await options.signer.signStream!(readAt, size, withOwn(own), async (chunk) => {
-              sha1.update(chunk);
-              sha256.update(chunk);
-              await sink(chunk);
-            }));
-          }, { unixMode: entry.unixMode ?? 0o100755 });
-          written.set(name, { sha1: sha1.digest(), sha256: sha256.digest() });
-          return cdhash;
-        } finally {
-          await handle.close();
-        }
-      } finally {
-        await rm(spoolDir, { recursive: true, force: true });
-      }
+      const signStream = options.signer.signStream.bind(options.signer);
+      const { cdhash, digests } = await signBinaryStreaming(archive, entry, writer!, { signStream }, withOwn);
+      written.set(name, digests);
+      return cdhash;
     };
 
     const mode = options.mode ?? 0;
@@ -234,17 +203,9 @@ function entitlementsFor(profile: Profile, bundleId: string, own: PlistObject | 
 }
 
 /** The entitlements a binary was signed with; a damaged old signature counts as none (it is replaced). */
-function ownEntitlements(readOwn: () => PlistObject | undefined): PlistObject | undefined {
+function ownEntitlements(binary: Buffer, where: string): PlistObject | undefined {
   try {
-    return readOwn();
-  } catch {
-    return undefined;
-  }
-}
-
-async function ownEntitlementsAsync(readOwn: () => Promise<PlistObject | undefined>): Promise<PlistObject | undefined> {
-  try {
-    return await readOwn();
+    return readEmbeddedEntitlements(binary, where);
   } catch {
     return undefined;
   }
