@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -153,6 +153,13 @@ describe('sideport-ipa', () => {
       const embedded = await archive.readEntry(archive.find('Payload/very-capable-app.app/embedded.mobileprovision')!);
       archive.close();
       expect(parseProfile(embedded).name).toBe('Test Development');
+      // With --cache-dir, a second sign of the same version reads the resource digests back.
+      const cacheDir = join(dir, 'cache');
+      for (const name of ['cached-1.ipa', 'cached-2.ipa']) {
+        const cachedArgv = [...argv.map((arg) => (arg === signed ? join(dir, name) : arg)), '--cache-dir', cacheDir];
+        expect((await run(cachedArgv, { env: { P12_PW: 'pw' } })).code).toBe(0);
+      }
+      expect(readdirSync(join(cacheDir, 'resource-digests'))).toHaveLength(1);
     });
 
     it('writes nothing', () => {

@@ -18,6 +18,7 @@ interface SignCliOptions {
   mode?: number;
   dylib?: string[];
   bundleIdPrefix?: string;
+  cacheDir?: string;
 }
 
 export interface CliIo {
@@ -74,6 +75,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .addOption(new Option('--mode <n>', 'signing mode').argParser(parseNonNegativeInteger))
     .option('--dylib <file...>', 'dylibs to inject before signing')
     .option('--bundle-id-prefix <prefix>', 'prefix added to every bundle identifier')
+    .option('--cache-dir <dir>', 'keep resource digests per app version here, so signing it again is quick')
     .action(async (ipa: string, options: SignCliOptions) => {
       const password = io.env[options.passwordEnv];
       if (password === undefined) {
@@ -98,6 +100,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
           mode: (options.mode ?? 0) as SignMode,
           inject,
           ...(options.bundleIdPrefix ? { bundleIdPrefix: options.bundleIdPrefix } : {}),
+          ...(options.cacheDir ? { cacheDir: options.cacheDir } : {}),
           onProgress: ({ bundle, done, total }) => progress.report({ path: bundle, done, total }),
         });
         progress.finish();
