@@ -15,6 +15,8 @@ import type { ZipArchive, ZipEntry } from '../zip/index.js';
 import type { SignedZipWriter } from '../zip/writer.js';
 import type { MachOSigner, MachOSignRequest } from './sign-ipa.js';
 
+const READ_WINDOW_BYTES = 1024 * 1024;
+
 export interface StreamedBinary {
   readonly cdhash: Buffer;
   readonly digests: FileDigests;
@@ -37,8 +39,10 @@ export async function signBinaryStreaming(
     await pipeline(await archive.openEntryStream(entry), createWriteStream(file));
     const handle = await open(file, 'r');
     try {
+      // The signer copies or parses what it reads before reading again, so one buffer serves.
+      const scratch = Buffer.alloc(READ_WINDOW_BYTES);
       const readAt = async (offset: number, length: number): Promise<Buffer> => {
-        const buffer = Buffer.alloc(length);
+        const buffer = length <= READ_WINDOW_BYTES ? scratch.subarray(0, length) : Buffer.alloc(length);
         const { bytesRead } = await handle.read(buffer, 0, length, offset);
         return buffer.subarray(0, bytesRead);
       };

@@ -10,6 +10,7 @@ import { parseSliceHead } from '../macho/parse.js';
 import { PAGE_SIZE } from './blobs.js';
 import { planSlice, type CodeSignInput, type SlicePlan } from './macho-sign.js';
 
+/** Reads a range; the buffer it answers may be reused by the next read, so use it before then. */
 export type ReadAt = (offset: number, length: number) => Promise<Buffer>;
 export type Sink = (chunk: Buffer) => Promise<void>;
 
