@@ -1,5 +1,6 @@
 import { describeBundle, findAppBundle, findMachOEntries, readInfoPlist } from './bundle.js';
 import { IpaError } from './errors.js';
+import { readSlicesFromStream } from './macho/stream-slices.js';
 import { defaultMachOInspector, type MachOInspector } from './macho-inspector.js';
 import { openZip, type OpenZipOptions } from './zip/index.js';
 
@@ -63,7 +64,10 @@ export async function check(ipaPath: string, options: CheckOptions = {}): Promis
         );
       }
       // One Mach-O in memory at a time; the buffer is dropped before the next is read.
-      const slices = inspector.readSlices(await archive.readEntry(entry, maxMachOBytes), entry.name);
+      // The default reader keeps only each slice's header as the binary streams past.
+      const slices = options.machO === undefined
+        ? await readSlicesFromStream(await archive.openEntryStream(entry), entry.uncompressedSizeBytes, entry.name)
+        : inspector.readSlices(await archive.readEntry(entry, maxMachOBytes), entry.name);
       machOs.push({ path: entry.name, slices });
       options.onProgress?.({ done: machOs.length, total: entries.length, path: entry.name });
     }
