@@ -65,7 +65,7 @@ export async function readSlicesFromStream(stream: Readable, sizeBytes: number, 
     const is64 = magic === FAT_MAGIC_64;
     const count = head.bytes.readUInt32BE(4);
     const entryBytes = is64 ? 32 : 20;
-    if (count === 0 || 8 + count * entryBytes > head.bytes.length) {
+    if (count === 0 || count > 32 || 8 + count * entryBytes > head.bytes.length) {
       throw new IpaError('MACHO_BAD_MAGIC', `Expected ${where} to list 1 to 32 architectures, found ${count}.`);
     }
     const slices = Array.from({ length: count }, (_, i) => {
