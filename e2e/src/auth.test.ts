@@ -241,7 +241,9 @@ describe('accounts in the browser', () => {
     expect(await s.page.getByLabel('Search keyword').inputValue()).toBe('AC/DC');
     await country.selectOption('DE');
     await s.page.waitForURL((u) => u.pathname === `/search/DE/${encodeURIComponent('AC/DC')}`);
-    await s.page.goto('/latest');
+    // In-app navigation: the search's store alerts (no store in this test) cannot block a page load.
+    await s.page.getByRole('link', { name: 'Latest' }).click();
+    await s.page.waitForURL('**/latest');
     await expect.poll(() => s.page.getByLabel('Store country').inputValue()).toBe('DE');
     await expect.poll(() => storedState(s.page)).toMatchObject({ country: 'DE' });
     await s.context.close();
