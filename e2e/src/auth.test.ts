@@ -1,3 +1,4 @@
+import { startItunesServer, type ItunesServer } from '../../apps/server/src/dev/itunes-server.js';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -17,13 +18,17 @@ let browser: Browser;
 let seq = 0;
 const freshId = () => `person${++seq}`;
 
+// An empty local store: searches answer [] instead of a store error whose alert could race page loads.
+let store: ItunesServer;
 beforeAll(async () => {
-  server = await startServer(newDataDir());
+  store = await startItunesServer();
+  server = await startServer(newDataDir(), { ITUNES_BASE_URL: store.url });
   browser = await launchBrowser();
 });
 afterAll(async () => {
   await browser?.close();
   await server?.stop();
+  await store?.close();
 });
 
 const navLinks = (s: Session) => s.page.locator('#main-menu .nav-link').allInnerTexts();
