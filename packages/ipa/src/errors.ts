@@ -25,6 +25,7 @@ export type IpaErrorCode =
   | 'MACHO_TRUNCATED'
   | 'MACHO_TOO_LARGE'
   | 'LOAD_COMMANDS_FULL'
+  | 'MACHO_ENCRYPTED'
   // Profiles and identities
   | 'PROFILE_INVALID'
   | 'PROFILE_EXPIRED'

@@ -4,15 +4,87 @@ import { IpaError } from './errors.js';
 export interface SigningIdentity {
   readonly certificate: forge.pki.Certificate;
   readonly privateKey: forge.pki.rsa.PrivateKey;
-  /** Other certificates shipped alongside (intermediates), leaf excluded. */
+  /**
+   * The leaf's issuers, nearest first (for an Apple identity: the WWDR intermediate, then Apple
+   * Root CA), as far as the certificates at hand go. The CMS signature carries them so a verifier
+   * can build the path without fetching anything, as codesign's signatures do.
+   */
   readonly chain: readonly forge.pki.Certificate[];
 }
 
-export type IdentitySource = { p12: Buffer; password: string } | { certPem: string; keyPem: string };
+export type IdentitySource = ({ p12: Buffer; password: string } | { certPem: string; keyPem: string }) & {
+  /**
+   * Operator-supplied issuer certificates (PEM, one or several per file, or DER), such as Apple's
+   * WWDR intermediate and Apple Root CA, which a Keychain export of the identity usually lacks.
+   */
+  chain?: readonly Buffer[];
+};
 
 /** Loads a signing identity from a PKCS#12 export (Keychain, openssl) or a PEM certificate and key. */
 export function loadIdentity(source: IdentitySource): SigningIdentity {
-  return 'p12' in source ? loadFromP12(source.p12, source.password) : loadFromPem(source.certPem, source.keyPem);
+  const loaded = 'p12' in source ? loadFromP12(source.p12, source.password) : loadFromPem(source.certPem, source.keyPem);
+  const supplied = (source.chain ?? []).flatMap((bytes, index) => readCertificates(bytes, `chain file ${index + 1}`));
+  return { ...loaded, chain: issuerChain(loaded.certificate, loaded.chain, supplied) };
+}
+
+/**
+ * Orders the leaf's issuers, nearest first, from the certificates that came with it and those the
+ * operator supplied. A supplied certificate that issues nothing in the chain is refused (it is a
+ * wrong file); extra certificates inside a PKCS#12 are left out.
+ */
+function issuerChain(
+  leaf: forge.pki.Certificate,
+  bundled: readonly forge.pki.Certificate[],
+  supplied: readonly forge.pki.Certificate[],
+): forge.pki.Certificate[] {
+  const pool = [...supplied, ...bundled];
+  const chain: forge.pki.Certificate[] = [];
+  let current = leaf;
+  while (!isSelfIssued(current)) {
+    const issuer = pool.find((candidate) => !chain.includes(candidate) && current.isIssuer(candidate));
+    if (issuer === undefined) break;
+    chain.push(issuer);
+    current = issuer;
+  }
+  const fingerprints = new Set([leaf, ...chain].map(fingerprint));
+  const stray = supplied.find((cert) => !fingerprints.has(fingerprint(cert)));
+  if (stray !== undefined) {
+    throw new IpaError(
+      'IDENTITY_INVALID',
+      `Expected the chain files to hold issuers of "${commonNameOf(leaf)}", found "${commonNameOf(stray)}", which issued none of its chain.`,
+    );
+  }
+  return chain;
+}
+
+function isSelfIssued(cert: forge.pki.Certificate): boolean {
+  // forge: child.isIssuer(parent) is true when parent's subject is child's issuer.
+  return cert.isIssuer(cert);
+}
+
+function fingerprint(cert: forge.pki.Certificate): string {
+  return forge.md.sha256.create().update(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes()).digest().toHex();
+}
+
+function commonNameOf(cert: forge.pki.Certificate): string {
+  return (cert.subject.getField('CN')?.value as string | undefined) ?? cert.subject.attributes.map((a) => `${a.shortName}=${a.value}`).join(', ');
+}
+
+/** Certificates from a PEM file (every CERTIFICATE block) or a single DER certificate. */
+function readCertificates(bytes: Buffer, what: string): forge.pki.Certificate[] {
+  const text = bytes.toString('latin1');
+  try {
+    if (text.includes('-----BEGIN')) {
+      const blocks = forge.pem.decode(text).filter((block) => block.type === 'CERTIFICATE');
+      if (blocks.length === 0) throw new Error('no CERTIFICATE block');
+      return blocks.map((block) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(block.body)));
+    }
+    return [forge.pki.certificateFromAsn1(forge.asn1.fromDer(forge.util.createBuffer(text)))];
+  } catch (err) {
+    throw new IpaError('IDENTITY_INVALID', `Expected ${what} to be a certificate in PEM or DER, found one that does not parse: ${(err as Error).message}.`, {
+      cause: err,
+    });
+  }
 }
 
 function loadFromP12(bytes: Buffer, password: string): SigningIdentity {

@@ -125,6 +125,12 @@ describe('sideport-ipa', () => {
       expect(stderr).toMatch(/^Expected the signing certificate "Test" to be one of the 1 developer certificates/);
     });
 
+    it('refuses a --chain file that is not an issuer of the certificate', async () => {
+      const { code, stderr } = await run(args(['--chain', join(dir, 'cert.pem'), developmentProfile]), { env: { P12_PW: 'pw' } });
+      expect(code).toBe(2);
+      expect(stderr).toMatch(/^Expected chain file 2 to be a certificate in PEM or DER, found one that does not parse/);
+    });
+
     it('refuses a --mode that is not a number', async () => {
       const { code, stderr } = await run(args(['--mode', 'x']), { env: { P12_PW: 'pw' } });
       expect(code).toBe(2);

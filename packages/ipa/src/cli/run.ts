@@ -19,6 +19,7 @@ interface SignCliOptions {
   dylib?: string[];
   bundleIdPrefix?: string;
   cacheDir?: string;
+  chain?: string[];
 }
 
 export interface CliIo {
@@ -76,13 +77,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--dylib <file...>', 'dylibs to inject before signing')
     .option('--bundle-id-prefix <prefix>', 'prefix added to every bundle identifier')
     .option('--cache-dir <dir>', 'keep resource digests per app version here, so signing it again is quick')
+    .option('--chain <file...>', "issuer certificates to embed (PEM or DER), e.g. Apple's WWDR intermediate and root")
     .action(async (ipa: string, options: SignCliOptions) => {
       const password = io.env[options.passwordEnv];
       if (password === undefined) {
         throw new CliFailure(`Expected the .p12 password in the environment variable ${options.passwordEnv}, found it unset.`);
       }
       // Check the inputs now, so a wrong password or stale profile is reported before any work.
-      const identity = loadIdentity({ p12: await readInput(options.p12, '.p12 file'), password });
+      const chain = await Promise.all((options.chain ?? []).map((file) => readInput(file, 'chain certificate')));
+      const identity = loadIdentity({ p12: await readInput(options.p12, '.p12 file'), password, chain });
       const profileBytes = await readInput(options.profile, 'provisioning profile');
       assertProfileUsable(parseProfile(profileBytes), identity.certificate, io.now());
       const inject = await Promise.all(

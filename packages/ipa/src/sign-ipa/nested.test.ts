@@ -3,16 +3,18 @@
  * a watch app, signed end to end and checked with tools that are not ours.
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { X509Certificate, createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBinaryPlist, buildXmlPlist, parsePlist, type PlistObject } from '../plist.js';
 import { EXECUTABLE_MODE, buildZip, type TestZipEntry } from '../test-support/build-zip.js';
+import { withCryptid } from '../test-support/macho-bytes.js';
 import { createTestPki, type TestPki } from '../test-support/pki.js';
 import { HELPER_SOURCE, PLAIN_MAIN_SOURCE, buildDylib, buildExecutable, objdumpHeaders } from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
+import { IpaError } from '../errors.js';
 import { loadIdentity } from '../identity.js';
 import { createMachOSigner } from './engine.js';
 import { sign } from './sign.js';
@@ -23,6 +25,7 @@ const HOST_ID = 'com.example.host';
 let dir: string;
 let pki: TestPki;
 let input: string;
+let entries: TestZipEntry[];
 
 const info = (id: string, executable: string, extra: PlistObject = {}): PlistObject => ({
   CFBundleIdentifier: id, CFBundleExecutable: executable, CFBundleShortVersionString: '1.2', CFBundleVersion: '7', MinimumOSVersion: '14.0', ...extra,
@@ -38,7 +41,7 @@ beforeAll(() => {
   });
   const share = buildExecutable(dir, 'share', PLAIN_MAIN_SOURCE);
   const watch = buildExecutable(dir, 'watch', PLAIN_MAIN_SOURCE);
-  const entries: TestZipEntry[] = [
+  entries = [
     { name: 'Payload/' },
     { name: `${APP}/` },
     { name: `${APP}/Host`, data: readFileSync(host), mode: EXECUTABLE_MODE },
@@ -108,7 +111,10 @@ describe('signing an app with nested code', () => {
     for (const nested of ['Frameworks/Kit.framework', 'PlugIns/Share.appex', 'Watch/HostWatch.app']) {
       const executable = code.find((c) => c.bundle === nested)!.file;
       expect(Buffer.from(seal.files2[nested]!.cdhash as Uint8Array)).toEqual(cdhashOf(readFileSync(path.join(app, executable))));
-      expect(seal.files2[nested]!.requirement).toContain('anchor apple generic');
+      // The test CA is not Apple's, so codesign's form pins the chain's root by its SHA-1.
+      const rootSha1 = new X509Certificate(pki.caPem).fingerprint.replace(/:/g, '').toLowerCase();
+      const id = seal.files2[nested]!.requirement as string;
+      expect(id).toMatch(new RegExp(`^identifier "[^"]+" and certificate root = H"${rootSha1}"$`));
     }
     expect(Buffer.from(seal.files2['Frameworks/libhelper.dylib']!.cdhash as Uint8Array)).toEqual(cdhashOf(readFileSync(path.join(app, 'Frameworks/libhelper.dylib'))));
     for (const resource of ['a.txt', 'en.lproj/Localizable.strings', 'embedded.mobileprovision']) {
@@ -166,5 +172,22 @@ describe('signing an app with nested code', () => {
     expect(watch.WKCompanionAppBundleIdentifier).toBe(`dup7.${HOST_ID}`);
     const bundleIds = [...ids].filter((id) => id !== 'libhelper');
     expect(bundleIds.sort()).toEqual([`dup7.${HOST_ID}`, `dup7.${HOST_ID}.share`, `dup7.${HOST_ID}.watchkitapp`, 'dup7.com.example.kit']);
+  });
+
+  it('refuses an app whose extension is still encrypted, leaving no output: MACHO_ENCRYPTED', async () => {
+    const share = `${APP}/PlugIns/Share.appex/Share`;
+    const encrypted = entries.map((e) => (e.name === share ? { ...e, data: withCryptid(e.data as Buffer, 1) } : e));
+    const encryptedIpa = path.join(dir, 'encrypted.ipa');
+    writeFileSync(encryptedIpa, buildZip(encrypted));
+    const identity = loadIdentity({ p12: pki.p12, password: pki.password });
+    for (const streamAboveBytes of [0, 1 << 30]) {
+      const out = path.join(dir, `encrypted-out-${streamAboveBytes}`);
+      mkdirSync(out);
+      const output = path.join(out, 'signed.ipa');
+      await expect(signIpa({ input: encryptedIpa, output, identity, profile: pki.profile(), signer: createMachOSigner(identity), streamAboveBytes })).rejects.toThrow(
+        new IpaError('MACHO_ENCRYPTED', `Expected ${share} (arm64) to be decrypted (cryptid 0), found cryptid 1: decrypt the version first.`),
+      );
+      expect(readdirSync(out)).toEqual([]);
+    }
   });
 });

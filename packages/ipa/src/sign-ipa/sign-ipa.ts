@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import type { PlistObject } from '../plist.js';
-import { requirementText } from '../sign/requirements.js';
+import { requirementSubjectFor, requirementText } from '../sign/requirements.js';
 import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
 import type { SigningIdentity } from '../identity.js';
 import { buildCodeResources, type SealedFile, type SealedNested } from '../resources/index.js';
@@ -18,6 +18,8 @@ import { copyUnchanged } from './write-zip.js';
 /** What the engine needs to sign one Mach-O file (every slice of it). */
 export interface MachOSignRequest {
   identifier: string;
+  /** The file's path in the IPA, for error messages (the identifier otherwise). */
+  path?: string;
   teamId: string;
   isMainExecutable: boolean;
   /** Main executables only (AMFI refuses a non-main binary that has entitlements). */
@@ -83,8 +85,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     const replaced = new Map<string, Buffer>();
     const cdhashes = new Map<string, Buffer>();
     const maxBytes = options.maxBinaryBytes ?? 2 * 1024 * 1024 * 1024;
-    const commonName = options.identity.certificate.subject.getField('CN')?.value as string | undefined;
-    const requirement = (identifier: string) => requirementText({ identifier, ...(commonName ? { commonName } : {}) });
+    const requirement = (identifier: string) => requirementText(requirementSubjectFor(identifier, options.identity));
     const read = async (name: string) => replaced.get(name) ?? archive.readEntry(archive.find(name)!, maxBytes);
     // Entries already in the output, by their digests: signed code leaves memory once written.
     const written = new Map<string, FileDigests>();
@@ -104,7 +105,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       const entry = archive.find(name);
       const inMemory = replaced.get(name);
       const withOwn = (own: PlistObject | undefined): MachOSignRequest =>
-        isMain ? { ...request, entitlements: entitlementsFor(profile, request.identifier, own, options) } : request;
+        isMain ? { ...request, path: name, entitlements: entitlementsFor(profile, request.identifier, own, options) } : { ...request, path: name };
       // A main executable keeps its own entitlements; a plain dylib carries none.
       if (inMemory !== undefined || entry === undefined || entry.uncompressedSizeBytes <= streamAbove || !options.signer.signStream) {
         const binary = inMemory ?? (await read(name));

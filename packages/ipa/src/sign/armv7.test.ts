@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { IpaError } from '../errors.js';
 import { loadIdentity } from '../identity.js';
 import { parseMachO } from '../macho/parse.js';
 import { createTestPki } from '../test-support/pki.js';
@@ -81,21 +82,32 @@ describe('armv7', () => {
     expect(Number(vmsize)).toBeGreaterThanOrEqual(Number(filesize));
   });
 
-  it('signs both slices of an armv7 + arm64 fat file, one of them encrypted, each at its alignment', () => {
-    const encrypted = join(dir, 'app-armv7-encrypted');
-    writeFileSync(encrypted, withCryptid32(readFileSync(armv7Path), 1));
+  it('signs both slices of an armv7 + arm64 fat file, each at its alignment', () => {
     const fatPath = join(dir, 'legacy-fat');
-    execFileSync(LIPO, ['-create', encrypted, arm64Path, '-output', fatPath]);
+    execFileSync(LIPO, ['-create', armv7Path, arm64Path, '-output', fatPath]);
     const fat = readFileSync(fatPath);
-    expect(parseMachO(fat).slices.map((s) => [s.arch, s.cryptid])).toEqual([['armv7', 1], ['arm64', 0]]);
     const signed = signMachO(fat, 'app', input).bytes;
     // fat_arch: offset (8) and align (16, log2) of each entry after the 8-byte fat_header.
     const alignments = [0, 1].map((i) => [signed.readUInt32BE(8 + i * 20 + 8), 2 ** signed.readUInt32BE(8 + i * 20 + 16)]);
     expect(alignments.map(([offset, align]) => offset! % align!)).toEqual([0, 0]);
-    for (const signature of readSignatures(signed)) {
+    const signatures = readSignatures(signed);
+    expect(signatures).toHaveLength(2);
+    for (const signature of signatures) {
       expect(opensslVerifies(signature, pki.caPem).ok).toBe(true);
       expect(pageHashesMatch(signed, signature)).toBe(true);
     }
-    expect(parseMachO(signed).slices.map((s) => [s.arch, s.cryptid])).toEqual([['armv7', 1], ['arm64', 0]]);
+    expect(parseMachO(signed).slices.map((s) => [s.arch, s.cryptid])).toEqual([['armv7', 0], ['arm64', 0]]);
+  });
+
+  it('refuses a fat file with one encrypted slice, naming it, before writing anything: MACHO_ENCRYPTED', () => {
+    const encrypted = join(dir, 'app-armv7-encrypted');
+    writeFileSync(encrypted, withCryptid32(readFileSync(armv7Path), 1));
+    const fatPath = join(dir, 'legacy-fat-encrypted');
+    execFileSync(LIPO, ['-create', encrypted, arm64Path, '-output', fatPath]);
+    const fat = readFileSync(fatPath);
+    expect(parseMachO(fat).slices.map((s) => [s.arch, s.cryptid])).toEqual([['armv7', 1], ['arm64', 0]]);
+    expect(() => signMachO(fat, 'Payload/App.app/App', input)).toThrow(
+      new IpaError('MACHO_ENCRYPTED', 'Expected Payload/App.app/App (armv7) to be decrypted (cryptid 0), found cryptid 1: decrypt the version first.'),
+    );
   });
 });

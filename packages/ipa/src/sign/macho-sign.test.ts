@@ -106,6 +106,29 @@ describe('signMachO', () => {
     expect(cdhashes).toEqual([sha1, sha256.slice(0, 40)]);
   });
 
+  it("embeds the operator's intermediate, so openssl verifies against the root alone", () => {
+    // root -> WWDR-like intermediate -> leaf; the leaf's .p12 holds neither issuer, as a Keychain export.
+    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+    writeFileSync(join(dir, 'ca.ext'), 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n');
+    writeFileSync(join(dir, 'code.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n');
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'r-key.pem', '-out', 'r.pem', '-days', '30', '-subj', '/CN=Chain Root',
+      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'i-key.pem', '-out', 'i.csr', '-subj', '/CN=Chain WWDR');
+    openssl('x509', '-req', '-in', 'i.csr', '-CA', 'r.pem', '-CAkey', 'r-key.pem', '-CAcreateserial', '-out', 'i.pem', '-days', '30', '-extfile', 'ca.ext');
+    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'l-key.pem', '-out', 'l.csr', '-subj', '/CN=Apple Development: Chain (TEAM123456)');
+    openssl('x509', '-req', '-in', 'l.csr', '-CA', 'i.pem', '-CAkey', 'i-key.pem', '-CAcreateserial', '-out', 'l.pem', '-days', '30', '-extfile', 'code.ext');
+    openssl('pkcs12', '-export', '-in', 'l.pem', '-inkey', 'l-key.pem', '-out', 'l.p12', '-passout', 'pass:pw');
+    const p12 = readFileSync(join(dir, 'l.p12'));
+    const rootPem = readFileSync(join(dir, 'r.pem'), 'utf8');
+    const signWith = (identity: ReturnType<typeof loadIdentity>) =>
+      readSignatures(signMachO(readFileSync(appPath), 'app', { ...input, signer: createCmsSigner(identity) }).bytes)[0]!;
+
+    const chained = signWith(loadIdentity({ p12, password: 'pw', chain: [readFileSync(join(dir, 'i.pem')), Buffer.from(rootPem)] }));
+    expect(opensslVerifies(chained, rootPem).ok).toBe(true);
+    const bare = signWith(loadIdentity({ p12, password: 'pw' }));
+    expect(opensslVerifies(bare, rootPem).output).toMatch(/unable to get local issuer certificate/);
+  });
+
   it('adds LC_CODE_SIGNATURE and grows __LINKEDIT, as llvm-objdump reads it', () => {
     const original = readFileSync(appPath);
     const signed = signMachO(original, 'app', input).bytes;
@@ -121,11 +144,12 @@ describe('signMachO', () => {
 
   it('re-signing a signed binary gives a valid signature again, replacing the old one', () => {
     const once = signMachO(readFileSync(appPath), 'app', input).bytes;
-    const twice = signMachO(once, 'app', { ...input, identifier: 'com.example.other' }).bytes;
+    // An identifier of the same length, so the new signature needs exactly the room of the old one.
+    const twice = signMachO(once, 'app', { ...input, identifier: 'com.example.xyz' }).bytes;
     const [signature] = readSignatures(twice);
     expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
     expect(pageHashesMatch(twice, signature!)).toBe(true);
-    expect(signature!.codeDirectories[0]!.identifier).toBe('com.example.other');
+    expect(signature!.codeDirectories[0]!.identifier).toBe('com.example.xyz');
     expect(twice.length).toBe(once.length);
   });
 

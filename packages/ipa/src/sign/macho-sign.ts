@@ -85,6 +85,10 @@ export interface SlicePlan {
  * commands and 16 bytes after them) and its size.
  */
 export function planSlice(bytes: Buffer, sliceSizeBytes: number, slice: MachOSlice, where: string, input: CodeSignInput): SlicePlan {
+  // Signing cannot make encrypted pages runnable on another device: refuse rather than ship an app that cannot launch.
+  if (slice.cryptid !== 0) {
+    throw new IpaError('MACHO_ENCRYPTED', `Expected ${where} (${slice.arch}) to be decrypted (cryptid 0), found cryptid ${slice.cryptid}: decrypt the version first.`);
+  }
   const linkedit = slice.segments.find((s) => s.name === '__LINKEDIT');
   if (linkedit === undefined) {
     throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} (${slice.arch}) to have a __LINKEDIT segment to hold the signature, found none.`);
