@@ -1,3 +1,4 @@
-#!/usr/bin/env node
-// A committed shim, so the bin is executable before and after the TypeScript build.
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4
+// A committed shim, so the bin is executable before and after the TypeScript build. The #! line
+// starts node as src/process-tuning.ts says a signing process should be started.
 await import('../dist/cli.js');

@@ -44,4 +44,6 @@ export { createMachOSigner } from './sign-ipa/engine.js';
 export * from './sign/index.js';
 export type { InjectedDylib, SignMode } from './sign-ipa/modes.js';
 export { buildCodeResources } from './resources/index.js';
+// How a process that signs should be started (malloc arenas, V8 young generation).
+export { SIGN_PROCESS_TUNING } from './process-tuning.js';
 export type { SealedFile, SealedNested } from './resources/index.js';

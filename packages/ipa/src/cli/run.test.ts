@@ -2,10 +2,12 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { check } from '../check.js';
 import { buildXmlPlist } from '../plist.js';
 import { parseProfile } from '../profile.js';
+import { SIGN_PROCESS_TUNING } from '../process-tuning.js';
 import { openZip } from '../zip/index.js';
 import { buildZip } from '../test-support/build-zip.js';
 import { fixtureExecutablePath, fixtureIpa, profilesDir } from '../test-support/fixtures.js';
@@ -171,6 +173,16 @@ describe('sideport-ipa', () => {
     it('writes nothing', () => {
       expect(() => readFileSync(join(dir, 'out.ipa'))).toThrow();
     });
+  });
+
+  it('runs as the installed bin, started by its #! line with the signing process settings', () => {
+    // The built copy (the root typecheck builds it) through the committed shim, as npx runs it.
+    const bin = fileURLToPath(new URL('../../bin/sideport-ipa.js', import.meta.url));
+    const out = execFileSync(bin, ['check', fixtureIpa], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    expect(out).toBe('org.fastlane.very-capable-app 1.0 (1) is decrypted: all 1 Mach-O files have cryptid 0.\n');
+    expect(readFileSync(bin, 'utf8').split('\n')[0]).toBe(
+      `#!/usr/bin/env -S ${Object.entries(SIGN_PROCESS_TUNING.env).map(([k, v]) => `${k}=${v}`).join(' ')} node ${SIGN_PROCESS_TUNING.execArgv.join(' ')}`,
+    );
   });
 
   it('exits 2 on an unknown command', async () => {

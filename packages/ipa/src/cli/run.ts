@@ -75,7 +75,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .requiredOption('--profile <file>', 'provisioning profile to embed')
     .addOption(new Option('--mode <n>', 'signing mode').argParser(parseNonNegativeInteger))
     .option('--dylib <file...>', 'dylibs to inject before signing')
-    .option('--bundle-id-prefix <prefix>', 'prefix added to every bundle identifier')
+    .option('--bundle-id-prefix <id>', "mode 4: the copy's bundle identifier; bundles under the app's id keep their suffix")
     .option('--cache-dir <dir>', 'keep resource digests per app version here, so signing it again is quick')
     .option('--chain <file...>', "issuer certificates to embed (PEM or DER), e.g. Apple's WWDR intermediate and root")
     .action(async (ipa: string, options: SignCliOptions) => {

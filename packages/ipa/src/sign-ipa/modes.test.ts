@@ -35,19 +35,31 @@ describe('sign modes', () => {
     return path.join(target, APP);
   };
 
-  it('DUP: gives every identifier the prefix and leaves nothing of the old id', async () => {
-    const app = await signTo('dup', { mode: 4, bundleIdPrefix: 'dup1' });
+  it('DUP: gives the app the new identifier and leaves nothing of the old one', async () => {
+    const app = await signTo('dup', { mode: 4, bundleIdPrefix: 'com.example.copy' });
     const info = parsePlist(readFileSync(path.join(app, 'Info.plist'))) as PlistObject;
-    expect(info.CFBundleIdentifier).toBe(`dup1.${OLD_ID}`);
+    expect(info.CFBundleIdentifier).toBe('com.example.copy');
     const [signature] = readSignatures(readFileSync(path.join(app, 'very-capable-app')));
-    expect(signature!.codeDirectories[0]!.identifier).toBe(`dup1.${OLD_ID}`);
-    expect(signature!.entitlementsXml).toContain(`${pki.teamId}.dup1.${OLD_ID}`);
+    expect(signature!.codeDirectories.map((cd) => cd.identifier)).toEqual(['com.example.copy', 'com.example.copy']);
+    const entitlements = parsePlist(Buffer.from(signature!.entitlementsXml!)) as PlistObject;
+    expect(entitlements['application-identifier']).toBe(`${pki.teamId}.com.example.copy`);
     expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
-    // No plist value still names the original app alone.
+    expect(pageHashesMatch(readFileSync(path.join(app, 'very-capable-app')), signature!)).toBe(true);
+    // Nothing in the plist, the signature's identifiers or the entitlements names the original.
     const strings: string[] = [];
     const collect = (v: unknown) => (typeof v === 'string' ? strings.push(v) : v && typeof v === 'object' ? Object.values(v).forEach(collect) : undefined);
     collect(info);
-    expect(strings.filter((s) => s === OLD_ID)).toEqual([]);
+    collect(entitlements);
+    expect(strings.filter((s) => s.includes(OLD_ID))).toEqual([]);
+    expect(signature!.entitlementsXml).not.toContain(OLD_ID);
+  });
+
+  it("DUP: refuses the app's own identifier, which would not install beside the original", async () => {
+    const output = path.join(dir, 'same-id.ipa');
+    await expect(
+      signIpa({ input: fixtureIpa, output, identity, profile: pki.profile(), signer: createMachOSigner(identity), mode: 4, bundleIdPrefix: OLD_ID }),
+    ).rejects.toThrow(`Mode 4 (DUP) needs a bundle id other than the app's own, found '${OLD_ID}'.`);
+    expect(() => readFileSync(output)).toThrow();
   });
 
   it('IAP: injects the operator dylib with a load command and signs it too', async () => {

@@ -21,7 +21,7 @@ export interface ModeOptions {
   inject?: readonly InjectedDylib[];
   /** Bundled CydiaSubstrate replacement: injected dylibs that depend on CydiaSubstrate load it instead. */
   substrate?: InjectedDylib;
-  /** Mode 4: prepended to every bundle id, so the copy installs beside the original. */
+  /** Mode 4: the copy's bundle id; ids under the app's take it as their new prefix, so the copy installs beside the original. */
   bundleIdPrefix?: string;
 }
 
@@ -41,17 +41,39 @@ export function validateModeOptions(options: ModeOptions) {
     if (!SAFE_NAME.test(dylib.name)) throw new IpaError('DYLIB_MISSING', `Expected a plain .dylib file name to inject, found '${dylib.name}'.`);
   }
   if (mode === 4 && !(options.bundleIdPrefix && BUNDLE_ID.test(options.bundleIdPrefix))) {
-    throw new IpaError('BUNDLE_ID_INVALID', `Mode 4 (DUP) needs a bundle id prefix of letters, digits, '-' and '.', found '${options.bundleIdPrefix ?? ''}'.`);
+    throw new IpaError('BUNDLE_ID_INVALID', `Mode 4 (DUP) needs a new bundle id of letters, digits, '-' and '.', found '${options.bundleIdPrefix ?? ''}'.`);
   }
 }
 
 /**
- * Mode 4: every bundle id becomes `<prefix>.<old id>` (extensions keep their suffix, so they stay
- * under the app's id), and every Info.plist string naming an old id (WKCompanionAppBundleIdentifier,
- * WKAppBundleIdentifier, NSExtension attributes) names the new one. Returns the rewritten plists.
+ * DUP's renaming of identifiers: the app's id becomes `newAppId`, and every id under it keeps its
+ * suffix (`<app>.share` becomes `<new>.share`), so extensions and watch apps stay under the app as
+ * iOS requires. Other ids (a framework's own, `org.cocoapods.Kit`) are not the app's and stay.
  */
-export function applyDup(plan: SigningPlan, prefix: string, read: (name: string) => Buffer): Map<string, Buffer> {
-  const renamed = new Map(plan.inOrder.map((b) => [b.bundleId, `${prefix}.${b.bundleId}`]));
+export function dupRenamer(appId: string, newAppId: string): (id: string) => string {
+  return (id) => (id === appId ? newAppId : id.startsWith(`${appId}.`) ? `${newAppId}${id.slice(appId.length)}` : id);
+}
+
+/**
+ * Mode 4: the app takes `newAppId` (the "bundle id prefix") and nested bundles follow (see
+ * dupRenamer); an extension or watch app whose id is not under the app's moves under the new one.
+ * Frameworks keep ids of their own: code finds its resources with Bundle(identifier:). Every
+ * Info.plist string naming a renamed id (WKCompanionAppBundleIdentifier, WKAppBundleIdentifier,
+ * NSExtension attributes) names the new one. Returns the rewritten plists and the renaming.
+ */
+export function applyDup(plan: SigningPlan, newAppId: string, read: (name: string) => Buffer): { plists: Map<string, Buffer>; renameId: (id: string) => string } {
+  const appId = plan.app.bundleId;
+  if (newAppId === appId) {
+    throw new IpaError('BUNDLE_ID_INVALID', `Mode 4 (DUP) needs a bundle id other than the app's own, found '${newAppId}'.`);
+  }
+  const underApp = dupRenamer(appId, newAppId);
+  const renamed = new Map(
+    plan.inOrder.map((b) => {
+      const moved = underApp(b.bundleId);
+      return [b.bundleId, moved !== b.bundleId || b.kind === 'framework' ? moved : `${newAppId}.${b.bundleId}`];
+    }),
+  );
+  const renameId = (id: string) => renamed.get(id) ?? underApp(id);
   const rename = (value: PlistValue): PlistValue =>
     typeof value === 'string'
       ? (renamed.get(value) ?? value)
@@ -69,7 +91,7 @@ export function applyDup(plan: SigningPlan, prefix: string, read: (name: string)
     bundle.info = info;
     bundle.bundleId = renamed.get(bundle.bundleId)!;
   }
-  return plists;
+  return { plists, renameId };
 }
 
 /**

@@ -156,22 +156,29 @@ describe('signing an app with nested code', () => {
     expect(execFileSync('unzip', ['-tq', outputs[0]!], { encoding: 'utf8' })).toContain('No errors detected');
   });
 
-  it('DUP moves every identifier under the prefix, watch and extension references included', async () => {
-    const app = await signAndUnzip('dup', { mode: 4, bundleIdPrefix: 'dup7' });
+  it("DUP moves the app and what is under its id to the new id, watch and extension references included; frameworks keep theirs", async () => {
+    const app = await signAndUnzip('dup', { mode: 4, bundleIdPrefix: 'io.copy.host' });
     const ids = new Set<string>();
+    const strings: string[] = [];
+    const collect = (v: unknown) => (typeof v === 'string' ? strings.push(v) : v && typeof v === 'object' ? Object.values(v).forEach(collect) : undefined);
     for (const { file, bundle } of code) {
       const [signature] = readSignatures(readFileSync(path.join(app, file)));
       ids.add(signature!.codeDirectories[0]!.identifier);
       expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
+      if (signature!.entitlementsXml !== undefined) {
+        const entitlements = parsePlist(Buffer.from(signature!.entitlementsXml)) as PlistObject;
+        expect(entitlements['application-identifier']).toBe(`${pki.teamId}.${signature!.codeDirectories[0]!.identifier}`);
+        collect(entitlements);
+      }
       if (bundle === undefined) continue;
       const plist = parsePlist(readFileSync(path.join(app, bundle, 'Info.plist'))) as PlistObject;
-      ids.add(plist.CFBundleIdentifier as string);
-      if (signature!.entitlementsXml !== undefined) expect(signature!.entitlementsXml).toContain(`${pki.teamId}.dup7.`);
+      expect(plist.CFBundleIdentifier).toBe(signature!.codeDirectories[0]!.identifier);
+      collect(plist);
     }
     const watch = parsePlist(readFileSync(path.join(app, 'Watch/HostWatch.app/Info.plist'))) as PlistObject;
-    expect(watch.WKCompanionAppBundleIdentifier).toBe(`dup7.${HOST_ID}`);
-    const bundleIds = [...ids].filter((id) => id !== 'libhelper');
-    expect(bundleIds.sort()).toEqual([`dup7.${HOST_ID}`, `dup7.${HOST_ID}.share`, `dup7.${HOST_ID}.watchkitapp`, 'dup7.com.example.kit']);
+    expect(watch.WKCompanionAppBundleIdentifier).toBe('io.copy.host');
+    expect([...ids].sort()).toEqual(['com.example.kit', 'io.copy.host', 'io.copy.host.share', 'io.copy.host.watchkitapp', 'libhelper']);
+    expect(strings.filter((s) => s.includes(HOST_ID))).toEqual([]);
   });
 
   it('refuses an app whose extension is still encrypted, leaving no output: MACHO_ENCRYPTED', async () => {

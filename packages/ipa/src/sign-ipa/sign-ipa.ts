@@ -5,7 +5,7 @@ import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
 import type { SigningIdentity } from '../identity.js';
 import { buildCodeResources, type SealedFile, type SealedNested } from '../resources/index.js';
 import { openZip, type ZipArchive } from '../zip/index.js';
-import { mergeEntitlements } from '../sign/entitlements.js';
+import { createGroupRemap, mergeEntitlements } from '../sign/entitlements.js';
 import { readEmbeddedEntitlements } from '../sign/read-signature.js';
 import { signBinaryStreaming } from './stream-binary.js';
 import { digestEntriesCached, type FileDigests } from '../digest/index.js';
@@ -50,7 +50,7 @@ export interface SignIpaOptions extends ModeOptions {
   now?: Date;
   /** Largest Mach-O read into memory, in bytes. */
   maxBinaryBytes?: number;
-  /** Binaries larger than this are signed as they stream through a temporary file (32 MiB by default). */
+  /** Binaries larger than this are signed as they stream through a temporary file (8 MiB by default). */
   streamAboveBytes?: number;
   /** Keeps each version's resource digests, so signing it again skips inflating its resources. */
   cacheDir?: string;
@@ -64,7 +64,7 @@ export interface SignIpaReport {
   profile: Pick<Profile, 'name' | 'uuid' | 'teamId' | 'expirationDate'>;
 }
 
-const DEFAULT_STREAM_ABOVE_BYTES = 32 * 1024 * 1024;
+const DEFAULT_STREAM_ABOVE_BYTES = 8 * 1024 * 1024;
 
 const relative = (bundle: BundlePlan, path: string) => path.slice(bundle.dir.length + 1);
 
@@ -105,7 +105,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       const entry = archive.find(name);
       const inMemory = replaced.get(name);
       const withOwn = (own: PlistObject | undefined): MachOSignRequest =>
-        isMain ? { ...request, path: name, entitlements: entitlementsFor(profile, request.identifier, own, options) } : { ...request, path: name };
+        isMain ? { ...request, path: name, entitlements: entitlementsFor(profile, request.identifier, own, dup) } : { ...request, path: name };
       // A main executable keeps its own entitlements; a plain dylib carries none.
       if (inMemory !== undefined || entry === undefined || entry.uncompressedSizeBytes <= streamAbove || !options.signer.signStream) {
         const binary = inMemory ?? (await read(name));
@@ -125,7 +125,13 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     for (const bundle of plan.inOrder) readSync.set(`${bundle.dir}/Info.plist`, await read(`${bundle.dir}/Info.plist`));
     if (mode >= 1 && mode <= 3) readSync.set(plan.app.executable!, await read(plan.app.executable!));
     const current = (name: string) => replaced.get(name) ?? readSync.get(name)!;
-    if (mode === 4) for (const [name, bytes] of applyDup(plan, options.bundleIdPrefix!, current)) replaced.set(name, bytes);
+    let dup: DupRenaming | undefined;
+    if (mode === 4) {
+      const oldAppId = plan.app.bundleId;
+      const { plists, renameId } = applyDup(plan, options.bundleIdPrefix!, current);
+      for (const [name, bytes] of plists) replaced.set(name, bytes);
+      dup = { renameId, remapGroup: createGroupRemap(oldAppId, plan.app.bundleId) };
+    }
     if (mode >= 1 && mode <= 3) for (const [name, bytes] of applyInjection(plan, options, current)) replaced.set(name, bytes);
     for (const bundle of plan.inOrder) {
       if (bundle.isMain) replaced.set(`${bundle.dir}/embedded.mobileprovision`, options.profile);
@@ -186,20 +192,23 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
   }
 }
 
+/** Under DUP, how ids inside entitlements and app group names follow the app. */
+interface DupRenaming {
+  renameId: (id: string) => string;
+  remapGroup: (group: string) => string;
+}
+
 /**
  * A main executable's entitlements: the ones it was signed with, restricted to what the profile
  * grants and moved to the profile's team (and, under DUP, to the new identifiers), plus what the
  * profile grants for this bundle id. An executable that cannot be read keeps the profile's alone.
  */
-function entitlementsFor(profile: Profile, bundleId: string, own: PlistObject | undefined, options: ModeOptions): PlistObject {
-  const prefix = options.mode === 4 ? options.bundleIdPrefix : undefined;
+function entitlementsFor(profile: Profile, bundleId: string, own: PlistObject | undefined, dup: DupRenaming | undefined): PlistObject {
   return mergeEntitlements({
     profile,
     bundleId,
     ...(own === undefined ? {} : { own }),
-    ...(prefix === undefined
-      ? {}
-      : { remapId: (id: string) => `${prefix}.${id}`, remapGroup: (group: string) => `group.${prefix}.${group.replace(/^group\./, '')}` }),
+    ...(dup === undefined ? {} : { remapId: dup.renameId, remapGroup: dup.remapGroup }),
   });
 }
 

@@ -26,7 +26,7 @@ export interface SignOptions {
   readonly profile: Buffer;
   readonly mode?: SignMode;
   readonly dylibs?: ModeDylibs;
-  /** Mode 4: the prefix of every new bundle identifier. */
+  /** Mode 4: the copy's bundle identifier; nested ids under the app's keep their suffix. */
   readonly bundleIdPrefix?: string;
   /** Keeps resource digests per app version; signing a version again then costs little more than the copy. */
   readonly cacheDir?: string;

@@ -3,12 +3,26 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openZip } from '../zip/index.js';
-import { writeSignedZip } from './write-zip.js';
+import { openZip, type ZipArchive } from '../zip/index.js';
+import { createSignedZipWriter } from '../zip/writer.js';
+import { copyUnchanged } from './write-zip.js';
+
+/** What signIpa does with its writer: unchanged entries copied raw, then the changed ones added. */
+async function writeSignedZip(source: ZipArchive, output: string, replaced: ReadonlyMap<string, Buffer>): Promise<void> {
+  const writer = await createSignedZipWriter(source.path!, output);
+  try {
+    await copyUnchanged(writer, source, (entry) => !replaced.has(entry.name));
+    for (const [name, bytes] of replaced) await writer.add(name, bytes);
+    await writer.close();
+  } catch (err) {
+    await writer.abort();
+    throw err;
+  }
+}
 
 const fixtureIpa = path.resolve(import.meta.dirname, '../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
 
-describe('writeSignedZip', () => {
+describe('copyUnchanged with the signed zip writer', () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(path.join(tmpdir(), 'ipa-write-'));

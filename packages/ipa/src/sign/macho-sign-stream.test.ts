@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +7,7 @@ import { loadIdentity } from '../identity.js';
 import { asArm64e } from '../test-support/macho-bytes.js';
 import { readFixtureExecutable } from '../test-support/read-fixture.js';
 import { createTestPki } from '../test-support/pki.js';
-import { HELPER_SOURCE, MAIN_SOURCE, buildDylib, buildExecutable, buildFat } from '../test-support/toolchain.js';
+import { HELPER_SOURCE, MAIN_SOURCE, buildDataObject, buildDylib, buildExecutable, buildFat } from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
 import { createCmsSigner } from './cms.js';
 import { signMachO, type CodeSignInput } from './macho-sign.js';
@@ -59,6 +60,16 @@ describe('signMachOStream', () => {
         expect(pageHashesMatch(stream.bytes, signature)).toBe(true);
       }
     }
+  });
+
+  it('does the same for a binary of several chunks, whose chunks share one buffer', async () => {
+    const large = readFileSync(buildExecutable(dir, 'large', 'extern const unsigned char blob[];\nint main(void) { return blob[0]; }\n', {
+      objects: [buildDataObject(dir, 'blob', randomBytes(9 * 1024 * 1024))],
+    }));
+    const memory = signMachO(large, 'large', input);
+    const stream = await streamed(large);
+    expect(stream.bytes.equals(memory.bytes)).toBe(true);
+    expect(pageHashesMatch(stream.bytes, readSignatures(stream.bytes)[0]!)).toBe(true);
   });
 
   it('refuses bytes that are not Mach-O: MACHO_BAD_MAGIC', async () => {

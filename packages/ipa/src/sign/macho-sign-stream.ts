@@ -12,6 +12,7 @@ import { planSlice, type CodeSignInput, type SlicePlan } from './macho-sign.js';
 
 /** Reads a range; the buffer it answers may be reused by the next read, so use it before then. */
 export type ReadAt = (offset: number, length: number) => Promise<Buffer>;
+/** Takes the next piece of output; the caller may reuse `chunk` once the promise resolves. */
 export type Sink = (chunk: Buffer) => Promise<void>;
 
 // Pages are hashed and written this many at a time.
@@ -112,12 +113,15 @@ async function streamSlice(read: ReadAt, job: SliceJob, sink: Sink): Promise<voi
   const { plan } = job;
   const sha1: Buffer[] = [];
   const sha256: Buffer[] = [];
+  // One buffer for every chunk: the sink is done with a chunk when its promise resolves.
+  const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, plan.codeLimit));
   for (let at = 0; at < plan.codeLimit; at += CHUNK_BYTES) {
     const length = Math.min(CHUNK_BYTES, plan.codeLimit - at);
     const available = Math.max(0, Math.min(length, job.size - at));
-    // Past the slice's end (a signature added after __LINKEDIT's padding) the code is zeros.
-    const chunk = Buffer.alloc(length);
+    const chunk = buffer.subarray(0, length);
     if (available > 0) (await read(job.offset + at, available)).copy(chunk);
+    // Past the slice's end (a signature added after __LINKEDIT's padding) the code is zeros.
+    chunk.fill(0, available);
     if (at < plan.head.length) plan.head.copy(chunk, 0, at, Math.min(plan.head.length, at + length));
     for (let page = 0; page < length; page += PAGE_SIZE) {
       const bytes = chunk.subarray(page, Math.min(page + PAGE_SIZE, length));

@@ -77,6 +77,24 @@ describe('createSignedZipWriter', () => {
     expect(execFileSync('unzip', ['-tq', output], { encoding: 'utf8' })).toContain('No errors detected');
   });
 
+  it('lets the producer reuse one buffer for every chunk of a streamed entry', async () => {
+    const output = join(dir, 'reused.zip');
+    const content = Buffer.concat([Buffer.from('code '.repeat(400_000)), randomBytes(3_000_000)]);
+    const writer = await createSignedZipWriter(source, output);
+    await writer.addStream('Payload/A.app/Reused', async (sink) => {
+      const buffer = Buffer.alloc(256 * 1024);
+      for (let at = 0; at < content.length; at += buffer.length) {
+        const n = content.copy(buffer, 0, at, at + buffer.length);
+        await sink(buffer.subarray(0, n));
+        buffer.fill(0xee); // what a careless producer does next must not reach the archive
+      }
+    });
+    await writer.close();
+    const after = await readAll(output);
+    expect(after.get('Payload/A.app/Reused')?.data).toBe(content.toString('latin1'));
+    expect(execFileSync('unzip', ['-tq', output], { encoding: 'utf8' })).toContain('No errors detected');
+  });
+
   it('writes zip64 end records when the entries outnumber 65,535', async () => {
     const many = join(dir, 'many.zip');
     const writer = await createSignedZipWriter(source, many);

@@ -41,7 +41,8 @@ export interface SignedZipWriter {
   add(name: string, content: Buffer, options?: NewEntryOptions): Promise<void>;
   /**
    * Adds an entry whose content `produce` hands to its sink chunk by chunk (a binary signed as it
-   * streams): deflated chunk by chunk, its header completed once the CRC and sizes are known.
+   * streams): deflated chunk by chunk, its header completed once the CRC and sizes are known. A
+   * chunk is free for the producer to reuse once the sink's promise resolves.
    */
   addStream(name: string, produce: (sink: (chunk: Buffer) => Promise<void>) => Promise<void>, options?: NewEntryOptions): Promise<void>;
   addDirectory(name: string, unixMode?: number): Promise<void>;
@@ -194,7 +195,11 @@ export async function createSignedZipWriter(source: string, output: string, opti
       // concatenate into one raw deflate stream; an empty final block closes it.
       // Pieces deflate on libuv's pool a few at a time, in parallel with the producer; they are
       // written in order.
+      // The producer may reuse its chunk once the sink resolves, so each piece is deflated from
+      // a copy in one of a few buffers kept for this entry: fresh multi-MiB buffers per chunk
+      // would leave the collector and malloc tens of MB behind.
       const queue: Promise<Buffer>[] = [];
+      const copies: Buffer[] = [];
       const writeNext = async (): Promise<void> => {
         const piece = await queue.shift()!;
         compressedSize += piece.length;
@@ -204,7 +209,15 @@ export async function createSignedZipWriter(source: string, output: string, opti
         await produce(async (chunk) => {
           crc = crc32(chunk, crc);
           uncompressedSize += chunk.length;
-          queue.push(deflateRawAsync(chunk, { level, finishFlush: zlibConstants.Z_SYNC_FLUSH }));
+          let copy = copies.pop();
+          if (copy === undefined || copy.length < chunk.length) copy = Buffer.allocUnsafe(Math.max(chunk.length, copy?.length ?? 0));
+          chunk.copy(copy);
+          const held = copy;
+          queue.push(
+            deflateRawAsync(held.subarray(0, chunk.length), { level, finishFlush: zlibConstants.Z_SYNC_FLUSH }).finally(() => {
+              if (copies.length < DEFLATES_IN_FLIGHT) copies.push(held);
+            }),
+          );
           if (queue.length >= DEFLATES_IN_FLIGHT) await writeNext();
         });
         while (queue.length > 0) await writeNext();
