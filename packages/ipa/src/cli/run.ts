@@ -20,6 +20,7 @@ interface SignCliOptions {
   bundleIdPrefix?: string;
   cacheDir?: string;
   chain?: string[];
+  substrate?: string;
 }
 
 export interface CliIo {
@@ -74,7 +75,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .requiredOption('--password-env <VAR>', 'name of the environment variable holding the .p12 password')
     .requiredOption('--profile <file>', 'provisioning profile to embed')
     .addOption(new Option('--mode <n>', 'signing mode').argParser(parseNonNegativeInteger))
-    .option('--dylib <file...>', 'dylibs to inject before signing')
+    .option('--dylib <file...>', 'modes 1-3: dylibs to inject before signing')
+    .option('--substrate <file>', 'modes 1-3: a CydiaSubstrate replacement to bundle; injected dylibs load it instead')
     .option('--bundle-id-prefix <id>', "mode 4: the copy's bundle identifier; bundles under the app's id keep their suffix")
     .option('--cache-dir <dir>', 'keep resource digests per app version here, so signing it again is quick')
     .option('--chain <file...>', "issuer certificates to embed (PEM or DER), e.g. Apple's WWDR intermediate and root")
@@ -91,6 +93,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       const inject = await Promise.all(
         (options.dylib ?? []).map(async (file) => ({ name: basename(file), bytes: await readInput(file, 'dylib') })),
       );
+      const substrate = options.substrate ? { name: basename(options.substrate), bytes: await readInput(options.substrate, 'substrate dylib') } : undefined;
       const progress = createProgressReporter(io.stderr, 'Signed');
       try {
         const report = await signIpa({
@@ -102,6 +105,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
           now: io.now(),
           mode: (options.mode ?? 0) as SignMode,
           inject,
+          ...(substrate ? { substrate } : {}),
           ...(options.bundleIdPrefix ? { bundleIdPrefix: options.bundleIdPrefix } : {}),
           ...(options.cacheDir ? { cacheDir: options.cacheDir } : {}),
           onProgress: ({ bundle, done, total }) => progress.report({ path: bundle, done, total }),

@@ -86,6 +86,9 @@ describe('sign modes', () => {
     const output = path.join(dir, 'refused.ipa');
     const base = { input: fixtureIpa, output, identity, profile: pki.profile(), signer: createMachOSigner(identity) };
     await expect(signIpa({ ...base, mode: 2 })).rejects.toMatchObject({ code: 'DYLIB_MISSING' });
+    await expect(signIpa({ ...base, mode: 0, inject: [{ name: 'libx.dylib', bytes: Buffer.alloc(4) }] })).rejects.toThrow(
+      'Mode 0 injects nothing, found 1 dylib(s) to inject: choose mode 1, 2 or 3, or leave them out.',
+    );
     await expect(signIpa({ ...base, mode: 4, bundleIdPrefix: 'bad prefix!' })).rejects.toMatchObject({ code: 'BUNDLE_ID_INVALID' });
     await expect(signIpa({ ...base, mode: 1, inject: [{ name: '../evil.dylib', bytes: Buffer.alloc(4) }] })).rejects.toMatchObject({ code: 'DYLIB_MISSING' });
     expect(() => readFileSync(output)).toThrow();

@@ -37,6 +37,9 @@ export function validateModeOptions(options: ModeOptions) {
   if (mode >= 1 && mode <= 3 && (options.inject ?? []).length === 0) {
     throw new IpaError('DYLIB_MISSING', `Mode ${mode} injects the operator's dylibs, but none was given.`);
   }
+  if ((mode === 0 || mode === 4) && dylibs.length > 0) {
+    throw new IpaError('MODE_INVALID', `Mode ${mode} injects nothing, found ${dylibs.length} dylib(s) to inject: choose mode 1, 2 or 3, or leave them out.`);
+  }
   for (const dylib of dylibs) {
     if (!SAFE_NAME.test(dylib.name)) throw new IpaError('DYLIB_MISSING', `Expected a plain .dylib file name to inject, found '${dylib.name}'.`);
   }

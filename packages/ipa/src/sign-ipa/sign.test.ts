@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parsePlist, type PlistObject } from '../plist.js';
 import { fixtureIpa } from '../test-support/fixtures.js';
 import { createTestPki } from '../test-support/pki.js';
-import { buildDylib, objdumpHeaders } from '../test-support/toolchain.js';
+import { HELPER_SOURCE, buildDylib, objdumpHeaders } from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
 import { dylibsForMode, sign } from './sign.js';
 
@@ -81,6 +81,33 @@ describe('sign', () => {
     expect(headers).toMatch(/cmd LC_LOAD_WEAK_DYLIB\s+cmdsize \d+\s+name @executable_path\/Frameworks\/libigg\.dylib/);
     const seal = parsePlist(readFileSync(path.join(app, '_CodeSignature/CodeResources'))) as { files2: Record<string, PlistObject> };
     expect(Object.keys(seal.files2)).toEqual(expect.arrayContaining(['Frameworks/libiap.dylib', 'Frameworks/libigg.dylib']));
+  });
+
+  it('bundles the substrate beside an injected dylib that needs CydiaSubstrate, and points it there', async () => {
+    const substratePath = buildDylib(dir, 'substrate', HELPER_SOURCE, '/Library/Frameworks/CydiaSubstrate.framework/CydiaSubstrate');
+    const substrate = { name: 'libsubstrate.dylib', bytes: readFileSync(substratePath) };
+    const user = { name: 'libuser.dylib', bytes: readFileSync(buildDylib(dir, 'user', 'int helper(int);\nint tweak(void) { return helper(1); }\n', '@rpath/libuser.dylib', {
+      link: [substratePath],
+    })) };
+    expect(user.bytes.includes('CydiaSubstrate.framework/CydiaSubstrate')).toBe(true);
+    const output = path.join(dir, 'substrate.ipa');
+    await sign({ input: fixtureIpa, output, identity: { p12: pki.p12, password: pki.password }, profile: pki.profile(), mode: 1, dylibs: { iap: user, substrate } });
+    const app = unzip(output);
+    const userHeaders = objdumpHeaders(path.join(app, 'Frameworks/libuser.dylib'));
+    expect(userHeaders).toContain('name @executable_path/Frameworks/libsubstrate.dylib');
+    expect(userHeaders).not.toContain('CydiaSubstrate.framework');
+    // The app loads the injected dylib only; the substrate comes in as its dependency.
+    const loads = [...objdumpHeaders(path.join(app, 'very-capable-app')).matchAll(/name @executable_path\/Frameworks\/(\S+)/g)].map((m) => m[1]);
+    expect(loads).toEqual(['libuser.dylib']);
+    const seal = parsePlist(readFileSync(path.join(app, '_CodeSignature/CodeResources'))) as { files2: Record<string, PlistObject> };
+    for (const name of ['libuser.dylib', 'libsubstrate.dylib']) {
+      const bytes = readFileSync(path.join(app, 'Frameworks', name));
+      const [signature] = readSignatures(bytes);
+      expect(opensslVerifies(signature!, pki.caPem).ok, name).toBe(true);
+      expect(pageHashesMatch(bytes, signature!), name).toBe(true);
+      expect(signature!.entitlementsXml, name).toBeUndefined();
+      expect(seal.files2[`Frameworks/${name}`], name).toMatchObject({ cdhash: expect.any(Uint8Array) });
+    }
   });
 
   it('refuses a mode whose dylib is not configured, naming it: DYLIB_MISSING', async () => {
