@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type forge from 'node-forge';
@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { IpaError } from './errors.js';
 import { loadIdentity } from './identity.js';
 import { fixturesDir } from './test-support/fixtures.js';
+import { createTestChain } from './test-support/pki.js';
 
 // Real exports made by OpenSSL: its default (AES-256-CBC, PBKDF2, SHA-256 MAC) and -legacy
 // (RC2/3DES, SHA-1 MAC, what older Keychain exports use).
@@ -20,18 +21,8 @@ openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '
   '-subj', '/CN=Apple Development: Test (ABCDE12345)/OU=TEAM123456');
 openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca-key.pem', '-out', 'ca.pem', '-days', '30', '-subj', '/CN=Test CA');
 openssl('pkcs12', '-export', '-in', 'cert.pem', '-inkey', 'key.pem', '-certfile', 'ca.pem', '-out', 'modern.p12', '-passout', 'pass:secret');
-// An Apple-shaped hierarchy: root, a WWDR-like intermediate, and a developer certificate it issued,
-// exported without its issuers as Keychain does.
-writeFileSync(join(dir, 'ca.ext'), 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n');
-openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'root-key.pem', '-out', 'root.pem', '-days', '30', '-subj', '/CN=Test Root/O=Test Inc.',
-  '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
-openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'wwdr-key.pem', '-out', 'wwdr.csr', '-subj', '/CN=Test WWDR/O=Test Inc.');
-openssl('x509', '-req', '-in', 'wwdr.csr', '-CA', 'root.pem', '-CAkey', 'root-key.pem', '-CAcreateserial', '-out', 'wwdr.pem', '-days', '30', '-extfile', 'ca.ext');
-openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'dev-key.pem', '-out', 'dev.csr', '-subj', '/CN=Apple Development: Dev (TEAM123456)');
-openssl('x509', '-req', '-in', 'dev.csr', '-CA', 'wwdr.pem', '-CAkey', 'wwdr-key.pem', '-CAcreateserial', '-out', 'dev.pem', '-days', '30');
-openssl('x509', '-in', 'root.pem', '-outform', 'DER', '-out', 'root.der');
-openssl('pkcs12', '-export', '-in', 'dev.pem', '-inkey', 'dev-key.pem', '-out', 'dev.p12', '-passout', 'pass:secret');
-openssl('pkcs12', '-export', '-in', 'dev.pem', '-inkey', 'dev-key.pem', '-certfile', 'wwdr.pem', '-out', 'dev-wwdr.p12', '-passout', 'pass:secret');
+// An Apple-shaped hierarchy: root, a WWDR-like intermediate, and a developer certificate it issued.
+const chain = createTestChain(dir);
 openssl('pkcs12', '-export', '-legacy', '-in', 'cert.pem', '-inkey', 'key.pem', '-out', 'legacy.p12', '-passout', 'pass:secret');
 const file = (name: string): Buffer => readFileSync(join(dir, name));
 const subjectOf = (identity: ReturnType<typeof loadIdentity>): string => identity.certificate.subject.getField('CN').value as string;
@@ -46,12 +37,12 @@ describe('loadIdentity', () => {
   });
 
   it("completes a Keychain-style export's chain from the operator's files, nearest issuer first", () => {
-    const identity = loadIdentity({ p12: file('dev.p12'), password: 'secret', chain: [file('root.der'), file('wwdr.pem')] });
+    const identity = loadIdentity({ p12: readFileSync(chain.leafP12), password: 'secret', chain: [readFileSync(chain.rootDer), readFileSync(chain.intermediatePem)] });
     expect(identity.chain.map((cert) => cert.subject.getField('CN').value)).toEqual(['Test WWDR', 'Test Root']);
-    const fromBundle = loadIdentity({ p12: file('dev-wwdr.p12'), password: 'secret', chain: [file('root.der')] });
+    const fromBundle = loadIdentity({ p12: readFileSync(chain.leafWithIntermediateP12), password: 'secret', chain: [readFileSync(chain.rootDer)] });
     expect(fromBundle.chain.map((cert) => cert.subject.getField('CN').value)).toEqual(['Test WWDR', 'Test Root']);
-    const pemBundle = Buffer.concat([file('wwdr.pem'), file('root.pem')]);
-    const fromPem = loadIdentity({ certPem: file('dev.pem').toString(), keyPem: file('dev-key.pem').toString(), chain: [pemBundle] });
+    const pemBundle = Buffer.concat([readFileSync(chain.intermediatePem), readFileSync(chain.rootPem)]);
+    const fromPem = loadIdentity({ certPem: readFileSync(chain.leafPem, 'utf8'), keyPem: readFileSync(chain.leafKeyPem, 'utf8'), chain: [pemBundle] });
     expect(fromPem.chain.map((cert) => cert.subject.getField('CN').value)).toEqual(['Test WWDR', 'Test Root']);
   });
 
@@ -59,13 +50,13 @@ describe('loadIdentity', () => {
     // Apple iPhone Certification Authority, taken from a real Apple-signed provisioning profile.
     const profile = join(fixturesDir, 'mobileprovision/fastlane_appstore_tools.fastlane.app_apple_signed.mobileprovision');
     const appleCerts = execFileSync('openssl', ['pkcs7', '-inform', 'DER', '-in', profile, '-print_certs']);
-    expect(() => loadIdentity({ p12: file('dev.p12'), password: 'secret', chain: [file('wwdr.pem'), appleCerts] })).toThrow(
+    expect(() => loadIdentity({ p12: readFileSync(chain.leafP12), password: 'secret', chain: [readFileSync(chain.intermediatePem), appleCerts] })).toThrow(
       /Expected the chain files to hold issuers of "Apple Development: Dev \(TEAM123456\)", found "Apple .+", which issued none of its chain\./,
     );
   });
 
   it('refuses a chain file that is not a certificate: IDENTITY_INVALID', () => {
-    expect(() => loadIdentity({ p12: file('dev.p12'), password: 'secret', chain: [Buffer.from('not a certificate')] })).toThrow(
+    expect(() => loadIdentity({ p12: readFileSync(chain.leafP12), password: 'secret', chain: [Buffer.from('not a certificate')] })).toThrow(
       /Expected chain file 1 to be a certificate in PEM or DER, found one that does not parse/,
     );
   });

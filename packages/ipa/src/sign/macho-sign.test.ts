@@ -10,7 +10,7 @@ import { parseMachO } from '../macho/parse.js';
 import { loadIdentity } from '../identity.js';
 import { parsePlistDict } from '../plist.js';
 import { asArm64e } from '../test-support/macho-bytes.js';
-import { createTestPki } from '../test-support/pki.js';
+import { createTestChain, createTestPki } from '../test-support/pki.js';
 import { HELPER_SOURCE, MAIN_SOURCE, buildDylib, buildExecutable, buildFat, objdumpHeaders } from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
 import { codeDirectoryHashes } from './cdhash.js';
@@ -108,24 +108,15 @@ describe('signMachO', () => {
 
   it("embeds the operator's intermediate, so openssl verifies against the root alone", () => {
     // root -> WWDR-like intermediate -> leaf; the leaf's .p12 holds neither issuer, as a Keychain export.
-    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-    writeFileSync(join(dir, 'ca.ext'), 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n');
-    writeFileSync(join(dir, 'code.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n');
-    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'r-key.pem', '-out', 'r.pem', '-days', '30', '-subj', '/CN=Chain Root',
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
-    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'i-key.pem', '-out', 'i.csr', '-subj', '/CN=Chain WWDR');
-    openssl('x509', '-req', '-in', 'i.csr', '-CA', 'r.pem', '-CAkey', 'r-key.pem', '-CAcreateserial', '-out', 'i.pem', '-days', '30', '-extfile', 'ca.ext');
-    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'l-key.pem', '-out', 'l.csr', '-subj', '/CN=Apple Development: Chain (TEAM123456)');
-    openssl('x509', '-req', '-in', 'l.csr', '-CA', 'i.pem', '-CAkey', 'i-key.pem', '-CAcreateserial', '-out', 'l.pem', '-days', '30', '-extfile', 'code.ext');
-    openssl('pkcs12', '-export', '-in', 'l.pem', '-inkey', 'l-key.pem', '-out', 'l.p12', '-passout', 'pass:pw');
-    const p12 = readFileSync(join(dir, 'l.p12'));
-    const rootPem = readFileSync(join(dir, 'r.pem'), 'utf8');
+    const chain = createTestChain(dir);
+    const p12 = readFileSync(chain.leafP12);
+    const rootPem = readFileSync(chain.rootPem, 'utf8');
     const signWith = (identity: ReturnType<typeof loadIdentity>) =>
       readSignatures(signMachO(readFileSync(appPath), 'app', { ...input, signer: createCmsSigner(identity) }).bytes)[0]!;
 
-    const chained = signWith(loadIdentity({ p12, password: 'pw', chain: [readFileSync(join(dir, 'i.pem')), Buffer.from(rootPem)] }));
+    const chained = signWith(loadIdentity({ p12, password: 'secret', chain: [readFileSync(chain.intermediatePem), Buffer.from(rootPem)] }));
     expect(opensslVerifies(chained, rootPem).ok).toBe(true);
-    const bare = signWith(loadIdentity({ p12, password: 'pw' }));
+    const bare = signWith(loadIdentity({ p12, password: 'secret' }));
     expect(opensslVerifies(bare, rootPem).output).toMatch(/unable to get local issuer certificate/);
   });
 

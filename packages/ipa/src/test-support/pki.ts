@@ -75,3 +75,47 @@ export function createTestPki(dir: string, teamId = 'TEAM123456'): TestPki {
     },
   };
 }
+
+/** Files of an Apple-shaped hierarchy: a root, a WWDR-like intermediate, and a code-signing leaf it issued. */
+export interface TestChain {
+  /** Paths, in `dir`. */
+  readonly rootPem: string;
+  readonly rootDer: string;
+  readonly intermediatePem: string;
+  readonly leafPem: string;
+  readonly leafKeyPem: string;
+  /** The leaf and its key alone, as a Keychain export holds them (password 'secret'). */
+  readonly leafP12: string;
+  /** The same with the intermediate inside. */
+  readonly leafWithIntermediateP12: string;
+}
+
+export function createTestChain(dir: string, leafCommonName = 'Apple Development: Dev (TEAM123456)'): TestChain {
+  const openssl = (...args: string[]): void => {
+    execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  };
+  writeFileSync(join(dir, 'chain-ca.ext'), 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n');
+  writeFileSync(join(dir, 'chain-leaf.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n');
+  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'chain-root-key.pem', '-out', 'chain-root.pem', '-days', '30',
+    '-subj', '/CN=Test Root/O=Test Inc.', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+  openssl('x509', '-in', 'chain-root.pem', '-outform', 'DER', '-out', 'chain-root.der');
+  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'chain-wwdr-key.pem', '-out', 'chain-wwdr.csr', '-subj', '/CN=Test WWDR/O=Test Inc.');
+  openssl('x509', '-req', '-in', 'chain-wwdr.csr', '-CA', 'chain-root.pem', '-CAkey', 'chain-root-key.pem', '-CAcreateserial',
+    '-out', 'chain-wwdr.pem', '-days', '30', '-extfile', 'chain-ca.ext');
+  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'chain-leaf-key.pem', '-out', 'chain-leaf.csr', '-subj', `/CN=${leafCommonName}`);
+  openssl('x509', '-req', '-in', 'chain-leaf.csr', '-CA', 'chain-wwdr.pem', '-CAkey', 'chain-wwdr-key.pem', '-CAcreateserial',
+    '-out', 'chain-leaf.pem', '-days', '30', '-extfile', 'chain-leaf.ext');
+  openssl('pkcs12', '-export', '-in', 'chain-leaf.pem', '-inkey', 'chain-leaf-key.pem', '-out', 'chain-leaf.p12', '-passout', 'pass:secret');
+  openssl('pkcs12', '-export', '-in', 'chain-leaf.pem', '-inkey', 'chain-leaf-key.pem', '-certfile', 'chain-wwdr.pem',
+    '-out', 'chain-leaf-wwdr.p12', '-passout', 'pass:secret');
+  const at = (name: string) => join(dir, name);
+  return {
+    rootPem: at('chain-root.pem'),
+    rootDer: at('chain-root.der'),
+    intermediatePem: at('chain-wwdr.pem'),
+    leafPem: at('chain-leaf.pem'),
+    leafKeyPem: at('chain-leaf-key.pem'),
+    leafP12: at('chain-leaf.p12'),
+    leafWithIntermediateP12: at('chain-leaf-wwdr.p12'),
+  };
+}
