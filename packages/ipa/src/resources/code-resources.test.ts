@@ -6,8 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePlist, type PlistObject } from '../plist.js';
 import { buildCodeResources, type SealedFile } from './code-resources.js';
-
-const fixtureIpa = path.resolve(import.meta.dirname, '../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
+import { fixtureIpa } from '../test-support/fixtures.js';
 
 function walk(root: string, dir = ''): string[] {
   return readdirSync(path.join(root, dir)).flatMap((name) => {

@@ -10,8 +10,8 @@ import { buildDylib, OBJDUMP } from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
 import { createMachOSigner } from './engine.js';
 import { signIpa } from './sign-ipa.js';
+import { fixtureIpa } from '../test-support/fixtures.js';
 
-const fixtureIpa = path.resolve(import.meta.dirname, '../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
 const APP = 'Payload/very-capable-app.app';
 const OLD_ID = 'org.fastlane.very-capable-app';
 

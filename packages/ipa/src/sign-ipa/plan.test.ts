@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import path from 'node:path';
 import { openZip, openZipFromBuffer } from '../zip/index.js';
 import { buildXmlPlist } from '../plist.js';
 import { buildZip, FILE_MODE } from '../test-support/build-zip.js';
 import { planSigning } from './plan.js';
-
-const fixtureIpa = path.resolve(import.meta.dirname, '../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
+import { fixtureIpa } from '../test-support/fixtures.js';
 
 describe('planSigning', () => {
   it('plans the real app: one main bundle with its executable', async () => {

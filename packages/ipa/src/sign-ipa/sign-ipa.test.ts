@@ -12,8 +12,8 @@ import { buildDylib, objdumpHeaders } from '../test-support/toolchain.js';
 import { createMachOSigner } from './engine.js';
 import { sign } from './sign.js';
 import { signIpa } from './sign-ipa.js';
+import { fixtureIpa } from '../test-support/fixtures.js';
 
-const fixtureIpa = path.resolve(import.meta.dirname, '../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
 const APP = 'Payload/very-capable-app.app';
 
 /** Every check a device makes of the main executable and its bundle, with tools that are not ours. */

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openZip, type ZipArchive } from '../zip/index.js';
 import { createSignedZipWriter } from '../zip/writer.js';
 import { copyUnchanged } from './write-zip.js';
+import { fixtureIpa } from '../test-support/fixtures.js';
 
 /** What signIpa does with its writer: unchanged entries copied raw, then the changed ones added. */
 async function writeSignedZip(source: ZipArchive, output: string, replaced: ReadonlyMap<string, Buffer>): Promise<void> {
@@ -20,7 +21,6 @@ async function writeSignedZip(source: ZipArchive, output: string, replaced: Read
   }
 }
 
-const fixtureIpa = path.resolve(import.meta.dirname, '../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
 
 describe('copyUnchanged with the signed zip writer', () => {
   let dir: string;

@@ -7,8 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { IpaError } from '../errors.js';
 import { parseMachO } from '../macho/parse.js';
 import { codeDirectoryHashes } from './cdhash.js';
+import { fixtureIpa } from '../test-support/fixtures.js';
 
-const fixtureIpa = new URL('../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa', import.meta.url).pathname;
 const executablePath = 'Payload/very-capable-app.app/very-capable-app';
 const dir = mkdtempSync(join(tmpdir(), 'ipa-cdhash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -17,9 +17,8 @@ import { codeDirectoryHashes } from './cdhash.js';
 import { createCmsSigner } from './cms.js';
 import { signMachO, type CodeSignInput } from './macho-sign.js';
 import { readEmbeddedEntitlements } from './read-signature.js';
+import { fixtureIpa } from '../test-support/fixtures.js';
 
-// packages/ipa/src/sign -> repository root (4 up) -> ../shared/fixtures
-const fixtureIpa = new URL('../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'ipa-fixture-sign-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 execFileSync('unzip', ['-q', fixtureIpa, '-d', dir]);

@@ -7,8 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readCodeSignature } from '../macho/code-signature.js';
 import { parseMachO } from '../macho/parse.js';
 import { buildRequirementsBlob, requirementSubjectFor, requirementText } from './requirements.js';
+import { fixtureIpa } from '../test-support/fixtures.js';
 
-const fixtureIpa = new URL('../../../../../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa', import.meta.url).pathname;
 const executablePath = 'Payload/very-capable-app.app/very-capable-app';
 const dir = mkdtempSync(join(tmpdir(), 'ipa-requirements-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
