@@ -2,9 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { eq, sql } from 'drizzle-orm';
 import pg from 'pg';
 import { buildApp } from '../app.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
+import { payments } from '../db/schema/index.js';
 import { loadConfig } from '../platform/config.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -89,4 +91,13 @@ export async function signedInUser(t: TestApp, id: string, grade = 0) {
   if (res.statusCode !== 200) throw new Error(`sign-up failed: ${res.statusCode} ${res.body}`);
   if (grade !== 0) await t.services.auth.setGrade(id, grade);
   return sessionCookie(res);
+}
+
+/** How many payments the database records for a user (what billing tests assert exactly-once on). */
+export async function countPayments(t: TestApp, userId: string): Promise<number> {
+  const [row] = await t.database.db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(payments)
+    .where(eq(payments.userId, userId));
+  return row!.n;
 }

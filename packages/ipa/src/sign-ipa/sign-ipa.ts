@@ -85,7 +85,9 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     const replaced = new Map<string, Buffer>();
     const cdhashes = new Map<string, Buffer>();
     const maxBytes = options.maxBinaryBytes ?? 2 * 1024 * 1024 * 1024;
-    const requirement = (identifier: string) => requirementText(requirementSubjectFor(identifier, options.identity));
+    // Who issued the certificate decides the requirement's form; only the identifier varies.
+    const subject = requirementSubjectFor('', options.identity);
+    const requirement = (identifier: string) => requirementText({ ...subject, identifier });
     const read = async (name: string) => replaced.get(name) ?? archive.readEntry(archive.find(name)!, maxBytes);
     // Entries already in the output, by their digests: signed code leaves memory once written.
     const written = new Map<string, FileDigests>();

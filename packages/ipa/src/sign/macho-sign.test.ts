@@ -76,7 +76,6 @@ describe('signMachO', () => {
     const signed = signMachO(readFileSync(appPath), 'app', input).bytes;
     const [signature] = readSignatures(signed);
     const verified = opensslVerifies(signature!, pki.caPem);
-    expect(verified.output).toContain('');
     expect(verified.ok).toBe(true);
     expect(signature!.codeDirectories.map((cd) => cd.hashType)).toEqual([1, 2]);
     expect(signature!.codeDirectories.map((cd) => [cd.identifier, cd.teamId, cd.specialSlotCount])).toEqual([

@@ -1,8 +1,8 @@
-import { eq, sql } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { devices, payments } from '../../db/schema/index.js';
+import { devices } from '../../db/schema/index.js';
 import { ConfigError, loadConfig } from '../../platform/config.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { countPayments, createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 
@@ -26,13 +26,7 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
       headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
       payload: '',
     });
-  const paymentCount = async (userId: string) =>
-    (
-      await t.database.db
-        .select({ n: sql<number>`count(*)::int` })
-        .from(payments)
-        .where(eq(payments.userId, userId))
-    )[0]!.n;
+  const paymentCount = (userId: string) => countPayments(t, userId);
 
   /** GET /api/pay/... and return the local checkout path. */
   async function checkout(url: string, cookie: string) {

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { eq, sql } from 'drizzle-orm';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { billingEvents, devices, payments, subscriptions } from '../../db/schema/index.js';
-import { createTestApp, databaseKinds, fixturesDir, signedInUser, type TestApp } from '../../test/harness.js';
+import { billingEvents, devices, subscriptions } from '../../db/schema/index.js';
+import { countPayments, createTestApp, databaseKinds, fixturesDir, signedInUser, type TestApp } from '../../test/harness.js';
 import { startStripeServer, type StripeServer } from '../../test/stripe-server.js';
 
 const SECRET_KEY = 'sk_test_sideport';
@@ -73,13 +73,7 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
   };
   const eventCount = async () =>
     (await t.database.db.select({ n: sql<number>`count(*)::int` }).from(billingEvents))[0]!.n;
-  const paymentCount = async (userId: string) =>
-    (
-      await t.database.db
-        .select({ n: sql<number>`count(*)::int` })
-        .from(payments)
-        .where(eq(payments.userId, userId))
-    )[0]!.n;
+  const paymentCount = (userId: string) => countPayments(t, userId);
   const subscriptionRows = (userId: string) =>
     t.database.db
       .select({ plan: subscriptions.plan, status: subscriptions.status, end: subscriptions.currentPeriodEnd })
