@@ -16,7 +16,7 @@ import { createTestPki } from '../../packages/ipa/src/test-support/pki.js';
 import { makeBenchIpa } from './make-ipa.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
-const fixture = path.resolve(root, '../shared/fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
+const fixture = path.resolve(root, 'fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
 const sizesMB = (process.env.BENCH_SIZES_MB ?? '50,300,1024').split(',').map(Number);
 const dir = mkdtempSync(path.join(tmpdir(), 'sideport-bench-sign-'));
 

@@ -1,4 +1,4 @@
 import path from 'node:path';
 
 export const repoRoot = path.resolve(import.meta.dirname, '../..');
-export const fixturesDir = path.resolve(repoRoot, '../shared/fixtures');
+export const fixturesDir = path.resolve(repoRoot, 'fixtures');
