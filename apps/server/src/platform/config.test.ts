@@ -2,10 +2,12 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.js';
 
+const repositoryRoot = path.resolve(import.meta.dirname, '../../../..');
+
 describe('loadConfig', () => {
   it('gives working defaults for an empty environment', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ PORT: 8080, HOST: '0.0.0.0', DATA_DIR: path.resolve('./data'), FREE_DAILY_LIMIT: 3 });
+    expect(config).toMatchObject({ PORT: 8080, HOST: '0.0.0.0', DATA_DIR: path.join(repositoryRoot, 'data'), FREE_DAILY_LIMIT: 3 });
     expect(config.DATABASE_URL).toBeUndefined();
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -19,6 +21,22 @@ describe('loadConfig', () => {
   it('refuses an admin id without a password, and a short admin password', () => {
     expect(() => loadConfig({ ADMIN_ID: 'root' })).toThrow(/ADMIN_PASSWORD: ADMIN_ID and ADMIN_PASSWORD must be set together/);
     expect(() => loadConfig({ ADMIN_ID: 'root', ADMIN_PASSWORD: 'short' })).toThrow(/ADMIN_PASSWORD: must be at least 8/);
+  });
+
+  it('resolves a relative DATA_DIR from the repository root, whichever folder the process runs in', () => {
+    const started = process.cwd();
+    try {
+      // npm start runs in apps/server, npx sideport in the repository root: both must meet one ./data.
+      const seen = [repositoryRoot, path.join(repositoryRoot, 'apps/server'), '/'].map((dir) => {
+        process.chdir(dir);
+        return [loadConfig({}).DATA_DIR, loadConfig({ DATA_DIR: 'var/sideport' }).DATA_DIR];
+      });
+      expect(new Set(seen.map((pair) => pair.join('|'))).size).toBe(1);
+      expect(seen[0]).toEqual([path.join(repositoryRoot, 'data'), path.join(repositoryRoot, 'var/sideport')]);
+      expect(loadConfig({ DATA_DIR: '/srv/sideport' }).DATA_DIR).toBe('/srv/sideport');
+    } finally {
+      process.chdir(started);
+    }
   });
 
   it('treats empty strings as unset', () => {

@@ -86,7 +86,9 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const defaultWebDist = path.resolve(import.meta.dirname, '../../../web/dist');
+// src/platform and dist/platform are both four levels below the repository root.
+const repositoryRoot = path.resolve(import.meta.dirname, '../../../..');
+const defaultWebDist = path.join(repositoryRoot, 'apps/web/dist');
 
 /** Parses the environment once; a wrong value stops start-up with a message naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -108,7 +110,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (billing.length) throw new ConfigError(`Invalid configuration:\n${billing.join('\n')}`);
   return Object.freeze({
     ...c,
-    DATA_DIR: path.resolve(c.DATA_DIR),
-    WEB_DIST_DIR: path.resolve(c.WEB_DIST_DIR ?? defaultWebDist),
+    // Relative paths are taken from the repository root, whichever folder the process starts in:
+    // `npm start` runs in apps/server, `npx sideport` wherever the operator is, and both must meet
+    // the same ./data.
+    DATA_DIR: path.resolve(repositoryRoot, c.DATA_DIR),
+    WEB_DIST_DIR: path.resolve(repositoryRoot, c.WEB_DIST_DIR ?? defaultWebDist),
   });
 }
