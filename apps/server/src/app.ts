@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
@@ -18,6 +18,17 @@ import { createItunesClient } from './modules/catalog/itunes.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
 import { createCatalogService } from './modules/catalog/service.js';
 import { createDeviceService } from './modules/devices/service.js';
+import { adminRoutes } from './modules/admin/routes.js';
+import { agentRoutes } from './modules/agents/routes.js';
+import { createAgentService } from './modules/agents/service.js';
+import { createJobService } from './modules/decrypt/jobs.js';
+import { decryptRoutes } from './modules/decrypt/routes.js';
+import { createDecryptService, type DecryptService } from './modules/decrypt/service.js';
+import { settingOrCreate } from './modules/decrypt/queries.js';
+import { eventRoutes } from './modules/events/routes.js';
+import { createEventBus } from './platform/events.js';
+import { createUrlSigner } from './platform/signed-urls.js';
+import { createFileStore } from './platform/storage.js';
 import type { Config } from './platform/config.js';
 import { registerCrossSiteGuard } from './platform/cross-site.js';
 import { registerErrorHandler } from './platform/error-handler.js';
@@ -104,14 +115,68 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     searchLimit: config.ITUNES_SEARCH_LIMIT,
     clock: () => clock().getTime(),
   });
+  const bus = await createEventBus(database);
+  app.addHook('onClose', () => bus.close());
+  const files = createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR });
+  // The download URL key: configured, or made once and shared by every process through the database.
+  const urlKey = config.DOWNLOAD_URL_KEY ?? (await settingOrCreate(db, 'download_url_key', () => randomBytes(32).toString('hex')));
+  const urls = createUrlSigner(Buffer.from(urlKey), clock);
+
+  // The catalogue tells the decrypt domain of admin deletes; the decrypt service exists after it.
+  let afterRemoved: DecryptService['afterRemoved'] | undefined;
   const catalog = createCatalogService({
     db,
     itunes,
     clock,
     cacheTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
     log: app.log,
+    onRemoved: (removed) => afterRemoved?.(removed) ?? Promise.resolve(),
   });
   await app.register(catalogRoutes, { catalog, guards, answerCacheMs: config.LIST_CACHE_MS });
+
+  const decrypt = createDecryptService({
+    db,
+    clock,
+    bus,
+    files,
+    urls,
+    catalog,
+    billing,
+    settings: {
+      allowPaid: config.DECRYPT_ALLOW_PAID,
+      versionsWaitMs: config.VERSIONS_WAIT_SECONDS * 1000,
+      versionListTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
+      downloadUrlTtlSeconds: config.DOWNLOAD_URL_TTL_SECONDS,
+    },
+    log: app.log,
+  });
+  afterRemoved = decrypt.afterRemoved;
+  const jobs = createJobService({
+    db,
+    clock,
+    bus,
+    files,
+    catalog,
+    settings: {
+      leaseSeconds: config.DECRYPT_LEASE_SECONDS,
+      maxAttempts: config.DECRYPT_MAX_ATTEMPTS,
+      maxIpaBytes: config.DECRYPT_MAX_IPA_MB * 1024 * 1024,
+      tmpDir: path.join(config.DATA_DIR, 'tmp'),
+    },
+    log: app.log,
+  });
+  const agents = createAgentService({ db, clock, releaseJobsOf: jobs.releaseJobsOf, cacheMs: config.SESSION_CACHE_MS });
+  await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
+  await app.register(agentRoutes, { agents, jobs });
+  await app.register(adminRoutes, { guards, agents, jobs, catalog });
+  await app.register(eventRoutes, { guards, bus });
+
+  // Every process returns jobs whose agent went quiet; the claim query skips rows another takes.
+  const sweeper = setInterval(() => {
+    jobs.sweepExpiredLeases().catch((err: unknown) => app.log.warn({ err }, 'lease sweep failed'));
+  }, 5000);
+  sweeper.unref();
+  app.addHook('onClose', async () => clearInterval(sweeper));
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
@@ -129,7 +194,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
 
   await registerWeb(app, config.WEB_DIST_DIR);
   // Returned beside the app, not on it: a fastify instance is thenable, so `await` would drop extras.
-  return { app, services: { auth, catalog, billing, devices } };
+  return { app, services: { auth, catalog, billing, devices, decrypt, jobs, agents, bus, files } };
 }
 
 export type Built = Awaited<ReturnType<typeof buildApp>>;

@@ -1,3 +1,6 @@
 export * from './auth.js';
 export * from './account.js';
 export * from './catalog.js';
+export * from './decrypt.js';
+export * from './agent.js';
+export * from './admin.js';

@@ -21,6 +21,12 @@ export interface DatabaseHandle {
   description: string;
   migrate(): Promise<void>;
   ping(): Promise<void>;
+  /**
+   * Calls `onPayload` for every NOTIFY on `channel`, from any process using this database
+   * (PostgreSQL LISTEN on a connection of its own; PGlite's listen in the embedded default).
+   * Resolves once listening; the returned function stops it.
+   */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -37,13 +43,25 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     pool.on('error', () => {});
     const db = drizzlePg(pool, { schema }) as unknown as Database;
     const url = new URL(options.url);
+    const listeners = new Set<PgListener>();
     return {
       db,
       kind: 'postgres',
       description: `PostgreSQL ${url.hostname}:${url.port || 5432}${url.pathname}`,
       migrate: () => migratePg(drizzlePg(pool), { migrationsFolder }),
       ping: async () => void (await pool.query('select 1')),
-      close: () => pool.end(),
+      async listen(channel, onPayload) {
+        const listener = await listenPg(options.url, channel, onPayload);
+        listeners.add(listener);
+        return async () => {
+          listeners.delete(listener);
+          await listener.stop();
+        };
+      },
+      async close() {
+        await Promise.all([...listeners].map((l) => l.stop()));
+        await pool.end();
+      },
     };
   }
   const dir = options.pgliteDir;
@@ -56,9 +74,55 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     description: options.pgliteDir ? `PGlite ${options.pgliteDir}` : 'PGlite in memory',
     migrate: () => migratePglite(drizzlePglite(client), { migrationsFolder }),
     ping: async () => void (await db.execute(sql`select 1`)),
+    async listen(channel, onPayload) {
+      const stop = await client.listen(channel, onPayload);
+      return async () => {
+        if (!client.closed) await stop();
+      };
+    },
     close: async () => {
       await client.close();
       if (dir) rmSync(lockPath(dir), { force: true });
+    },
+  };
+}
+
+interface PgListener {
+  stop(): Promise<void>;
+}
+
+/**
+ * LISTEN on a connection of its own (a pooled one would be handed to other queries). A dropped
+ * connection (server restart) is opened again after a pause, so a long-running process keeps
+ * hearing other processes' events; events sent while it was away are lost, which the clients
+ * tolerate (they reload lists on reconnect).
+ */
+async function listenPg(url: string, channel: string, onPayload: (payload: string) => void): Promise<PgListener> {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const reconnectLater = () => {
+    if (!stopped) retry = setTimeout(() => void connect().catch(reconnectLater), 1000);
+  };
+  const connect = async () => {
+    const next = new pg.Client({ connectionString: url });
+    next.on('notification', (message) => {
+      if (message.channel === channel) onPayload(message.payload ?? '');
+    });
+    next.on('error', () => {
+      void next.end().catch(() => {});
+      reconnectLater();
+    });
+    await next.connect();
+    await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    client = next;
+  };
+  await connect();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(retry);
+      await client?.end().catch(() => {});
     },
   };
 }

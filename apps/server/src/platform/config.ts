@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseStorageUrl } from './storage.js';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
@@ -56,6 +57,30 @@ const schema = z.object({
   STRIPE_PRICE_RESET: z.string().optional(),
   STRIPE_PRICE_DEVICE: z.string().optional(),
   BILLING_DEV_ALLOWED: bool.default(false),
+  // Decrypt pipeline (DESIGN.md sections 3, 7 and 9).
+  /** s3://bucket[/prefix]?endpoint=...&region=...&forcePathStyle=true; files under DATA_DIR/files when unset. */
+  STORAGE_URL: z
+    .string()
+    .refine((v) => {
+      try {
+        parseStorageUrl(v);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'must look like s3://bucket?endpoint=https://...&region=...')
+    .optional(),
+  /** Key of the server's signed download URLs (32+ characters); made once and kept in the database when unset. */
+  DOWNLOAD_URL_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  DOWNLOAD_URL_TTL_SECONDS: positiveInt(600),
+  DECRYPT_ALLOW_PAID: bool.default(false),
+  /** An agent that does not heartbeat within this many seconds loses its job back to the queue. */
+  DECRYPT_LEASE_SECONDS: positiveInt(60),
+  /** Attempts before an entry becomes Not with the last reason. */
+  DECRYPT_MAX_ATTEMPTS: positiveInt(3),
+  /** Largest IPA an agent may upload. */
+  DECRYPT_MAX_IPA_MB: positiveInt(4096),
+  VERSIONS_WAIT_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0).max(120, 'must be at most 120').default(20),
 });
 
 const STRIPE_REQUIRED = [

@@ -61,9 +61,20 @@ export const versions = pgTable(
     /** Set once when the entry becomes Done; orders the latest list. */
     doneSeq: bigint('done_seq', { mode: 'number' }),
     doneAt: timestamp('done_at', { withTimezone: true }),
+    /** Of the checked IPA (Info.plist and the stored file), once Done. */
+    minimumOs: text('minimum_os'),
+    sizeBytes: bigint('size_bytes', { mode: 'number' }),
+    /** Storage key of the decrypted IPA, once Done. */
+    fileKey: text('file_key'),
+    /** The working agent's last progress line (0-100), while the entry is being worked. */
+    progress: integer('progress'),
   },
   (t) => [
     uniqueIndex('versions_app_ver_key').on(t.appId, t.appVerId).where(sql`${t.appVerId} is not null`),
+    // One waiting app-level request per app and country: a second request joins it.
+    uniqueIndex('versions_app_level_active_key')
+      .on(t.country, t.appId)
+      .where(sql`${t.appVerId} is null and ${t.status} in ('Pending', 'Downloading', 'Downloaded', 'Process')`),
     index('versions_latest_idx').on(t.doneSeq.desc().nullsFirst()).where(sql`${t.status} = 'Done'`),
     index('versions_queue_idx')
       .on(t.premium.desc().nullsFirst(), t.seq)

@@ -2,3 +2,4 @@ export * from './accounts.js';
 export * from './catalog.js';
 export * from './billing.js';
 export * from './devices.js';
+export * from './decrypt.js';

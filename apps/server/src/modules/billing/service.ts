@@ -214,8 +214,9 @@ export function createBillingService(deps: BillingServiceDeps) {
     });
   }
 
-  async function entitlement(userId: string): Promise<Entitlement> {
-    const rows = await q.entitlingSubscriptions(db, userId, clock());
+  /** `tx`: read inside the caller's transaction (PGlite has one connection: a read outside would wait on it). */
+  async function entitlement(userId: string, tx: Database = db): Promise<Entitlement> {
+    const rows = await q.entitlingSubscriptions(tx, userId, clock());
     if (rows.length === 0) return { premium: false, premiumUntil: null, dailyLimit: freeDailyLimit };
     const until = Math.max(...rows.map((r) => r.currentPeriodEnd!.getTime()));
     const dailyLimit = Math.max(
@@ -300,10 +301,13 @@ export function createBillingService(deps: BillingServiceDeps) {
       return { day, used, limit: dailyLimit, remaining: Math.max(0, dailyLimit - used) };
     },
 
-    /** Counts one decrypt for today; 429 'Daily limit reached.' when the limit is used up. */
-    async consumeDecrypt(userId: string) {
-      const { dailyLimit } = await entitlement(userId);
-      const used = await q.incrementUsage(db, userId, utcDay(clock()), dailyLimit);
+    /**
+     * Counts one decrypt for today; 429 'Daily limit reached.' when the limit is used up. Runs in
+     * the caller's transaction (`tx`), so a request that fails later gives its count back.
+     */
+    async consumeDecrypt(userId: string, tx: Database = db) {
+      const { dailyLimit } = await entitlement(userId, tx);
+      const used = await q.incrementUsage(tx, userId, utcDay(clock()), dailyLimit);
       if (used === undefined) throw tooManyRequests('Daily limit reached.');
       return { used, limit: dailyLimit };
     },

@@ -10,7 +10,7 @@ export type AppRow = typeof apps.$inferSelect;
 export type VersionRow = typeof versions.$inferSelect;
 export interface ListRow {
   app: AppRow;
-  entry: Pick<VersionRow, 'seq' | 'appVerId' | 'version' | 'status' | 'premium'> & { doneSeq: number | null };
+  entry: Pick<VersionRow, 'seq' | 'appVerId' | 'version' | 'status' | 'premium' | 'minimumOs' | 'sizeBytes'> & { doneSeq: number | null };
 }
 
 const entryColumns = {
@@ -20,6 +20,8 @@ const entryColumns = {
   status: versions.status,
   premium: versions.premium,
   doneSeq: versions.doneSeq,
+  minimumOs: versions.minimumOs,
+  sizeBytes: versions.sizeBytes,
 };
 
 export async function upsertApps(db: Database, country: string, list: StoreApp[], fetchedAt: Date) {
@@ -83,7 +85,16 @@ async function pageWithApps(db: Database, where: SQL, order: PageOrder, page: nu
   const rows = await db
     .select({
       app: apps,
-      entry: { seq: cut.seq, appVerId: cut.appVerId, version: cut.version, status: cut.status, premium: cut.premium, doneSeq: cut.doneSeq },
+      entry: {
+        seq: cut.seq,
+        appVerId: cut.appVerId,
+        version: cut.version,
+        status: cut.status,
+        premium: cut.premium,
+        doneSeq: cut.doneSeq,
+        minimumOs: cut.minimumOs,
+        sizeBytes: cut.sizeBytes,
+      },
     })
     .from(cut)
     .innerJoin(apps, and(eq(apps.country, cut.country), eq(apps.appId, cut.appId)))
@@ -171,7 +182,25 @@ export async function deleteVersions(db: Database, appId: number, appVerId: numb
         inArray(versions.status, [...statuses]),
       ),
     )
-    .returning({ country: versions.country, appId: versions.appId, appVerId: versions.appVerId, version: versions.version });
+    .returning({
+      seq: versions.seq,
+      country: versions.country,
+      appId: versions.appId,
+      appVerId: versions.appVerId,
+      version: versions.version,
+      premium: versions.premium,
+      fileKey: versions.fileKey,
+    });
+}
+
+export type RemovedEntry = Awaited<ReturnType<typeof deleteVersions>>[number];
+
+export async function isBlacklisted(db: Database, country: string, appId: number) {
+  const [row] = await db
+    .select({ appId: blacklist.appId })
+    .from(blacklist)
+    .where(and(eq(blacklist.country, country), eq(blacklist.appId, appId)));
+  return row !== undefined;
 }
 
 export async function addToBlacklist(db: Database, country: string, appId: number, addedBy: string) {
@@ -180,6 +209,10 @@ export async function addToBlacklist(db: Database, country: string, appId: numbe
 
 export async function recordAudit(db: Database, actor: string, action: string, subject: object) {
   await db.insert(auditLog).values({ actor, action, subject });
+}
+
+export async function auditPage(db: Database, page: number, pageSize: number) {
+  return db.select().from(auditLog).orderBy(desc(auditLog.id)).limit(pageSize).offset(page * pageSize);
 }
 
 export async function maxDoneSeq(db: Database) {

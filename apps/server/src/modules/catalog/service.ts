@@ -10,11 +10,37 @@ export interface CatalogServiceDeps {
   clock: () => Date;
   cacheTtlMs: number;
   log?: { warn(obj: object, msg: string): void };
+  /** Told of every entry an admin removed (its stored file goes, open pages hear of it). */
+  onRemoved?: (removed: q.RemovedEntry[]) => Promise<void>;
 }
 
 const MB = 1024 * 1024;
 
-function toEntry(app: q.AppRow, e: { appVerId: number | null; version: string | null; status: string; premium: boolean }): AppEntry {
+/** The facts of a decrypt entry that an app / version entry shows over the app's own. */
+export interface EntryFacts {
+  appVerId: number | null;
+  version: string | null;
+  status: string;
+  premium: boolean;
+  minimumOs?: string | null;
+  sizeBytes?: number | null;
+}
+
+export type SignStatuses = Pick<AppEntry, 'normal_sign' | 'iap_sign' | 'igg_sign' | 'both_sign' | 'dup_sign'>;
+
+/** Lists show no sign statuses (they are per user and version); the version modal does. */
+export const NO_SIGN_STATUSES: SignStatuses = {
+  normal_sign: 'No',
+  iap_sign: 'No',
+  igg_sign: 'No',
+  both_sign: 'No',
+  dup_sign: 'No',
+};
+
+const megabytes = (bytes: number | null | undefined) => (bytes == null ? null : Math.round((bytes / MB) * 10) / 10);
+
+/** An app / version entry of spec section 3: the app's store facts, overridden by the entry's own. */
+export function toEntry(app: q.AppRow, e: EntryFacts, signs: SignStatuses = NO_SIGN_STATUSES): AppEntry {
   return {
     app_id: String(app.appId),
     app_ver_id: e.appVerId === null ? null : String(e.appVerId),
@@ -27,16 +53,11 @@ function toEntry(app: q.AppRow, e: { appVerId: number | null; version: string | 
     raiting: app.rating,
     raiting_count: app.ratingCount,
     bundle_id: app.bundleId,
-    require: app.minimumOs,
-    size: app.sizeBytes === null ? null : Math.round((app.sizeBytes / MB) * 10) / 10,
+    require: e.minimumOs ?? app.minimumOs,
+    size: megabytes(e.sizeBytes ?? app.sizeBytes),
     premium: e.premium,
     status: e.status as DecryptStatus,
-    // Sign statuses are per user and version; lists show none (the version modal does).
-    normal_sign: 'No',
-    iap_sign: 'No',
-    igg_sign: 'No',
-    both_sign: 'No',
-    dup_sign: 'No',
+    ...signs,
   };
 }
 
@@ -118,21 +139,31 @@ export function createCatalogService(deps: CatalogServiceDeps) {
       return (await q.findApp(db, country, appId))!;
     },
 
-    /** Admin: removes a decrypted version from the latest list. */
+    /** Who did what, and when (DESIGN.md section 7). */
+    audit: (actor: string, action: string, subject: object) => q.recordAudit(db, actor, action, subject),
+    auditPage: (page: number, pageSize: number) => q.auditPage(db, page, pageSize),
+
+    async isBlacklisted(country: string, appId: number) {
+      return q.isBlacklisted(db, country, appId);
+    },
+
+    /** Admin: removes a decrypted version from the latest list, and its stored file. */
     async deleteDone(actor: string, appId: number, appVerId: number) {
       const removed = await q.deleteVersions(db, appId, appVerId, ['Done']);
       if (removed.length === 0) throw notFound('This version');
       await q.recordAudit(db, actor, 'delete-version', { appId, appVerId });
+      await deps.onRemoved?.(removed);
     },
 
     /** Admin: removes a queue entry (app_ver_id null = an app-level request), optionally blacklisting the app. */
     async deleteQueued(actor: string, appId: number, appVerId: number | null, options: { blacklist: boolean }) {
-      const removed = await q.deleteVersions(db, appId, appVerId, q.ACTIVE_STATUSES);
+      const removed = await q.deleteVersions(db, appId, appVerId, [...q.ACTIVE_STATUSES, 'Not']);
       if (removed.length === 0) throw notFound('This queue entry');
       if (options.blacklist) {
         for (const country of new Set(removed.map((r) => r.country))) await q.addToBlacklist(db, country, appId, actor);
       }
       await q.recordAudit(db, actor, options.blacklist ? 'delete-queue-blacklist' : 'delete-queue', { appId, appVerId });
+      await deps.onRemoved?.(removed);
     },
   };
 }

@@ -1,0 +1,99 @@
+import type { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  claimAnswer,
+  claimRequest,
+  failAnswer,
+  failRequest,
+  heartbeatAnswer,
+  heartbeatRequest,
+  JOB_KINDS,
+  uploadAnswer,
+  uploadQuery,
+  versionsRequest,
+} from '@sideport/contracts';
+import { badRequest, unauthorized } from '../../platform/errors.js';
+import type { AgentRef, JobService } from '../decrypt/jobs.js';
+import type { AgentService } from './service.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the agent routes' bearer-token check. */
+    agent?: AgentRef;
+  }
+}
+
+export interface AgentRoutesDeps {
+  agents: Pick<AgentService, 'authenticate'>;
+  jobs: JobService;
+}
+
+const leaseParams = z.object({ id: z.string().max(40) });
+
+function currentAgent(request: FastifyRequest): AgentRef {
+  if (!request.agent) throw unauthorized('Send the agent token as Authorization: Bearer <token>.');
+  return request.agent;
+}
+
+/**
+ * The decrypt agent protocol (DESIGN.md section 9), exempt from the cross-site check: every call
+ * carries the agent's bearer token instead of a cookie. A token unknown or revoked gets 401.
+ */
+export async function agentRoutes(app: FastifyInstance, { agents, jobs }: AgentRoutesDeps) {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+
+  app.addHook('onRequest', async (request) => {
+    const header = request.headers.authorization;
+    const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+    const agent = await agents.authenticate(token);
+    if (!agent) throw unauthorized('Send a valid agent token as Authorization: Bearer <token>.');
+    request.agent = agent;
+  });
+
+  // The IPA arrives as a raw stream and is written to disk as it comes, never held whole.
+  app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
+
+  r.post('/api/agent/claim', { schema: { body: claimRequest.optional(), response: { 200: claimAnswer } } }, async (request) => {
+    const body = request.body ?? {};
+    const job = await jobs.claim(currentAgent(request), body.kinds ?? JOB_KINDS, body.wait_seconds ?? 0);
+    return { job };
+  });
+
+  r.post(
+    '/api/agent/jobs/:id/heartbeat',
+    { schema: { params: leaseParams, body: heartbeatRequest, response: { 200: heartbeatAnswer } } },
+    async (request) => jobs.heartbeat(currentAgent(request), request.params.id, request.body),
+  );
+
+  r.post(
+    '/api/agent/jobs/:id/fail',
+    { schema: { params: leaseParams, body: failRequest, response: { 200: failAnswer } } },
+    async (request) => jobs.fail(currentAgent(request), request.params.id, request.body),
+  );
+
+  r.post(
+    '/api/agent/jobs/:id/versions',
+    { schema: { params: leaseParams, body: versionsRequest } },
+    async (request, reply) => {
+      await jobs.submitVersions(currentAgent(request), request.params.id, request.body.versions);
+      return reply.code(204).send();
+    },
+  );
+
+  r.put(
+    '/api/agent/jobs/:id/ipa',
+    { schema: { params: leaseParams, querystring: uploadQuery, response: { 200: uploadAnswer } } },
+    async (request) => {
+      if (!(request.headers['content-type'] ?? '').startsWith('application/octet-stream')) {
+        throw badRequest('Send the IPA as the request body with Content-Type: application/octet-stream.');
+      }
+      const declared = request.headers['content-length'];
+      return jobs.acceptUpload(currentAgent(request), request.params.id, request.body as Readable, {
+        ...request.query,
+        ...(declared !== undefined ? { declaredBytes: Number(declared) } : {}),
+      });
+    },
+  );
+}

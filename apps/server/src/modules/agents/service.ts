@@ -1,0 +1,71 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { AgentSummary, CreatedAgent } from '@sideport/contracts';
+import type { Database } from '../../db/client.js';
+import { notFound } from '../../platform/errors.js';
+import { createMicroCache } from '../../platform/micro-cache.js';
+import * as q from './queries.js';
+
+export interface AgentServiceDeps {
+  db: Database;
+  clock: () => Date;
+  /** Gives a revoked agent's jobs back to the queue (the decrypt job service). */
+  releaseJobsOf: (agentId: number) => Promise<void>;
+  /** How long one process trusts a token lookup; revocation on this process is immediate. */
+  cacheMs?: number;
+}
+
+const TOKEN_PREFIX = 'spa_';
+const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+/** Last-seen is written at most this often per agent: a busy agent need not write on every call. */
+const TOUCH_EVERY_MS = 5000;
+
+export function createAgentService({ db, clock, releaseJobsOf, cacheMs = 2000 }: AgentServiceDeps) {
+  const cache = createMicroCache<{ agent: q.AgentRow | undefined }>({ ttlMs: cacheMs, max: 1000 });
+  const touchedAt = new Map<number, number>();
+
+  return {
+    /** Made by an admin; the token is in this answer only (the database keeps its sha256). */
+    async create(name: string): Promise<CreatedAgent> {
+      const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+      const row = await q.insertAgent(db, { name, tokenHash: hashToken(token), now: clock() });
+      return { id: String(row.id), name: row.name, token };
+    },
+
+    async list(): Promise<AgentSummary[]> {
+      const rows = await q.listAgentsWithJobs(db);
+      return rows.map(({ agent, jobCountry, jobAppId, jobKind }) => ({
+        id: String(agent.id),
+        name: agent.name,
+        created_at: agent.createdAt.toISOString(),
+        last_seen_at: agent.lastSeenAt?.toISOString() ?? null,
+        current_job: jobCountry === null ? null : `${jobKind} ${jobCountry}/${jobAppId}`,
+        done_count: agent.doneCount,
+        failed_count: agent.failedCount,
+      }));
+    },
+
+    async revoke(id: number) {
+      await releaseJobsOf(id);
+      const row = await q.deleteAgent(db, id);
+      if (!row) throw notFound('This agent');
+      cache.clear();
+      return row;
+    },
+
+    /** The agent a bearer token belongs to, or undefined (unknown or revoked). */
+    async authenticate(token: string | undefined) {
+      if (!token || !token.startsWith(TOKEN_PREFIX) || token.length > 200) return undefined;
+      const hash = hashToken(token);
+      const { agent } = await cache.get(hash, async () => ({ agent: await q.findAgentByTokenHash(db, hash) }));
+      if (!agent) return undefined;
+      const now = clock().getTime();
+      if (now - (touchedAt.get(agent.id) ?? 0) >= TOUCH_EVERY_MS) {
+        touchedAt.set(agent.id, now);
+        await q.touchAgent(db, agent.id, clock());
+      }
+      return { id: agent.id, name: agent.name };
+    },
+  };
+}
+
+export type AgentService = ReturnType<typeof createAgentService>;

@@ -1,0 +1,359 @@
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import type {
+  AgentJob,
+  FailRequest,
+  HeartbeatRequest,
+  JobKind,
+  StoreVersion,
+  UploadAnswer,
+  UploadQuery,
+} from '@sideport/contracts';
+import type { Database } from '../../db/client.js';
+import { AppError, conflict, notFound } from '../../platform/errors.js';
+import { waitForEvent, type EventBus } from '../../platform/events.js';
+import type { FileStore } from '../../platform/storage.js';
+import type { CatalogService } from '../catalog/service.js';
+import { publishEntry } from './entry-events.js';
+import * as q from './queries.js';
+import { checkResult, receiveToFile } from './upload.js';
+
+export interface JobSettings {
+  leaseSeconds: number;
+  maxAttempts: number;
+  maxIpaBytes: number;
+  /** Where uploads are received before they are checked (same disk as local storage). */
+  tmpDir: string;
+}
+
+export interface JobServiceDeps {
+  db: Database;
+  clock: () => Date;
+  bus: EventBus;
+  files: FileStore;
+  catalog: Pick<CatalogService, 'lookupApp'>;
+  settings: JobSettings;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** Called after a version became Done (the sign service warms its digest cache from it). */
+  onVersionDone?: (done: { appId: number; appVerId: number; fileKey: string; localFile?: string }) => Promise<void>;
+}
+
+/** An agent as the job routes know it (authenticated by its bearer token). */
+export interface AgentRef {
+  id: number;
+  name: string;
+}
+
+/**
+ * The lease an agent holds: the job id and the attempt it claimed. A job that went back to the
+ * queue and was claimed again (even by the same agent) has a new attempt number, so an old
+ * process can never act on its successor's work.
+ */
+export const leaseId = (job: { id: number; attempts: number }) => `${job.id}-${job.attempts}`;
+
+export function parseLeaseId(value: string): { jobId: number; attempt: number } {
+  const match = /^([1-9]\d{0,15})-([1-9]\d{0,5})$/.exec(value);
+  if (!match) throw notFound('This job');
+  return { jobId: Number(match[1]), attempt: Number(match[2]) };
+}
+
+const leaseLost = () => conflict('This job is no longer yours: its lease ended or it was removed.');
+
+const REASON_LEASE_EXPIRED = 'The agent stopped answering before it finished.';
+const REASON_REVOKED = 'The agent working on it was revoked.';
+
+export function createJobService(deps: JobServiceDeps) {
+  const { db, clock, bus, files, catalog, settings, log } = deps;
+  const now = () => clock();
+  const leaseUntil = () => new Date(now().getTime() + settings.leaseSeconds * 1000);
+
+  /**
+   * One attempt ended without a result: back to the queue (Pending), or Not with the reason after
+   * the last attempt or when the agent says the app is unsupported. Runs in the caller's transaction.
+   */
+  async function endAttempt(tx: Database, job: q.JobRow, reason: string, unsupported = false) {
+    const isFinal = unsupported || job.attempts >= settings.maxAttempts;
+    await q.setJobState(tx, job.id, isFinal ? 'failed' : 'queued', {
+      agentId: null,
+      leaseExpiresAt: null,
+      lastReason: reason,
+      updatedAt: now(),
+    });
+    if (job.agentId !== null) await q.countAgentOutcome(tx, job.agentId, 'failed');
+    if (job.kind === 'decrypt' && job.versionSeq !== null) {
+      const entry = await q.updateEntry(tx, job.versionSeq, {
+        status: isFinal ? 'Not' : 'Pending',
+        reason,
+        progress: null,
+        updatedAt: now(),
+      });
+      if (entry) await publishEntry(bus, entry, tx);
+    }
+    if (job.kind === 'versions') {
+      // Downgrade requests waiting on it answer with what is known.
+      await bus.publish({ kind: 'versions-listed', country: job.country, appId: job.appId }, tx);
+    }
+    if (!isFinal) await bus.publish({ kind: 'jobs-queued' }, tx);
+    return isFinal ? ('Not' as const) : ('Pending' as const);
+  }
+
+  /** Puts back (or fails) every job whose lease ran out. Safe to run from every process at once. */
+  async function sweepExpiredLeases(): Promise<number> {
+    return db.transaction(async (tx) => {
+      const expired = await q.lockExpiredLeases(tx, now(), 100);
+      for (const job of expired) await endAttempt(tx, job, REASON_LEASE_EXPIRED);
+      if (expired.length) log.info({ jobs: expired.map((j) => j.id) }, 'leases expired; jobs returned to the queue');
+      return expired.length;
+    });
+  }
+
+  async function describeJob(job: q.JobRow): Promise<AgentJob> {
+    const app = await catalog.lookupApp(job.country, job.appId);
+    const entry = job.versionSeq === null ? undefined : await q.findEntry(db, job.versionSeq);
+    return {
+      id: leaseId(job),
+      kind: job.kind,
+      country: job.country.toLowerCase(),
+      app_id: String(job.appId),
+      bundle_id: app.bundleId,
+      app_ver_id: entry?.appVerId == null ? null : String(entry.appVerId),
+      version: entry?.appVerId == null ? null : (entry.version ?? null),
+      attempt: job.attempts,
+      lease_seconds: settings.leaseSeconds,
+    };
+  }
+
+  async function claimOnce(agent: AgentRef, kinds: readonly JobKind[]) {
+    return db.transaction(async (tx) => {
+      const job = await q.claimNextJob(tx, { agentId: agent.id, kinds, now: now(), leaseSeconds: settings.leaseSeconds });
+      if (!job) return undefined;
+      if (job.kind === 'decrypt' && job.versionSeq !== null) {
+        const entry = await q.updateEntry(tx, job.versionSeq, { status: 'Downloading', progress: 0, updatedAt: now() });
+        if (entry) await publishEntry(bus, entry, tx);
+      }
+      return job;
+    });
+  }
+
+  /** Holds the job's row for the length of `work`, when the agent still holds this lease. */
+  async function withHeldJob<T>(agent: AgentRef, lease: string, work: (tx: Database, job: q.JobRow) => Promise<T>) {
+    const { jobId, attempt } = parseLeaseId(lease);
+    return db.transaction(async (tx) => {
+      const job = await q.lockHeldJob(tx, { jobId, agentId: agent.id, attempt });
+      if (!job) throw leaseLost();
+      return work(tx, job);
+    });
+  }
+
+  /** Makes the app-level entry the version the agent uploaded, or gives way to one that exists. */
+  async function settleVersion(tx: Database, entry: q.EntryRow, appVerId: number) {
+    if (entry.appVerId !== null) return { entry, keep: true as const };
+    const other = await q.findByAppVerId(tx, entry.appId, appVerId);
+    if (!other || other.seq === entry.seq) return { entry, keep: true as const };
+    if (other.status === 'Done') return { entry: other, keep: false as const };
+    // A request for that very version waits or failed: this result answers it too.
+    await q.deleteEntry(tx, other.seq);
+    await publishEntry(bus, other, tx, { deleted: true });
+    return { entry, keep: true as const };
+  }
+
+  return {
+    sweepExpiredLeases,
+
+    /**
+     * The next job for this agent, or null when none came within `waitSeconds` (a long poll:
+     * a job queued meanwhile by any process wakes it at once).
+     */
+    async claim(agent: AgentRef, kinds: readonly JobKind[], waitSeconds: number): Promise<AgentJob | null> {
+      const deadline = Date.now() + waitSeconds * 1000;
+      for (;;) {
+        // Listen before looking, so a job queued between the look and the wait is not missed.
+        const queued = waitForEvent(bus, (e) => e.kind === 'jobs-queued', Math.max(0, deadline - Date.now()));
+        const job = await claimOnce(agent, kinds);
+        if (job) {
+          void queued.catch(() => {});
+          return describeJob(job);
+        }
+        if (Date.now() >= deadline || !(await queued)) return null;
+      }
+    },
+
+    async heartbeat(agent: AgentRef, lease: string, report: HeartbeatRequest) {
+      return withHeldJob(agent, lease, async (tx, job) => {
+        await q.updateJob(tx, job.id, {
+          leaseExpiresAt: leaseUntil(),
+          updatedAt: now(),
+          ...(report.app_ver_id !== undefined ? { reportedAppVerId: Number(report.app_ver_id) } : {}),
+        });
+        if (job.kind === 'decrypt' && job.versionSeq !== null) {
+          const entry = await q.findEntry(tx, job.versionSeq);
+          const set = {
+            ...(report.status !== undefined ? { status: report.status } : {}),
+            ...(report.progress !== undefined ? { progress: report.progress } : {}),
+            // An app-level entry shows the version the agent found; a versioned one keeps its own.
+            ...(report.version !== undefined && entry?.appVerId === null ? { version: report.version } : {}),
+          };
+          if (entry && Object.keys(set).length) {
+            const changed = await q.updateEntry(tx, entry.seq, { ...set, updatedAt: now() });
+            if (changed) await publishEntry(bus, changed, tx);
+          }
+        }
+        return { lease_seconds: settings.leaseSeconds };
+      });
+    },
+
+    /** Exit code 3 (`unsupported`) makes the entry Not at once; any other failure is retried. */
+    async fail(agent: AgentRef, lease: string, failure: FailRequest) {
+      const status = await withHeldJob(agent, lease, (tx, job) => endAttempt(tx, job, failure.reason, failure.unsupported));
+      return { status };
+    },
+
+    async submitVersions(agent: AgentRef, lease: string, list: StoreVersion[]) {
+      await withHeldJob(agent, lease, async (tx, job) => {
+        if (job.kind !== 'versions') throw new AppError(400, 'WRONG_JOB_KIND', 'This job is not a versions job.');
+        const seen = new Set<string>();
+        const versions = list
+          .filter((v) => !seen.has(v.app_ver_id) && seen.add(v.app_ver_id))
+          .map((v) => ({ appVerId: Number(v.app_ver_id), version: v.version }));
+        await q.saveVersionList(tx, { country: job.country, appId: job.appId, versions, now: now() });
+        await q.setJobState(tx, job.id, 'done', { leaseExpiresAt: null, lastReason: null, updatedAt: now() });
+        if (job.agentId !== null) await q.countAgentOutcome(tx, job.agentId, 'done');
+        await bus.publish({ kind: 'versions-listed', country: job.country, appId: job.appId }, tx);
+      });
+    },
+
+    /**
+     * Receives a decrypted IPA (streamed to disk, capped), checks it with packages/ipa and stores
+     * it; the entry becomes Done. A refused file stores nothing, records the reason and counts as
+     * a failed attempt (422 with the reason).
+     */
+    async acceptUpload(
+      agent: AgentRef,
+      lease: string,
+      body: Readable,
+      info: UploadQuery & { declaredBytes?: number },
+    ): Promise<UploadAnswer> {
+      const { jobId, attempt } = parseLeaseId(lease);
+      const job = await q.findJob(db, jobId);
+      if (!job || job.agentId !== agent.id || job.attempts !== attempt || job.state !== 'leased') {
+        body.resume();
+        throw leaseLost();
+      }
+      if (job.kind !== 'decrypt' || job.versionSeq === null) {
+        body.resume();
+        throw new AppError(400, 'WRONG_JOB_KIND', 'This job takes no IPA.');
+      }
+      const received = await receiveToFile(body, {
+        dir: settings.tmpDir,
+        maxBytes: settings.maxIpaBytes,
+        ...(info.declaredBytes !== undefined ? { declaredBytes: info.declaredBytes } : {}),
+      });
+      let stored: string | undefined;
+      try {
+        const refuse = async (reason: string): Promise<never> => {
+          await withHeldJob(agent, lease, (tx, held) => endAttempt(tx, held, reason));
+          throw new AppError(422, 'RESULT_REFUSED', reason);
+        };
+        const entry = await q.findEntry(db, job.versionSeq);
+        if (!entry) throw leaseLost();
+        await withHeldJob(agent, lease, async (tx) => {
+          const checking = await q.updateEntry(tx, entry.seq, { status: 'Process', updatedAt: now() });
+          if (checking) await publishEntry(bus, checking, tx);
+        });
+        const app = await catalog.lookupApp(entry.country, entry.appId);
+        const result = await checkResult(received.path, { bundleId: app.bundleId });
+        if (!result.ok) return await refuse(result.reason);
+        const reported = info.app_ver_id ?? (job.reportedAppVerId === null ? undefined : String(job.reportedAppVerId));
+        if (entry.appVerId !== null && reported !== undefined && reported !== String(entry.appVerId)) {
+          return await refuse(`The agent uploaded store version ${reported}, not the requested ${entry.appVerId}.`);
+        }
+        const appVerIdText = entry.appVerId !== null ? String(entry.appVerId) : reported;
+        if (appVerIdText === undefined) {
+          return await refuse('The agent did not say which store version it uploaded (app_ver_id).');
+        }
+        const appVerId = Number(appVerIdText);
+
+        const fileKey = `ipa/${entry.appId}/${appVerId}/${randomUUID()}.ipa`;
+        await files.putFile(fileKey, received.path);
+        stored = fileKey;
+        const done = await withHeldJob(agent, lease, async (tx, held) => {
+          const settled = await settleVersion(tx, entry, appVerId);
+          if (!settled.keep) {
+            // The version was decrypted meanwhile by another request: this copy is not needed.
+            await q.deleteEntry(tx, entry.seq);
+            await publishEntry(bus, entry, tx, { deleted: true });
+          } else {
+            const row = await q.markEntryDone(tx, entry.seq, {
+              appVerId,
+              version: result.version,
+              minimumOs: result.report.minimumOsVersion,
+              sizeBytes: received.sizeBytes,
+              fileKey,
+              now: now(),
+            });
+            await publishEntry(bus, row, tx, { previousAppVerId: entry.appVerId });
+            await q.setJobState(tx, held.id, 'done', { leaseExpiresAt: null, lastReason: null, updatedAt: now() });
+          }
+          if (held.agentId !== null) await q.countAgentOutcome(tx, held.agentId, 'done');
+          return settled;
+        });
+        if (!done.keep) await files.delete(fileKey);
+        else stored = undefined;
+        const final = done.entry;
+        log.info({ appId: entry.appId, appVerId, agent: agent.name }, 'decrypted version accepted');
+        if (done.keep) {
+          await deps
+            .onVersionDone?.({ appId: entry.appId, appVerId, fileKey, ...(files.localPath(fileKey) ? { localFile: files.localPath(fileKey)! } : {}) })
+            .catch((err: unknown) => log.warn({ err }, 'after-done work failed'));
+        }
+        return {
+          status: 'Done',
+          app_ver_id: String(final.appVerId ?? appVerId),
+          version: final.version ?? result.version,
+          size_bytes: final.sizeBytes ?? received.sizeBytes,
+        };
+      } catch (err) {
+        // A file stored for a result that did not commit must not stay behind.
+        if (stored) await files.delete(stored).catch(() => {});
+        throw err;
+      } finally {
+        await rm(received.path, { force: true });
+      }
+    },
+
+    /** Admin: a failed (Not) or stuck entry goes back to the queue with its attempts counted anew. */
+    async retry(seq: number) {
+      const work = db.transaction(async (tx) => {
+        const entry = await q.findEntry(tx, seq);
+        if (!entry || entry.status === 'Done') throw notFound('This queue entry');
+        const job = await q.jobOfEntry(tx, seq);
+        const fresh = { state: 'queued' as const, attempts: 0, agentId: null, leaseExpiresAt: null, lastReason: null, updatedAt: now() };
+        if (job) await q.updateJob(tx, job.id, fresh);
+        else {
+          await q.insertJob(tx, { kind: 'decrypt', versionSeq: seq, country: entry.country, appId: entry.appId, priority: entry.premium ? 1 : 0, now: now() });
+        }
+        const pending = (await q.updateEntry(tx, seq, { status: 'Pending', reason: null, progress: null, updatedAt: now() }))!;
+        await publishEntry(bus, pending, tx);
+        await bus.publish({ kind: 'jobs-queued' }, tx);
+        return pending;
+      });
+      return work.catch((err: unknown) => {
+        if (q.isUniqueViolation(err)) throw conflict('This app is already requested again; that request is in the queue.');
+        throw err;
+      });
+    },
+
+    /** The admin console's queue: working, waiting and failed entries with attempts and reasons. */
+    queuePage: (page: number, pageSize: number) => q.adminQueuePage(db, page, pageSize),
+
+    /** Revoking an agent gives its jobs back at once instead of waiting for their leases. */
+    async releaseJobsOf(agentId: number) {
+      await db.transaction(async (tx) => {
+        for (const job of await q.leasedJobsOf(tx, agentId)) await endAttempt(tx, job, REASON_REVOKED);
+      });
+    },
+  };
+}
+
+export type JobService = ReturnType<typeof createJobService>;

@@ -1,0 +1,315 @@
+import { and, asc, desc, eq, inArray, isNull, lt, sql } from 'drizzle-orm';
+import { queryRows, type Database } from '../../db/client.js';
+import { agents, apps, jobs, settings, storeVersionLists, versions, type JobState } from '../../db/schema/index.js';
+
+export type EntryRow = typeof versions.$inferSelect;
+export type JobRow = typeof jobs.$inferSelect;
+
+export const ACTIVE_STATUSES = ['Pending', 'Downloading', 'Downloaded', 'Process'] as const;
+
+/** The unique-violation code of PostgreSQL (and PGlite): a concurrent request made the same row. */
+export const isUniqueViolation = (err: unknown) => {
+  for (let e = err as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.code === '23505') return true;
+  }
+  return false;
+};
+
+// ---- decrypt entries ----
+
+export async function findEntry(db: Database, seq: number): Promise<EntryRow | undefined> {
+  const [row] = await db.select().from(versions).where(eq(versions.seq, seq));
+  return row;
+}
+
+/** The waiting or working app-level request (version not known yet) of an app in a country. */
+export async function findActiveAppLevel(db: Database, country: string, appId: number) {
+  const [row] = await db
+    .select()
+    .from(versions)
+    .where(
+      and(
+        eq(versions.country, country),
+        eq(versions.appId, appId),
+        isNull(versions.appVerId),
+        inArray(versions.status, [...ACTIVE_STATUSES]),
+      ),
+    );
+  return row;
+}
+
+export async function findByAppVerId(db: Database, appId: number, appVerId: number) {
+  const [row] = await db
+    .select()
+    .from(versions)
+    .where(and(eq(versions.appId, appId), eq(versions.appVerId, appVerId)));
+  return row;
+}
+
+/** An entry of the store's current version string, preferring a Done one. */
+export async function findByVersionString(db: Database, country: string, appId: number, version: string) {
+  const [row] = await db
+    .select()
+    .from(versions)
+    .where(and(eq(versions.country, country), eq(versions.appId, appId), eq(versions.version, version)))
+    .orderBy(sql`(${versions.status} = 'Done') desc`, desc(versions.seq))
+    .limit(1);
+  return row;
+}
+
+/** Every entry of an app in a country, newest version first (app-level requests on top). */
+export async function entriesOfApp(db: Database, country: string, appId: number) {
+  return db
+    .select()
+    .from(versions)
+    .where(and(eq(versions.country, country), eq(versions.appId, appId)))
+    .orderBy(sql`${versions.appVerId} desc nulls first`, desc(versions.seq));
+}
+
+export async function insertEntry(
+  db: Database,
+  entry: {
+    country: string;
+    appId: number;
+    appVerId: number | null;
+    version: string | null;
+    status: 'Pending' | 'Not';
+    premium: boolean;
+    requestedBy: string;
+    reason?: string | null;
+    now: Date;
+  },
+) {
+  const { now, ...values } = entry;
+  const [row] = await db
+    .insert(versions)
+    .values({ ...values, requestedAt: now, updatedAt: now })
+    .returning();
+  return row!;
+}
+
+export async function updateEntry(db: Database, seq: number, set: Partial<typeof versions.$inferInsert>) {
+  const [row] = await db.update(versions).set(set).where(eq(versions.seq, seq)).returning();
+  return row;
+}
+
+/** Done: the checked file, its facts and a place at the top of the latest list. */
+export async function markEntryDone(
+  db: Database,
+  seq: number,
+  done: { appVerId: number; version: string; minimumOs: string | null; sizeBytes: number; fileKey: string; now: Date },
+) {
+  const [row] = await db
+    .update(versions)
+    .set({
+      status: 'Done',
+      appVerId: done.appVerId,
+      version: done.version,
+      minimumOs: done.minimumOs,
+      sizeBytes: done.sizeBytes,
+      fileKey: done.fileKey,
+      reason: null,
+      progress: null,
+      doneSeq: sql`nextval('version_done_seq')`,
+      doneAt: done.now,
+      updatedAt: done.now,
+    })
+    .where(eq(versions.seq, seq))
+    .returning();
+  return row!;
+}
+
+export async function deleteEntry(db: Database, seq: number) {
+  const [row] = await db.delete(versions).where(eq(versions.seq, seq)).returning();
+  return row;
+}
+
+// ---- jobs ----
+
+export async function insertJob(
+  db: Database,
+  job: { kind: 'decrypt' | 'versions'; versionSeq?: number; country: string; appId: number; priority: number; now: Date },
+) {
+  const { now, ...values } = job;
+  const [row] = await db
+    .insert(jobs)
+    .values({ ...values, createdAt: now, updatedAt: now })
+    .onConflictDoNothing()
+    .returning();
+  return row;
+}
+
+export async function jobOfEntry(db: Database, versionSeq: number) {
+  const [row] = await db.select().from(jobs).where(eq(jobs.versionSeq, versionSeq));
+  return row;
+}
+
+export async function findJob(db: Database, id: number) {
+  const [row] = await db.select().from(jobs).where(eq(jobs.id, id));
+  return row;
+}
+
+export async function openVersionsJob(db: Database, country: string, appId: number) {
+  const [row] = await db
+    .select()
+    .from(jobs)
+    .where(
+      and(eq(jobs.kind, 'versions'), eq(jobs.country, country), eq(jobs.appId, appId), inArray(jobs.state, ['queued', 'leased'])),
+    );
+  return row;
+}
+
+export async function updateJob(db: Database, id: number, set: Partial<typeof jobs.$inferInsert>) {
+  const [row] = await db.update(jobs).set(set).where(eq(jobs.id, id)).returning();
+  return row;
+}
+
+/**
+ * Takes the next queued job (highest priority, then oldest) for an agent. `FOR UPDATE SKIP
+ * LOCKED` lets concurrent claimers pass over a row another transaction is taking, so no job is
+ * ever handed to two agents and nobody waits on a lock.
+ */
+export async function claimNextJob(
+  db: Database,
+  claim: { agentId: number; kinds: readonly string[]; now: Date; leaseSeconds: number },
+): Promise<JobRow | undefined> {
+  const leaseUntil = new Date(claim.now.getTime() + claim.leaseSeconds * 1000);
+  const rows = await queryRows<{ id: string }>(
+    db,
+    sql`
+      with next as (
+        select id from ${jobs}
+        where state = 'queued' and kind in (${sql.join(claim.kinds.map((k) => sql`${k}`), sql`, `)})
+        order by priority desc, id
+        limit 1
+        for update skip locked
+      )
+      update ${jobs} j
+      set state = 'leased', agent_id = ${claim.agentId}, attempts = j.attempts + 1,
+          lease_expires_at = ${leaseUntil.toISOString()}, updated_at = ${claim.now.toISOString()}
+      from next where j.id = next.id
+      returning j.id`,
+  );
+  const id = rows[0]?.id;
+  return id === undefined ? undefined : findJob(db, Number(id));
+}
+
+/** Leased jobs whose agent stopped heart-beating, locked for the caller to put back or fail. */
+export async function lockExpiredLeases(db: Database, now: Date, max: number) {
+  const rows = await queryRows<{ id: string }>(
+    db,
+    sql`select id from ${jobs} where state = 'leased' and lease_expires_at < ${now.toISOString()}
+        order by lease_expires_at limit ${max} for update skip locked`,
+  );
+  if (rows.length === 0) return [];
+  return db.select().from(jobs).where(inArray(jobs.id, rows.map((r) => Number(r.id))));
+}
+
+/** Renews the lease of a job the agent holds (this attempt); undefined when it lost it. */
+export async function renewLease(db: Database, lease: { jobId: number; agentId: number; attempt: number; until: Date; now: Date }) {
+  const [row] = await db
+    .update(jobs)
+    .set({ leaseExpiresAt: lease.until, updatedAt: lease.now })
+    .where(and(eq(jobs.id, lease.jobId), eq(jobs.agentId, lease.agentId), eq(jobs.attempts, lease.attempt), eq(jobs.state, 'leased')))
+    .returning();
+  return row;
+}
+
+/** Locks the job row when the agent still holds this attempt's lease. */
+export async function lockHeldJob(db: Database, lease: { jobId: number; agentId: number; attempt: number }) {
+  const rows = await queryRows<{ id: string }>(
+    db,
+    sql`select id from ${jobs} where id = ${lease.jobId} and agent_id = ${lease.agentId}
+        and attempts = ${lease.attempt} and state = 'leased' for update`,
+  );
+  return rows.length ? findJob(db, lease.jobId) : undefined;
+}
+
+export async function leasedJobsOf(db: Database, agentId: number) {
+  return db.select().from(jobs).where(and(eq(jobs.agentId, agentId), eq(jobs.state, 'leased')));
+}
+
+export async function setJobState(db: Database, id: number, state: JobState, set: Partial<typeof jobs.$inferInsert> = {}) {
+  return updateJob(db, id, { state, ...set });
+}
+
+// ---- version histories ----
+
+export async function findVersionList(db: Database, country: string, appId: number) {
+  const [row] = await db
+    .select()
+    .from(storeVersionLists)
+    .where(and(eq(storeVersionLists.country, country), eq(storeVersionLists.appId, appId)));
+  return row;
+}
+
+export async function saveVersionList(
+  db: Database,
+  list: { country: string; appId: number; versions: Array<{ appVerId: number; version: string }>; now: Date },
+) {
+  await db
+    .insert(storeVersionLists)
+    .values({ country: list.country, appId: list.appId, versions: list.versions, fetchedAt: list.now })
+    .onConflictDoUpdate({
+      target: [storeVersionLists.country, storeVersionLists.appId],
+      set: { versions: list.versions, fetchedAt: list.now },
+    });
+}
+
+// ---- agents' counters ----
+
+export async function countAgentOutcome(db: Database, agentId: number, outcome: 'done' | 'failed') {
+  await db
+    .update(agents)
+    .set(outcome === 'done' ? { doneCount: sql`${agents.doneCount} + 1` } : { failedCount: sql`${agents.failedCount} + 1` })
+    .where(eq(agents.id, agentId));
+}
+
+// ---- admin console ----
+
+export interface AdminQueueRow {
+  entry: EntryRow;
+  app: { name: string } | null;
+  job: { attempts: number; state: string; lastReason: string | null } | null;
+  agentName: string | null;
+}
+
+/** Entries an admin looks after: working, waiting and failed ones, newest first. */
+export async function adminQueuePage(db: Database, page: number, pageSize: number): Promise<AdminQueueRow[]> {
+  const rows = await db
+    .select({
+      entry: versions,
+      appName: apps.name,
+      attempts: jobs.attempts,
+      jobState: jobs.state,
+      lastReason: jobs.lastReason,
+      agentName: agents.name,
+    })
+    .from(versions)
+    .leftJoin(apps, and(eq(apps.country, versions.country), eq(apps.appId, versions.appId)))
+    .leftJoin(jobs, eq(jobs.versionSeq, versions.seq))
+    .leftJoin(agents, and(eq(agents.id, jobs.agentId), eq(jobs.state, 'leased')))
+    .where(inArray(versions.status, [...ACTIVE_STATUSES, 'Not']))
+    .orderBy(sql`(${versions.status} = 'Not')`, desc(versions.premium), asc(versions.seq))
+    .limit(pageSize)
+    .offset(page * pageSize);
+  return rows.map((r) => ({
+    entry: r.entry,
+    app: r.appName === null ? null : { name: r.appName },
+    job: r.jobState === null ? null : { attempts: r.attempts ?? 0, state: r.jobState, lastReason: r.lastReason },
+    agentName: r.agentName,
+  }));
+}
+
+// ---- settings ----
+
+/** The value of `key`, made by `make` and stored on first use (the same for every process). */
+export async function settingOrCreate(db: Database, key: string, make: () => string): Promise<string> {
+  await db.insert(settings).values({ key, value: make() }).onConflictDoNothing();
+  const [row] = await db.select().from(settings).where(eq(settings.key, key));
+  return row!.value;
+}
+
+export async function expiredBefore(db: Database, now: Date) {
+  return db.select({ id: jobs.id }).from(jobs).where(and(eq(jobs.state, 'leased'), lt(jobs.leaseExpiresAt, now)));
+}

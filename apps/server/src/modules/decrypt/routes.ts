@@ -1,0 +1,106 @@
+import path from 'node:path';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import send from '@fastify/send';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { decryptAnswer, urlAnswer, versionHistoryAnswer, appList } from '@sideport/contracts';
+import { currentUser, type Guards } from '../auth/guard.js';
+import { AppError } from '../../platform/errors.js';
+import { contentDisposition, type FileStore } from '../../platform/storage.js';
+import type { UrlSigner } from '../../platform/signed-urls.js';
+import type { DecryptService } from './service.js';
+import { appParams, appVersionParams, signedQuery, versionParams } from './schemas.js';
+
+export interface DecryptRoutesDeps {
+  decrypt: DecryptService;
+  guards: Guards;
+  files: FileStore;
+  urls: UrlSigner;
+  /** PUBLIC_URL; the request's own origin when unset. */
+  publicUrl?: string | undefined;
+}
+
+const linkRefused = () => new AppError(403, 'LINK_REFUSED', 'This download link is not valid or has expired. Ask for a new one.');
+
+export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, files, urls, publicUrl }: DecryptRoutesDeps) {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const signedIn = guards.requireUser;
+  const baseUrl = (request: FastifyRequest) => new URL(publicUrl ?? `${request.protocol}://${request.host}`).origin;
+
+  r.get(
+    '/api/decrypt/:country/:app_id',
+    { schema: { params: appParams, response: { 200: decryptAnswer } }, onRequest: signedIn },
+    async (request) => decrypt.requestApp(currentUser(request).id, request.params.country, request.params.app_id),
+  );
+
+  r.get(
+    '/api/decrypt/:country/:app_id/:app_ver_id',
+    { schema: { params: appVersionParams, response: { 200: decryptAnswer } }, onRequest: signedIn },
+    async (request) => {
+      const { country, app_id, app_ver_id } = request.params;
+      return decrypt.requestVersion(currentUser(request).id, country, app_id, app_ver_id);
+    },
+  );
+
+  r.patch(
+    '/api/decrypt/:country/:app_id',
+    { schema: { params: appParams, response: { 200: decryptAnswer } }, onRequest: signedIn },
+    async (request) => decrypt.moveToPremium(currentUser(request).id, request.params.country, request.params.app_id, null),
+  );
+
+  r.patch(
+    '/api/decrypt/:country/:app_id/:app_ver_id',
+    { schema: { params: appVersionParams, response: { 200: decryptAnswer } }, onRequest: signedIn },
+    async (request) => {
+      const { country, app_id, app_ver_id } = request.params;
+      return decrypt.moveToPremium(currentUser(request).id, country, app_id, app_ver_id);
+    },
+  );
+
+  r.get(
+    '/api/version/:country/:app_id',
+    { schema: { params: appParams, response: { 200: appList } }, onRequest: signedIn },
+    async (request) => decrypt.versionList(currentUser(request).id, request.params.country, request.params.app_id),
+  );
+
+  r.post(
+    '/api/version/:country/:app_id',
+    { schema: { params: appParams, response: { 200: versionHistoryAnswer } }, onRequest: signedIn },
+    async (request) => decrypt.history(currentUser(request).id, request.params.country, request.params.app_id),
+  );
+
+  r.get(
+    '/api/download/:app_id/:app_ver_id',
+    { schema: { params: versionParams, response: { 200: urlAnswer } }, onRequest: signedIn },
+    async (request) => decrypt.downloadUrl(request.params.app_id, request.params.app_ver_id, baseUrl(request)),
+  );
+
+  // The file itself, on a signed URL that expires: a new tab sends no request of ours, and a
+  // link copied elsewhere stops working. Ranges are served (resumed and parallel downloads).
+  r.get(
+    '/files/ipa/:app_id/:app_ver_id',
+    { schema: { params: versionParams, querystring: signedQuery, hide: true } },
+    async (request, reply) => {
+      const { app_id, app_ver_id } = request.params;
+      const verdict = urls.verify(`/files/ipa/${app_id}/${app_ver_id}`, request.query);
+      if (verdict !== 'ok') {
+        request.log.info({ verdict }, 'download link refused');
+        throw linkRefused();
+      }
+      const file = await decrypt.downloadable(app_id, app_ver_id);
+      const local = file && files.localPath(file.fileKey);
+      if (!file || !local) throw new AppError(404, 'NOT_DECRYPTED', 'This version is no longer available.');
+      const sent = await send(request.raw, path.basename(local), { root: path.dirname(local), dotfiles: 'deny', index: false });
+      if (sent.type === 'error' && sent.statusCode === 416) {
+        throw new AppError(416, 'RANGE_NOT_SATISFIABLE', 'The requested range is outside the file.');
+      }
+      if (sent.type !== 'file') throw new AppError(404, 'NOT_DECRYPTED', 'This version is no longer available.');
+      return reply
+        .code(sent.statusCode)
+        .headers(sent.headers)
+        .header('content-type', 'application/octet-stream')
+        .header('content-disposition', contentDisposition(file.fileName))
+        .header('cache-control', 'private, no-store')
+        .send(sent.stream);
+    },
+  );
+}

@@ -1,0 +1,302 @@
+import type { AppEntry, DecryptAnswer, VersionHistoryAnswer } from '@sideport/contracts';
+import type { Database } from '../../db/client.js';
+import { AppError, conflict, forbidden } from '../../platform/errors.js';
+import { waitForEvent, type EventBus } from '../../platform/events.js';
+import type { FileStore } from '../../platform/storage.js';
+import type { UrlSigner } from '../../platform/signed-urls.js';
+import type { BillingService } from '../billing/service.js';
+import { toEntry, type CatalogService, type SignStatuses } from '../catalog/service.js';
+import type { RemovedEntry } from '../catalog/queries.js';
+import { publishEntry } from './entry-events.js';
+import * as q from './queries.js';
+
+export interface DecryptSettings {
+  /** DECRYPT_ALLOW_PAID: decrypt apps whose store price is above 0. */
+  allowPaid: boolean;
+  /** How long a downgrade waits for an agent's version list before answering what is known. */
+  versionsWaitMs: number;
+  /** How long a version list is reused before an agent is asked again. */
+  versionListTtlMs: number;
+  downloadUrlTtlSeconds: number;
+}
+
+export interface DecryptServiceDeps {
+  db: Database;
+  clock: () => Date;
+  bus: EventBus;
+  files: FileStore;
+  urls: UrlSigner;
+  catalog: Pick<CatalogService, 'lookupApp' | 'isBlacklisted'>;
+  billing: Pick<BillingService, 'entitlement' | 'consumeDecrypt'>;
+  settings: DecryptSettings;
+  /** The caller's five signing statuses per version (the sign service); all No without it. */
+  signStatuses?: (userId: string, versions: Array<{ appId: number; appVerId: number }>) => Promise<Map<number, SignStatuses>>;
+  log: { warn(obj: object, msg: string): void };
+}
+
+const PRIORITY_FREE = 0;
+const PRIORITY_PREMIUM = 1;
+/** Version lists come before decrypts: a person is waiting on the downgrade answer. */
+export const PRIORITY_VERSIONS = 2;
+
+const NEED_PREMIUM = 'Need decrypt premium.';
+const PAID_REFUSED = 'Paid apps are not decrypted on this server.';
+
+const isActive = (status: string) => (q.ACTIVE_STATUSES as readonly string[]).includes(status);
+
+/** A file name for a download: `{name}_{version}.ipa`, without path separators or control characters. */
+export function ipaFileName(name: string, version: string) {
+  const clean = (s: string) => s.replace(/[\u0000-\u001f\u007f/\\:*?"<>|]+/g, ' ').trim() || 'app';
+  return `${clean(name)}_${clean(version)}.ipa`;
+}
+
+/** The spec's decrypt requests, version lists and downloads (sections 4-7), for signed-in people. */
+export function createDecryptService(deps: DecryptServiceDeps) {
+  const { db, clock, bus, files, urls, catalog, billing, settings } = deps;
+
+  function answer(entry: q.EntryRow, joined: boolean): DecryptAnswer {
+    const message =
+      entry.status === 'Done'
+        ? 'This version is already decrypted.'
+        : joined
+          ? 'This app is already requested; your request joined it.'
+          : 'Requested.';
+    return {
+      status: entry.status as DecryptAnswer['status'],
+      app_id: String(entry.appId),
+      app_ver_id: entry.appVerId === null ? null : String(entry.appVerId),
+      version: entry.version,
+      premium: entry.premium,
+      joined,
+      message,
+    };
+  }
+
+  /** What an existing entry means to a new request for it: ready, joined (and perhaps made premium), or refused. */
+  async function join(tx: Database, entry: q.EntryRow, premium: boolean) {
+    if (entry.status === 'Not') {
+      throw conflict(`This version cannot be decrypted${entry.reason ? `: ${entry.reason.replace(/\.$/, '')}` : ''}.`);
+    }
+    if (premium && !entry.premium && isActive(entry.status)) {
+      const raised = await raiseToPremium(tx, entry);
+      return answer(raised, true);
+    }
+    return answer(entry, true);
+  }
+
+  async function raiseToPremium(tx: Database, entry: q.EntryRow) {
+    const raised = (await q.updateEntry(tx, entry.seq, { premium: true, updatedAt: clock() }))!;
+    const job = await q.jobOfEntry(tx, entry.seq);
+    if (job && job.priority < PRIORITY_PREMIUM) await q.updateJob(tx, job.id, { priority: PRIORITY_PREMIUM });
+    await publishEntry(bus, raised, tx);
+    return raised;
+  }
+
+  /** Policy refusals that do not depend on the user (blacklist, paid apps). */
+  async function checkPolicy(country: string, appId: number, app: { price: number | null; version: string }, userId: string) {
+    if (await catalog.isBlacklisted(country, appId)) throw forbidden('This app is on the black list and cannot be requested.');
+    if (!settings.allowPaid && (app.price ?? 0) > 0) {
+      // DESIGN.md section 7: the entry becomes Not with the reason, so lists show Not Support.
+      const existing = await q.findByVersionString(db, country, appId, app.version);
+      if (!existing) {
+        const entry = await q
+          .insertEntry(db, { country, appId, appVerId: null, version: app.version, status: 'Not', premium: false, requestedBy: userId, reason: PAID_REFUSED, now: clock() })
+          .catch(() => undefined);
+        if (entry) await publishEntry(bus, entry);
+      }
+      throw forbidden(PAID_REFUSED);
+    }
+  }
+
+  /** Retries once when a concurrent request made the same entry first: the second one joins it. */
+  async function once<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (!q.isUniqueViolation(err)) throw err;
+      return work();
+    }
+  }
+
+  async function queueNew(
+    tx: Database,
+    userId: string,
+    entry: Parameters<typeof q.insertEntry>[1],
+  ): Promise<DecryptAnswer> {
+    const row = await q.insertEntry(tx, entry);
+    // Counted in the same transaction: a request refused later gives its count back.
+    await billing.consumeDecrypt(userId, tx);
+    await q.insertJob(tx, {
+      kind: 'decrypt',
+      versionSeq: row.seq,
+      country: row.country,
+      appId: row.appId,
+      priority: row.premium ? PRIORITY_PREMIUM : PRIORITY_FREE,
+      now: clock(),
+    });
+    await publishEntry(bus, row, tx);
+    await bus.publish({ kind: 'jobs-queued' }, tx);
+    return answer(row, false);
+  }
+
+  async function requirePremium(userId: string) {
+    const entitlement = await billing.entitlement(userId);
+    if (!entitlement.premium) throw forbidden(NEED_PREMIUM);
+    return entitlement;
+  }
+
+  async function knownVersion(country: string, appId: number, appVerId: number) {
+    const list = await q.findVersionList(db, country, appId);
+    return list?.versions.find((v) => v.appVerId === appVerId)?.version;
+  }
+
+  async function entriesWithSigns(userId: string, app: Parameters<typeof toEntry>[0], rows: q.EntryRow[]): Promise<AppEntry[]> {
+    const done = rows.filter((r) => r.status === 'Done' && r.appVerId !== null);
+    const signs = deps.signStatuses && done.length
+      ? await deps.signStatuses(userId, done.map((r) => ({ appId: r.appId, appVerId: r.appVerId! })))
+      : new Map<number, SignStatuses>();
+    return rows.map((r) => toEntry(app, r, (r.appVerId !== null && signs.get(r.appVerId)) || undefined));
+  }
+
+  return {
+    /** GET /api/decrypt/{country}/{app_id}: the app's current store version. */
+    async requestApp(userId: string, country: string, appId: number): Promise<DecryptAnswer> {
+      const app = await catalog.lookupApp(country, appId);
+      await checkPolicy(country, appId, app, userId);
+      const { premium } = await billing.entitlement(userId);
+      return once(() =>
+        db.transaction(async (tx) => {
+          const existing =
+            (await q.findActiveAppLevel(tx, country, appId)) ?? (await q.findByVersionString(tx, country, appId, app.version));
+          if (existing) return join(tx, existing, premium);
+          return queueNew(tx, userId, {
+            country,
+            appId,
+            appVerId: null,
+            version: app.version,
+            status: 'Pending',
+            premium,
+            requestedBy: userId,
+            now: clock(),
+          });
+        }),
+      );
+    },
+
+    /** GET /api/decrypt/{country}/{app_id}/{app_ver_id}: one store version; premium only. */
+    async requestVersion(userId: string, country: string, appId: number, appVerId: number): Promise<DecryptAnswer> {
+      await requirePremium(userId);
+      const app = await catalog.lookupApp(country, appId);
+      await checkPolicy(country, appId, app, userId);
+      return once(() =>
+        db.transaction(async (tx) => {
+          const existing = await q.findByAppVerId(tx, appId, appVerId);
+          if (existing) return join(tx, existing, true);
+          const version = await knownVersion(country, appId, appVerId);
+          if (version === undefined) {
+            throw new AppError(404, 'VERSION_UNKNOWN', "This version is not in the app's version list. Open Downgrade to load it.");
+          }
+          return queueNew(tx, userId, {
+            country,
+            appId,
+            appVerId,
+            version,
+            status: 'Pending',
+            premium: true,
+            requestedBy: userId,
+            now: clock(),
+          });
+        }),
+      );
+    },
+
+    /** PATCH /api/decrypt/...: moves a waiting request to the premium queue; premium only. */
+    async moveToPremium(userId: string, country: string, appId: number, appVerId: number | null): Promise<DecryptAnswer> {
+      await requirePremium(userId);
+      return db.transaction(async (tx) => {
+        const entry = appVerId === null ? await q.findActiveAppLevel(tx, country, appId) : await q.findByAppVerId(tx, appId, appVerId);
+        if (!entry || !isActive(entry.status) || entry.country !== country) {
+          throw new AppError(404, 'NOT_QUEUED', 'This request is not in the queue.');
+        }
+        return answer(entry.premium ? entry : await raiseToPremium(tx, entry), true);
+      });
+    },
+
+    /** GET /api/version/{country}/{app_id}: the versions Sideport knows, newest first. */
+    async versionList(userId: string, country: string, appId: number): Promise<AppEntry[]> {
+      const app = await catalog.lookupApp(country, appId);
+      return entriesWithSigns(userId, app, await q.entriesOfApp(db, country, appId));
+    },
+
+    /**
+     * POST /api/version/{country}/{app_id} (downgrade; premium): the store's version history from
+     * an agent's versions job, reused while fresh; versions never requested are Available.
+     */
+    async history(userId: string, country: string, appId: number): Promise<VersionHistoryAnswer> {
+      await requirePremium(userId);
+      const app = await catalog.lookupApp(country, appId);
+      let list = await q.findVersionList(db, country, appId);
+      const isFresh = list !== undefined && clock().getTime() - list.fetchedAt.getTime() < settings.versionListTtlMs;
+      if (!isFresh) {
+        const listed = waitForEvent(
+          bus,
+          (e) => e.kind === 'versions-listed' && e.country === country && e.appId === appId,
+          settings.versionsWaitMs,
+        );
+        const job = await q.insertJob(db, { kind: 'versions', country, appId, priority: PRIORITY_VERSIONS, now: clock() });
+        if (job) await bus.publish({ kind: 'jobs-queued' });
+        await listed;
+        list = await q.findVersionList(db, country, appId);
+      }
+      const rows = await q.entriesOfApp(db, country, appId);
+      const known = await entriesWithSigns(userId, app, rows);
+      const byVersionId = new Map(known.filter((e) => e.app_ver_id !== null).map((e) => [e.app_ver_id!, e]));
+      const fromStore = (list?.versions ?? []).map(
+        (v) =>
+          byVersionId.get(String(v.appVerId)) ??
+          toEntry(app, { appVerId: v.appVerId, version: v.version, status: 'Available', premium: false }),
+      );
+      const listed = new Set(fromStore.map((e) => e.app_ver_id));
+      const others = known.filter((e) => !listed.has(e.app_ver_id));
+      const version_list = [...others, ...fromStore].sort((a, b) => versionOrder(b) - versionOrder(a));
+      return { name: app.name, version_list };
+    },
+
+    /** GET /api/download/{app_id}/{app_ver_id}: a signed URL that expires. */
+    async downloadUrl(appId: number, appVerId: number, baseUrl: string): Promise<{ url: string }> {
+      const entry = await q.findByAppVerId(db, appId, appVerId);
+      if (!entry || entry.status !== 'Done' || !entry.fileKey) {
+        throw new AppError(404, 'NOT_DECRYPTED', 'This version is not decrypted yet.');
+      }
+      const app = await catalog.lookupApp(entry.country, entry.appId);
+      const fileName = ipaFileName(app.name, entry.version ?? app.version);
+      const presigned = await files.presignGet(entry.fileKey, { expiresInSeconds: settings.downloadUrlTtlSeconds, fileName });
+      if (presigned) return { url: presigned };
+      return { url: new URL(urls.sign(`/files/ipa/${appId}/${appVerId}`, settings.downloadUrlTtlSeconds), baseUrl).toString() };
+    },
+
+    /** What the signed file route serves: the stored file of a Done version and its download name. */
+    async downloadable(appId: number, appVerId: number) {
+      const entry = await q.findByAppVerId(db, appId, appVerId);
+      if (!entry || entry.status !== 'Done' || !entry.fileKey) return undefined;
+      const app = await catalog.lookupApp(entry.country, entry.appId);
+      return { fileKey: entry.fileKey, fileName: ipaFileName(app.name, entry.version ?? app.version) };
+    },
+
+    /** After an admin delete: the stored files go, and open pages hear of it. */
+    async afterRemoved(removed: RemovedEntry[]) {
+      for (const entry of removed) {
+        if (entry.fileKey) {
+          await files.delete(entry.fileKey).catch((err: unknown) => deps.log.warn({ err, key: entry.fileKey }, 'could not delete a stored file'));
+        }
+        await publishEntry(bus, { ...entry, status: 'Deleted' }, undefined, { deleted: true });
+      }
+    },
+  };
+}
+
+/** Newest first: app-level requests (no version id yet) on top, then by the store's version id. */
+const versionOrder = (e: AppEntry) => (e.app_ver_id === null ? Number.MAX_SAFE_INTEGER : Number(e.app_ver_id));
+
+export type DecryptService = ReturnType<typeof createDecryptService>;
+

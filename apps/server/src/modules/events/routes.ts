@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify';
+import { currentUser, type Guards } from '../auth/guard.js';
+import type { EventBus } from '../../platform/events.js';
+
+export interface EventRoutesDeps {
+  guards: Guards;
+  bus: Pick<EventBus, 'subscribe'>;
+  /** A comment line this often keeps proxies from closing an idle stream. */
+  keepAliveMs?: number;
+}
+
+/**
+ * GET /api/events: Server-Sent Events for one signed-in tab (DESIGN.md section 6). Decrypt entry
+ * changes go to everyone; sign and device changes only to their owner. Events come from every API
+ * process through the database's LISTEN/NOTIFY, so the process a tab is connected to does not matter.
+ */
+export async function eventRoutes(app: FastifyInstance, { guards, bus, keepAliveMs = 20_000 }: EventRoutesDeps) {
+  const open = new Set<() => void>();
+  // Streams never go idle, so they would hold a closing server open: end them first.
+  app.addHook('preClose', async () => {
+    for (const end of open) end();
+  });
+
+  app.get('/api/events', { onRequest: guards.requireUser, schema: { hide: true } }, (request, reply) => {
+    const user = currentUser(request);
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'x-content-type-options': 'nosniff',
+    });
+    // The browser reconnects after this long if the stream drops (a server restart).
+    res.write('retry: 2000\n\n');
+    const unsubscribe = bus.subscribe((message) => {
+      if (message.kind !== 'live') return;
+      if (message.userId !== undefined && message.userId !== user.id) return;
+      res.write(`data: ${JSON.stringify(message.event)}\n\n`);
+    });
+    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), keepAliveMs);
+    const close = () => {
+      clearInterval(keepAlive);
+      unsubscribe();
+      open.delete(end);
+    };
+    const end = () => {
+      close();
+      res.end();
+    };
+    open.add(end);
+    request.raw.on('close', close);
+    res.on('error', close);
+  });
+}

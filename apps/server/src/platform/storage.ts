@@ -1,0 +1,172 @@
+import { createReadStream } from 'node:fs';
+import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { create as createContentDisposition } from 'content-disposition';
+
+/**
+ * Where decrypted IPAs and signed artifacts live: a folder on local disk (the embedded default)
+ * or any S3-compatible store. Keys are relative paths (`ipa/284882215/1234/ab12.ipa`); writers
+ * never overwrite a key in place, so a reader never sees half a file.
+ */
+export interface FileStore {
+  readonly kind: 'local' | 's3';
+  /** For the start-up line; never contains a secret. */
+  readonly description: string;
+  /** Takes a complete local file under `key` (moved when it can be, else copied and removed). */
+  putFile(key: string, localPath: string): Promise<void>;
+  /** Reads a stored file, whole or the byte range [start, end]. */
+  read(key: string, range?: { start: number; end: number }): Promise<Readable>;
+  sizeOf(key: string): Promise<number | undefined>;
+  delete(key: string): Promise<void>;
+  /** Local disk: the file's path, for serving with ranges. S3: undefined. */
+  localPath(key: string): string | undefined;
+  /** S3: a presigned GET URL that expires; local disk: undefined (the server signs its own URLs). */
+  presignGet(key: string, options: { expiresInSeconds: number; fileName: string }): Promise<string | undefined>;
+}
+
+const SAFE_KEY = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
+
+function checkKey(key: string) {
+  // Keys are made by Sideport, never by a client; this only guards against a bug writing outside.
+  if (!SAFE_KEY.test(key) || key.split('/').some((part) => part === '..' || part === '.')) {
+    throw new Error(`Refusing the storage key ${JSON.stringify(key)}.`);
+  }
+}
+
+export function createLocalStore(root: string): FileStore {
+  const full = (key: string) => {
+    checkKey(key);
+    return path.join(root, key);
+  };
+  return {
+    kind: 'local',
+    description: `local disk ${root}`,
+    async putFile(key, localPath) {
+      const target = full(key);
+      await mkdir(path.dirname(target), { recursive: true });
+      try {
+        await rename(localPath, target);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+        // Another filesystem: copy to a temporary name first, so the key appears whole or not at all.
+        const partial = `${target}.partial`;
+        await copyFile(localPath, partial);
+        await rename(partial, target);
+        await rm(localPath, { force: true });
+      }
+    },
+    async read(key, range) {
+      return createReadStream(full(key), range ? { start: range.start, end: range.end } : {});
+    },
+    async sizeOf(key) {
+      try {
+        return (await stat(full(key))).size;
+      } catch {
+        return undefined;
+      }
+    },
+    async delete(key) {
+      await rm(full(key), { force: true });
+    },
+    localPath: full,
+    presignGet: async () => undefined,
+  };
+}
+
+export interface S3Location {
+  bucket: string;
+  prefix: string;
+  endpoint?: string | undefined;
+  region: string;
+  forcePathStyle: boolean;
+}
+
+/**
+ * `s3://bucket[/prefix]?endpoint=https://...&region=...&forcePathStyle=true`. Credentials come from
+ * the AWS SDK's usual sources (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, profiles, roles).
+ */
+export function parseStorageUrl(value: string): S3Location {
+  const url = new URL(value);
+  if (url.protocol !== 's3:' || !url.hostname) throw new Error('must look like s3://bucket?endpoint=...&region=...');
+  const endpoint = url.searchParams.get('endpoint') ?? undefined;
+  if (endpoint !== undefined && !/^https?:\/\//.test(endpoint)) throw new Error('endpoint must be an http(s) URL');
+  return {
+    bucket: url.hostname,
+    prefix: url.pathname.replace(/^\/+|\/+$/g, ''),
+    endpoint,
+    region: url.searchParams.get('region') ?? 'us-east-1',
+    forcePathStyle: url.searchParams.get('forcePathStyle') === 'true',
+  };
+}
+
+const PART_SIZE_BYTES = 16 * 1024 * 1024;
+
+export function createS3Store(location: S3Location, client?: S3Client): FileStore {
+  const s3 =
+    client ??
+    new S3Client({
+      region: location.region,
+      forcePathStyle: location.forcePathStyle,
+      ...(location.endpoint ? { endpoint: location.endpoint } : {}),
+    });
+  const objectKey = (key: string) => {
+    checkKey(key);
+    return location.prefix ? `${location.prefix}/${key}` : key;
+  };
+  const Bucket = location.bucket;
+  return {
+    kind: 's3',
+    description: `S3 bucket ${location.bucket}${location.endpoint ? ` at ${location.endpoint}` : ''}`,
+    async putFile(key, localPath) {
+      // Multipart, streamed from disk: at most a few parts are in memory whatever the file's size.
+      const upload = new Upload({
+        client: s3,
+        params: { Bucket, Key: objectKey(key), Body: createReadStream(localPath), ContentType: 'application/octet-stream' },
+        partSize: PART_SIZE_BYTES,
+        queueSize: 2,
+      });
+      await upload.done();
+      await rm(localPath, { force: true });
+    },
+    async read(key, range) {
+      const answer = await s3.send(
+        new GetObjectCommand({ Bucket, Key: objectKey(key), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+      );
+      return answer.Body as Readable;
+    },
+    async sizeOf(key) {
+      try {
+        const head = await s3.send(new HeadObjectCommand({ Bucket, Key: objectKey(key) }));
+        return head.ContentLength;
+      } catch {
+        return undefined;
+      }
+    },
+    async delete(key) {
+      await s3.send(new DeleteObjectCommand({ Bucket, Key: objectKey(key) }));
+    },
+    localPath: () => undefined,
+    async presignGet(key, { expiresInSeconds, fileName }) {
+      const command = new GetObjectCommand({
+        Bucket,
+        Key: objectKey(key),
+        ResponseContentDisposition: contentDisposition(fileName),
+        ResponseContentType: 'application/octet-stream',
+      });
+      return getSignedUrl(s3, command, { expiresIn: expiresInSeconds });
+    },
+  };
+}
+
+/** An attachment header whose name survives every browser: ASCII fallback plus RFC 5987 UTF-8. */
+export const contentDisposition = (fileName: string) => createContentDisposition(fileName);
+
+export function createFileStore(options: { storageUrl?: string | undefined; dataDir: string }): FileStore {
+  return options.storageUrl
+    ? createS3Store(parseStorageUrl(options.storageUrl))
+    : createLocalStore(path.join(options.dataDir, 'files'));
+}
