@@ -50,7 +50,7 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
         DECRYPT_MAX_ATTEMPTS: '2',
         DECRYPT_LEASE_SECONDS: '30',
         DECRYPT_MAX_IPA_MB: '5',
-        VERSIONS_WAIT_SECONDS: '0',
+        VERSIONS_WAIT_SECONDS: '10',
       },
       clock: () => now,
     });
@@ -171,6 +171,51 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     expect((await t.app.inject({ method: 'POST', url: `/api/version/KR/${app(2)}`, headers: { cookie: user } })).body).toBe(
       'Need decrypt premium.',
     );
+  });
+
+  it('lists the store versions of a downgrade from a versions job, and queues a version-specific request first', async () => {
+    const premium = await signedInUser(t, `premium_${kind}`);
+    await makePremium(t, premium);
+    // A free request waits; then a premium user asks for the app's history.
+    const free = await signedInUser(t, `free_${kind}`);
+    expect((await request(20, free)).json()).toMatchObject({ status: 'Pending', premium: false });
+
+    const history = t.app.inject({ method: 'POST', url: `/api/version/KR/${app(20)}`, headers: { cookie: premium } });
+    const job = await claimFor(app(20));
+    expect(job).toMatchObject({ kind: 'versions', bundle_id: 'com.example.app20' });
+    const listed = await agent.call('POST', `/api/agent/jobs/${job.id}/versions`, {
+      versions: [
+        { app_ver_id: 900003, version: '1.20' },
+        { app_ver_id: '900002', version: '1.19' },
+        { app_ver_id: 900001, version: '1.18' },
+      ],
+    });
+    expect(listed.statusCode).toBe(204);
+    const answer = (await history).json() as { name: string; version_list: Array<{ app_ver_id: string | null; status: string; version: string }> };
+    expect(answer.name).toBe(`App ${app(20)}`);
+    expect(answer.version_list.map((v) => [v.app_ver_id, v.version, v.status])).toEqual([
+      [null, '1.20', 'Pending'],
+      ['900003', '1.20', 'Available'],
+      ['900002', '1.19', 'Available'],
+      ['900001', '1.18', 'Available'],
+    ]);
+
+    const old = await get(`/api/decrypt/KR/${app(20)}/900001`, premium);
+    expect(old.json()).toMatchObject({ status: 'Pending', app_ver_id: '900001', version: '1.18', premium: true, joined: false });
+    const unknown = await get(`/api/decrypt/KR/${app(20)}/900009`, premium);
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.body).toBe("This version is not in the app's version list. Open Downgrade to load it.");
+
+    // Premium entries come first; a PATCH moves the free one up beside it.
+    const order = async () => ((await get('/api/queue/0', premium)).json() as Array<{ app_id: string; app_ver_id: string | null }>)
+      .filter((e) => e.app_id === String(app(20)))
+      .map((e) => e.app_ver_id);
+    expect(await order()).toEqual(['900001', null]);
+    const moved = await t.app.inject({ method: 'PATCH', url: `/api/decrypt/KR/${app(20)}`, headers: { cookie: premium } });
+    expect(moved.json()).toMatchObject({ premium: true, app_ver_id: null });
+    expect(await order()).toEqual([null, '900001']);
+    const next = await claimFor(app(20));
+    expect(next.app_ver_id).toBeNull();
   });
 
   it('refuses an encrypted upload, stores nothing, and gives the job back with the reason', async () => {
