@@ -21,6 +21,11 @@ describe('signedOut', () => {
     store.setLastPage('/my');
     store.setCountry('DE');
     useClientStore.getState().signedOut();
-    expect(useClientStore.getState()).toMatchObject({ isLogin: false, grade: -1, last_page: '/', country: 'DE' });
+    expect(useClientStore.getState()).toMatchObject({
+      isLogin: false,
+      grade: -1,
+      last_page: '/',
+      country: 'DE',
+    });
   });
 });
