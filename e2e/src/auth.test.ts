@@ -8,6 +8,7 @@ import {
   openSession,
   startServer,
   storedState,
+  submitSignIn,
   submitSignUp,
   type RunningServer,
   type Session,
@@ -172,6 +173,26 @@ describe('accounts in the browser', () => {
     await expect.poll(() => storedState(s.page)).toMatchObject({ isLogin: false, grade: -1 });
     await expect.poll(() => navLinks(s)).toContain('Sign In');
     expect(await s.context.cookies()).toEqual([]);
+    await s.context.close();
+  });
+
+  it('forgets the last page on sign-out: the next person to sign in lands on /', async () => {
+    const other = await openSession(browser, server.url);
+    const nextPerson = freshId();
+    await submitSignUp(other, nextPerson);
+    await other.page.waitForURL((u) => u.pathname === '/');
+    await other.context.close();
+
+    const s = await openSession(browser, server.url);
+    await s.page.goto('/my');
+    await s.page.waitForURL('**/sign-in');
+    await submitSignUp(s, freshId());
+    await s.page.waitForURL('**/my');
+    await s.page.getByRole('button', { name: 'Sign Out' }).click();
+    await expect.poll(() => navLinks(s)).toContain('Sign In');
+    await submitSignIn(s, nextPerson);
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await expect.poll(() => navLinks(s)).toContain('Mypage');
     await s.context.close();
   });
 

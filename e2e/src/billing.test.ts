@@ -68,6 +68,40 @@ describe('paying in test mode', () => {
     await s.context.close();
   });
 
+  it('changes plan: the new one replaces the old, and the portal names both', async () => {
+    const s = await openSession(browser, server.url);
+    await signUpAndOpenMyPage(s, 'planchanger');
+    await s.page.getByRole('button', { name: '$6.99 / month · 50 App/day' }).click();
+    await s.page.waitForURL('**/billing/dev-checkout/**');
+    await s.page.getByRole('button', { name: 'Pay' }).click();
+    await s.page.waitForURL('**/my?checkout=success');
+    await expect.poll(() => cell(s, 'daily-limit')).toBe('50 App/day');
+
+    await s.page.getByRole('button', { name: '$3.99 / month · 20 App/day' }).click();
+    await s.page.waitForURL('**/billing/dev-checkout/**');
+    expect(await s.page.getByRole('paragraph').allInnerTexts()).toContain(
+      'Replaces your current plan, Decrypt Premium monthly, 50 apps/day, which ends when this one is paid.',
+    );
+    await s.page.getByRole('button', { name: 'Pay' }).click();
+    await s.page.waitForURL('**/my?checkout=success');
+    await expect.poll(() => cell(s, 'daily-limit')).toBe('20 App/day');
+
+    await s.page.getByRole('button', { name: '$3.99 / month · 20 App/day' }).click();
+    await expectDialog(s, 'You already have this plan.');
+    expect(new URL(s.page.url()).pathname).toBe('/my');
+
+    await s.page.getByRole('button', { name: 'Billing Portal' }).click();
+    await s.page.waitForURL('**/billing/dev-portal**');
+    const rows = s.page.getByRole('table').first().getByRole('row');
+    const subscriptions = (await rows.allInnerTexts()).slice(1).map((r) => r.split('\t').slice(0, 2));
+    expect(subscriptions.sort()).toEqual([
+      ['Decrypt Premium monthly, 20 apps/day', 'active'],
+      ['Decrypt Premium monthly, 50 apps/day', 'canceled'],
+    ]);
+    expect(await s.page.locator('body').innerText()).not.toContain('plan:');
+    await s.context.close();
+  });
+
   it("pays a reset of today's limit, and a canceled checkout changes nothing", async () => {
     const s = await openSession(browser, server.url);
     await signUpAndOpenMyPage(s, 'resetter');

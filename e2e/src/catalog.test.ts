@@ -213,6 +213,18 @@ describe('catalogue lists in the browser', () => {
     await s.context.close();
   });
 
+  it("alerts only the country error for a country that isn't supported, not also 'not found'", async () => {
+    const s = await openSession(browser, server.url);
+    await submitSignUp(s, 'traveller');
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await s.page.goto('/search/XX/talon');
+    await expectDialog(s, 'Country must be one of US, KR, AU, RU, DE, IN, SE, IL, IT.');
+    expect(await s.page.getByRole('heading', { name: 'Search: talon' }).isVisible()).toBe(true);
+    expect(await s.page.locator('.empty-text').count()).toBe(0);
+    expect(s.dialogs).toEqual(['Country must be one of US, KR, AU, RU, DE, IN, SE, IL, IT.']);
+    await s.context.close();
+  });
+
   it('lets an admin delete a done app, which leaves the list at once', async () => {
     const s = await openSession(browser, server.url);
     await submitSignIn(s, 'operator', 'operator password');

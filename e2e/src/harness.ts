@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { repoRoot } from './paths.js';
 
 export interface RunningServer {
@@ -102,13 +102,17 @@ export interface Session {
   answers: boolean[];
 }
 
-/** A fresh browser context (its own storage and cookies) that records and answers dialogs. */
+/**
+ * A fresh browser context (its own storage and cookies, or a copy of `storageState`'s) that records
+ * and answers dialogs.
+ */
 export async function openSession(
   browser: Browser,
   baseURL: string,
   viewport = { width: 1280, height: 900 },
+  storageState?: Awaited<ReturnType<BrowserContext['storageState']>>,
 ): Promise<Session> {
-  const context = await browser.newContext({ baseURL, viewport });
+  const context = await browser.newContext({ baseURL, viewport, ...(storageState && { storageState }) });
   // Flags come from a public host; keep the tests offline and fast.
   await context.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.fulfill({ status: 204, body: '' }));
   const page = await context.newPage();
@@ -155,3 +159,11 @@ export async function submitSignIn(s: Session, id: string, password = TEST_PASSW
   await s.page.getByLabel('Password').fill(password);
   await s.page.getByLabel('Password').press('Enter');
 }
+
+/** How many lines an element's text takes: the distinct tops of its line boxes. */
+export const lineCount = (locator: Locator) =>
+  locator.evaluate((el) => {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    return new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top))).size;
+  });

@@ -52,7 +52,7 @@ export async function seedDataDir(dataDir: string, entries: SeedEntry[]) {
 export async function seedUserDevice(
   dataDir: string,
   user: { id: string; passwordMd5: string },
-  device: { product: string; udid: string },
+  device: { product: string; udid: string; status?: 'Add' | 'Registered'; expiresAt?: Date },
 ) {
   const { createAuthService } = await import('../../apps/server/src/modules/auth/service.js');
   const { insertDevice } = await import('../../apps/server/src/modules/devices/queries.js');
@@ -69,7 +69,8 @@ export async function seedUserDevice(
       userId: user.id,
       product: device.product,
       udid: device.udid,
-      status: 'Add',
+      status: device.status ?? 'Add',
+      expiresAt: device.expiresAt ?? null,
     });
   } finally {
     await database.close();

@@ -1,4 +1,6 @@
 import 'bootstrap/dist/css/bootstrap.min.css';
+// Its fonts are bundled into dist/assets and served from our own origin (no CDN).
+import 'bootstrap-icons/font/bootstrap-icons.min.css';
 import './app/styles.css';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';

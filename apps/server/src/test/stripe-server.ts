@@ -13,7 +13,7 @@ import { fixturesDir } from './harness.js';
 export interface RecordedRequest {
   method: string;
   path: string;
-  /** The form body as sent, flat keys: `line_items[0][price]`, `metadata[user_id]`. */
+  /** The form body (the query of GET and DELETE) as sent, flat keys: `line_items[0][price]`. */
   form: Record<string, string>;
   idempotencyKey: string | undefined;
 }
@@ -42,6 +42,8 @@ function nested(form: Record<string, string>, prefix: string): Record<string, st
 export interface StripeServer {
   url: string;
   requests: RecordedRequest[];
+  /** Subscriptions Stripe holds, by id: tests add the ones their webhook events speak of. */
+  subscriptions: Map<string, { customer: string; status: string }>;
   /** The next request is answered with this Stripe error instead. */
   failNext(status: number, type: string, message: string): void;
   close(): Promise<void>;
@@ -49,6 +51,7 @@ export interface StripeServer {
 
 export async function startStripeServer(options: { secretKey: string }): Promise<StripeServer> {
   const requests: RecordedRequest[] = [];
+  const subscriptions = new Map<string, { customer: string; status: string }>();
   const byIdempotencyKey = new Map<string, unknown>();
   let failure: { status: number; type: string; message: string } | undefined;
   let seq = 0;
@@ -138,6 +141,42 @@ export async function startStripeServer(options: { secretKey: string }): Promise
         },
       ];
     }
+    const subscriptionPath = /^\/v1\/subscriptions\/([^/]+)$/.exec(url);
+    if (req.method === 'DELETE' && subscriptionPath) {
+      const subId = decodeURIComponent(subscriptionPath[1]!);
+      const sub = subscriptions.get(subId);
+      // Stripe answers a canceled subscription like one it never had.
+      if (!sub || sub.status === 'canceled') {
+        return [
+          404,
+          {
+            error: {
+              type: 'invalid_request_error',
+              code: 'resource_missing',
+              param: 'id',
+              message: `No such subscription: '${subId}'`,
+            },
+          },
+        ];
+      }
+      sub.status = 'canceled';
+      return [
+        200,
+        {
+          ...fixture('subscription'),
+          id: subId,
+          customer: sub.customer,
+          status: 'canceled',
+          canceled_at: now(),
+          ended_at: now(),
+          cancellation_details: {
+            comment: form['cancellation_details[comment]'] ?? null,
+            feedback: null,
+            reason: 'cancellation_requested',
+          },
+        },
+      ];
+    }
     return [
       404,
       {
@@ -154,7 +193,9 @@ export async function startStripeServer(options: { secretKey: string }): Promise
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      const form = Object.fromEntries(new URLSearchParams(body));
+      const query = req.url?.split('?')[1] ?? '';
+      const hasQueryParams = req.method === 'GET' || req.method === 'DELETE';
+      const form = Object.fromEntries(new URLSearchParams(hasQueryParams ? query : body));
       const idempotencyKey = req.headers['idempotency-key'] as string | undefined;
       requests.push({ method: req.method ?? '', path: req.url ?? '', form, idempotencyKey });
       if (req.headers.authorization !== `Bearer ${options.secretKey}`) {
@@ -178,6 +219,7 @@ export async function startStripeServer(options: { secretKey: string }): Promise
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    subscriptions,
     failNext(status, type, message) {
       failure = { status, type, message };
     },

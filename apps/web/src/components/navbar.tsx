@@ -66,7 +66,7 @@ export function AppNavbar() {
       onToggle={setMenuOpen}
     >
       <Container fluid>
-        <Navbar.Brand as={Link} to="/latest" aria-label="Sideport home">
+        <Navbar.Brand as={Link} to="/latest" aria-label="Sideport home" className="align-self-md-start">
           Sideport
         </Navbar.Brand>
         <Navbar.Toggle aria-controls="main-menu" label="Open menu" />
@@ -74,7 +74,7 @@ export function AppNavbar() {
           <Offcanvas.Header closeButton closeLabel="Close menu">
             <Offcanvas.Title id="main-menu-title">Sideport</Offcanvas.Title>
           </Offcanvas.Header>
-          <Offcanvas.Body className="align-items-md-center">
+          <Offcanvas.Body className="align-items-md-center flex-md-wrap row-gap-2">
             <Nav className="me-auto" onSelect={close}>
               <Nav.Link as={NavLink} to="/latest" onClick={close}>
                 Latest
@@ -121,7 +121,7 @@ export function AppNavbar() {
                 </Nav.Link>
               )}
             </Nav>
-            <Form className="d-flex gap-2 mt-3 mt-md-0" role="search" onSubmit={search}>
+            <Form className="navbar-search d-flex gap-2 mt-3 mt-md-0" role="search" onSubmit={search}>
               <Form.Select
                 aria-label="Store country"
                 value={shownCountry}
@@ -141,7 +141,8 @@ export function AppNavbar() {
                 value={keyword}
                 onChange={(e) => setKeyword(e.target.value)}
               />
-              <Button type="submit" variant="outline-light">
+              {/* Solid: the side menu below 768 px is white, the bar above it dark; it shows on both. */}
+              <Button type="submit" variant="primary">
                 Search
               </Button>
             </Form>

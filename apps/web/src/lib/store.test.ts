@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { afterSignInPath } from './store';
+import { afterSignInPath, useClientStore } from './store';
 
 describe('afterSignInPath', () => {
   it('returns to last_page, or to / when that was the sign-in or sign-up page', () => {
@@ -11,5 +11,21 @@ describe('afterSignInPath', () => {
 
   it('never leaves the site', () => {
     expect(afterSignInPath('https://evil.example/')).toBe('/');
+  });
+});
+
+describe('signedOut', () => {
+  it('resets the grade and last_page with the sign-in (spec section 3)', () => {
+    const store = useClientStore.getState();
+    store.signedIn(2);
+    store.setLastPage('/my');
+    store.setCountry('DE');
+    useClientStore.getState().signedOut();
+    expect(useClientStore.getState()).toMatchObject({
+      isLogin: false,
+      grade: -1,
+      last_page: '/',
+      country: 'DE',
+    });
   });
 });

@@ -18,6 +18,7 @@ export interface ClientState {
 
 interface ClientActions {
   signedIn(grade: number): void;
+  /** Back to the signed-out defaults; a 401 then stores the current path with setLastPage. */
   signedOut(): void;
   setLastPage(path: string): void;
   setCountry(country: Country): void;
@@ -35,7 +36,9 @@ export const useClientStore = create<ClientState & ClientActions>()(
     (set) => ({
       ...DEFAULT_STATE,
       signedIn: (grade) => set({ isLogin: true, grade }),
-      signedOut: () => set({ isLogin: false, grade: -1 }),
+      // Spec section 3: the grade resets on sign-out; so does last_page, or the next person to sign
+      // in on this browser would land on the previous one's page.
+      signedOut: () => set({ isLogin: false, grade: -1, last_page: DEFAULT_STATE.last_page }),
       setLastPage: (last_page) => set({ last_page }),
       setCountry: (country) => set({ country }),
     }),

@@ -1,4 +1,4 @@
-import type { Item } from './schemas.js';
+import { paymentItemLabel, planLabel, replacesSentence, type Item } from './schemas.js';
 
 /** Small self-contained HTML pages of the dev (test-mode) provider. */
 
@@ -25,6 +25,7 @@ body{font-family:system-ui,sans-serif;max-width:32rem;margin:2rem auto;padding:0
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left}
 form{display:inline}button{font-size:1rem;padding:.5rem 1.5rem;margin:.5rem .5rem 0 0;cursor:pointer}
 .pay{background:#0a7d32;color:#fff;border:0;border-radius:.25rem}.cancel{background:#eee;border:1px solid #aaa;border-radius:.25rem}
+.date{white-space:nowrap}.note{background:#eef4ff;padding:.5rem 1rem;border-radius:.25rem}
 </style>
 </head>
 <body>
@@ -42,12 +43,14 @@ export interface CheckoutView {
   amountCents: number;
   outcome: string | null;
   isOpen: boolean;
+  /** Plans the user has now, which this one replaces once paid. */
+  replaces: readonly number[];
 }
 
 export function renderCheckoutPage(c: CheckoutView, basePath: string) {
   const action = `${basePath}/${encodeURIComponent(c.id)}`;
   const body = c.isOpen
-    ? `<form method="post" action="${escapeHtml(action)}/pay"><button type="submit" class="pay">Pay</button></form>
+    ? `${c.replaces.length ? `<p class="note">${escapeHtml(replacesSentence(c.replaces))}</p>\n` : ''}<form method="post" action="${escapeHtml(action)}/pay"><button type="submit" class="pay">Pay</button></form>
 <form method="post" action="${escapeHtml(action)}/cancel"><button type="submit" class="cancel">Cancel</button></form>`
     : `<p>${c.outcome === 'paid' ? 'This checkout is paid.' : 'This test checkout has expired or was canceled.'}</p>
 <p><a href="/my">Back to My page</a></p>`;
@@ -79,7 +82,7 @@ export function renderPortalPage(v: PortalView) {
 ${v.payments
   .map(
     (p) =>
-      `<tr><td>${p.paidAt.toISOString().slice(0, 10)}</td><td>${escapeHtml(p.item)}</td><td>${dollars(p.amountCents)}</td></tr>`,
+      `<tr><td class="date">${p.paidAt.toISOString().slice(0, 10)}</td><td>${escapeHtml(paymentItemLabel(p.item))}</td><td>${dollars(p.amountCents)}</td></tr>`,
   )
   .join('\n')}
 </table>`
@@ -89,7 +92,7 @@ ${v.payments
 ${v.subscriptions
   .map(
     (s) =>
-      `<tr><td>${s.plan}</td><td>${escapeHtml(s.status)}</td><td>${s.currentPeriodEnd ? s.currentPeriodEnd.toISOString().slice(0, 10) : '-'}</td></tr>`,
+      `<tr><td>${escapeHtml(planLabel(s.plan))}</td><td>${escapeHtml(s.status)}</td><td class="date">${s.currentPeriodEnd ? s.currentPeriodEnd.toISOString().slice(0, 10) : '-'}</td></tr>`,
   )
   .join('\n')}
 </table>`

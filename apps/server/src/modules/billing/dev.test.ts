@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { devices } from '../../db/schema/index.js';
+import { devices, subscriptions } from '../../db/schema/index.js';
 import { ConfigError, loadConfig } from '../../platform/config.js';
 import { countPayments, createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
 
@@ -105,15 +105,54 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
     expect(await paymentCount(id)).toBe(1);
   });
 
-  it('paying for two plans keeps the latest expiry', async () => {
+  const planRows = (userId: string) =>
+    t.database.db
+      .select({ plan: subscriptions.plan, status: subscriptions.status })
+      .from(subscriptions)
+      .where(eq(subscriptions.userId, userId))
+      .orderBy(subscriptions.plan);
+
+  it('a second plan replaces the first: one subscription stays, with the new plan’s limit and expiry', async () => {
     const id = uid();
     const cookie = await signedInUser(t, id);
     await post(`${await checkout('/api/pay/service/4', cookie)}/pay`, cookie);
-    await post(`${await checkout('/api/pay/service/0', cookie)}/pay`, cookie);
+    const second = await checkout('/api/pay/service/0', cookie);
+    expect((await get(second, cookie)).body).toContain(
+      '<p class="note">Replaces your current plan, Decrypt Premium yearly, 50 apps/day, which ends when this one is paid.</p>',
+    );
+    expect((await post(`${second}/pay`, cookie)).statusCode).toBe(303);
+    expect(await planRows(id)).toEqual([
+      { plan: 0, status: 'active' },
+      { plan: 4, status: 'canceled' },
+    ]);
     expect((await get('/api/info', cookie)).json()).toMatchObject({
-      expired_date: '2027-03-31T10:00:00.000Z',
-      daily_limit: 50,
+      premium: true,
+      expired_date: '2026-04-30T10:00:00.000Z',
+      daily_limit: 20,
     });
+    expect(await paymentCount(id)).toBe(2);
+  });
+
+  it('two checkouts paid at once leave one subscription', async () => {
+    const id = uid();
+    const cookie = await signedInUser(t, id);
+    const monthly = await checkout('/api/pay/service/0', cookie);
+    const yearly = await checkout('/api/pay/service/1', cookie);
+    const [a, b] = await Promise.all([post(`${monthly}/pay`, cookie), post(`${yearly}/pay`, cookie)]);
+    expect([a.statusCode, b.statusCode]).toEqual([303, 303]);
+    const rows = await planRows(id);
+    expect(rows.map((r) => r.status).sort()).toEqual(['active', 'canceled']);
+  });
+
+  it('refuses the plan the user already has, opening no checkout', async () => {
+    const id = uid();
+    const cookie = await signedInUser(t, id);
+    await post(`${await checkout('/api/pay/service/3', cookie)}/pay`, cookie);
+    const again = await get('/api/pay/service/3', cookie);
+    expect(again.statusCode).toBe(409);
+    expect(again.headers['content-type']).toMatch(/^text\/plain/);
+    expect(again.body).toBe('You already have this plan.');
+    expect(await planRows(id)).toEqual([{ plan: 3, status: 'active' }]);
   });
 
   it('an expired test checkout cannot be paid', async () => {
@@ -185,7 +224,7 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
     expect((await get('/api/premium', cookie)).statusCode).toBe(403);
   });
 
-  it('the test-mode portal lists the payments and links back to /my', async () => {
+  it('the test-mode portal names the plans it lists and links back to /my', async () => {
     const id = uid();
     const cookie = await signedInUser(t, id);
     await post(`${await checkout('/api/pay/service/3', cookie)}/pay`, cookie);
@@ -196,7 +235,13 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(page.body).toContain('TEST MODE');
-    expect(page.body).toContain('<td>2026-03-31</td><td>plan:3</td><td>$6.99</td>');
+    expect(page.body).toContain(
+      '<tr><td>Decrypt Premium monthly, 50 apps/day</td><td>active</td><td class="date">2026-04-30</td></tr>',
+    );
+    expect(page.body).toContain(
+      '<tr><td class="date">2026-03-31</td><td>Decrypt Premium monthly, 50 apps/day</td><td>$6.99</td></tr>',
+    );
+    expect(page.body).not.toMatch(/plan:|<td>3<\/td>/);
     expect(page.body).toContain('<a href="/my">Back to My page</a>');
   });
 

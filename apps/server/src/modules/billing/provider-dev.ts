@@ -46,5 +46,8 @@ export function createDevProvider({
     async createPortal({ returnUrl }: PortalRequest) {
       return { url: new URL(DEV_PORTAL_PATH, returnUrl).toString() };
     },
+
+    // Test-mode subscriptions live only in our database: ending one is marking it canceled there.
+    async endSubscription() {},
   };
 }

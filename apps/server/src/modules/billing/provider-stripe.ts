@@ -6,6 +6,7 @@ import {
   itemKey,
   planOfPrice,
   refId,
+  replacesSentence,
   stripeCheckoutSession,
   stripeEvent,
   stripeInvoice,
@@ -71,7 +72,7 @@ export function createStripeProvider(deps: StripeProviderDeps): BillingProvider 
   return {
     name: 'stripe',
 
-    async createCheckout({ user, item, successUrl, cancelUrl }: CheckoutRequest) {
+    async createCheckout({ user, item, successUrl, cancelUrl, replaces }: CheckoutRequest) {
       return call('checkout', async () => {
         const customer = await ensureCustomer(user.id);
         const meta: Record<string, string> = { user_id: user.id, item: itemKey(item) };
@@ -95,6 +96,14 @@ export function createStripeProvider(deps: StripeProviderDeps): BillingProvider 
           ...(item.kind === 'plan'
             ? { subscription_data: { metadata: meta } }
             : { payment_intent_data: { metadata: meta } }),
+          // Shown above the pay button: a subscriber changing plan sees that the old one ends.
+          ...(replaces.length > 0 && {
+            custom_text: {
+              submit: {
+                message: `${replacesSentence(replaces)} Its unused time is credited to your account.`,
+              },
+            },
+          }),
         };
         const session = await stripe.checkout.sessions.create(params);
         if (!session.url) throw paymentsUnavailable(new Error(`checkout session ${session.id} has no url`));
@@ -107,6 +116,25 @@ export function createStripeProvider(deps: StripeProviderDeps): BillingProvider 
         const customer = await ensureCustomer(user.id);
         const session = await stripe.billingPortal.sessions.create({ customer, return_url: returnUrl });
         return { url: session.url };
+      });
+    },
+
+    async endSubscription(subscriptionId: string) {
+      await call('subscription cancel', async () => {
+        try {
+          // prorate: the unused part of the paid period becomes a credit; invoice_now puts it on a
+          // final invoice at once, so it lands on the customer's balance for the next invoices.
+          await stripe.subscriptions.cancel(subscriptionId, {
+            prorate: true,
+            invoice_now: true,
+            cancellation_details: { comment: 'Replaced by a new plan.' },
+          });
+        } catch (err) {
+          // Stripe answers a subscription that has already been canceled as missing: it has ended.
+          if (err instanceof Stripe.errors.StripeInvalidRequestError && err.code === 'resource_missing')
+            return;
+          throw err;
+        }
       });
     },
 
@@ -163,6 +191,8 @@ export function toBillingEvent(raw: unknown, prices: PriceIds): BillingEvent {
           customerId,
           plan: isPlanNumber(plan) ? plan : undefined,
           status: paid ? 'active' : 'incomplete',
+          // A paid checkout of a plan: its subscription replaces the user's other plans.
+          isNewPlan: paid,
         };
       }
       if (session.mode !== 'payment') return ignored(`checkout mode ${session.mode} sells nothing here`);

@@ -5,6 +5,8 @@ export interface CheckoutRequest {
   item: Item;
   successUrl: string;
   cancelUrl: string;
+  /** The plans this one replaces once paid (a subscriber changing plan), to tell the buyer. */
+  replaces: readonly number[];
 }
 
 export interface PortalRequest {
@@ -17,6 +19,11 @@ export interface BillingProvider {
   readonly name: 'stripe' | 'dev';
   createCheckout(request: CheckoutRequest): Promise<{ url: string }>;
   createPortal(request: PortalRequest): Promise<{ url: string }>;
+  /**
+   * Ends one of the provider's subscriptions now, crediting its unused paid time where the
+   * provider holds money; one that has already ended counts as done.
+   */
+  endSubscription(subscriptionId: string): Promise<void>;
   /** Verifies and reduces a webhook delivery; throws 400 'Invalid signature.' (stripe only). */
   parseWebhook?(rawBody: Buffer, headers: Record<string, string | string[] | undefined>): BillingEvent;
 }

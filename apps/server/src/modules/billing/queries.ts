@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull, notInArray, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
 import {
   billingCustomers,
@@ -8,7 +8,7 @@ import {
   payments,
   subscriptions,
 } from '../../db/schema/index.js';
-import { ENTITLING_STATUSES } from './schemas.js';
+import { ENTITLING_STATUSES, FINAL_STATUSES, REPLACING_STATUS } from './schemas.js';
 
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
 export type DevCheckoutRow = typeof devCheckouts.$inferSelect;
@@ -97,6 +97,39 @@ export async function entitlingSubscriptions(db: Database, userId: string, now: 
         gt(subscriptions.currentPeriodEnd, now),
       ),
     );
+}
+
+/** Subscriptions that still run or may charge again: not final, not being replaced. */
+export async function liveSubscriptionsOf(db: Database, userId: string) {
+  return db
+    .select()
+    .from(subscriptions)
+    .where(
+      and(
+        eq(subscriptions.userId, userId),
+        notInArray(subscriptions.status, [...FINAL_STATUSES, REPLACING_STATUS]),
+      ),
+    )
+    .orderBy(asc(subscriptions.subscriptionId));
+}
+
+/** Every subscription of the user, locked in a fixed order (so two lockers cannot deadlock). */
+export async function lockSubscriptionsOf(db: Database, userId: string): Promise<SubscriptionRow[]> {
+  return db
+    .select()
+    .from(subscriptions)
+    .where(eq(subscriptions.userId, userId))
+    .orderBy(asc(subscriptions.subscriptionId))
+    .for('update');
+}
+
+/** Sets a status decided here (not observed from the provider), at `at`. */
+export async function setSubscriptionStatus(
+  db: Database,
+  subscriptionId: string,
+  set: { status: string; statusAt: Date; updatedAt: Date },
+) {
+  await db.update(subscriptions).set(set).where(eq(subscriptions.subscriptionId, subscriptionId));
 }
 
 export async function subscriptionsOf(db: Database, userId: string) {

@@ -11,12 +11,12 @@ export interface PlanTerms {
   amountCents: number;
 }
 
-/** Spec section 9. */
+/** Spec section 9. Labels name the plans wherever a person sees them (checkout, portal, logs). */
 export const PLANS: Readonly<Record<PlanNumber, PlanTerms>> = Object.freeze({
-  0: { label: 'Decrypt Premium, monthly, 20 apps/day', dailyLimit: 20, interval: 'month', amountCents: 399 },
-  1: { label: 'Decrypt Premium, yearly, 20 apps/day', dailyLimit: 20, interval: 'year', amountCents: 3999 },
-  3: { label: 'Decrypt Premium, monthly, 50 apps/day', dailyLimit: 50, interval: 'month', amountCents: 699 },
-  4: { label: 'Decrypt Premium, yearly, 50 apps/day', dailyLimit: 50, interval: 'year', amountCents: 6999 },
+  0: { label: 'Decrypt Premium monthly, 20 apps/day', dailyLimit: 20, interval: 'month', amountCents: 399 },
+  1: { label: 'Decrypt Premium yearly, 20 apps/day', dailyLimit: 20, interval: 'year', amountCents: 3999 },
+  3: { label: 'Decrypt Premium monthly, 50 apps/day', dailyLimit: 50, interval: 'month', amountCents: 699 },
+  4: { label: 'Decrypt Premium yearly, 50 apps/day', dailyLimit: 50, interval: 'year', amountCents: 6999 },
 });
 export const RESET_TERMS = { label: "Reset of today's limit", amountCents: 99 } as const;
 export const DEVICE_TERMS = { label: 'Device registration, one year', amountCents: 1999 } as const;
@@ -43,6 +43,23 @@ export function describeItem(item: Item): { label: string; amountCents: number }
   };
 }
 
+/** The plan's name for people; a number we do not sell (an old row) is named as such. */
+export const planLabel = (plan: number) =>
+  isPlanNumber(plan) ? PLANS[plan].label : `Decrypt Premium (plan ${plan})`;
+
+/** A stored payment item (plan:N, reset, device:ID) named for people. */
+export function paymentItemLabel(stored: string): string {
+  const plan = /^plan:(\d+)$/.exec(stored);
+  if (plan) return planLabel(Number(plan[1]));
+  if (stored === 'reset') return RESET_TERMS.label;
+  if (stored.startsWith('device:')) return DEVICE_TERMS.label;
+  return stored;
+}
+
+/** Told to a subscriber buying another plan, on the checkout page. */
+export const replacesSentence = (plans: readonly number[]) =>
+  `Replaces your current plan, ${plans.map(planLabel).join(' and ')}, which ends when this one is paid.`;
+
 /** Configured Stripe price ids (STRIPE_PRICE_*). */
 export interface PriceIds {
   plans: Readonly<Record<PlanNumber, string>>;
@@ -58,6 +75,15 @@ export function planOfPrice(prices: PriceIds, priceId: string | undefined): Plan
 
 /** Subscription statuses that give premium while the paid period lasts. */
 export const ENTITLING_STATUSES = ['active', 'trialing'] as const;
+
+/** Statuses nothing brings back (Stripe's canceled and incomplete_expired). */
+export const FINAL_STATUSES = ['canceled', 'incomplete_expired'] as const;
+
+/**
+ * Our own status for a subscription that a newer plan replaces while the provider has not yet
+ * confirmed its cancellation: no longer entitling, and cancelled again on the next try.
+ */
+export const REPLACING_STATUS = 'replacing';
 
 /**
  * A provider event reduced to what entitlements need. Both providers produce these; one code path
@@ -78,6 +104,8 @@ export type BillingEvent =
       periodEnd?: Date | undefined;
       /** Set when the event is a payment (invoice.paid, dev Pay): it is recorded in payments. */
       payment?: { amountCents: number | null } | undefined;
+      /** A checkout of ours completed (paid): this subscription replaces the user's others. */
+      isNewPlan?: boolean | undefined;
     }
   | {
       kind: 'purchase';

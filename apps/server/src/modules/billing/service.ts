@@ -4,7 +4,17 @@ import type { AuthService } from '../auth/service.js';
 import type { DeviceService } from '../devices/service.js';
 import type { BillingProvider } from './provider.js';
 import * as q from './queries.js';
-import { PLANS, describeItem, storedItem, type BillingEvent, type Item, type PlanNumber } from './schemas.js';
+import {
+  ENTITLING_STATUSES,
+  FINAL_STATUSES,
+  PLANS,
+  REPLACING_STATUS,
+  describeItem,
+  storedItem,
+  type BillingEvent,
+  type Item,
+  type PlanNumber,
+} from './schemas.js';
 
 export interface BillingServiceDeps {
   db: Database;
@@ -60,7 +70,7 @@ const STATUS_RANK: Record<string, number> = {
   paused: 2,
   incomplete: 1,
 };
-const isFinal = (status: string) => (STATUS_RANK[status] ?? 0) >= 8;
+const isFinal = (status: string) => (FINAL_STATUSES as readonly string[]).includes(status);
 
 export interface SubscriptionState {
   plan: number;
@@ -126,20 +136,13 @@ export function createBillingService(deps: BillingServiceDeps) {
   }
 
   /**
-   * The one entitlement code path for webhooks and the dev checkout. The event id is claimed in the
-   * same transaction as the change, so a replayed or concurrent delivery changes nothing.
+   * The event id is claimed in the same transaction as the change, so a replayed or concurrent
+   * delivery changes nothing. Returns the user it was for (a duplicate's too).
    */
-  async function applyEvent(
-    event: BillingEvent,
-    providerName: string = provider.name,
-  ): Promise<ApplyOutcome> {
-    if (event.kind === 'ignored') {
-      log.info(
-        { eventId: event.eventId, type: event.type, reason: event.reason },
-        'billing event acknowledged, not applied',
-      );
-      return 'ignored';
-    }
+  async function applyOnce(
+    event: Exclude<BillingEvent, { kind: 'ignored' }>,
+    providerName: string,
+  ): Promise<{ outcome: ApplyOutcome; userId?: string }> {
     // Looked up before the transaction: embedded PGlite has one connection, which the transaction holds.
     const namedUser = event.userId ? (await users.findUser(event.userId))?.id : undefined;
     return db.transaction(async (tx) => {
@@ -152,7 +155,7 @@ export function createBillingService(deps: BillingServiceDeps) {
           { eventId: event.eventId, type: event.type, reason: userId ? 'unknown plan' : 'unknown user' },
           'billing event acknowledged, not applied',
         );
-        return 'unmatched';
+        return { outcome: 'unmatched' };
       }
       const now = clock();
       if (
@@ -164,7 +167,7 @@ export function createBillingService(deps: BillingServiceDeps) {
           receivedAt: now,
         }))
       ) {
-        return 'duplicate';
+        return { outcome: 'duplicate', userId };
       }
       if (event.kind === 'subscription') {
         const obs = { plan: event.plan, status: event.status, at: event.at, periodEnd: event.periodEnd };
@@ -210,8 +213,81 @@ export function createBillingService(deps: BillingServiceDeps) {
         });
       }
       log.info({ eventId: event.eventId, type: event.type, userId }, 'billing event applied');
-      return 'applied';
+      return { outcome: 'applied', userId };
     });
+  }
+
+  /**
+   * A user has one plan at a time: the subscription of a paid checkout of ours replaces the user's
+   * others. They end at once, and with Stripe the unused part of their paid period comes back as a
+   * credit on the customer's balance (the provider's endSubscription), which Stripe spends on the
+   * next invoices. Chosen over the Billing Portal's plan-change flow because it needs no portal
+   * configuration in the Stripe dashboard and also settles two checkouts paid in two tabs.
+   *
+   * First, in one transaction over the user's locked rows, the others are marked `replacing` (no
+   * longer entitling) unless this subscription was itself replaced by a concurrent payment; then
+   * each is ended at the provider and marked canceled. A provider failure throws (the webhook
+   * answers 503); the provider's redelivery of the same event ends the rows still `replacing`.
+   */
+  async function replaceOtherPlans(userId: string, keptId: string) {
+    const now = clock();
+    const ending = await db.transaction(async (tx) => {
+      const rows = await q.lockSubscriptionsOf(tx, userId);
+      const kept = rows.find((r) => r.subscriptionId === keptId);
+      if (!kept || kept.status === REPLACING_STATUS || isFinal(kept.status)) return [];
+      const others = rows.filter((r) => r.subscriptionId !== keptId && !isFinal(r.status));
+      for (const r of others) {
+        const statusAt = new Date(Math.max(now.getTime(), r.statusAt.getTime()));
+        await q.setSubscriptionStatus(tx, r.subscriptionId, {
+          status: REPLACING_STATUS,
+          statusAt,
+          updatedAt: now,
+        });
+      }
+      return others;
+    });
+    for (const old of ending) {
+      // A row of another provider (test mode before Stripe was configured) has nothing to end there.
+      if (old.provider === provider.name) await provider.endSubscription(old.subscriptionId);
+      const statusAt = new Date(Math.max(clock().getTime(), old.statusAt.getTime()));
+      await q.setSubscriptionStatus(db, old.subscriptionId, {
+        status: 'canceled',
+        statusAt,
+        updatedAt: clock(),
+      });
+      log.info(
+        { userId, subscriptionId: old.subscriptionId, plan: old.plan, replacedBy: keptId },
+        'subscription replaced by a new plan',
+      );
+    }
+  }
+
+  /** The one entitlement code path for webhooks and the dev checkout. */
+  async function applyEvent(
+    event: BillingEvent,
+    providerName: string = provider.name,
+  ): Promise<ApplyOutcome> {
+    if (event.kind === 'ignored') {
+      log.info(
+        { eventId: event.eventId, type: event.type, reason: event.reason },
+        'billing event acknowledged, not applied',
+      );
+      return 'ignored';
+    }
+    const { outcome, userId } = await applyOnce(event, providerName);
+    // On a duplicate too: the redelivery of an event whose replacement failed half-way finishes it.
+    if (userId && event.kind === 'subscription' && event.isNewPlan)
+      await replaceOtherPlans(userId, event.subscriptionId);
+    return outcome;
+  }
+
+  /** The plans a checkout for `plan` would replace; 409 when the user already has that very plan. */
+  async function plansReplacedBy(userId: string, plan: PlanNumber): Promise<number[]> {
+    const live = await q.liveSubscriptionsOf(db, userId);
+    const entitling: readonly string[] = ENTITLING_STATUSES;
+    if (live.some((s) => s.plan === plan && entitling.includes(s.status)))
+      throw conflict('You already have this plan.');
+    return live.map((s) => s.plan);
   }
 
   /** `tx`: read inside the caller's transaction (PGlite has one connection: a read outside would wait on it). */
@@ -260,6 +336,7 @@ export function createBillingService(deps: BillingServiceDeps) {
         status: 'active',
         periodEnd,
         payment: { amountCents },
+        isNewPlan: true,
       };
     }
     const purchase =
@@ -276,9 +353,11 @@ export function createBillingService(deps: BillingServiceDeps) {
     /** A checkout URL for the user (GET /api/pay/...). `baseUrl` is the site's origin. */
     async startCheckout(user: { id: string }, ask: CheckoutAsk, baseUrl: string) {
       const item = await resolveItem(user.id, ask);
+      const replaces = item.kind === 'plan' ? await plansReplacedBy(user.id, item.plan) : [];
       return provider.createCheckout({
         user,
         item,
+        replaces,
         successUrl: `${baseUrl}/my?checkout=success`,
         cancelUrl: `${baseUrl}/my?checkout=canceled`,
       });
@@ -314,10 +393,12 @@ export function createBillingService(deps: BillingServiceDeps) {
 
     async devCheckout(id: string, userId: string) {
       const { row, item, isOpen } = await ownDevCheckout(id, userId);
+      const live = isOpen && item.kind === 'plan' ? await q.liveSubscriptionsOf(db, userId) : [];
       return {
         id: row.id,
         item,
         ...describeItem(item),
+        replaces: live.map((s) => s.plan),
         outcome: row.outcome,
         isOpen,
         cancelUrl: row.cancelUrl,

@@ -447,6 +447,155 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
     });
   });
 
+  describe('changing plan', () => {
+    const plansOf = async (userId: string) =>
+      (await subscriptionRows(userId)).map(({ plan, status }) => ({ plan, status })).sort((a, b) => a.plan - b.plan);
+
+    /** A user whose checkout for plan n completed and was paid: Stripe holds the subscription. */
+    async function subscriber(n: number) {
+      const u = await userWithCheckout(n);
+      const sub = uid('sub');
+      stripe.subscriptions.set(sub, { customer: u.customer, status: 'active' });
+      const metadata = { user_id: u.id, item: `plan:${n}` };
+      await deliver(checkoutCompleted({ customer: u.customer, userId: u.id, mode: 'subscription', sub, metadata }));
+      await deliver(invoicePaid({ sub, customer: u.customer, end: nowS() + 30 * DAY_S, plan: n }));
+      return { ...u, sub };
+    }
+    /** The user opens a checkout for plan n, and Stripe makes its subscription on payment. */
+    async function newPlanCheckout(u: { id: string; cookie: string; customer: string }, n: number) {
+      expect((await get(`/api/pay/service/${n}`, u.cookie)).statusCode).toBe(200);
+      const sub = uid('sub');
+      stripe.subscriptions.set(sub, { customer: u.customer, status: 'active' });
+      const metadata = { user_id: u.id, item: `plan:${n}` };
+      return {
+        sub,
+        form: stripe.requests.at(-1)!.form,
+        completed: checkoutCompleted({ customer: u.customer, userId: u.id, mode: 'subscription', sub, metadata }),
+      };
+    }
+    const sentSince = (before: number) =>
+      stripe.requests.slice(before).map((r) => ({ call: `${r.method} ${r.path.split('?')[0]}`, form: r.form }));
+
+    it('the new plan’s paid checkout cancels the old subscription at Stripe, at once and prorated', async () => {
+      const u = await subscriber(3);
+      const next = await newPlanCheckout(u, 0);
+      expect(next.form['custom_text[submit][message]']).toBe(
+        'Replaces your current plan, Decrypt Premium monthly, 50 apps/day, which ends when this one is paid. ' +
+          'Its unused time is credited to your account.',
+      );
+      const before = stripe.requests.length;
+      expect((await deliver(next.completed)).json()).toEqual({ received: true, outcome: 'applied' });
+      expect(sentSince(before)).toEqual([
+        {
+          call: `DELETE /v1/subscriptions/${u.sub}`,
+          form: { prorate: 'true', invoice_now: 'true', 'cancellation_details[comment]': 'Replaced by a new plan.' },
+        },
+      ]);
+      expect(stripe.subscriptions.get(u.sub)!.status).toBe('canceled');
+      expect(stripe.subscriptions.get(next.sub)!.status).toBe('active');
+      expect(await plansOf(u.id)).toEqual([
+        { plan: 0, status: 'active' },
+        { plan: 3, status: 'canceled' },
+      ]);
+      const end = nowS() + 30 * DAY_S;
+      await deliver(invoicePaid({ sub: next.sub, customer: u.customer, end, plan: 0 }));
+      expect((await get('/api/info', u.cookie)).json()).toMatchObject({
+        premium: true,
+        expired_date: new Date(end * 1000).toISOString(),
+        daily_limit: 20,
+      });
+      // Stripe's own word on the old subscription changes nothing more.
+      const deleted = subscriptionEvent({
+        type: 'customer.subscription.deleted',
+        sub: u.sub,
+        customer: u.customer,
+        status: 'canceled',
+        end: nowS() + 30 * DAY_S,
+        plan: 3,
+      });
+      expect((await deliver(deleted)).statusCode).toBe(200);
+      expect(await plansOf(u.id)).toEqual([
+        { plan: 0, status: 'active' },
+        { plan: 3, status: 'canceled' },
+      ]);
+    });
+
+    it('answers 503 when Stripe fails the cancel; its redelivery of the event finishes it', async () => {
+      const u = await subscriber(0);
+      const next = await newPlanCheckout(u, 4);
+      stripe.failNext(500, 'api_error', 'An unknown error occurred.');
+      const failed = await deliver(next.completed);
+      expect(failed.statusCode).toBe(503);
+      expect(failed.body).toBe('Payments are unavailable right now. Please retry later.');
+      // The old plan no longer counts while it is being replaced.
+      expect(await plansOf(u.id)).toEqual([
+        { plan: 0, status: 'replacing' },
+        { plan: 4, status: 'active' },
+      ]);
+      expect(stripe.subscriptions.get(u.sub)!.status).toBe('active');
+      expect((await deliver(next.completed)).json()).toEqual({ received: true, outcome: 'duplicate' });
+      expect(stripe.subscriptions.get(u.sub)!.status).toBe('canceled');
+      expect(await plansOf(u.id)).toEqual([
+        { plan: 0, status: 'canceled' },
+        { plan: 4, status: 'active' },
+      ]);
+    });
+
+    it('takes a subscription Stripe has already canceled as ended', async () => {
+      const u = await subscriber(1);
+      stripe.subscriptions.get(u.sub)!.status = 'canceled';
+      const next = await newPlanCheckout(u, 3);
+      expect((await deliver(next.completed)).json()).toEqual({ received: true, outcome: 'applied' });
+      expect(await plansOf(u.id)).toEqual([
+        { plan: 1, status: 'canceled' },
+        { plan: 3, status: 'active' },
+      ]);
+    });
+
+    it('replaces nothing until a delayed payment succeeds', async () => {
+      const u = await subscriber(0);
+      const next = await newPlanCheckout(u, 3);
+      next.completed.data.object.payment_status = 'unpaid';
+      expect((await deliver(next.completed)).json()).toEqual({ received: true, outcome: 'applied' });
+      expect(stripe.subscriptions.get(u.sub)!.status).toBe('active');
+      expect(await plansOf(u.id)).toEqual([
+        { plan: 0, status: 'active' },
+        { plan: 3, status: 'incomplete' },
+      ]);
+      const succeeded = structuredClone(next.completed);
+      Object.assign(succeeded, { id: uid('evt'), type: 'checkout.session.async_payment_succeeded' });
+      succeeded.data.object.payment_status = 'paid';
+      expect((await deliver(succeeded)).json()).toEqual({ received: true, outcome: 'applied' });
+      expect(stripe.subscriptions.get(u.sub)!.status).toBe('canceled');
+      expect(await plansOf(u.id)).toEqual([
+        { plan: 0, status: 'canceled' },
+        { plan: 3, status: 'active' },
+      ]);
+    });
+
+    it('two checkouts completed at once leave one subscription', async () => {
+      const u = await userWithCheckout(0);
+      const monthly = await newPlanCheckout(u, 0);
+      const yearly = await newPlanCheckout(u, 1);
+      const answers = await Promise.all([deliver(monthly.completed), deliver(yearly.completed)]);
+      expect(answers.map((a) => a.statusCode)).toEqual([200, 200]);
+      const statuses = (await plansOf(u.id)).map((r) => r.status).sort();
+      expect(statuses).toEqual(['active', 'canceled']);
+      const atStripe = [monthly.sub, yearly.sub].map((sub) => stripe.subscriptions.get(sub)!.status).sort();
+      expect(atStripe).toEqual(['active', 'canceled']);
+    });
+
+    it('refuses the plan the subscriber already has, calling Stripe for nothing', async () => {
+      const u = await subscriber(4);
+      const before = stripe.requests.length;
+      const res = await get('/api/pay/service/4', u.cookie);
+      expect(res.statusCode).toBe(409);
+      expect(res.headers['content-type']).toMatch(/^text\/plain/);
+      expect(res.body).toBe('You already have this plan.');
+      expect(stripe.requests.length).toBe(before);
+    });
+  });
+
   describe('one-time payments', () => {
     it('a paid reset clears today’s usage once', async () => {
       const { id, customer } = await userWithCheckout(5);

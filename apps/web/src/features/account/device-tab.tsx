@@ -92,7 +92,9 @@ export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
                 <td>{index + 1}</td>
                 <td>{device.Product}</td>
                 <td className="font-monospace small">{device.UDID}</td>
-                <td>{device.status === 'Registered' ? formatDate(device.expired_date) : '-'}</td>
+                <td className="text-nowrap">
+                  {device.status === 'Registered' ? formatDate(device.expired_date) : '-'}
+                </td>
                 <td>
                   <DeviceAction device={device} index={index} />
                 </td>

@@ -24,7 +24,28 @@ export async function goToCheckout(path: string) {
   }
 }
 
-/** My page, Product tab: Service / Until / Limit and the plan and reset buttons. */
+function OfferButtons({ isStacked = false }: { isStacked?: boolean }) {
+  return (
+    <div className={isStacked ? 'd-grid gap-2' : 'd-flex flex-wrap gap-2'}>
+      {SERVICE_OFFERS.map((offer) => (
+        <Button
+          key={offer.n}
+          size="sm"
+          className="text-nowrap"
+          variant={offer.n === 5 ? 'outline-secondary' : 'outline-primary'}
+          onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}
+        >
+          {offer.label}
+        </Button>
+      ))}
+    </div>
+  );
+}
+
+/**
+ * My page, Product tab: Service / Until / Limit and the plan and reset buttons. Below 768 px the
+ * buttons get a row of their own: squeezed beside three columns they broke into 4-line blocks.
+ */
 export function ProductTab({ info }: { info: AccountInfo | undefined }) {
   return (
     <Table responsive className="align-middle">
@@ -33,7 +54,7 @@ export function ProductTab({ info }: { info: AccountInfo | undefined }) {
           <th scope="col">Service</th>
           <th scope="col">Until</th>
           <th scope="col">Limit</th>
-          <th scope="col">
+          <th scope="col" className="d-none d-md-table-cell">
             <span className="visually-hidden">Actions</span>
           </th>
         </tr>
@@ -44,23 +65,19 @@ export function ProductTab({ info }: { info: AccountInfo | undefined }) {
             <div>Decrypt Premium</div>
             <div className="small text-body-secondary">Fast decrypt &amp; Downgrade</div>
           </td>
-          <td data-testid="premium-until">
+          <td data-testid="premium-until" className="text-nowrap">
             {info ? (info.premium ? formatDate(info.expired_date) : '-') : ''}
           </td>
-          <td data-testid="daily-limit">{info ? `${info.daily_limit} App/day` : ''}</td>
-          <td>
-            <div className="d-flex flex-wrap gap-2">
-              {SERVICE_OFFERS.map((offer) => (
-                <Button
-                  key={offer.n}
-                  size="sm"
-                  variant={offer.n === 5 ? 'outline-secondary' : 'outline-primary'}
-                  onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}
-                >
-                  {offer.label}
-                </Button>
-              ))}
-            </div>
+          <td data-testid="daily-limit" className="text-nowrap">
+            {info ? `${info.daily_limit} App/day` : ''}
+          </td>
+          <td className="d-none d-md-table-cell">
+            <OfferButtons />
+          </td>
+        </tr>
+        <tr className="d-md-none">
+          <td colSpan={3}>
+            <OfferButtons isStacked />
           </td>
         </tr>
       </tbody>

@@ -13,13 +13,20 @@ export function SignedOutOnly({ children }: { children: ReactNode }) {
   return wasSignedInOnArrival ? <Navigate to="/" replace /> : null;
 }
 
-/** Pages for signed-in people; others are sent to sign in and brought back after. */
+/**
+ * Pages for signed-in people; others are sent to sign in and brought back after. Someone signed out
+ * while on the page is taken away by what signed them out (sign-out goes to /latest with last_page
+ * reset, a 401 stores this path itself), so this page neither stores it nor redirects then.
+ */
 export function SignedInOnly({ children }: { children: ReactNode }) {
   const isLogin = useClientStore((s) => s.isLogin);
+  const [wasSignedInOnArrival] = useState(isLogin);
   const location = useLocation();
   const setLastPage = useClientStore((s) => s.setLastPage);
+  const isArrivingSignedOut = !isLogin && !wasSignedInOnArrival;
   useEffect(() => {
-    if (!isLogin) setLastPage(`${location.pathname}${location.search}`);
-  }, [isLogin, location.pathname, location.search, setLastPage]);
-  return isLogin ? children : <Navigate to="/sign-in" replace />;
+    if (isArrivingSignedOut) setLastPage(`${location.pathname}${location.search}`);
+  }, [isArrivingSignedOut, location.pathname, location.search, setLastPage]);
+  if (isLogin) return children;
+  return isArrivingSignedOut ? <Navigate to="/sign-in" replace /> : null;
 }

@@ -1,3 +1,9 @@
+/**
+ * Glyphs of the bootstrap-icons font, bundled with the app: common system fonts have no half star
+ * (U+2BEA showed as a box).
+ */
+const STAR_ICONS = { full: 'bi-star-fill', half: 'bi-star-half', empty: 'bi-star' } as const;
+
 /** Rating out of 5 in half-star steps (spec section 9), with the number of ratings beside it. */
 export function RatingStars({ rating, count }: { rating: number | null; count: number | null }) {
   const halves = Math.round(Math.min(Math.max(rating ?? 0, 0), 5) * 2);
@@ -9,9 +15,7 @@ export function RatingStars({ rating, count }: { rating: number | null; count: n
   return (
     <span className="rating" role="img" aria-label={label} data-rating={halves / 2}>
       {stars.map((kind, i) => (
-        <span key={i} className={`star star-${kind}`} aria-hidden="true">
-          {kind === 'full' ? '★' : kind === 'half' ? '⯪' : '☆'}
-        </span>
+        <i key={i} className={`bi ${STAR_ICONS[kind]} star star-${kind}`} aria-hidden="true" />
       ))}
       <span className="rating-count ms-1 text-body-secondary">({(count ?? 0).toLocaleString()})</span>
     </span>

@@ -27,12 +27,15 @@ export function SearchPage() {
       <h1 id="search-title" className="fs-4 mb-3">
         Search: {keyword}
       </h1>
-      {query.isFetching && !query.data ? (
-        <div className="text-center my-5">
-          <Spinner animation="border" role="status" aria-label="Loading" />
-        </div>
+      {/* Only an answer can say '{keyword} not found.': a failed search shows its alert alone. */}
+      {query.data ? (
+        <AppGrid entries={query.data} list="search" emptyText={`${keyword} not found.`} />
       ) : (
-        <AppGrid entries={query.data ?? []} list="search" emptyText={`${keyword} not found.`} />
+        query.isFetching && (
+          <div className="text-center my-5">
+            <Spinner animation="border" role="status" aria-label="Loading" />
+          </div>
+        )
       )}
     </section>
   );
