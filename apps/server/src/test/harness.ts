@@ -15,6 +15,8 @@ export type DatabaseKind = 'pglite' | 'postgres';
 export const databaseKinds: DatabaseKind[] = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
 
 export interface TestDatabase extends DatabaseHandle {
+  /** PostgreSQL: the URL of this test's own database (another API process can open it too). */
+  url?: string;
   dispose(): Promise<void>;
 }
 
@@ -37,6 +39,7 @@ export async function openTestDatabase(kind: DatabaseKind): Promise<TestDatabase
   await handle.migrate();
   return {
     ...handle,
+    url: url.toString(),
     async dispose() {
       await handle.close();
       const cleanup = new pg.Client({ connectionString: adminUrl });
