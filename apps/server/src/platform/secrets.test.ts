@@ -43,7 +43,9 @@ describe('secret box', () => {
     const sealed = box.seal('secret', 'sign-p12');
     const other = createSecretBox('another-key-of-enough-length-0123456789');
     expect(() => other.open(sealed, 'sign-p12')).toThrow(/SECRET_KEY is not the key it was sealed with/);
-    expect(() => box.open(sealed, 'asc-private-key')).toThrow(expect.objectContaining({ code: 'SECRET_UNREADABLE' }));
+    expect(() => box.open(sealed, 'asc-private-key')).toThrow(
+      expect.objectContaining({ code: 'SECRET_UNREADABLE' }),
+    );
     expect(() => box.open(`v2${sealed.slice(2)}`, 'sign-p12')).toThrow(/unknown format "v2"/);
     expect(() => box.open('v1.AAAA', 'sign-p12')).toThrow(/too short/);
   });

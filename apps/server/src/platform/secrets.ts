@@ -53,7 +53,10 @@ export function createSecretBox(secretKey: string): SecretBox {
       const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv('aes-256-gcm', key, iv);
       cipher.setAAD(aad(purpose));
-      const ciphertext = Buffer.concat([cipher.update(typeof plain === 'string' ? Buffer.from(plain, 'utf8') : plain), cipher.final()]);
+      const ciphertext = Buffer.concat([
+        cipher.update(typeof plain === 'string' ? Buffer.from(plain, 'utf8') : plain),
+        cipher.final(),
+      ]);
       return `${VERSION}.${Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url')}`;
     },
     open(sealed, purpose) {

@@ -5,7 +5,14 @@ import path from 'node:path';
 import { assertProfileUsable, loadIdentity, openZip, parseProfile, sign } from '@sideport/ipa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureIpa } from '../../test/fixtures.js';
-import { createDevIdentity, createDevProfile, DEV_IDENTITY_LABEL, devIdentitySource, devSigningIdentity, type DevIdentity } from './dev-identity.js';
+import {
+  createDevIdentity,
+  createDevProfile,
+  DEV_IDENTITY_LABEL,
+  devIdentitySource,
+  devSigningIdentity,
+  type DevIdentity,
+} from './dev-identity.js';
 
 const NOW = new Date('2026-03-01T10:00:00.123Z');
 const UDIDS = ['00008030-001A2B3C4D5E6F70', 'b1946ac92492d2347c6235b4d2611184a1e4ffc2'];
@@ -22,7 +29,9 @@ describe('dev identity', () => {
   it('says on its certificates that it is Sideport’s, not Apple’s', () => {
     const { certificate, chain } = devSigningIdentity(identity);
     expect(identity.teamId).toMatch(/^[A-Z0-9]{10}$/);
-    expect(certificate.subject.getField('CN').value).toBe(`${DEV_IDENTITY_LABEL}: Sideport (${identity.teamId})`);
+    expect(certificate.subject.getField('CN').value).toBe(
+      `${DEV_IDENTITY_LABEL}: Sideport (${identity.teamId})`,
+    );
     expect(certificate.subject.getField('OU').value).toBe(identity.teamId);
     expect(chain.map((c) => c.subject.getField('CN').value)).toEqual([`${DEV_IDENTITY_LABEL} CA`]);
     expect(certificate.validity.notBefore.getTime()).toBeLessThan(NOW.getTime());
@@ -70,7 +79,20 @@ describe('dev identity', () => {
     writeFileSync(path.join(dir, 'p.mobileprovision'), made.bytes);
     const plist = execFileSync(
       'openssl',
-      ['cms', '-verify', '-inform', 'DER', '-in', 'p.mobileprovision', '-CAfile', 'ca.pem', '-purpose', 'any', '-attime', String(Math.floor(NOW.getTime() / 1000) + 60)],
+      [
+        'cms',
+        '-verify',
+        '-inform',
+        'DER',
+        '-in',
+        'p.mobileprovision',
+        '-CAfile',
+        'ca.pem',
+        '-purpose',
+        'any',
+        '-attime',
+        String(Math.floor(NOW.getTime() / 1000) + 60),
+      ],
       { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
     ).toString('utf8');
     expect(plist).toContain('<key>ProvisionedDevices</key>');
@@ -79,14 +101,23 @@ describe('dev identity', () => {
 
   it('caps a profile at the signing certificate’s expiry', () => {
     const shortLived = createDevIdentity({ clock: () => NOW, validYears: 1 });
-    const made = createDevProfile(shortLived, { devices: UDIDS, clock: () => new Date('2026-12-01T00:00:00Z') });
+    const made = createDevProfile(shortLived, {
+      devices: UDIDS,
+      clock: () => new Date('2026-12-01T00:00:00Z'),
+    });
     expect(made.expirationDate.toISOString()).toBe('2027-03-01T10:00:00.000Z');
   });
 
   it('signs the fixture IPA, whose embedded profile then lists the devices', async () => {
     const made = createDevProfile(identity, { devices: UDIDS });
     const output = path.join(dir, 'signed.ipa');
-    const report = await sign({ input: fixtureIpa, output, identity: devIdentitySource(identity), profile: made.bytes, mode: 0 });
+    const report = await sign({
+      input: fixtureIpa,
+      output,
+      identity: devIdentitySource(identity),
+      profile: made.bytes,
+      mode: 0,
+    });
     expect(report.profile).toMatchObject({ name: made.name, uuid: made.uuid, teamId: identity.teamId });
     expect(report.bundles.map((b) => b.bundleId)).toContain('org.fastlane.very-capable-app');
 

@@ -6,10 +6,16 @@
  * chain. Every name says so ("Sideport Dev (not Apple)"), so such a profile is never taken for
  * Apple's.
  */
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import forge from 'node-forge';
-import { buildXmlPlist, loadIdentity, type IdentitySource, type PlistObject, type SigningIdentity } from '@sideport/ipa';
-import { certificateDer, signAttachedCms } from './cms.js';
+import {
+  buildXmlPlist,
+  loadIdentity,
+  type IdentitySource,
+  type PlistObject,
+  type SigningIdentity,
+} from '@sideport/ipa';
+import { certificateDer, generateRsaKeyPair, signAttachedCms } from './pki.js';
 
 export const DEV_IDENTITY_LABEL = 'Sideport Dev (not Apple)';
 
@@ -43,7 +49,7 @@ export function createDevIdentity(options: DevIdentityOptions = {}): DevIdentity
   const teamId = [...random(10)].map((byte) => TEAM_ALPHABET[byte % TEAM_ALPHABET.length]).join('');
   const teamName = DEV_IDENTITY_LABEL;
 
-  const caKeys = rsaKeyPair();
+  const caKeys = generateRsaKeyPair();
   const ca = forge.pki.createCertificate();
   ca.publicKey = caKeys.publicKey;
   ca.serialNumber = serialNumber(random);
@@ -61,7 +67,7 @@ export function createDevIdentity(options: DevIdentityOptions = {}): DevIdentity
   ]);
   ca.sign(caKeys.privateKey, forge.md.sha256.create());
 
-  const leafKeys = rsaKeyPair();
+  const leafKeys = generateRsaKeyPair();
   const leaf = forge.pki.createCertificate();
   leaf.publicKey = leafKeys.publicKey;
   leaf.serialNumber = serialNumber(random);
@@ -94,7 +100,11 @@ export function createDevIdentity(options: DevIdentityOptions = {}): DevIdentity
 
 /** The identity as `sign` from @sideport/ipa takes it: the certificate, its key and the dev CA. */
 export function devIdentitySource(identity: DevIdentity): IdentitySource {
-  return { certPem: identity.certPem, keyPem: identity.keyPem, chain: [Buffer.from(identity.caCertPem, 'utf8')] };
+  return {
+    certPem: identity.certPem,
+    keyPem: identity.keyPem,
+    chain: [Buffer.from(identity.caCertPem, 'utf8')],
+  };
 }
 
 export function devSigningIdentity(identity: DevIdentity): SigningIdentity {
@@ -125,7 +135,12 @@ export function createDevProfile(identity: DevIdentity, request: DevProfileReque
   const signer = devSigningIdentity(identity);
   const now = truncateToSecond((request.clock ?? (() => new Date()))());
   const validDays = request.validDays ?? 365;
-  const expirationDate = new Date(Math.min(now.getTime() + validDays * DAY_MS, truncateToSecond(signer.certificate.validity.notAfter).getTime()));
+  const expirationDate = new Date(
+    Math.min(
+      now.getTime() + validDays * DAY_MS,
+      truncateToSecond(signer.certificate.validity.notAfter).getTime(),
+    ),
+  );
   const uuid = uuidFrom((request.random ?? randomBytes)(16));
   const name = request.name ?? `${DEV_IDENTITY_LABEL} Ad Hoc ${now.toISOString().slice(0, 10)}`;
   const bytes = buildProvisioningProfile({
@@ -158,16 +173,19 @@ export interface ProvisioningProfileContent {
   readonly expirationDate: Date;
   /** 'iOS' unless told otherwise. */
   readonly platforms?: readonly string[];
+  /** The App ID's identifier after the team prefix; '*' (a wildcard) unless told otherwise. */
+  readonly bundleIdentifier?: string;
 }
 
 /**
- * A wildcard ad-hoc provisioning profile with the keys Apple's carry (see an Apple-signed
- * .mobileprovision decoded with `security cms -D`): application-identifier 'TEAM.*' and
+ * An ad-hoc provisioning profile with the keys Apple's carry (see an Apple-signed .mobileprovision
+ * decoded with `security cms -D`): application-identifier 'TEAM.*' for a wildcard App ID, and
  * get-task-allow false, as distribution (not development) profiles have.
  */
 export function buildProvisioningProfile(content: ProvisioningProfileContent): Buffer {
   const creationDate = truncateToSecond(content.creationDate);
   const expirationDate = truncateToSecond(content.expirationDate);
+  const applicationIdentifier = `${content.teamId}.${content.bundleIdentifier ?? '*'}`;
   const plist: PlistObject = {
     AppIDName: content.appIdName,
     ApplicationIdentifierPrefix: [content.teamId],
@@ -176,7 +194,7 @@ export function buildProvisioningProfile(content: ProvisioningProfileContent): B
     IsXcodeManaged: false,
     DeveloperCertificates: content.developerCertificates.map((der) => Buffer.from(der)),
     Entitlements: {
-      'application-identifier': `${content.teamId}.*`,
+      'application-identifier': applicationIdentifier,
       'keychain-access-groups': [`${content.teamId}.*`],
       'get-task-allow': false,
       'com.apple.developer.team-identifier': content.teamId,
@@ -200,14 +218,6 @@ export function uuidFrom(bytes: Buffer): string {
   b[8] = (b[8]! & 0x3f) | 0x80;
   const hex = b.toString('hex').toUpperCase();
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-function rsaKeyPair() {
-  // Node's generator (OpenSSL) is far faster than forge's pure JavaScript one.
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const privateKeyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const forgeKey = forge.pki.privateKeyFromPem(privateKeyPem) as forge.pki.rsa.PrivateKey;
-  return { privateKey: forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e), privateKeyPem };
 }
 
 /** A positive serial of 16 random bytes (RFC 5280: positive, at most 20 octets). */

@@ -1,5 +1,4 @@
 import { execFileSync } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,6 +15,7 @@ import {
   parseEnrollmentAnswer,
   type EnrollmentRefusal,
 } from './enrollment.js';
+import { generateRsaKeyPair } from './pki.js';
 
 // ---- a throwaway device CA and the certificates it issues, made with node-forge -----------------
 
@@ -25,22 +25,24 @@ interface Issued {
   pem: string;
 }
 
-function rsaKey(): forge.pki.rsa.PrivateKey {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return forge.pki.privateKeyFromPem(privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()) as forge.pki.rsa.PrivateKey;
-}
-
 let serial = 1;
 function issue(commonName: string, issuer?: Issued, isCa = false): Issued {
-  const key = rsaKey();
+  const { privateKey: key, publicKey } = generateRsaKeyPair();
   const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.setRsaPublicKey(key.n, key.e);
+  cert.publicKey = publicKey;
   cert.serialNumber = (serial++).toString(16).padStart(2, '0');
   cert.validity.notBefore = new Date(Date.now() - 86_400_000);
   cert.validity.notAfter = new Date(Date.now() + 86_400_000);
   cert.setSubject([{ name: 'commonName', value: commonName }]);
   cert.setIssuer(issuer ? issuer.cert.subject.attributes : [{ name: 'commonName', value: commonName }]);
-  cert.setExtensions(isCa ? [{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, critical: true }] : []);
+  cert.setExtensions(
+    isCa
+      ? [
+          { name: 'basicConstraints', cA: true, critical: true },
+          { name: 'keyUsage', keyCertSign: true, critical: true },
+        ]
+      : [],
+  );
   cert.sign(issuer ? issuer.key : key, forge.md.sha256.create());
   return { cert, key, pem: forge.pki.certificateToPem(cert) };
 }
@@ -49,7 +51,13 @@ function issue(commonName: string, issuer?: Issued, isCa = false): Issued {
 function signAnswer(
   content: Buffer | string,
   signer: Issued,
-  options: { attributes?: boolean; chain?: Issued[]; key?: forge.pki.rsa.PrivateKey; withoutCertificate?: boolean; detached?: boolean } = {},
+  options: {
+    attributes?: boolean;
+    chain?: Issued[];
+    key?: forge.pki.rsa.PrivateKey;
+    withoutCertificate?: boolean;
+    detached?: boolean;
+  } = {},
 ): Buffer {
   const p7 = forge.pkcs7.createSignedData();
   p7.content = forge.util.createBuffer(Buffer.from(content).toString('binary'));
@@ -60,14 +68,18 @@ function signAnswer(
     certificate: signer.cert,
     digestAlgorithm: options.attributes ? forge.pki.oids.sha256! : forge.pki.oids.sha1!,
     authenticatedAttributes: options.attributes
-      ? [{ type: forge.pki.oids.contentType!, value: forge.pki.oids.data! }, { type: forge.pki.oids.messageDigest! }]
+      ? [
+          { type: forge.pki.oids.contentType!, value: forge.pki.oids.data! },
+          { type: forge.pki.oids.messageDigest! },
+        ]
       : [],
   });
   p7.sign({ detached: options.detached ?? false });
   return Buffer.from(forge.asn1.toDer(p7.toAsn1()).getBytes(), 'binary');
 }
 
-const APPLE_DOCTYPE = '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">';
+const APPLE_DOCTYPE =
+  '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">';
 const ATTRIBUTES = {
   CHALLENGE: 'one-time-token-0123456789',
   DEVICE_NAME: 'Ana’s iPhone',
@@ -92,7 +104,10 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function refusal(body: Buffer, options?: Parameters<typeof parseEnrollmentAnswer>[1]): Promise<{ code: EnrollmentRefusal; status: number; message: string }> {
+async function refusal(
+  body: Buffer,
+  options?: Parameters<typeof parseEnrollmentAnswer>[1],
+): Promise<{ code: EnrollmentRefusal; status: number; message: string }> {
   try {
     await parseEnrollmentAnswer(body, options);
   } catch (err) {
@@ -118,7 +133,9 @@ describe('Profile Service .mobileconfig', () => {
       },
     });
     expect(DEVICE_ATTRIBUTES).toEqual(['UDID', 'PRODUCT', 'VERSION', 'SERIAL', 'DEVICE_NAME']);
-    expect(dict['PayloadUUID']).toMatch(/^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$/);
+    expect(dict['PayloadUUID']).toMatch(
+      /^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$/,
+    );
     expect(typeof dict['PayloadDisplayName']).toBe('string');
     expect(typeof dict['PayloadDescription']).toBe('string');
   });
@@ -127,7 +144,9 @@ describe('Profile Service .mobileconfig', () => {
     const operatorCa = issue('Operator Root', undefined, true);
     const operator = issue('enroll.sideport.example', operatorCa);
     const p12 = Buffer.from(
-      forge.asn1.toDer(forge.pkcs12.toPkcs12Asn1(operator.key, [operator.cert], 'p12-pass', { algorithm: '3des' })).getBytes(),
+      forge.asn1
+        .toDer(forge.pkcs12.toPkcs12Asn1(operator.key, [operator.cert], 'p12-pass', { algorithm: '3des' }))
+        .getBytes(),
       'binary',
     );
     const signed = buildEnrollmentProfile({ ...request, signer: loadProfileSigner(p12, 'p12-pass') });
@@ -137,15 +156,34 @@ describe('Profile Service .mobileconfig', () => {
     writeFileSync(path.join(dir, 'enroll.mobileconfig'), signed);
     const content = execFileSync(
       'openssl',
-      ['cms', '-verify', '-inform', 'DER', '-in', 'enroll.mobileconfig', '-CAfile', 'operator-ca.pem', '-purpose', 'any'],
+      [
+        'cms',
+        '-verify',
+        '-inform',
+        'DER',
+        '-in',
+        'enroll.mobileconfig',
+        '-CAfile',
+        'operator-ca.pem',
+        '-purpose',
+        'any',
+      ],
       { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    expect(parsePlistDict(content, 'mobileconfig')).toMatchObject({ PayloadType: 'Profile Service', PayloadContent: { URL: request.url } });
+    expect(parsePlistDict(content, 'mobileconfig')).toMatchObject({
+      PayloadType: 'Profile Service',
+      PayloadContent: { URL: request.url },
+    });
   });
 
   it('says which setting is wrong when the PKCS#12 password is, without the password', () => {
     const operator = issue('enroll.sideport.example');
-    const p12 = Buffer.from(forge.asn1.toDer(forge.pkcs12.toPkcs12Asn1(operator.key, [operator.cert], 'right-pass', { algorithm: '3des' })).getBytes(), 'binary');
+    const p12 = Buffer.from(
+      forge.asn1
+        .toDer(forge.pkcs12.toPkcs12Asn1(operator.key, [operator.cert], 'right-pass', { algorithm: '3des' }))
+        .getBytes(),
+      'binary',
+    );
     let error: Error & { code?: string } = new Error('none');
     try {
       loadProfileSigner(p12, 'wrong-pass');
@@ -160,7 +198,9 @@ describe('Profile Service .mobileconfig', () => {
 
 describe('the device’s answer', () => {
   it('reads a device-signed answer (SHA-1, no signed attributes, as devices sign)', async () => {
-    const answer = await parseEnrollmentAnswer(signAnswer(devicePlist(), device, { chain: [deviceCaIntermediate] }));
+    const answer = await parseEnrollmentAnswer(
+      signAnswer(devicePlist(), device, { chain: [deviceCaIntermediate] }),
+    );
     expect(answer).toEqual({
       udid: ATTRIBUTES.UDID,
       product: 'iPhone15,2',
@@ -182,30 +222,43 @@ describe('the device’s answer', () => {
 
   it('checks the chain to the configured device CA, through the certificates the answer carries', async () => {
     const body = signAnswer(devicePlist(), device, { chain: [deviceCaIntermediate] });
-    expect((await parseEnrollmentAnswer(body, { deviceCaPem: deviceCaIntermediate.pem })).chainVerified).toBe(true);
+    expect((await parseEnrollmentAnswer(body, { deviceCaPem: deviceCaIntermediate.pem })).chainVerified).toBe(
+      true,
+    );
     expect((await parseEnrollmentAnswer(body, { deviceCaPem: deviceCa.pem })).chainVerified).toBe(true);
-    expect((await parseEnrollmentAnswer(body, { deviceCaPem: `${otherCa.pem}\n${deviceCa.pem}` })).chainVerified).toBe(true);
+    expect(
+      (await parseEnrollmentAnswer(body, { deviceCaPem: `${otherCa.pem}\n${deviceCa.pem}` })).chainVerified,
+    ).toBe(true);
     const untrusted = await refusal(body, { deviceCaPem: otherCa.pem });
     expect(untrusted.code).toBe('ENROLLMENT_SIGNER_UNTRUSTED');
     expect(untrusted.message).toContain('CN=5D3C9A2B-0000-4000-8000-00000000ABCD');
     // Without the intermediate in the message, the root alone cannot be reached.
-    expect((await refusal(signAnswer(devicePlist(), device), { deviceCaPem: deviceCa.pem })).code).toBe('ENROLLMENT_SIGNER_UNTRUSTED');
+    expect((await refusal(signAnswer(devicePlist(), device), { deviceCaPem: deviceCa.pem })).code).toBe(
+      'ENROLLMENT_SIGNER_UNTRUSTED',
+    );
   });
 
   it('refuses a certificate that claims the CA’s name but was not issued by it', async () => {
     const impostorCa = issue('Test iPhone Device CA', undefined, true); // same name, other key
     const impostorDevice = issue('5D3C9A2B-0000-4000-8000-00000000ABCD', impostorCa);
     const body = signAnswer(devicePlist(), impostorDevice, { chain: [impostorCa] });
-    expect((await refusal(body, { deviceCaPem: deviceCaIntermediate.pem })).code).toBe('ENROLLMENT_SIGNER_UNTRUSTED');
+    expect((await refusal(body, { deviceCaPem: deviceCaIntermediate.pem })).code).toBe(
+      'ENROLLMENT_SIGNER_UNTRUSTED',
+    );
   });
 
   describe('the real answer of a device (zentral’s recording, signed by Apple’s device CA)', () => {
-    const real = () => readFileSync(path.join(fixturesDir, 'enrollment/zentral_ota_payload_phase_2_signed_by_apple_device_ca.p7s'));
+    const real = () =>
+      readFileSync(
+        path.join(fixturesDir, 'enrollment/zentral_ota_payload_phase_2_signed_by_apple_device_ca.p7s'),
+      );
     /** Apple's "Apple iPhone Device CA" as the message carries it: what an operator would configure. */
     const appleDeviceCaPem = () => {
       const info = new pkijs.ContentInfo({ schema: asn1js.fromBER(new Uint8Array(real())).result });
       const certs = new pkijs.SignedData({ schema: info.content }).certificates as pkijs.Certificate[];
-      const ca = certs.find((c) => c.subject.typesAndValues.some((tv) => tv.value.valueBlock.value === 'Apple iPhone Device CA'))!;
+      const ca = certs.find((c) =>
+        c.subject.typesAndValues.some((tv) => tv.value.valueBlock.value === 'Apple iPhone Device CA'),
+      )!;
       return `-----BEGIN CERTIFICATE-----\n${Buffer.from(ca.toSchema().toBER()).toString('base64')}\n-----END CERTIFICATE-----\n`;
     };
 
@@ -223,7 +276,9 @@ describe('the device’s answer', () => {
     });
 
     it('chains to Apple’s device CA when that is configured, and not to another', async () => {
-      expect((await parseEnrollmentAnswer(real(), { deviceCaPem: appleDeviceCaPem() })).chainVerified).toBe(true);
+      expect((await parseEnrollmentAnswer(real(), { deviceCaPem: appleDeviceCaPem() })).chainVerified).toBe(
+        true,
+      );
       expect((await refusal(real(), { deviceCaPem: otherCa.pem })).code).toBe('ENROLLMENT_SIGNER_UNTRUSTED');
     });
 
@@ -239,29 +294,124 @@ describe('the device’s answer', () => {
   describe('refuses, changing nothing, an answer that is', () => {
     const cases: [string, () => Buffer, EnrollmentRefusal][] = [
       ['a bare XML plist', () => Buffer.from(devicePlist()), 'ENROLLMENT_UNSIGNED'],
-      ['a bare binary plist', () => Buffer.concat([Buffer.from('bplist00'), Buffer.alloc(40)]), 'ENROLLMENT_UNSIGNED'],
+      [
+        'a bare binary plist',
+        () => Buffer.concat([Buffer.from('bplist00'), Buffer.alloc(40)]),
+        'ENROLLMENT_UNSIGNED',
+      ],
       ['empty', () => Buffer.alloc(0), 'ENROLLMENT_MALFORMED'],
       ['random bytes', () => Buffer.from('9f8e7d6c5b4a39281706f5e4d3c2b1a0', 'hex'), 'ENROLLMENT_MALFORMED'],
       ['truncated', () => signAnswer(devicePlist(), device).subarray(0, 300), 'ENROLLMENT_MALFORMED'],
-      ['followed by extra bytes', () => Buffer.concat([signAnswer(devicePlist(), device), Buffer.from('junk')]), 'ENROLLMENT_MALFORMED'],
-      ['plain data, not SignedData', () => Buffer.from(new pkijs.ContentInfo({ contentType: '1.2.840.113549.1.7.1', content: new asn1js.OctetString({ valueHex: new Uint8Array(Buffer.from(devicePlist())).buffer }) }).toSchema().toBER()), 'ENROLLMENT_MALFORMED'],
-      ['a detached signature', () => signAnswer(devicePlist(), device, { detached: true }), 'ENROLLMENT_MALFORMED'],
+      [
+        'followed by extra bytes',
+        () => Buffer.concat([signAnswer(devicePlist(), device), Buffer.from('junk')]),
+        'ENROLLMENT_MALFORMED',
+      ],
+      [
+        'plain data, not SignedData',
+        () =>
+          Buffer.from(
+            new pkijs.ContentInfo({
+              contentType: '1.2.840.113549.1.7.1',
+              content: new asn1js.OctetString({
+                valueHex: new Uint8Array(Buffer.from(devicePlist())).buffer,
+              }),
+            })
+              .toSchema()
+              .toBER(),
+          ),
+        'ENROLLMENT_MALFORMED',
+      ],
+      [
+        'a detached signature',
+        () => signAnswer(devicePlist(), device, { detached: true }),
+        'ENROLLMENT_MALFORMED',
+      ],
       ['signed by no one', () => noSigners(devicePlist()), 'ENROLLMENT_UNSIGNED'],
-      ['without its signer’s certificate', () => signAnswer(devicePlist(), device, { withoutCertificate: true }), 'ENROLLMENT_SIGNER_UNKNOWN'],
-      ['changed after signing (signed attributes)', () => replaceIn(signAnswer(devicePlist(), device, { attributes: true }), ATTRIBUTES.UDID, '00008120-00FFFFFFFFFFFFFF'), 'ENROLLMENT_TAMPERED'],
-      ['changed after signing (device style)', () => replaceIn(signAnswer(devicePlist(), device), ATTRIBUTES.UDID, '00008120-00FFFFFFFFFFFFFF'), 'ENROLLMENT_SIGNATURE_INVALID'],
-      ['signed by another key than its certificate’s', () => signAnswer(devicePlist(), device, { key: otherCa.key }), 'ENROLLMENT_SIGNATURE_INVALID'],
-      ['signed by another key, with signed attributes', () => signAnswer(devicePlist(), device, { key: otherCa.key, attributes: true }), 'ENROLLMENT_SIGNATURE_INVALID'],
-      ['an entity-expansion (billion laughs) plist', () => signAnswer(billionLaughs(), device), 'ENROLLMENT_PLIST_UNSAFE'],
-      ['an external-entity plist', () => signAnswer(`<?xml version="1.0"?>\n<!DOCTYPE plist SYSTEM "file:///etc/passwd">\n<plist version="1.0"><dict><key>UDID</key><string>x</string></dict></plist>`, device), 'ENROLLMENT_PLIST_UNSAFE'],
-      ['a plist with an internal DTD subset', () => signAnswer(devicePlist().replace(/<!DOCTYPE[^>]*>/, '<!DOCTYPE plist [ ]>'), device), 'ENROLLMENT_PLIST_UNSAFE'],
-      ['not XML', () => signAnswer('<plist><dict><key>UDID</key><string>', device), 'ENROLLMENT_PLIST_INVALID'],
-      ['a plist that is not a dictionary', () => signAnswer(buildXmlPlist(['UDID']), device), 'ENROLLMENT_PLIST_INVALID'],
-      ['without a UDID', () => signAnswer(devicePlist({ ...ATTRIBUTES, UDID: '' }), device), 'ENROLLMENT_FIELDS_MISSING'],
-      ['without the challenge', () => signAnswer(devicePlist(omit(ATTRIBUTES, 'CHALLENGE')), device), 'ENROLLMENT_FIELDS_MISSING'],
-      ['with a UDID that is no device identifier', () => signAnswer(devicePlist({ ...ATTRIBUTES, UDID: '../../etc/passwd' }), device), 'ENROLLMENT_PLIST_INVALID'],
-      ['with a field that is not a string', () => signAnswer(devicePlist({ ...ATTRIBUTES, PRODUCT: 7 }), device), 'ENROLLMENT_PLIST_INVALID'],
-      ['with an overlong field', () => signAnswer(devicePlist({ ...ATTRIBUTES, DEVICE_NAME: 'x'.repeat(300) }), device), 'ENROLLMENT_PLIST_INVALID'],
+      [
+        'without its signer’s certificate',
+        () => signAnswer(devicePlist(), device, { withoutCertificate: true }),
+        'ENROLLMENT_SIGNER_UNKNOWN',
+      ],
+      [
+        'changed after signing (signed attributes)',
+        () =>
+          replaceIn(
+            signAnswer(devicePlist(), device, { attributes: true }),
+            ATTRIBUTES.UDID,
+            '00008120-00FFFFFFFFFFFFFF',
+          ),
+        'ENROLLMENT_TAMPERED',
+      ],
+      [
+        'changed after signing (device style)',
+        () => replaceIn(signAnswer(devicePlist(), device), ATTRIBUTES.UDID, '00008120-00FFFFFFFFFFFFFF'),
+        'ENROLLMENT_SIGNATURE_INVALID',
+      ],
+      [
+        'signed by another key than its certificate’s',
+        () => signAnswer(devicePlist(), device, { key: otherCa.key }),
+        'ENROLLMENT_SIGNATURE_INVALID',
+      ],
+      [
+        'signed by another key, with signed attributes',
+        () => signAnswer(devicePlist(), device, { key: otherCa.key, attributes: true }),
+        'ENROLLMENT_SIGNATURE_INVALID',
+      ],
+      [
+        'an entity-expansion (billion laughs) plist',
+        () => signAnswer(billionLaughs(), device),
+        'ENROLLMENT_PLIST_UNSAFE',
+      ],
+      [
+        'an external-entity plist',
+        () =>
+          signAnswer(
+            `<?xml version="1.0"?>\n<!DOCTYPE plist SYSTEM "file:///etc/passwd">\n<plist version="1.0"><dict><key>UDID</key><string>x</string></dict></plist>`,
+            device,
+          ),
+        'ENROLLMENT_PLIST_UNSAFE',
+      ],
+      [
+        'a plist with an internal DTD subset',
+        () => signAnswer(devicePlist().replace(/<!DOCTYPE[^>]*>/, '<!DOCTYPE plist [ ]>'), device),
+        'ENROLLMENT_PLIST_UNSAFE',
+      ],
+      [
+        'not XML',
+        () => signAnswer('<plist><dict><key>UDID</key><string>', device),
+        'ENROLLMENT_PLIST_INVALID',
+      ],
+      [
+        'a plist that is not a dictionary',
+        () => signAnswer(buildXmlPlist(['UDID']), device),
+        'ENROLLMENT_PLIST_INVALID',
+      ],
+      [
+        'without a UDID',
+        () => signAnswer(devicePlist({ ...ATTRIBUTES, UDID: '' }), device),
+        'ENROLLMENT_FIELDS_MISSING',
+      ],
+      [
+        'without the challenge',
+        () => signAnswer(devicePlist(omit(ATTRIBUTES, 'CHALLENGE')), device),
+        'ENROLLMENT_FIELDS_MISSING',
+      ],
+      [
+        'with a UDID that is no device identifier',
+        () => signAnswer(devicePlist({ ...ATTRIBUTES, UDID: '../../etc/passwd' }), device),
+        'ENROLLMENT_PLIST_INVALID',
+      ],
+      [
+        'with a field that is not a string',
+        () => signAnswer(devicePlist({ ...ATTRIBUTES, PRODUCT: 7 }), device),
+        'ENROLLMENT_PLIST_INVALID',
+      ],
+      [
+        'with an overlong field',
+        () => signAnswer(devicePlist({ ...ATTRIBUTES, DEVICE_NAME: 'x'.repeat(300) }), device),
+        'ENROLLMENT_PLIST_INVALID',
+      ],
     ];
     for (const [what, body, code] of cases) {
       it(what, async () => {
@@ -290,7 +440,13 @@ function replaceIn(body: Buffer, from: string, to: string): Buffer {
 }
 
 function billionLaughs(): string {
-  const entities = ['<!ENTITY lol "lol">', ...Array.from({ length: 9 }, (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i === 0 ? '' : i};`.repeat(10)}">`)];
+  const entities = [
+    '<!ENTITY lol "lol">',
+    ...Array.from(
+      { length: 9 },
+      (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i === 0 ? '' : i};`.repeat(10)}">`,
+    ),
+  ];
   return `<?xml version="1.0"?>\n<!DOCTYPE plist [\n${entities.join('\n')}\n]>\n<plist version="1.0"><dict><key>UDID</key><string>&lol9;</string></dict></plist>`;
 }
 
@@ -303,7 +459,11 @@ function noSigners(content: string): Buffer {
     }),
     signerInfos: [],
   });
-  return Buffer.from(new pkijs.ContentInfo({ contentType: '1.2.840.113549.1.7.2', content: signed.toSchema(true) }).toSchema().toBER());
+  return Buffer.from(
+    new pkijs.ContentInfo({ contentType: '1.2.840.113549.1.7.2', content: signed.toSchema(true) })
+      .toSchema()
+      .toBER(),
+  );
 }
 
 function omit<T extends object, K extends keyof T>(value: T, key: K): Omit<T, K> {

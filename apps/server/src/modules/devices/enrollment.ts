@@ -11,9 +11,16 @@
 import { randomBytes, webcrypto } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
-import { buildXmlPlist, isIpaError, loadIdentity, parsePlistDict, type PlistObject, type SigningIdentity } from '@sideport/ipa';
+import {
+  buildXmlPlist,
+  isIpaError,
+  loadIdentity,
+  parsePlistDict,
+  type PlistObject,
+  type SigningIdentity,
+} from '@sideport/ipa';
 import { AppError } from '../../platform/errors.js';
-import { signAttachedCms } from './cms.js';
+import { signAttachedCms } from './pki.js';
 import { uuidFrom } from './dev-identity.js';
 
 export const MOBILECONFIG_CONTENT_TYPE = 'application/x-apple-aspen-config';
@@ -53,23 +60,35 @@ export function buildEnrollmentProfile(request: EnrollmentProfileRequest): Buffe
     PayloadOrganization: organization,
     PayloadDisplayName: request.displayName ?? `${organization} device enrollment`,
     PayloadDescription:
-      request.description ?? `Sends this device's UDID, model and name to ${organization} so apps can be signed for it. Nothing is installed.`,
+      request.description ??
+      `Sends this device's UDID, model and name to ${organization} so apps can be signed for it. Nothing is installed.`,
     PayloadVersion: 1,
     PayloadUUID: uuidFrom(random(16)),
     PayloadIdentifier: request.identifier ?? 'app.sideport.enrollment',
     PayloadType: 'Profile Service',
   };
   const xml = Buffer.from(buildXmlPlist(profile), 'utf8');
-  return request.signer === undefined ? xml : signAttachedCms(xml, request.signer, (request.clock ?? (() => new Date()))());
+  return request.signer === undefined
+    ? xml
+    : signAttachedCms(xml, request.signer, (request.clock ?? (() => new Date()))());
 }
 
 /** The operator's profile-signing identity from PROFILE_SIGNING_P12 (+ password, + optional issuer certificates). */
-export function loadProfileSigner(p12: Buffer, password: string, chain: readonly Buffer[] = []): SigningIdentity {
+export function loadProfileSigner(
+  p12: Buffer,
+  password: string,
+  chain: readonly Buffer[] = [],
+): SigningIdentity {
   try {
     return loadIdentity({ p12, password, chain });
   } catch (err) {
     if (!isIpaError(err)) throw err;
-    throw new AppError(500, 'PROFILE_SIGNING_P12_INVALID', `PROFILE_SIGNING_P12 could not be used: ${err.message}`, { cause: err });
+    throw new AppError(
+      500,
+      'PROFILE_SIGNING_P12_INVALID',
+      `PROFILE_SIGNING_P12 could not be used: ${err.message}`,
+      { cause: err },
+    );
   }
 }
 
@@ -132,9 +151,11 @@ const MAX_FIELD_LENGTH = 256;
 const MAX_CHAIN_DEPTH = 6;
 const OID_SIGNED_DATA = '1.2.840.113549.1.7.2';
 // The only DOCTYPE a plist may carry: Apple's public one, with no internal subset (so no entities).
-const APPLE_PLIST_DOCTYPE = /^<!DOCTYPE\s+plist\s+PUBLIC\s+"-\/\/Apple\/\/DTD PLIST 1\.0\/\/EN"\s+"http:\/\/www\.apple\.com\/DTDs\/PropertyList-1\.0\.dtd"\s*>$/;
+const APPLE_PLIST_DOCTYPE =
+  /^<!DOCTYPE\s+plist\s+PUBLIC\s+"-\/\/Apple\/\/DTD PLIST 1\.0\/\/EN"\s+"http:\/\/www\.apple\.com\/DTDs\/PropertyList-1\.0\.dtd"\s*>$/;
 // UDIDs: 40 hex digits (to 2018), 8-16 hex digits with a dash (since), or a UUID (Macs).
-const UDID_PATTERN = /^(?:[0-9A-Fa-f]{40}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{16}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})$/;
+const UDID_PATTERN =
+  /^(?:[0-9A-Fa-f]{40}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{16}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})$/;
 
 const engine = new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as unknown as Crypto });
 
@@ -142,13 +163,22 @@ const engine = new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as unkno
  * Reads and checks the device's POST body. Refusals are EnrollmentError with one code per reason;
  * a returned device has a valid signature over exactly the fields returned.
  */
-export async function parseEnrollmentAnswer(body: Buffer, options: EnrollmentAnswerOptions = {}): Promise<EnrolledDevice> {
+export async function parseEnrollmentAnswer(
+  body: Buffer,
+  options: EnrollmentAnswerOptions = {},
+): Promise<EnrolledDevice> {
   const maxBytes = options.maxBytes ?? ENROLLMENT_ANSWER_MAX_BYTES;
   if (body.length > maxBytes) {
-    throw new EnrollmentError('ENROLLMENT_TOO_LARGE', `The device answer is ${body.length} bytes; at most ${maxBytes} are accepted.`);
+    throw new EnrollmentError(
+      'ENROLLMENT_TOO_LARGE',
+      `The device answer is ${body.length} bytes; at most ${maxBytes} are accepted.`,
+    );
   }
   if (looksLikePlist(body)) {
-    throw new EnrollmentError('ENROLLMENT_UNSIGNED', 'The device answer is a bare property list; a device signs its answer.');
+    throw new EnrollmentError(
+      'ENROLLMENT_UNSIGNED',
+      'The device answer is a bare property list; a device signs its answer.',
+    );
   }
   const signed = readSignedData(body);
   if (signed.signerInfos.length === 0) {
@@ -156,34 +186,48 @@ export async function parseEnrollmentAnswer(body: Buffer, options: EnrollmentAns
   }
   const content = signed.encapContentInfo.eContent;
   if (content === undefined) {
-    throw new EnrollmentError('ENROLLMENT_MALFORMED', 'The device answer carries no content (a detached signature).');
+    throw new EnrollmentError(
+      'ENROLLMENT_MALFORMED',
+      'The device answer carries no content (a detached signature).',
+    );
   }
   const signer = await verifySignature(signed);
-  const chainVerified = options.deviceCaPem === undefined ? false : await verifyChain(signer, signed, readPemCertificates(options.deviceCaPem));
+  const chainVerified =
+    options.deviceCaPem === undefined
+      ? false
+      : await verifyChain(signer, signed, readPemCertificates(options.deviceCaPem));
   const fields = readFields(Buffer.from(content.getValue()));
   return { ...fields, signerSubject: describeName(signer.subject), chainVerified };
 }
 
 function looksLikePlist(body: Buffer): boolean {
-  const head = body.subarray(0, 64).toString('utf8').replace(/^\uFEFF/, '').trimStart();
+  const head = body
+    .subarray(0, 64)
+    .toString('utf8')
+    .replace(/^\uFEFF/, '')
+    .trimStart();
   return head.startsWith('<') || head.startsWith('bplist');
 }
 
 function readSignedData(body: Buffer): pkijs.SignedData {
   const malformed = (why: string, cause?: unknown) =>
-    new EnrollmentError('ENROLLMENT_MALFORMED', `The device answer is not a CMS signed message: ${why}.`, { cause });
+    new EnrollmentError('ENROLLMENT_MALFORMED', `The device answer is not a CMS signed message: ${why}.`, {
+      cause,
+    });
   if (body.length === 0) throw malformed('it is empty');
   const view = new Uint8Array(body.buffer, body.byteOffset, body.length);
   const parsed = asn1js.fromBER(view);
   if (parsed.offset === -1) throw malformed(parsed.result.error || 'its DER does not parse');
-  if (parsed.offset !== body.length) throw malformed(`${body.length - parsed.offset} bytes follow the message`);
+  if (parsed.offset !== body.length)
+    throw malformed(`${body.length - parsed.offset} bytes follow the message`);
   let info: pkijs.ContentInfo;
   try {
     info = new pkijs.ContentInfo({ schema: parsed.result });
   } catch (err) {
     throw malformed('it is not a ContentInfo', err);
   }
-  if (info.contentType !== OID_SIGNED_DATA) throw malformed(`its content type is ${info.contentType}, not SignedData`);
+  if (info.contentType !== OID_SIGNED_DATA)
+    throw malformed(`its content type is ${info.contentType}, not SignedData`);
   try {
     return new pkijs.SignedData({ schema: info.content });
   } catch (err) {
@@ -199,14 +243,26 @@ async function verifySignature(signed: pkijs.SignedData): Promise<pkijs.Certific
     if (!(err instanceof pkijs.SignedDataVerifyError)) throw err;
     // Codes are pkijs's: 1-3 no signer or certificate, 15 with this message a content digest mismatch.
     if (err.code === 2 || err.code === 3) {
-      throw new EnrollmentError('ENROLLMENT_SIGNER_UNKNOWN', 'The device answer does not carry the certificate that signed it.', { cause: err });
+      throw new EnrollmentError(
+        'ENROLLMENT_SIGNER_UNKNOWN',
+        'The device answer does not carry the certificate that signed it.',
+        { cause: err },
+      );
     }
     if (/digest doesn't match/i.test(err.message)) {
-      throw new EnrollmentError('ENROLLMENT_TAMPERED', 'The device answer was changed after it was signed (its content digest does not match).', {
-        cause: err,
-      });
+      throw new EnrollmentError(
+        'ENROLLMENT_TAMPERED',
+        'The device answer was changed after it was signed (its content digest does not match).',
+        {
+          cause: err,
+        },
+      );
     }
-    throw new EnrollmentError('ENROLLMENT_SIGNATURE_INVALID', `The device answer's signature cannot be checked: ${err.message}.`, { cause: err });
+    throw new EnrollmentError(
+      'ENROLLMENT_SIGNATURE_INVALID',
+      `The device answer's signature cannot be checked: ${err.message}.`,
+      { cause: err },
+    );
   }
   if (result.signatureVerified !== true || !result.signerCertificate) {
     // Without signed attributes (as devices sign) a changed content and a wrong key look alike.
@@ -223,17 +279,28 @@ async function verifySignature(signed: pkijs.SignedData): Promise<pkijs.Certific
  * checking each signature. Validity dates are not checked: Apple's device CA chain expired years
  * ago (Apple iPhone Device CA in 2014) and devices still sign with certificates it issues.
  */
-async function verifyChain(signer: pkijs.Certificate, signed: pkijs.SignedData, anchors: pkijs.Certificate[]): Promise<true> {
-  const pool = (signed.certificates ?? []).filter((c): c is pkijs.Certificate => c instanceof pkijs.Certificate);
+async function verifyChain(
+  signer: pkijs.Certificate,
+  signed: pkijs.SignedData,
+  anchors: pkijs.Certificate[],
+): Promise<true> {
+  const pool = (signed.certificates ?? []).filter(
+    (c): c is pkijs.Certificate => c instanceof pkijs.Certificate,
+  );
   let current = signer;
   for (let depth = 0; depth < MAX_CHAIN_DEPTH; depth++) {
     for (const anchor of anchors) {
-      if (current.issuer.isEqual(anchor.subject) && (await current.verify(anchor, engine).catch(() => false))) return true;
+      if (current.issuer.isEqual(anchor.subject) && (await current.verify(anchor, engine).catch(() => false)))
+        return true;
     }
     if (current.issuer.isEqual(current.subject)) break;
     let next: pkijs.Certificate | undefined;
     for (const candidate of pool) {
-      if (candidate !== current && current.issuer.isEqual(candidate.subject) && (await current.verify(candidate, engine).catch(() => false))) {
+      if (
+        candidate !== current &&
+        current.issuer.isEqual(candidate.subject) &&
+        (await current.verify(candidate, engine).catch(() => false))
+      ) {
         next = candidate;
         break;
       }
@@ -253,7 +320,8 @@ function readPemCertificates(pem: string): pkijs.Certificate[] {
     const der = Buffer.from(block[1]!.replace(/\s+/g, ''), 'base64');
     return pkijs.Certificate.fromBER(new Uint8Array(der.buffer, der.byteOffset, der.length));
   });
-  if (certificates.length === 0) throw new AppError(500, 'DEVICE_CA_INVALID', 'The configured device CA holds no PEM certificate.');
+  if (certificates.length === 0)
+    throw new AppError(500, 'DEVICE_CA_INVALID', 'The configured device CA holds no PEM certificate.');
   return certificates;
 }
 
@@ -264,15 +332,22 @@ function readFields(content: Buffer): Omit<EnrolledDevice, 'signerSubject' | 'ch
     dict = parsePlistDict(content, 'the device answer');
   } catch (err) {
     if (!isIpaError(err)) throw err;
-    throw new EnrollmentError('ENROLLMENT_PLIST_INVALID', `The device answer is not a usable property list (${err.message.replace(/\.$/, '')}).`, {
-      cause: err,
-    });
+    throw new EnrollmentError(
+      'ENROLLMENT_PLIST_INVALID',
+      `The device answer is not a usable property list (${err.message.replace(/\.$/, '')}).`,
+      {
+        cause: err,
+      },
+    );
   }
   const read = (key: string): string | undefined => {
     const value = dict[key];
     if (value === undefined) return undefined;
     if (typeof value !== 'string' || value.length > MAX_FIELD_LENGTH) {
-      throw new EnrollmentError('ENROLLMENT_PLIST_INVALID', `The device answer's ${key} is not a string of at most ${MAX_FIELD_LENGTH} characters.`);
+      throw new EnrollmentError(
+        'ENROLLMENT_PLIST_INVALID',
+        `The device answer's ${key} is not a string of at most ${MAX_FIELD_LENGTH} characters.`,
+      );
     }
     return value.trim() === '' ? undefined : value.trim();
   };
@@ -287,7 +362,10 @@ function readFields(content: Buffer): Omit<EnrolledDevice, 'signerSubject' | 'ch
     throw new EnrollmentError('ENROLLMENT_FIELDS_MISSING', `The device answer lacks ${missing.join(', ')}.`);
   }
   if (!UDID_PATTERN.test(udid!)) {
-    throw new EnrollmentError('ENROLLMENT_PLIST_INVALID', `The device answer's UDID "${udid!.slice(0, 64)}" is not a device identifier.`);
+    throw new EnrollmentError(
+      'ENROLLMENT_PLIST_INVALID',
+      `The device answer's UDID "${udid!.slice(0, 64)}" is not a device identifier.`,
+    );
   }
   const serial = read('SERIAL');
   const deviceName = read('DEVICE_NAME');
@@ -307,16 +385,22 @@ function readFields(content: Buffer): Omit<EnrolledDevice, 'signerSubject' | 'ch
  */
 function assertSafeXml(content: Buffer): void {
   const text = content.toString('utf8');
-  const unsafe = (why: string) => new EnrollmentError('ENROLLMENT_PLIST_UNSAFE', `The device answer's XML ${why}; it is refused unread.`);
+  const unsafe = (why: string) =>
+    new EnrollmentError('ENROLLMENT_PLIST_UNSAFE', `The device answer's XML ${why}; it is refused unread.`);
   if (/<!ENTITY/i.test(text)) throw unsafe('declares entities');
   const doctypes = text.match(/<!DOCTYPE[^>]*>/gi) ?? [];
   if (/<!DOCTYPE/gi.test(text) && doctypes.length === 0) throw unsafe('has an unterminated DOCTYPE');
   if (doctypes.length > 1 || (doctypes.length === 1 && !APPLE_PLIST_DOCTYPE.test(doctypes[0]!))) {
-    throw unsafe('has a DOCTYPE other than Apple\'s plist one');
+    throw unsafe("has a DOCTYPE other than Apple's plist one");
   }
 }
 
-const NAME_OIDS: Record<string, string> = { '2.5.4.3': 'CN', '2.5.4.10': 'O', '2.5.4.11': 'OU', '2.5.4.6': 'C' };
+const NAME_OIDS: Record<string, string> = {
+  '2.5.4.3': 'CN',
+  '2.5.4.10': 'O',
+  '2.5.4.11': 'OU',
+  '2.5.4.6': 'C',
+};
 
 function describeName(name: pkijs.RelativeDistinguishedNames): string {
   return name.typesAndValues
