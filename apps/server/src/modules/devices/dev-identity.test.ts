@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { assertProfileUsable, loadIdentity, openZip, parseProfile, sign } from '@sideport/ipa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureIpa } from '../../test/fixtures.js';
+import { opensslVerifyCms } from '../../test/openssl.js';
 import {
   createDevIdentity,
   createDevProfile,
@@ -75,26 +75,9 @@ describe('dev identity', () => {
 
   it('signs the profile so that openssl verifies it against the dev CA', () => {
     const made = createDevProfile(identity, { devices: UDIDS, clock: () => NOW });
-    writeFileSync(path.join(dir, 'ca.pem'), identity.caCertPem);
-    writeFileSync(path.join(dir, 'p.mobileprovision'), made.bytes);
-    const plist = execFileSync(
-      'openssl',
-      [
-        'cms',
-        '-verify',
-        '-inform',
-        'DER',
-        '-in',
-        'p.mobileprovision',
-        '-CAfile',
-        'ca.pem',
-        '-purpose',
-        'any',
-        '-attime',
-        String(Math.floor(NOW.getTime() / 1000) + 60),
-      ],
-      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
-    ).toString('utf8');
+    const plist = opensslVerifyCms(made.bytes, identity.caCertPem, new Date(NOW.getTime() + 60_000)).toString(
+      'utf8',
+    );
     expect(plist).toContain('<key>ProvisionedDevices</key>');
     expect(plist).toContain(UDIDS[0]);
   });

@@ -1,13 +1,12 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as asn1js from 'asn1js';
 import forge from 'node-forge';
 import * as pkijs from 'pkijs';
 import { buildXmlPlist, parsePlistDict, type PlistObject } from '@sideport/ipa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { fixturesDir } from '../../test/fixtures.js';
+import { opensslVerifyCms } from '../../test/openssl.js';
 import {
   buildEnrollmentProfile,
   DEVICE_ATTRIBUTES,
@@ -90,19 +89,16 @@ const ATTRIBUTES = {
 };
 const devicePlist = (fields: PlistObject = ATTRIBUTES) => buildXmlPlist(fields);
 
-let dir: string;
 let deviceCa: Issued;
 let deviceCaIntermediate: Issued;
 let device: Issued;
 let otherCa: Issued;
 beforeAll(() => {
-  dir = mkdtempSync(path.join(tmpdir(), 'sideport-enrollment-'));
   deviceCa = issue('Test Device Root', undefined, true);
   deviceCaIntermediate = issue('Test iPhone Device CA', deviceCa, true);
   device = issue('5D3C9A2B-0000-4000-8000-00000000ABCD', deviceCaIntermediate);
   otherCa = issue('Someone Else CA', undefined, true);
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function refusal(
   body: Buffer,
@@ -152,24 +148,7 @@ describe('Profile Service .mobileconfig', () => {
     const signed = buildEnrollmentProfile({ ...request, signer: loadProfileSigner(p12, 'p12-pass') });
     expect(signed.subarray(0, 1).toString('hex')).toBe('30'); // DER, not XML
 
-    writeFileSync(path.join(dir, 'operator-ca.pem'), operatorCa.pem);
-    writeFileSync(path.join(dir, 'enroll.mobileconfig'), signed);
-    const content = execFileSync(
-      'openssl',
-      [
-        'cms',
-        '-verify',
-        '-inform',
-        'DER',
-        '-in',
-        'enroll.mobileconfig',
-        '-CAfile',
-        'operator-ca.pem',
-        '-purpose',
-        'any',
-      ],
-      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const content = opensslVerifyCms(signed, operatorCa.pem);
     expect(parsePlistDict(content, 'mobileconfig')).toMatchObject({
       PayloadType: 'Profile Service',
       PayloadContent: { URL: request.url },
