@@ -85,8 +85,7 @@ export function sessionCookie(response: { cookies: Array<{ name: string; value: 
   return `sideport_session=${cookie.value}`;
 }
 
-/** The repository's real-world fixtures (fixtures/PROVENANCE.md says where each came from). */
-export const fixturesDir = path.resolve(import.meta.dirname, '../../../../fixtures');
+export { fixturesDir } from './fixtures.js';
 
 /** Signs up a user through the API and returns its cookie header; grade > 0 is set through the service. */
 export async function signedInUser(t: TestApp, id: string, grade = 0) {

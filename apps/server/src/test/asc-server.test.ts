@@ -1,0 +1,115 @@
+/**
+ * The test double itself: it must refuse what Apple's OpenAPI document does not allow, or the
+ * client tests that rely on it prove nothing.
+ */
+import { generateKeyPairSync } from 'node:crypto';
+import { importPKCS8, SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAscServer, type AscServer } from './asc-server.js';
+
+const keyPem = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+  .privateKey.export({ type: 'pkcs8', format: 'pem' })
+  .toString();
+const keyId = 'KEY1234567';
+const issuerId = '69a6de70-0000-47e3-e053-5b8c7c11a4d1';
+let server: AscServer;
+
+async function token(claims: { aud?: string; lifetime?: number; kid?: string } = {}) {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', kid: claims.kid ?? keyId, typ: 'JWT' })
+    .setIssuer(issuerId)
+    .setAudience(claims.aud ?? 'appstoreconnect-v1')
+    .setIssuedAt(now)
+    .setExpirationTime(now + (claims.lifetime ?? 600))
+    .sign(await importPKCS8(keyPem, 'ES256'));
+}
+
+async function ask(method: string, path: string, body?: unknown, bearer?: string) {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${bearer ?? (await token())}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return {
+    status: res.status,
+    json: (await res.json()) as { errors?: { status: string; code: string; detail: string }[] },
+  };
+}
+
+beforeAll(async () => {
+  server = await startAscServer({ keyId, issuerId, keyPem });
+});
+afterAll(async () => server.close());
+
+describe('the App Store Connect test server', () => {
+  it('answers a request the document allows, and records no violation', async () => {
+    const { status, json } = await ask('GET', '/v1/devices?filter[platform]=IOS,MAC_OS&limit=200');
+    expect(status).toBe(200);
+    expect(json).toMatchObject({
+      data: [],
+      links: { self: expect.any(String) },
+      meta: { paging: { total: 0, limit: 200 } },
+    });
+    expect(server.violations).toEqual([]);
+  });
+
+  it('refuses and records a path the document does not have', async () => {
+    const { status, json } = await ask('GET', '/v1/gadgets');
+    expect(status).toBe(404);
+    expect(json.errors![0]).toMatchObject({ status: '404', code: 'NOT_FOUND' });
+    expect(server.violations.pop()).toMatch(/GET \/v1\/gadgets/);
+  });
+
+  it('refuses and records a method the path does not have', async () => {
+    expect((await ask('DELETE', '/v1/devices/ABC')).status).toBe(404);
+    expect(server.violations.pop()).toMatch(/DELETE \/v1\/devices\/ABC/);
+  });
+
+  it('refuses and records a query parameter the operation does not take, or a value it does not allow', async () => {
+    expect((await ask('GET', '/v1/devices?filter[colour]=red')).status).toBe(400);
+    expect(server.violations.pop()).toBe(
+      "client: The parameter 'filter[colour]' can not be used with this request",
+    );
+    expect((await ask('GET', '/v1/devices?filter[platform]=ANDROID')).status).toBe(400);
+    expect(server.violations.pop()).toMatch(/filter\[platform\]' has an invalid value 'ANDROID'/);
+    expect((await ask('GET', '/v1/devices?limit=500')).status).toBe(400);
+    expect(server.violations.pop()).toMatch(/'limit' has an invalid value '500'.*must be <= 200/);
+  });
+
+  it('refuses and records a body that does not match the request schema', async () => {
+    const { status } = await ask('POST', '/v1/devices', {
+      data: { type: 'devices', attributes: { name: 'x', platform: 'IOS' } },
+    });
+    expect(status).toBe(422);
+    expect(server.violations.pop()).toMatch(
+      /DeviceCreateRequest|devices_createInstance.*must have required property 'udid'/,
+    );
+    await ask('POST', '/v1/devices', {
+      data: {
+        type: 'devices',
+        attributes: { name: 'x', udid: '00008120-001A2B3C4D5E6F70', platform: 'ANDROID' },
+      },
+    });
+    expect(server.violations.pop()).toMatch(/must be equal to one of the allowed values/);
+    expect(server.devices).toEqual([]);
+  });
+
+  it('refuses tokens Apple would: wrong audience, wrong kid, too long a life, none at all', async () => {
+    for (const [bearer, reason] of [
+      [await token({ aud: 'someone-else' }), 'unexpected "aud" claim value'],
+      [await token({ kid: 'OTHERKEY00' }), "kid OTHERKEY00 is not the key's id"],
+      [await token({ lifetime: 3600 }), 'the token lives 3600 s, more than 20 minutes'],
+      ['not.a.jwt', 'Invalid Token or Protected Header formatting'],
+    ] as const) {
+      const { status, json } = await ask('GET', '/v1/devices', undefined, bearer);
+      expect(status).toBe(401);
+      expect(json.errors![0]).toMatchObject({ code: 'NOT_AUTHORIZED' });
+      expect(server.authFailures.pop()).toBe(reason);
+    }
+    expect(server.violations).toEqual([]);
+  });
+});
