@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
 import {
@@ -33,6 +35,8 @@ export interface SampleIpaOptions {
   cryptid?: number;
   /** Marks the copy as a demo everywhere it shows: its name, and a DEMO.txt in the bundle. */
   demo?: boolean;
+  /** Adds a stored (uncompressed) resource of this many random bytes: a large app for benchmarks. */
+  padBytes?: number;
 }
 
 const DEMO_NOTE =
@@ -71,6 +75,12 @@ export async function makeSampleIpa(options: SampleIpaOptions): Promise<void> {
       zip.addBuffer(data, entry.name, entry.unixMode === undefined ? {} : { mode: entry.unixMode });
     }
     if (options.demo) zip.addBuffer(Buffer.from(DEMO_NOTE), `${bundle.dir}/DEMO.txt`);
+    if (options.padBytes) {
+      zip.addReadStream(Readable.from(randomChunks(options.padBytes)), `${bundle.dir}/Assets/padding.bin`, {
+        compress: false,
+        size: options.padBytes,
+      });
+    }
     if (options.appVerId !== undefined) {
       const metadata = buildXmlPlist({
         softwareVersionExternalIdentifier: Number(options.appVerId),
@@ -85,6 +95,11 @@ export async function makeSampleIpa(options: SampleIpaOptions): Promise<void> {
   } finally {
     archive.close();
   }
+}
+
+function* randomChunks(total: number) {
+  const chunk = randomBytes(4 * 1024 * 1024);
+  for (let left = total; left > 0; left -= chunk.length) yield left >= chunk.length ? chunk : chunk.subarray(0, left);
 }
 
 /** A copy of a thin Mach-O whose LC_ENCRYPTION_INFO(_64) says `cryptid` (cryptid is at +16 in the command). */
