@@ -30,12 +30,12 @@ export const idParam = (name: string) => {
     .pipe(z.number().max(MAX_ID, { error }));
 };
 
-/** List pages start at 0 (spec section 9). */
-export const pageParam = z.coerce
-  .number({ error: 'Page must be a whole number from 0.' })
-  .int({ error: 'Page must be a whole number from 0.' })
-  .min(0, { error: 'Page must be a whole number from 0.' })
-  .max(100_000, { error: 'Page is too large.' });
+/** List pages start at 0 (spec section 9); digits only, so '1e3', '0x1F' and ' 1' are refused. */
+export const pageParam = z
+  .string()
+  .regex(/^\d{1,7}$/, { error: 'Page must be a whole number from 0.' })
+  .transform(Number)
+  .pipe(z.number().max(100_000, { error: 'Page is too large.' }));
 
 /** A store country in any case (the spec's calls send it lowercase), answered in upper case. */
 export const countryParam = z
