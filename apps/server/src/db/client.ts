@@ -1,3 +1,4 @@
+/// <reference path="../types/fs-native-extensions.d.ts" />
 import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout } from 'node:timers/promises';
