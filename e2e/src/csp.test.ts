@@ -1,7 +1,10 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startItunesServer, type ItunesServer } from '../../apps/server/src/dev/itunes-server.js';
 import { launchBrowser, newDataDir, openSession, startServer, submitSignUp, type RunningServer } from './harness.js';
+import { fixturesDir } from './paths.js';
 import { seedDataDir, storeApp } from './seed.js';
 
 let server: RunningServer;
@@ -14,25 +17,10 @@ beforeAll(async () => {
     { app: storeApp(300), status: 'Done' },
     { app: storeApp(301, { name: 'Waiting App' }), status: 'Pending', appVerId: null },
   ]);
+  // A real store record; its 2014 icon host is gone, today's answers point at Apple's artwork CDN.
+  const recorded = JSON.parse(readFileSync(path.join(fixturesDir, 'itunes/fastlane_itunesLookup-284882215.json'), 'utf8'));
   store = await startItunesServer({
-    records: [
-      {
-        wrapperType: 'software',
-        kind: 'software',
-        trackId: 910,
-        trackName: 'Rock Band',
-        artistName: 'Harmonix',
-        version: '3.0',
-        artworkUrl512: 'https://is1-ssl.mzstatic.com/image/thumb/rock/512x512bb.jpg',
-        trackViewUrl: 'https://apps.apple.com/app/id910',
-        averageUserRating: 3.5,
-        userRatingCount: 812,
-        bundleId: 'com.harmonix.rockband',
-        minimumOsVersion: '15.0',
-        fileSizeBytes: '104857600',
-        price: 0,
-      },
-    ],
+    records: [{ ...recorded.results[0], artworkUrl512: 'https://is1-ssl.mzstatic.com/image/thumb/facebook/512x512bb.jpg' }],
   });
   server = await startServer(dataDir, { ITUNES_BASE_URL: store.url });
   browser = await launchBrowser();
@@ -80,7 +68,7 @@ describe('the Content-Security-Policy in a real browser', () => {
     await submitSignUp(s, 'csp_reader');
     await s.page.waitForURL((url) => !url.pathname.startsWith('/sign-up'));
     found['/sign-up'] = await violations();
-    await visit('/search/KR/rock', () => s.page.getByText('Rock Band').waitFor());
+    await visit('/search/KR/facebook', () => s.page.getByText('Facebook', { exact: true }).waitFor());
     await visit('/my', () => s.page.getByRole('tab', { name: 'Device' }).waitFor());
     await s.page.getByRole('tab', { name: 'Device' }).click();
     found['/my (Device)'] = await violations();

@@ -1,9 +1,8 @@
-/// <reference path="../types/fs-native-extensions.d.ts" />
 import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
-import { tryLock } from 'fs-native-extensions';
 import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -71,6 +70,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     },
   };
 }
+
+// fs-native-extensions (CommonJS, untyped): tryLock takes an exclusive OFD lock, false when held.
+const { tryLock } = createRequire(import.meta.url)('fs-native-extensions') as { tryLock(fd: number): boolean };
 
 const LOCK_FILE = 'sideport.lock';
 const LOCK_ATTEMPTS = 20;
