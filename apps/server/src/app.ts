@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type RouteOptions } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { DatabaseHandle } from './db/client.js';
@@ -30,9 +30,12 @@ import { createEventBus } from './platform/events.js';
 import { createUrlSigner } from './platform/signed-urls.js';
 import { createFileStore } from './platform/storage.js';
 import type { Config } from './platform/config.js';
-import { registerCrossSiteGuard } from './platform/cross-site.js';
+import { createClientErrorHandler } from './platform/client-error.js';
+import { decodedPath, isApiPath, registerCrossSiteGuard } from './platform/cross-site.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { loggerOptions } from './platform/logger.js';
+import { hasControlCharacters } from './platform/params.js';
+import { registerSecurityHeaders } from './platform/security-headers.js';
 
 export interface AppDeps {
   config: Config;
@@ -43,8 +46,17 @@ export interface AppDeps {
 /** Paths under /api that authenticate on their own and so skip the cross-site check. */
 export const CROSS_SITE_EXEMPT = ['/api/agent/', '/api/webhooks/', '/api/udid/'] as const;
 
+/** A route as registered: method, path pattern and the schemas that check its input. */
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  schema: FastifyRouteSchema | undefined;
+}
+type FastifyRouteSchema = RouteOptions['schema'];
+
 export async function buildApp({ config, database, clock = () => new Date() }: AppDeps) {
-  const app = Fastify({
+  const isHttps = config.PUBLIC_URL?.startsWith('https:') ?? false;
+  const app: FastifyInstance = Fastify({
     logger: loggerOptions(config),
     genReqId: () => randomUUID(),
     bodyLimit: config.BODY_LIMIT_BYTES,
@@ -55,19 +67,25 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
       request.log.info({ code: error.code }, 'malformed request address');
       void (reply as FastifyReply).code(400).type('text/plain; charset=utf-8').send('This address is not valid.');
     },
+    // What Node's HTTP parser refuses (a bad Content-Length) gets a text/plain sentence too.
+    clientErrorHandler: createClientErrorHandler(() => app.log),
+  });
+  // Every route, as registered: the route-access suite checks each against its declared access.
+  const routes: RegisteredRoute[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, schema: route.schema });
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
+  // Before the cross-site guard, so its refusals carry the same headers.
+  await registerSecurityHeaders(app, { isHttps });
   registerCrossSiteGuard(app, {
     exemptPrefixes: CROSS_SITE_EXEMPT,
     ...(config.PUBLIC_URL ? { publicOrigin: new URL(config.PUBLIC_URL).origin } : {}),
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('referrer-policy', 'same-origin');
-    reply.header('x-frame-options', 'DENY');
   });
   await app.register(fastifyCookie);
   // OpenAPI of every route, from the same zod schemas that validate them: GET /api/openapi.json.
@@ -92,9 +110,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     },
   });
   const guards = createGuards(auth);
-  const secureCookies = config.PUBLIC_URL?.startsWith('https:') ?? false;
-
-  await app.register(authRoutes, { auth, secureCookies });
+  await app.register(authRoutes, { auth, secureCookies: isHttps });
   const devices = createDeviceService({ db });
   const billingProvider = createBillingProvider(config, { db, clock, log: app.log });
   const billing = createBillingService({
@@ -194,7 +210,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
 
   await registerWeb(app, config.WEB_DIST_DIR);
   // Returned beside the app, not on it: a fastify instance is thenable, so `await` would drop extras.
-  return { app, services: { auth, catalog, billing, devices, decrypt, jobs, agents, bus, files } };
+  return { app, routes, services: { auth, catalog, billing, devices, decrypt, jobs, agents, bus, files } };
 }
 
 export type Built = Awaited<ReturnType<typeof buildApp>>;
@@ -217,8 +233,8 @@ async function registerWeb(app: FastifyInstance, distDir: string) {
     app.get('/', (_request, reply) => reply.header('cache-control', 'no-cache').sendFile('index.html'));
   }
   app.setNotFoundHandler((request, reply) => {
-    const url = request.url.split('?')[0] ?? '/';
-    const isPage = (request.method === 'GET' || request.method === 'HEAD') && !url.startsWith('/api/');
+    // Decoded, as the router saw it: /%61pi/nothing is an unknown API address, not a page.
+    const isPage = (request.method === 'GET' || request.method === 'HEAD') && !isApiPath(decodedPath(request));
     if (isPage && hasWeb) {
       return reply.header('cache-control', 'no-cache').sendFile('index.html');
     }
@@ -228,6 +244,8 @@ async function registerWeb(app: FastifyInstance, distDir: string) {
         .type('text/plain; charset=utf-8')
         .send('The web client is not built yet. Run npm run build, then reload.');
     }
-    return reply.code(404).type('text/plain; charset=utf-8').send(`There is no ${request.method} ${url} here.`);
+    const shown = decodedPath(request);
+    const what = hasControlCharacters(shown) || shown.length > 200 ? 'this address' : shown;
+    return reply.code(404).type('text/plain; charset=utf-8').send(`There is no ${request.method} ${what} here.`);
   });
 }

@@ -1,56 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-// The real entry point as `npm start` runs it (root `npm test` builds dist before the tests).
-const mainJs = path.resolve(import.meta.dirname, '../dist/main.js');
-const cliJs = path.resolve(import.meta.dirname, '../bin/sideport.js');
-const md5 = (s: string) => createHash('md5').update(s).digest('hex');
-
-interface Running {
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-}
-
-function start(env: Record<string, string>): Promise<Running> {
-  const child = spawn(process.execPath, [mainJs], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /Sideport listening on (http:\/\/[\d.:]+)/.exec(out);
-      if (match) resolve({ child, url: match[1]!, output: () => out });
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)));
-  });
-}
-
-function stop(running: Running): Promise<number | null> {
-  return new Promise((resolve) => {
-    running.child.removeAllListeners('exit');
-    running.child.on('exit', (code) => resolve(code));
-    running.child.kill('SIGTERM');
-  });
-}
-
-function runCli(args: string[], env: Record<string, string>) {
-  return new Promise<{ code: number | null; out: string }>((resolve) => {
-    const child = spawn(process.execPath, [cliJs, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', (code) => resolve({ code, out }));
-  });
-}
+import { mainJs, md5, runCli, startServer as start, stopServer as stop } from './test/server-process.js';
 
 describe('the server process', () => {
   let dataDir: string;
@@ -64,7 +17,7 @@ describe('the server process', () => {
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it('keeps every account across a restart on the same DATA_DIR', async () => {
+  it('keeps every account across a restart on the same DATA_DIR', { timeout: 120_000 }, async () => {
     expect(existsSync(mainJs)).toBe(true);
     const env = { DATA_DIR: dataDir, WEB_DIST_DIR: webDir };
     const first = await start(env);
@@ -100,7 +53,7 @@ describe('the server process', () => {
       // The embedded database is one process's: the CLI refuses to open it while the server runs.
       const busy = await runCli(['user:grade', 'survivor', '1'], env);
       expect(busy.code).toBe(1);
-      expect(busy.out).toMatch(/is in use by process \d+/);
+      expect(busy.out).toContain(`is in use by process ${second.child.pid}, which holds the lock on ${path.join(dataDir, 'db', 'sideport.lock')}`);
     } finally {
       expect(await stop(second)).toBe(0);
     }
@@ -112,21 +65,41 @@ describe('the server process', () => {
     expect(unknown.out).toContain('No user with id nobody.');
   });
 
-  it('creates the admin account from ADMIN_ID and ADMIN_PASSWORD', async () => {
-    const running = await start({
-      DATA_DIR: dataDir,
-      WEB_DIST_DIR: webDir,
-      ADMIN_ID: 'operator',
-      ADMIN_PASSWORD: 'operator password',
-    });
-    try {
-      const signIn = await fetch(`${running.url}/api/sign-in`, {
+  it('creates the admin account from ADMIN_ID and ADMIN_PASSWORD; a new password ends its sessions', { timeout: 120_000 }, async () => {
+    const adminEnv = (password: string) => ({ DATA_DIR: dataDir, WEB_DIST_DIR: webDir, ADMIN_ID: 'operator', ADMIN_PASSWORD: password });
+    const signIn = (url: string, password: string) =>
+      fetch(`${url}/api/sign-in`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ id: 'operator', pw: md5('operator password') }),
+        body: JSON.stringify({ id: 'operator', pw: md5(password) }),
       });
-      expect(await signIn.json()).toEqual({ grade: 1 });
+    const info = (url: string, cookie: string) => fetch(`${url}/api/info`, { headers: { cookie } }).then((r) => r.status);
+
+    let running = await start(adminEnv('operator password'));
+    let cookie: string;
+    try {
+      const res = await signIn(running.url, 'operator password');
+      expect(await res.json()).toEqual({ grade: 1 });
+      cookie = res.headers.get('set-cookie')!.split(';')[0]!;
       expect(running.output()).not.toContain('operator password');
+    } finally {
+      await stop(running);
+    }
+
+    // The same password at the next start leaves the admin signed in.
+    running = await start(adminEnv('operator password'));
+    try {
+      expect(await info(running.url, cookie)).toBe(200);
+    } finally {
+      await stop(running);
+    }
+
+    // A new ADMIN_PASSWORD: whoever signed in with the old one is out, and the old one fails.
+    running = await start(adminEnv('a brand new password'));
+    try {
+      expect(await info(running.url, cookie)).toBe(401);
+      expect((await signIn(running.url, 'operator password')).status).toBe(401);
+      expect((await signIn(running.url, 'a brand new password')).status).toBe(200);
     } finally {
       await stop(running);
     }

@@ -1,3 +1,5 @@
+// First: the server's Content-Security-Policy forbids eval, and zod must not even probe for it.
+import '@sideport/contracts/without-eval';
 import 'bootstrap/dist/css/bootstrap.min.css';
 // Its fonts are bundled into dist/assets and served from our own origin (no CDN).
 import 'bootstrap-icons/font/bootstrap-icons.min.css';

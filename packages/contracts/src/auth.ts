@@ -6,12 +6,37 @@ export const ID_MAX_LENGTH = 32;
 export const PASSWORD_MIN_LENGTH = 8;
 export const ID_PATTERN = /^[A-Za-z0-9._@-]+$/;
 
+/**
+ * Ids that name JavaScript's own object machinery. An id becomes a key in maps and logs on every
+ * side (server, web, agent); `__proto__` or `constructor` as a key reaches the prototype instead.
+ * Compared without regard to case, as ids are.
+ */
+export const RESERVED_IDS: readonly string[] = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  // The rest of Object.prototype's own names.
+  '__definegetter__',
+  '__definesetter__',
+  '__lookupgetter__',
+  '__lookupsetter__',
+  'hasownproperty',
+  'isprototypeof',
+  'propertyisenumerable',
+  'tolocalestring',
+  'tostring',
+  'valueof',
+];
+
+export const isReservedId = (id: string) => RESERVED_IDS.includes(id.toLowerCase());
+
 export const userId = z
   .string({ error: (issue) => (issue.input === undefined ? 'Id is required.' : 'Id must be a string.') })
   // The same sentence the sign-in form shows (spec section 5).
   .min(ID_MIN_LENGTH, { error: `Please enter at least ${ID_MIN_LENGTH} characters for ID` })
   .max(ID_MAX_LENGTH, { error: `Id must be at most ${ID_MAX_LENGTH} characters.` })
-  .regex(ID_PATTERN, { error: 'Id may contain only letters, digits and . _ @ -' });
+  .regex(ID_PATTERN, { error: 'Id may contain only letters, digits and . _ @ -' })
+  .refine((id) => !isReservedId(id), { error: 'This id is reserved; please choose another.' });
 
 /** The client never sends the password itself, only its md5: 32 hex characters. */
 export const passwordMd5 = z

@@ -1,5 +1,7 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -65,8 +67,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     };
   }
   const dir = options.pgliteDir;
-  if (dir) lockDataFolder(dir);
-  const client = dir ? await PGlite.create(dir) : await PGlite.create();
+  const lock = dir ? await lockDataFolder(dir) : undefined;
+  let client: PGlite;
+  try {
+    client = dir ? await PGlite.create(dir) : await PGlite.create();
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
   const db = drizzlePglite(client, { schema }) as unknown as Database;
   return {
     db,
@@ -82,7 +90,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     },
     close: async () => {
       await client.close();
-      if (dir) rmSync(lockPath(dir), { force: true });
+      lock?.release();
     },
   };
 }
@@ -127,37 +135,54 @@ async function listenPg(url: string, channel: string, onPayload: (payload: strin
   };
 }
 
-const lockPath = (dir: string) => path.join(dir, 'sideport.lock');
+// fs-native-extensions (CommonJS, untyped): tryLock takes an exclusive OFD lock, false when held.
+const { tryLock } = createRequire(import.meta.url)('fs-native-extensions') as { tryLock(fd: number): boolean };
 
-function isAlive(pid: number) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+const LOCK_FILE = 'sideport.lock';
+const LOCK_ATTEMPTS = 20;
+const LOCK_RETRY_MS = 100;
+
+interface FolderLock {
+  release(): void;
 }
 
 /**
  * Embedded PGlite is one process's database: a second process opening the same folder would
- * corrupt it. A pid file refuses the second opener with a sentence; a stale one (dead pid) is taken over.
+ * corrupt it. The folder is held by an exclusive lock on DATA_DIR/db/sideport.lock, taken on an
+ * open file description (fcntl F_OFD_SETLK on Linux): the kernel releases it when the holder exits,
+ * however it exits, so a restart right after a SIGKILL finds the folder free, and a stale pid in
+ * the file cannot block a start. The pid written into the file only names the holder in the message.
  */
-function lockDataFolder(dir: string) {
+async function lockDataFolder(dir: string): Promise<FolderLock> {
   mkdirSync(dir, { recursive: true });
-  const file = lockPath(dir);
+  const file = path.join(dir, LOCK_FILE);
+  const fd = openSync(file, 'a+');
+  let locked = false;
   try {
-    writeFileSync(file, String(process.pid), { flag: 'wx' });
-    return;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    // A holder killed a moment ago may still be closing its files: give it a moment.
+    for (let attempt = 0; attempt < LOCK_ATTEMPTS && !locked; attempt++) {
+      if (attempt > 0) await sleep(LOCK_RETRY_MS);
+      locked = tryLock(fd);
+    }
+  } finally {
+    if (!locked) closeSync(fd);
   }
-  const holder = Number(readFileSync(file, 'utf8'));
-  if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
+  if (!locked) {
+    const holder = readFileSync(file, 'utf8').trim();
+    const who = /^\d+$/.test(holder) ? `process ${holder}` : 'another process';
     throw new Error(
-      `The database folder ${dir} is in use by process ${holder}. Embedded PGlite allows one process: stop it first, or use DATABASE_URL.`,
+      `The database folder ${dir} is in use by ${who}, which holds the lock on ${file}. ` +
+        'Embedded PGlite allows one process: stop it first, or use DATABASE_URL.',
     );
   }
-  writeFileSync(file, String(process.pid));
+  ftruncateSync(fd, 0);
+  writeSync(fd, String(process.pid), 0);
+  return {
+    release() {
+      // Closing the descriptor drops the lock; the file stays, so two starters never race on it.
+      closeSync(fd);
+    },
+  };
 }
 
 /** Rows of a raw SQL query; both drivers answer `{ rows }`. */

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -59,10 +59,22 @@ export interface TestApp extends Awaited<ReturnType<typeof buildApp>> {
 /** The real server (fastify inject) on a fresh database, with env overrides and an optional clock. */
 export async function createTestApp(
   kind: DatabaseKind,
-  options: { env?: Record<string, string>; clock?: () => Date } = {},
+  options: { env?: Record<string, string>; clock?: () => Date; web?: boolean } = {},
 ): Promise<TestApp> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-test-'));
-  const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, WEB_DIST_DIR: dataDir, ...options.env });
+  // `web`: a small built web app in DATA_DIR/web, so the SPA and static routes are registered.
+  const webDir = path.join(dataDir, 'web');
+  if (options.web) {
+    mkdirSync(path.join(webDir, 'assets'), { recursive: true });
+    writeFileSync(path.join(webDir, 'index.html'), '<!doctype html><title>Sideport</title><div id="root"></div>');
+    writeFileSync(path.join(webDir, 'assets', 'app-1234.js'), 'console.log(1)');
+  }
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    WEB_DIST_DIR: options.web ? webDir : dataDir,
+    ...options.env,
+  });
   const database = await openTestDatabase(kind);
   const built = await buildApp({ config, database, ...(options.clock ? { clock: options.clock } : {}) });
   await built.app.ready();

@@ -28,8 +28,12 @@ export async function updateUserGrade(db: Database, id: string, grade: number) {
   return updated.length === 1;
 }
 
-export async function updateUserPassword(db: Database, id: string, passwordHash: string) {
-  await db.update(users).set({ passwordHash }).where(eq(users.id, id));
+/** Sets a new password and ends every session of the account, in one transaction. */
+export async function replacePassword(db: Database, id: string, passwordHash: string) {
+  await db.transaction(async (tx) => {
+    await tx.update(users).set({ passwordHash }).where(eq(users.id, id));
+    await tx.delete(sessions).where(eq(sessions.userId, id));
+  });
 }
 
 export async function insertSession(db: Database, session: typeof sessions.$inferInsert) {

@@ -64,6 +64,10 @@ describe.each(databaseKinds)('accounts on %s', (kind) => {
       ['non-hex pw', { id: 'abcd', pw: 'z'.repeat(32) }, 'Password must be sent as an MD5 hash (32 hex characters).'],
       ['plain-text pw', { id: 'abcd', pw: 'password123' }, 'Password must be sent as an MD5 hash (32 hex characters).'],
       ['an array body', [1, 2], 'Send a JSON object with id and pw.'],
+      ['the id __proto__', { id: '__proto__', pw: PW }, 'This id is reserved; please choose another.'],
+      ['the id constructor', { id: 'constructor', pw: PW }, 'This id is reserved; please choose another.'],
+      ['the id Prototype', { id: 'Prototype', pw: PW }, 'This id is reserved; please choose another.'],
+      ['the id hasOwnProperty', { id: 'hasOwnProperty', pw: PW }, 'This id is reserved; please choose another.'],
     ];
     it.each(badBodies)('answers 400 for %s and stores nothing', async (_name, payload, message) => {
       const before = await userCount();

@@ -122,15 +122,23 @@ export function createAuthService(deps: AuthServiceDeps) {
       return q.updateUserGrade(db, id, grade);
     },
 
-    /** Creates the account, or sets its password and grade when it exists (operator bootstrap). */
+    /**
+     * Creates the account, or sets its password and grade when it exists (operator bootstrap:
+     * ADMIN_PASSWORD, user:create). A new password ends every session of the account, so whoever
+     * signed in with the old one is out; the same password again leaves them be.
+     */
     async ensureUser(id: string, passwordMd5: string, grade: number) {
-      const passwordHash = await hash(normalizeMd5(passwordMd5), ARGON2);
-      if (!(await q.insertUser(db, { id, passwordHash, grade }))) {
-        const existing = await q.findUserById(db, id);
-        if (!existing) throw new Error(`Could not create or find user ${id}`);
-        await q.updateUserPassword(db, existing.id, passwordHash);
-        await q.updateUserGrade(db, existing.id, grade);
+      const md5 = normalizeMd5(passwordMd5);
+      const passwordHash = await hash(md5, ARGON2);
+      if (await q.insertUser(db, { id, passwordHash, grade })) return;
+      const existing = await q.findUserById(db, id);
+      if (!existing) throw new Error(`Could not create or find user ${id}`);
+      if (!(await verify(existing.passwordHash, md5))) {
+        await q.replacePassword(db, existing.id, passwordHash);
       }
+      await q.updateUserGrade(db, existing.id, grade);
+      // This process's cached lookups must not outlive the ended sessions or the old grade.
+      sessionCache.clear();
     },
 
     async purgeExpiredSessions() {

@@ -1,6 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { badRequest, forbidden, notFound } from '../../platform/errors.js';
 import { isSameSiteRequest } from '../../platform/cross-site.js';
+import { opaqueIdParam } from '../../platform/params.js';
 import { currentUser, type Guards } from '../auth/guard.js';
 import { DEV_PAGE_CSP, renderCheckoutPage, renderPortalPage } from './dev-pages.js';
 import { DEV_CHECKOUT_PATH, DEV_PORTAL_PATH } from './provider-dev.js';
@@ -20,6 +23,11 @@ const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 
 const RESET_SERVICE = 5;
 
+// Unknown services and device indexes keep their own answers below; these bound what reaches them.
+const serviceParams = z.object({ n: z.string().max(8, { error: 'Unknown service.' }) });
+const deviceParams = z.object({ index: z.string().max(8, { error: 'This device was not found.' }) });
+const checkoutParams = z.object({ id: opaqueIdParam('checkout') });
+
 function parseService(raw: string): CheckoutAsk {
   const n = /^\d$/.test(raw) ? Number(raw) : NaN;
   if (n === RESET_SERVICE) return { kind: 'reset' };
@@ -34,12 +42,13 @@ export async function billingRoutes(
   const baseUrl = (request: FastifyRequest) =>
     new URL(publicUrl ?? `${request.protocol}://${request.host}`).origin;
   const signedIn = { onRequest: guards.requireUser };
+  const r = app.withTypeProvider<ZodTypeProvider>();
 
-  app.get<{ Params: { n: string } }>('/api/pay/service/:n', signedIn, async (request) => {
+  r.get('/api/pay/service/:n', { ...signedIn, schema: { params: serviceParams } }, async (request) => {
     return billing.startCheckout(currentUser(request), parseService(request.params.n), baseUrl(request));
   });
 
-  app.get<{ Params: { index: string } }>('/api/pay/device/:index', signedIn, async (request) => {
+  r.get('/api/pay/device/:index', { ...signedIn, schema: { params: deviceParams } }, async (request) => {
     const raw = request.params.index;
     if (!/^\d{1,6}$/.test(raw)) throw notFound('This device');
     return billing.startCheckout(
@@ -92,14 +101,16 @@ export async function billingRoutes(
         }
       });
 
-      scope.get<{ Params: { id: string } }>(`${DEV_CHECKOUT_PATH}/:id`, signedIn, async (request, reply) => {
+      const dev = scope.withTypeProvider<ZodTypeProvider>();
+      const checkout = { ...signedIn, schema: { params: checkoutParams } };
+      dev.get(`${DEV_CHECKOUT_PATH}/:id`, checkout, async (request, reply) => {
         const view = await billing.devCheckout(request.params.id, currentUser(request).id);
         return reply.type('text/html; charset=utf-8').send(renderCheckoutPage(view, DEV_CHECKOUT_PATH));
       });
 
-      scope.post<{ Params: { id: string } }>(
+      dev.post(
         `${DEV_CHECKOUT_PATH}/:id/pay`,
-        signedIn,
+        checkout,
         async (request, reply) => {
           return reply.redirect(
             await billing.payDevCheckout(request.params.id, currentUser(request).id),
@@ -108,9 +119,9 @@ export async function billingRoutes(
         },
       );
 
-      scope.post<{ Params: { id: string } }>(
+      dev.post(
         `${DEV_CHECKOUT_PATH}/:id/cancel`,
-        signedIn,
+        checkout,
         async (request, reply) => {
           return reply.redirect(
             await billing.cancelDevCheckout(request.params.id, currentUser(request).id),

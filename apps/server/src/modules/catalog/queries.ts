@@ -24,9 +24,15 @@ const entryColumns = {
   sizeBytes: versions.sizeBytes,
 };
 
+/**
+ * Writes the store's records of apps. The store may list one app twice in an answer, and one
+ * INSERT ... ON CONFLICT DO UPDATE cannot touch a row twice: the first record of each app is kept.
+ */
 export async function upsertApps(db: Database, country: string, list: StoreApp[], fetchedAt: Date) {
-  if (list.length === 0) return;
-  const rows = list.map((a) => ({ ...a, country, fetchedAt }));
+  const seen = new Set<number>();
+  const unique = list.filter((a) => !seen.has(a.appId) && seen.add(a.appId));
+  if (unique.length === 0) return;
+  const rows = unique.map((a) => ({ ...a, country, fetchedAt }));
   await db
     .insert(apps)
     .values(rows)

@@ -27,6 +27,8 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
         ['search:tweetbot', itunesFixture('mas_search_tweetbot.json')],
         ['search:nothing at all', itunesFixture('mas_search_nonexistent_resultCount0.json')],
         ['search:facebook', itunesFixture('fastlane_itunesLookup-284882215.json')],
+        // The store sometimes lists one app twice in an answer (seen with several recorded answers served at once).
+        ['search:listed twice', JSON.stringify({ resultCount: 3, results: [facebook, derived(1003, { trackName: 'Rock Band' }), facebook] })],
       ]),
       records: [
         derived(1001, { trackName: '카카오톡 KakaoTalk', bundleId: 'com.iwilab.KakaoTalk', averageUserRating: undefined, userRatingCount: undefined }),
@@ -113,6 +115,15 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
       expect(encoded.json()).toHaveLength(1);
       const spaced = await search('kr', 'rock%20band');
       expect(spaced.json()).toMatchObject([{ name: 'Rock Band' }]);
+    });
+
+    it('answers each app once when the store lists it twice, every time', async () => {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        now = new Date(now.getTime() + 2 * 3_600_000); // past the cache: the store is asked again
+        const res = await search('il', 'listed%20twice');
+        expect(res.statusCode).toBe(200);
+        expect(appList.parse(res.json()).map((e) => e.app_id)).toEqual(['284882215', '1003']);
+      }
     });
 
     it('answers a repeated search from the cache until the freshness window ends', async () => {

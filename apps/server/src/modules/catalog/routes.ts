@@ -1,44 +1,14 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { COUNTRIES } from '@sideport/contracts';
 import { currentUser, type Guards } from '../auth/guard.js';
 import { createMicroCache } from '../../platform/micro-cache.js';
+import { countryParam, idParam, keywordParam, pageParam, versionParams } from '../../platform/params.js';
 import { normalizeTerm, type CatalogService } from './service.js';
 
-const MAX_KEYWORD_LENGTH = 100;
-
-const pageParams = z.object({
-  page: z.coerce
-    .number({ error: 'Page must be a whole number from 0.' })
-    .int({ error: 'Page must be a whole number from 0.' })
-    .min(0, { error: 'Page must be a whole number from 0.' })
-    .max(100_000, { error: 'Page is too large.' }),
-});
-const anchorQuery = z.object({
-  anchor: z.coerce.number({ error: 'anchor must be a number.' }).int().nonnegative().optional(),
-});
-const idParam = (name: string) =>
-  z
-    .string()
-    .regex(/^\d{1,19}$/, { error: `${name} must be a number.` })
-    .transform(Number);
-const searchParams = z.object({
-  country: z
-    .string()
-    .transform((c) => c.toUpperCase())
-    .pipe(z.enum(COUNTRIES, { error: `Country must be one of ${COUNTRIES.join(', ')}.` })),
-  '*': z
-    .string()
-    .transform((k) => k.trim())
-    .pipe(
-      z
-        .string()
-        .min(1, { error: 'Enter a keyword to search.' })
-        .max(MAX_KEYWORD_LENGTH, { error: `Keywords are at most ${MAX_KEYWORD_LENGTH} characters.` }),
-    ),
-});
-const versionParams = z.object({ app_id: idParam('app_id'), app_ver_id: idParam('app_ver_id') });
+const pageParams = z.object({ page: pageParam });
+const anchorQuery = z.object({ anchor: idParam('anchor').optional() });
+const searchParams = z.object({ country: countryParam, '*': keywordParam });
 
 export interface CatalogRoutesDeps {
   catalog: CatalogService;

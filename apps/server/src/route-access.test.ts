@@ -1,0 +1,146 @@
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CROSS_SITE_EXEMPT } from './app.js';
+import { changedTables, snapshotDatabase } from './test/db-snapshot.js';
+import { databaseKinds } from './test/harness.js';
+import { ROUTE_ACCESS, SELF_AUTHENTICATED, type RouteAccess } from './test/route-access.js';
+import {
+  CONFIGURATIONS,
+  exampleRequest,
+  openRouteSuite,
+  registeredRoutes,
+  withCookie,
+  type RouteSuite,
+} from './test/route-suite.js';
+
+const isTextSentence = (res: LightMyRequestResponse) =>
+  /^text\/plain/.test(String(res.headers['content-type'])) && res.body.length > 0;
+
+/** Refused for want of a session: 401 and the sentence the client acts on. */
+function expectSignInAsked(res: LightMyRequestResponse, what: string) {
+  expect(res.statusCode, `${what}: ${res.body}`).toBe(401);
+  expect(res.body).toBe('Please sign in.');
+}
+
+/** Went through: not refused for identity, grade or origin, and no server error. */
+function expectAllowed(res: LightMyRequestResponse, what: string) {
+  expect(res.statusCode, `${what}: ${res.statusCode} ${res.body}`).not.toBe(401);
+  expect(res.body, what).not.toBe('Do not have permission.');
+  expect(res.body, what).not.toBe('Cross-site requests are not allowed.');
+  expect(res.statusCode, `${what}: ${res.body}`).toBeLessThan(500);
+}
+
+async function checkAccess(suite: RouteSuite, method: string, entry: RouteAccess) {
+  const { t, cookies } = suite;
+  const request = exampleRequest(method, entry, await suite.fixtures());
+  const send = (cookie?: string, override: Partial<InjectOptions> = {}) =>
+    t.app.inject({ ...withCookie(request, cookie), ...override });
+  const heads = method === 'GET' ? ['GET', 'HEAD'] : [method];
+
+  const before = await snapshotDatabase(t.database.db);
+  switch (entry.access) {
+    case 'user':
+    case 'owner':
+    case 'admin':
+      for (const m of heads) {
+        const res = await send(undefined, { method: m as InjectOptions['method'] });
+        expect(res.statusCode, `${m} signed out`).toBe(401);
+        if (m === 'GET') expectSignInAsked(res, `${m} signed out`);
+      }
+      break;
+    case 'agent':
+    case 'signed-url':
+    case 'webhook': {
+      // Their own credential or nothing: a session cookie, even an admin's, changes no answer.
+      const anonymous = await send();
+      expect(anonymous.statusCode).toBeGreaterThanOrEqual(400);
+      expect(anonymous.statusCode).toBeLessThan(500);
+      expect(isTextSentence(anonymous)).toBe(true);
+      for (const cookie of [cookies.user, cookies.admin]) {
+        const res = await send(cookie);
+        expect(res.statusCode).toBe(anonymous.statusCode);
+        expect(res.body).toBe(anonymous.body);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  if (entry.access === 'admin') {
+    const res = await send(cookies.user);
+    expect(res.statusCode, 'a user on an admin route').toBe(403);
+    expect(res.body).toBe('Do not have permission.');
+  }
+  if (entry.access === 'owner') {
+    // Another user's data: not found for them, whatever the method, and untouched.
+    const res = await send(cookies.other);
+    expect(res.statusCode, `another user: ${res.body}`).toBe(404);
+    expect(isTextSentence(res)).toBe(true);
+  }
+  expect(changedTables(before, await snapshotDatabase(t.database.db)), 'refused calls changed the database').toEqual({});
+
+  // Then the caller the table names goes through (the control: the refusals above were not chance).
+  if (entry.access === 'public' || entry.access === 'page') expectAllowed(await send(), 'signed out');
+  if (entry.access === 'user') expectAllowed(await send(cookies.user), 'a user');
+  if (entry.access === 'owner') expectAllowed(await send(cookies.user), 'the owner');
+  if (entry.access === 'admin') expectAllowed(await send(cookies.admin), 'an admin');
+}
+
+describe.each(databaseKinds)('route access on %s', (kind) => {
+  const registeredSomewhere = new Set<string>();
+  const checkedInDev = new Set<string>();
+
+  describe.each(CONFIGURATIONS)('with %s billing', (configuration) => {
+    let suite: RouteSuite;
+    beforeAll(async () => {
+      suite = await openRouteSuite(kind, configuration);
+    });
+    afterAll(() => suite.close());
+
+    it('declares every registered route in src/test/route-access.ts', () => {
+      const routes = registeredRoutes(suite);
+      const missing = routes
+        .filter((r) => !r.entry)
+        .map((r) => `'${r.key}': { access: '…', example: '…' },`);
+      expect(missing, 'registered routes missing from ROUTE_ACCESS (src/test/route-access.ts)').toEqual([]);
+    });
+
+    it('validates the input of every route that takes any', () => {
+      for (const route of registeredRoutes(suite)) {
+        const schema = (route.schema ?? {}) as Record<string, unknown>;
+        const hasParams = /[:*]/.test(route.url);
+        const isPage = route.entry?.access === 'page';
+        if (hasParams && !isPage) expect(schema.params, `${route.key} has path parameters but no params schema`).toBeDefined();
+        const takesBody = ['POST', 'PUT', 'PATCH'].includes(route.method) && route.url !== '/api/sign-out';
+        const signedBody = route.entry !== undefined && SELF_AUTHENTICATED.has(route.entry.access);
+        const ownedForm = route.entry?.access === 'owner'; // the test-mode page's forms post no fields
+        if (takesBody && !signedBody && !ownedForm) {
+          expect(schema.body, `${route.key} takes a body but has no body schema`).toBeDefined();
+        }
+      }
+    });
+
+    it('keeps the cross-site exemption to the routes that authenticate on their own', () => {
+      for (const route of registeredRoutes(suite)) {
+        if (!route.entry) continue;
+        const exempt = CROSS_SITE_EXEMPT.some((prefix) => route.url.startsWith(prefix));
+        expect(exempt, `${route.key} is ${route.entry.access}`).toBe(SELF_AUTHENTICATED.has(route.entry.access));
+      }
+    });
+
+    it.each(Object.keys(ROUTE_ACCESS))('%s answers each caller as declared', async (key) => {
+      const [method, url] = key.split(' ') as [string, string];
+      const registered = suite.t.routes.some((r) => r.method === method && r.url === url);
+      if (!registered) return;
+      registeredSomewhere.add(key);
+      // A route both configurations register is checked once, where its example needs nothing outside.
+      if (configuration === 'stripe' && checkedInDev.has(key)) return;
+      if (configuration === 'dev') checkedInDev.add(key);
+      await checkAccess(suite, method, ROUTE_ACCESS[key]!);
+    });
+  });
+
+  it('has no line for a route that no configuration registers', () => {
+    expect(Object.keys(ROUTE_ACCESS).filter((key) => !registeredSomewhere.has(key))).toEqual([]);
+  });
+});

@@ -1,0 +1,100 @@
+/**
+ * The declared access of every route the server registers: one line per route, keyed
+ * 'METHOD /pattern' exactly as fastify registers it (HEAD routes stand with their GET).
+ *
+ * A route that is registered but missing here fails src/route-access.test.ts, which prints the
+ * line to add. Each line says who may call the route and gives an example request that this
+ * caller makes successfully; the suites build on it:
+ *   - route-access.test.ts: signed out 401, users 403 on admin routes, other users never reach an
+ *     owner's data, agent / signed-URL / webhook routes ignore session cookies;
+ *   - cross-site.test.ts: every state-changing route (every method but GET and HEAD, and GETs
+ *     marked `changesState`) refused cross-site, in raw and percent-encoded forms;
+ *   - fuzz.test.ts: bad input, generated from the route's zod schemas around the example.
+ */
+
+/**
+ * public      anyone, signed in or not
+ * user        a signed-in user (401 signed out)
+ * owner       a signed-in user, on their own data: another user's is refused and left unchanged
+ * admin       grade above 0 (401 signed out, 403 'Do not have permission.' for users)
+ * agent       a decrypt agent's bearer token; session cookies count for nothing
+ * signed-url  a signed, expiring URL (OTA manifests, downloads); session cookies count for nothing
+ * webhook     the payment provider's signature; session cookies count for nothing
+ * page        the web app's files and pages (not the API)
+ */
+export type Access = 'public' | 'user' | 'owner' | 'admin' | 'agent' | 'signed-url' | 'webhook' | 'page';
+
+/** What the suites seed for each route: fresh catalogue entries and a checkout owned by `user`. */
+export interface Fixtures {
+  users: { user: string; other: string; admin: string };
+  /** An id no account has yet. */
+  freshId: string;
+  /** A Done version (the latest list). */
+  done: { appId: number; appVerId: number };
+  /** A Pending version entry of the queue. */
+  queued: { appId: number; appVerId: number };
+  /** An app-level Pending entry: its version is not known yet (app_ver_id 0 in the API). */
+  appLevel: { appId: number };
+  /** A test-mode checkout id of `user` (dev billing only). */
+  checkout: string;
+}
+
+export type ExampleRequest = string | { url: string; payload?: unknown };
+
+export interface RouteAccess {
+  access: Access;
+  /** A request the allowed caller makes successfully. */
+  example: ExampleRequest | ((fx: Fixtures) => ExampleRequest);
+  /** A GET that changes state (spec section 7: decrypt, pay, portal): cross-site checked as a POST is. */
+  changesState?: true;
+}
+
+/** md5 of a password, as the web client sends it; every suite account has it. */
+export const SUITE_PASSWORD_MD5 = 'a'.repeat(32);
+
+export const routeKey = (method: string, url: string) => `${method} ${url}`;
+
+export const ROUTE_ACCESS: Record<string, RouteAccess> = {
+  // Accounts (spec section 7)
+  'POST /api/sign-up': { access: 'public', example: (fx) => ({ url: '/api/sign-up', payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 } }) },
+  'POST /api/sign-in': { access: 'public', example: (fx) => ({ url: '/api/sign-in', payload: { id: fx.users.user, pw: SUITE_PASSWORD_MD5 } }) },
+  'POST /api/sign-out': { access: 'public', example: '/api/sign-out' },
+  'GET /api/info': { access: 'user', example: '/api/info' },
+
+  // Catalogue
+  'GET /api/latest/:page': { access: 'public', example: '/api/latest/0?anchor=1' },
+  'GET /api/queue/:page': { access: 'public', example: '/api/queue/0' },
+  'GET /api/search/:country/*': { access: 'user', example: '/api/search/kr/facebook' },
+  'DELETE /api/app/:app_id/:app_ver_id': { access: 'admin', example: (fx) => `/api/app/${fx.done.appId}/${fx.done.appVerId}` },
+  'DELETE /api/queue/:app_id/:app_ver_id': { access: 'admin', example: (fx) => `/api/queue/${fx.queued.appId}/${fx.queued.appVerId}` },
+  'DELETE /api/queue/black/:app_id/:app_ver_id': { access: 'admin', example: (fx) => `/api/queue/black/${fx.appLevel.appId}/0` },
+
+  // Billing
+  'GET /api/pay/service/:n': { access: 'user', changesState: true, example: '/api/pay/service/0' },
+  'GET /api/pay/device/:index': { access: 'user', changesState: true, example: '/api/pay/device/0' },
+  'GET /api/portal': { access: 'user', changesState: true, example: '/api/portal' },
+  'GET /api/premium': { access: 'user', example: '/api/premium' },
+  'POST /api/webhooks/stripe': { access: 'webhook', example: { url: '/api/webhooks/stripe', payload: {} } },
+  'GET /billing/dev-checkout/:id': { access: 'owner', example: (fx) => `/billing/dev-checkout/${fx.checkout}` },
+  'POST /billing/dev-checkout/:id/pay': { access: 'owner', example: (fx) => `/billing/dev-checkout/${fx.checkout}/pay` },
+  'POST /billing/dev-checkout/:id/cancel': { access: 'owner', example: (fx) => `/billing/dev-checkout/${fx.checkout}/cancel` },
+  'GET /billing/dev-portal': { access: 'user', example: '/billing/dev-portal' },
+
+  // Service
+  'GET /api/openapi.json': { access: 'public', example: '/api/openapi.json' },
+  'GET /api/config': { access: 'public', example: '/api/config' },
+
+  'GET /healthz': { access: 'public', example: '/healthz' },
+
+  // The web app
+  'GET /': { access: 'page', example: '/' },
+  'GET /*': { access: 'page', example: '/assets/app-1234.js' },
+};
+
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
+/** Whether the cross-site guard must refuse this route from another site. */
+export const changesState = (method: string, entry: RouteAccess) => !SAFE_METHODS.has(method) || entry.changesState === true;
+
+/** Kinds that authenticate on their own and are exempt from the cross-site guard. */
+export const SELF_AUTHENTICATED: ReadonlySet<Access> = new Set(['agent', 'signed-url', 'webhook']);

@@ -1,0 +1,156 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { InjectOptions } from 'fastify';
+import { startItunesServer, type ItunesServer } from '../dev/itunes-server.js';
+import * as catalog from '../modules/catalog/queries.js';
+import { createTestApp, fixturesDir, signedInUser, type DatabaseKind, type TestApp } from './harness.js';
+import { ROUTE_ACCESS, routeKey, type Fixtures, type RouteAccess } from './route-access.js';
+
+/**
+ * The configurations whose routes differ: the test-mode billing provider with a built web app
+ * (the dev checkout pages, the SPA), and Stripe without one (the webhook). Together they register
+ * every route the server has.
+ */
+export type Configuration = 'dev' | 'stripe';
+export const CONFIGURATIONS: Configuration[] = ['dev', 'stripe'];
+
+const STRIPE_ENV = {
+  STRIPE_SECRET_KEY: 'sk_test_routes',
+  STRIPE_WEBHOOK_SECRET: 'whsec_routes',
+  // Nothing listens there: the suites never need Stripe to answer.
+  STRIPE_API_URL: 'http://127.0.0.1:9',
+  STRIPE_PRICE_MONTHLY_20: 'price_m20',
+  STRIPE_PRICE_YEARLY_20: 'price_y20',
+  STRIPE_PRICE_MONTHLY_50: 'price_m50',
+  STRIPE_PRICE_YEARLY_50: 'price_y50',
+  STRIPE_PRICE_RESET: 'price_reset',
+  STRIPE_PRICE_DEVICE: 'price_device',
+};
+
+/** Sent by the site's own pages; the suites that are not about cross-site requests send it. */
+export const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' } as const;
+
+/** What a file outside the served folder holds: no answer may ever contain it. */
+export const SECRET_OUTSIDE_WEB_ROOT = 'sideport-secret-beside-the-web-root';
+
+export interface RouteSuite {
+  t: TestApp;
+  configuration: Configuration;
+  users: Fixtures['users'];
+  cookies: Record<'user' | 'other' | 'admin', string>;
+  /** Fresh catalogue entries and a checkout of `user`, for one route's checks. */
+  fixtures(): Promise<Fixtures>;
+  close(): Promise<void>;
+}
+
+let seedCounter = 0;
+
+export async function openRouteSuite(kind: DatabaseKind, configuration: Configuration): Promise<RouteSuite> {
+  const store: ItunesServer = await startItunesServer({
+    answers: new Map([
+      ['search:facebook', readFileSync(path.join(fixturesDir, 'itunes/fastlane_itunesLookup-284882215.json'), 'utf8')],
+    ]),
+  });
+  const env: Record<string, string> = {
+    ITUNES_BASE_URL: store.url,
+    ITUNES_TIMEOUT_MS: '1000',
+    LIST_CACHE_MS: '0',
+    SIGN_IN_LIMIT_PER_ADDRESS: '1000000',
+    SIGN_IN_LIMIT_PER_ID: '1000000',
+    ...(configuration === 'stripe' ? STRIPE_ENV : {}),
+  };
+  const t = await createTestApp(kind, { env, ...(configuration === 'dev' ? { web: true } : {}) });
+  if (configuration === 'dev') {
+    // The web root is a folder inside the test's data folder; a secret sits beside it.
+    writeFileSync(path.join(t.dataDir, 'secret.txt'), SECRET_OUTSIDE_WEB_ROOT);
+  }
+  const tag = `${kind.slice(0, 2)}${configuration.slice(0, 2)}`;
+  const users = { user: `user_${tag}`, other: `other_${tag}`, admin: `admin_${tag}` };
+  const cookies = {
+    user: await signedInUser(t, users.user),
+    other: await signedInUser(t, users.other),
+    admin: await signedInUser(t, users.admin, 1),
+  };
+
+  async function fixtures(): Promise<Fixtures> {
+    const n = ++seedCounter;
+    const base = 7_000_000 + n * 10;
+    const now = new Date();
+    const app = (appId: number) => ({
+      appId,
+      name: `Route App ${appId}`,
+      developer: 'Route Tests',
+      version: '1.0',
+      iconUrl: 'https://is1-ssl.mzstatic.com/image/route.png',
+      storeUrl: `https://apps.apple.com/kr/app/id${appId}`,
+      rating: null,
+      ratingCount: null,
+      bundleId: `com.example.route${appId}`,
+      minimumOs: '15.0',
+      sizeBytes: null,
+      price: 0,
+    });
+    await catalog.upsertApps(t.database.db, 'KR', [app(base), app(base + 1), app(base + 2)], now);
+    const entry = (appId: number, appVerId: number | null, status: string) =>
+      catalog.insertVersion(t.database.db, { country: 'KR', appId, appVerId, version: '1.0', status });
+    await entry(base, base + 100, 'Done');
+    await entry(base + 1, base + 101, 'Pending');
+    await entry(base + 2, null, 'Pending');
+    let checkout = 'no-checkout-in-this-configuration';
+    if (configuration === 'dev') {
+      const res = await t.app.inject({ url: '/api/pay/service/0', headers: { cookie: cookies.user, ...SAME_ORIGIN } });
+      checkout = new URL((res.json() as { url: string }).url).pathname.split('/').at(-1)!;
+    }
+    return {
+      users,
+      freshId: `fresh_${tag}_${n}`,
+      done: { appId: base, appVerId: base + 100 },
+      queued: { appId: base + 1, appVerId: base + 101 },
+      appLevel: { appId: base + 2 },
+      checkout,
+    };
+  }
+
+  return {
+    t,
+    configuration,
+    users,
+    cookies,
+    fixtures,
+    async close() {
+      await t.close();
+      await store.close();
+    },
+  };
+}
+
+/** The registered routes of a suite, each with its table entry; HEAD routes stand with their GET. */
+export function registeredRoutes(suite: RouteSuite) {
+  const routes = suite.t.routes.filter(
+    (r) => !(r.method === 'HEAD' && suite.t.routes.some((g) => g.method === 'GET' && g.url === r.url)),
+  );
+  return routes.map((r) => ({ ...r, key: routeKey(r.method, r.url), entry: ROUTE_ACCESS[routeKey(r.method, r.url)] }));
+}
+
+/** The example request of a table entry, as inject options (same-origin; no identity). */
+export function exampleRequest(method: string, entry: RouteAccess, fx: Fixtures): InjectOptions {
+  const example = typeof entry.example === 'function' ? entry.example(fx) : entry.example;
+  const { url, payload } = typeof example === 'string' ? { url: example, payload: undefined } : example;
+  return {
+    method: method as InjectOptions['method'],
+    url,
+    headers: { ...SAME_ORIGIN },
+    ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }),
+  };
+}
+
+/** The cookie of the identity a table entry's example is made with. */
+export function identityCookie(suite: RouteSuite, entry: RouteAccess): string | undefined {
+  if (entry.access === 'admin') return suite.cookies.admin;
+  if (entry.access === 'user' || entry.access === 'owner') return suite.cookies.user;
+  return undefined;
+}
+
+export function withCookie(request: InjectOptions, cookie: string | undefined): InjectOptions {
+  return cookie ? { ...request, headers: { ...request.headers, cookie } } : request;
+}

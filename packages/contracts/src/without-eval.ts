@@ -1,0 +1,10 @@
+import { z } from 'zod';
+
+/**
+ * Imported first by clients under a Content-Security-Policy without 'unsafe-eval' (the web app).
+ * zod probes `new Function` when a schema is built, to compile fast parsers, and a browser reports
+ * that probe as a policy violation even though zod catches it. This module runs before any schema
+ * exists and makes zod interpret schemas instead; the server, which has no such policy, keeps the
+ * compiled parsers.
+ */
+z.config({ jitless: true });
