@@ -173,6 +173,21 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     );
   });
 
+  it("queues a premium user's request for a version the agent listed", async () => {
+    const premium = await signedInUser(t, `premium_${kind}`);
+    await makePremium(t, premium);
+    const history = await t.app.inject({ method: 'POST', url: `/api/version/KR/${app(7)}`, headers: { cookie: premium } });
+    expect(history.statusCode).toBe(200);
+    const job = await claimFor(app(7));
+    expect(job.kind).toBe('versions');
+    const listed = await agent.call('POST', `/api/agent/jobs/${job.id}/versions`, { versions: [{ app_ver_id: 870007, version: '1.7' }] });
+    expect(listed.statusCode).toBe(204);
+
+    const asked = await get(`/api/decrypt/KR/${app(7)}/870007`, premium);
+    expect(asked.statusCode).toBe(200);
+    expect(asked.json()).toMatchObject({ status: 'Pending', app_ver_id: '870007', version: '1.7', premium: true, joined: false });
+  });
+
   it('refuses an encrypted upload, stores nothing, and gives the job back with the reason', async () => {
     const before = storedFiles(t.dataDir);
     expect((await request(3)).statusCode).toBe(200);
