@@ -257,8 +257,13 @@ export function createJobService(deps: JobServiceDeps) {
      * The next job for this agent, or null when none came within `waitSeconds` (a long poll:
      * a job queued meanwhile by any process wakes it at once).
      */
-    async claim(agent: AgentRef, kinds: readonly JobKind[], waitSeconds: number): Promise<AgentJob | null> {
+    async claim(agent: AgentRef, kinds: readonly JobKind[], waitSeconds: number, signal?: AbortSignal): Promise<AgentJob | null> {
       const deadline = Date.now() + waitSeconds * 1000;
+      // The server is closing: waiting claims answer at once instead of holding the close up.
+      const closing = new Promise<undefined>((resolve) => {
+        if (signal?.aborted) resolve(undefined);
+        signal?.addEventListener('abort', () => resolve(undefined), { once: true });
+      });
       for (;;) {
         // Listen before looking, so a job queued between the look and the wait is not missed.
         const queued = waitForEvent(bus, (e) => e.kind === 'jobs-queued', Math.max(0, deadline - Date.now()));
@@ -267,8 +272,20 @@ export function createJobService(deps: JobServiceDeps) {
           void queued.catch(() => {});
           return describeJob(job);
         }
-        if (Date.now() >= deadline || !(await queued)) return null;
+        if (Date.now() >= deadline || signal?.aborted || !(await Promise.race([queued, closing]))) return null;
       }
+    },
+
+    /** A job claimed for an agent that was gone before it heard of it: back to the queue, the attempt not counted. */
+    async unclaim(agent: AgentRef, lease: string) {
+      await withHeldJob(agent, lease, async (tx, job) => {
+        await q.setJobState(tx, job.id, 'queued', { agentId: null, leaseExpiresAt: null, attempts: job.attempts - 1, updatedAt: now() });
+        if (job.kind === 'decrypt' && job.versionSeq !== null) {
+          const entry = await q.updateEntry(tx, job.versionSeq, { status: 'Pending', progress: null, updatedAt: now() });
+          if (entry) await publishEntry(bus, entry, tx);
+        }
+        await bus.publish({ kind: 'jobs-queued' }, tx);
+      }).catch((err: unknown) => log.warn({ err, lease }, 'could not put back a job claimed for an agent that left'));
     },
 
     async heartbeat(agent: AgentRef, lease: string, report: HeartbeatRequest) {
