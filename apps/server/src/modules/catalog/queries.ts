@@ -26,7 +26,10 @@ const entryColumns = {
 
 export async function upsertApps(db: Database, country: string, list: StoreApp[], fetchedAt: Date) {
   if (list.length === 0) return;
-  const rows = list.map((a) => ({ ...a, country, fetchedAt }));
+  // One row per app: the store may list an app twice in one answer, and one INSERT ... ON
+  // CONFLICT cannot update the same row twice.
+  const unique = [...new Map(list.map((a) => [a.appId, a])).values()];
+  const rows = unique.map((a) => ({ ...a, country, fetchedAt }));
   await db
     .insert(apps)
     .values(rows)

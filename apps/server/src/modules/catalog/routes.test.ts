@@ -13,6 +13,12 @@ const facebook = JSON.parse(itunesFixture('fastlane_itunesLookup-284882215.json'
 /** Store records shaped like Apple's, derived from a real one (names in other scripts, odd fields). */
 const derived = (trackId: number, changes: Record<string, unknown>) => ({ ...facebook, trackId, ...changes });
 
+/** The same answer with every result listed twice (as a store answer gathered from two pages can be). */
+function twice(body: string) {
+  const parsed = JSON.parse(body) as { results: unknown[] };
+  return JSON.stringify({ resultCount: parsed.results.length * 2, results: [...parsed.results, ...parsed.results] });
+}
+
 describe.each(databaseKinds)('catalogue on %s', (kind) => {
   let store: ItunesServer;
   let t: TestApp;
@@ -27,6 +33,7 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
         ['search:tweetbot', itunesFixture('mas_search_tweetbot.json')],
         ['search:nothing at all', itunesFixture('mas_search_nonexistent_resultCount0.json')],
         ['search:facebook', itunesFixture('fastlane_itunesLookup-284882215.json')],
+        ['search:twice', twice(itunesFixture('fastlane_itunesLookup-284882215.json'))],
       ]),
       records: [
         derived(1001, { trackName: '카카오톡 KakaoTalk', bundleId: 'com.iwilab.KakaoTalk', averageUserRating: undefined, userRatingCount: undefined }),
@@ -89,6 +96,12 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
     it('drops Mac software from a mixed answer', async () => {
       const res = await search('kr', 'slack');
       expect(res.json().map((e: { name: string }) => e.name)).toEqual(['Talon – Webhooks & More', 'Veern']);
+    });
+
+    it('shows an app the store lists twice in one answer once', async () => {
+      const res = await search('kr', 'twice');
+      expect(res.statusCode).toBe(200);
+      expect(res.json().map((e: { app_id: string }) => e.app_id)).toEqual(['284882215']);
     });
 
     it('answers an empty array when the store finds nothing', async () => {
