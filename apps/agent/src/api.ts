@@ -2,7 +2,6 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
-import type { z } from 'zod';
 import {
   claimAnswer,
   failAnswer,
@@ -60,6 +59,11 @@ function errorOfFailure(err: unknown, signal: AbortSignal | undefined): ApiError
   return new ApiError('transient', `the server is unreachable (${detail})`, undefined, { cause: err });
 }
 
+/** A contracts schema, as far as this client uses it. */
+interface Schema<T> {
+  safeParse(value: unknown): { success: true; data: T } | { success: false };
+}
+
 function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -82,7 +86,7 @@ export function createAgentApi({ server, token }: { server: URL; token: string }
   const headers = { authorization: `Bearer ${token}`, 'user-agent': `sideport-agent/${AGENT_VERSION}` };
   const jobPath = (jobId: string, action: string) => `jobs/${encodeURIComponent(jobId)}/${action}`;
 
-  async function call<T extends z.ZodType>(path: string, body: unknown, answer: T | undefined, options: { signal?: AbortSignal; timeoutMs: number }) {
+  async function call<T>(path: string, body: unknown, answer: Schema<T> | undefined, options: { signal?: AbortSignal; timeoutMs: number }): Promise<T> {
     const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]) : AbortSignal.timeout(options.timeoutMs);
     let response: Response;
     let text: string;
@@ -98,12 +102,12 @@ export function createAgentApi({ server, token }: { server: URL; token: string }
       throw errorOfFailure(err, options.signal);
     }
     if (!response.ok) throw errorOfStatus(response.status, text);
-    if (!answer) return undefined as z.infer<T>;
+    if (!answer) return undefined as T;
     const parsed = answer.safeParse(parseJson(text));
     if (!parsed.success) {
       throw new ApiError('refused', `the server's answer to ${path} is not what this agent understands (${text.slice(0, 200)})`, response.status);
     }
-    return parsed.data as z.infer<T>;
+    return parsed.data;
   }
 
   return {

@@ -9,7 +9,7 @@ const MB = 1024 * 1024;
  */
 export function createUploadProgress(log: Logger, label: string, clock: () => number = Date.now) {
   const startedAt = clock();
-  let lastTenth = -1;
+  let lastTenth = 0;
   let lastDrawAt = 0;
   const mb = (bytes: number) => (bytes / MB).toFixed(1);
   return {
