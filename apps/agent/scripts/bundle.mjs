@@ -34,7 +34,8 @@ await writeFile(
     {
       name: 'sideport-agent',
       version,
-      description: "Sideport's decrypt worker agent in one file: claims jobs, runs the operator's command, checks and uploads the IPA.",
+      description:
+        "Sideport's decrypt worker agent in one file: claims jobs, runs the operator's command, checks and uploads the IPA.",
       type: 'module',
       bin: { 'sideport-agent': 'sideport-agent.mjs' },
       files: ['sideport-agent.mjs'],

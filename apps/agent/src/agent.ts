@@ -26,7 +26,10 @@ export const EXIT_OK = 0;
 export const EXIT_TOKEN_REFUSED = 1;
 
 function describe(job: AgentJob) {
-  const target = job.app_ver_id === null ? 'the current store version' : `store version ${job.app_ver_id}${job.version ? ` (${job.version})` : ''}`;
+  const target =
+    job.app_ver_id === null
+      ? 'the current store version'
+      : `store version ${job.app_ver_id}${job.version ? ` (${job.version})` : ''}`;
   return `${job.kind} ${job.country}/${job.app_id} ${job.bundle_id}, ${job.kind === 'decrypt' ? `${target}, ` : ''}attempt ${job.attempt}`;
 }
 
@@ -48,11 +51,15 @@ export async function runAgent(options: AgentOptions): Promise<number> {
     } catch (err) {
       if (stop.aborted) break;
       if (isApiError(err, 'unauthorized')) {
-        log.error(`the server refused this agent's token (${err.message}). Ask an admin for a new one (npx sideport agent:create <name>).`);
+        log.error(
+          `the server refused this agent's token (${err.message}). Ask an admin for a new one (npx sideport agent:create <name>).`,
+        );
         return EXIT_TOKEN_REFUSED;
       }
       const waitMs = backoff.nextDelayMs();
-      log.warn(`cannot claim jobs: ${(err as Error).message}; trying again in ${(waitMs / 1000).toFixed(1)} s`);
+      log.warn(
+        `cannot claim jobs: ${(err as Error).message}; trying again in ${(waitMs / 1000).toFixed(1)} s`,
+      );
       unreachable = true;
       await sleep(waitMs, stop);
       continue;

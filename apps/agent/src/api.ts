@@ -48,7 +48,8 @@ function errorOfStatus(status: number, body: string): ApiError {
   const sentence = body.trim().slice(0, 500) || `HTTP ${status}`;
   if (status === 409) return new ApiError('lease-lost', sentence, status);
   if (status === 401) return new ApiError('unauthorized', sentence, status);
-  if (status >= 500 || status === 429 || status === 408) return new ApiError('transient', `the server answered ${status}: ${sentence}`, status);
+  if (status >= 500 || status === 429 || status === 408)
+    return new ApiError('transient', `the server answered ${status}: ${sentence}`, status);
   return new ApiError('refused', sentence, status);
 }
 
@@ -86,8 +87,15 @@ export function createAgentApi({ server, token }: { server: URL; token: string }
   const headers = { authorization: `Bearer ${token}`, 'user-agent': `sideport-agent/${AGENT_VERSION}` };
   const jobPath = (jobId: string, action: string) => `jobs/${encodeURIComponent(jobId)}/${action}`;
 
-  async function call<T>(path: string, body: unknown, answer: Schema<T> | undefined, options: { signal?: AbortSignal; timeoutMs: number }): Promise<T> {
-    const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]) : AbortSignal.timeout(options.timeoutMs);
+  async function call<T>(
+    path: string,
+    body: unknown,
+    answer: Schema<T> | undefined,
+    options: { signal?: AbortSignal; timeoutMs: number },
+  ): Promise<T> {
+    const signal = options.signal
+      ? AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)])
+      : AbortSignal.timeout(options.timeoutMs);
     let response: Response;
     let text: string;
     try {
@@ -105,43 +113,73 @@ export function createAgentApi({ server, token }: { server: URL; token: string }
     if (!answer) return undefined as T;
     const parsed = answer.safeParse(parseJson(text));
     if (!parsed.success) {
-      throw new ApiError('refused', `the server's answer to ${path} is not what this agent understands (${text.slice(0, 200)})`, response.status);
+      throw new ApiError(
+        'refused',
+        `the server's answer to ${path} is not what this agent understands (${text.slice(0, 200)})`,
+        response.status,
+      );
     }
     return parsed.data;
   }
 
   return {
     /** The next job, or null after waiting up to `waitSeconds` (a long poll). */
-    async claim(kinds: readonly JobKind[], waitSeconds: number, signal?: AbortSignal): Promise<AgentJob | null> {
-      const answer = await call('claim', { kinds, wait_seconds: waitSeconds }, claimAnswer, { timeoutMs: (waitSeconds + 30) * 1000, ...(signal ? { signal } : {}) });
+    async claim(
+      kinds: readonly JobKind[],
+      waitSeconds: number,
+      signal?: AbortSignal,
+    ): Promise<AgentJob | null> {
+      const answer = await call('claim', { kinds, wait_seconds: waitSeconds }, claimAnswer, {
+        timeoutMs: (waitSeconds + 30) * 1000,
+        ...(signal ? { signal } : {}),
+      });
       return answer.job;
     },
 
     heartbeat(jobId: string, report: HeartbeatRequest, signal?: AbortSignal): Promise<HeartbeatAnswer> {
-      return call(jobPath(jobId, 'heartbeat'), report, heartbeatAnswer, { timeoutMs: 30_000, ...(signal ? { signal } : {}) });
+      return call(jobPath(jobId, 'heartbeat'), report, heartbeatAnswer, {
+        timeoutMs: 30_000,
+        ...(signal ? { signal } : {}),
+      });
     },
 
     fail(jobId: string, failure: FailRequest, signal?: AbortSignal): Promise<FailAnswer> {
-      return call(jobPath(jobId, 'fail'), failure, failAnswer, { timeoutMs: 30_000, ...(signal ? { signal } : {}) });
+      return call(jobPath(jobId, 'fail'), failure, failAnswer, {
+        timeoutMs: 30_000,
+        ...(signal ? { signal } : {}),
+      });
     },
 
     async versions(jobId: string, versions: StoreVersion[], signal?: AbortSignal): Promise<void> {
-      await call(jobPath(jobId, 'versions'), { versions }, undefined, { timeoutMs: 60_000, ...(signal ? { signal } : {}) });
+      await call(jobPath(jobId, 'versions'), { versions }, undefined, {
+        timeoutMs: 60_000,
+        ...(signal ? { signal } : {}),
+      });
     },
 
     /**
      * Streams the file as the request body, a chunk at a time (never the whole file in memory),
      * with its length declared so the server can tell a cut-off upload from a complete one.
      */
-    async upload(jobId: string, file: string, query: UploadQuery, options: UploadOptions = {}): Promise<UploadAnswer> {
+    async upload(
+      jobId: string,
+      file: string,
+      query: UploadQuery,
+      options: UploadOptions = {},
+    ): Promise<UploadAnswer> {
       const totalBytes = (await stat(file)).size;
       const url = endpoint(jobPath(jobId, 'ipa'));
-      for (const [key, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(key, value);
+      for (const [key, value] of Object.entries(query))
+        if (value !== undefined) url.searchParams.set(key, value);
       const transport = url.protocol === 'https:' ? https : http;
       const text = await new Promise<{ status: number; body: string }>((resolve, reject) => {
         const request = transport.request(url, {
           method: 'PUT',
-          headers: { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(totalBytes) },
+          headers: {
+            ...headers,
+            'content-type': 'application/octet-stream',
+            'content-length': String(totalBytes),
+          },
           ...(options.signal ? { signal: options.signal } : {}),
         });
         request.on('error', (err) => reject(errorOfFailure(err, options.signal)));
@@ -153,7 +191,9 @@ export function createAgentApi({ server, token }: { server: URL; token: string }
             if (size < 65_536) chunks.push(chunk);
             size += chunk.length;
           });
-          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+          response.on('end', () =>
+            resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+          );
           response.on('error', (err) => reject(errorOfFailure(err, options.signal)));
         });
         const source = createReadStream(file);
@@ -167,7 +207,12 @@ export function createAgentApi({ server, token }: { server: URL; token: string }
       });
       if (text.status < 200 || text.status >= 300) throw errorOfStatus(text.status, text.body);
       const parsed = uploadAnswer.safeParse(parseJson(text.body));
-      if (!parsed.success) throw new ApiError('refused', `the server's answer to the upload is not what this agent understands (${text.body.slice(0, 200)})`, text.status);
+      if (!parsed.success)
+        throw new ApiError(
+          'refused',
+          `the server's answer to the upload is not what this agent understands (${text.body.slice(0, 200)})`,
+          text.status,
+        );
       return parsed.data;
     },
   };

@@ -8,9 +8,16 @@ for (const name of ['SIGINT', 'SIGTERM'] as const) {
     signals += 1;
     // A second signal means now: the job at hand is left to its lease.
     if (signals > 1) process.exit(130);
-    process.stdout.write(`${new Date().toISOString()} ${name}: stopping; the job at hand is handed back (again to quit at once)\n`);
+    process.stdout.write(
+      `${new Date().toISOString()} ${name}: stopping; the job at hand is handed back (again to quit at once)\n`,
+    );
     stop.abort();
   });
 }
 
-process.exitCode = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, stop: stop.signal });
+process.exitCode = await main(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  stop: stop.signal,
+});

@@ -7,7 +7,13 @@ import { commandEnvironment, failureOf, runCommand } from './command.js';
 const dir = mkdtempSync(path.join(tmpdir(), 'agent-command-'));
 const run = (command: string, signal = new AbortController().signal) => {
   const stdout: string[] = [];
-  const result = runCommand(command, { env: commandEnvironment({}), cwd: dir, signal, onStdoutLine: (l) => stdout.push(l), onStderrLine: () => {} });
+  const result = runCommand(command, {
+    env: commandEnvironment({}),
+    cwd: dir,
+    signal,
+    onStdoutLine: (l) => stdout.push(l),
+    onStderrLine: () => {},
+  });
   return { result, stdout };
 };
 const isAlive = (pid: number) => {
@@ -21,14 +27,19 @@ const isAlive = (pid: number) => {
 
 describe("running the operator's command", () => {
   it('delivers stdout lines and keeps the last stderr line as the reason of a failure', async () => {
-    const { result, stdout } = run('echo one; echo "first problem" >&2; echo two; echo "The real reason." >&2; echo >&2; exit 7');
+    const { result, stdout } = run(
+      'echo one; echo "first problem" >&2; echo two; echo "The real reason." >&2; echo >&2; exit 7',
+    );
     const done = await result;
     expect(stdout).toEqual(['one', 'two']);
     expect(failureOf(done)).toEqual({ reason: 'The real reason.', unsupported: false });
   });
 
   it('reads exit 3 as unsupported, and says so itself when the command printed no reason', async () => {
-    expect(failureOf(await run('exit 3').result)).toEqual({ reason: 'The command exited with code 3 (unsupported) and wrote nothing on stderr.', unsupported: true });
+    expect(failureOf(await run('exit 3').result)).toEqual({
+      reason: 'The command exited with code 3 (unsupported) and wrote nothing on stderr.',
+      unsupported: true,
+    });
     expect(failureOf(await run('exit 0').result)).toBeUndefined();
   });
 
@@ -36,7 +47,8 @@ describe("running the operator's command", () => {
     const stop = new AbortController();
     const pidFile = path.join(dir, 'child.pid');
     const { result } = run(`sleep 300 & echo $! > "${pidFile}"; echo started; wait`, stop.signal);
-    while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '') await new Promise((r) => setTimeout(r, 20));
+    while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '')
+      await new Promise((r) => setTimeout(r, 20));
     const child = Number(readFileSync(pidFile, 'utf8'));
     stop.abort();
     const done = await result;
@@ -46,7 +58,10 @@ describe("running the operator's command", () => {
   });
 
   it("gives the command the job's SIDEPORT_ variables and none of the agent's own", () => {
-    const env = commandEnvironment({ SIDEPORT_APP_ID: '1' }, { PATH: '/bin', SIDEPORT_AGENT_TOKEN: 'spa_secret', sideport_other: 'x' });
+    const env = commandEnvironment(
+      { SIDEPORT_APP_ID: '1' },
+      { PATH: '/bin', SIDEPORT_AGENT_TOKEN: 'spa_secret', sideport_other: 'x' },
+    );
     expect(env).toEqual({ PATH: '/bin', SIDEPORT_APP_ID: '1' });
   });
 });

@@ -79,7 +79,9 @@ export function runCommand(command: string, options: CommandOptions): Promise<Co
       if (openStreams === 0 && exited) finish();
     };
 
-    createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (line) => options.onStdoutLine(line));
+    createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (line) =>
+      options.onStdoutLine(line),
+    );
     createInterface({ input: child.stderr!, crlfDelay: Infinity }).on('line', (line) => {
       const trimmed = line.trim();
       if (trimmed) lastStderrLine = trimmed;
@@ -110,7 +112,8 @@ export const EXIT_UNSUPPORTED = 3;
  * reason (DESIGN.md section 9), with a sentence of ours when it printed none.
  */
 export function failureOf(result: CommandResult): { reason: string; unsupported: boolean } | undefined {
-  if (result.startError) return { reason: `The command could not be started: ${result.startError.message}`, unsupported: false };
+  if (result.startError)
+    return { reason: `The command could not be started: ${result.startError.message}`, unsupported: false };
   if (result.code === 0) return undefined;
   const unsupported = result.code === EXIT_UNSUPPORTED;
   const fallback =
@@ -124,7 +127,12 @@ export function failureOf(result: CommandResult): { reason: string; unsupported:
  * The operator command's environment: the agent's own, without any SIDEPORT_ variable of its own
  * (the token above all), plus exactly the job's SIDEPORT_ variables.
  */
-export function commandEnvironment(jobVariables: Record<string, string>, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  const inherited = Object.fromEntries(Object.entries(base).filter(([name]) => !name.toUpperCase().startsWith('SIDEPORT_')));
+export function commandEnvironment(
+  jobVariables: Record<string, string>,
+  base: NodeJS.ProcessEnv = process.env,
+): NodeJS.ProcessEnv {
+  const inherited = Object.fromEntries(
+    Object.entries(base).filter(([name]) => !name.toUpperCase().startsWith('SIDEPORT_')),
+  );
   return { ...inherited, ...jobVariables };
 }

@@ -21,7 +21,11 @@ const NO_FILE = 'The command exited 0 but wrote no file at SIDEPORT_OUTPUT.';
 const NO_VERSION_ID =
   'The store version is unknown: the command printed no app_ver_id line and the IPA has no iTunesMetadata.plist with softwareVersionExternalIdentifier.';
 
-const isFile = (file: string) => stat(file).then((s) => s.isFile(), () => false);
+const isFile = (file: string) =>
+  stat(file).then(
+    (s) => s.isFile(),
+    () => false,
+  );
 
 /**
  * One decrypt job (DESIGN.md section 9): run the operator's command with the job's environment,
@@ -50,7 +54,8 @@ export async function runDecryptJob(job: AgentJob, deps: DecryptJobDeps): Promis
       signal: lease.signal,
       onStdoutLine: (line) => {
         const parsed = parseCommandLine(line);
-        if (parsed.kind === 'invalid') return log.warn(`${tag}: ignored the line ${JSON.stringify(line)}: ${parsed.problem}`);
+        if (parsed.kind === 'invalid')
+          return log.warn(`${tag}: ignored the line ${JSON.stringify(line)}: ${parsed.problem}`);
         log.info(`${tag} | ${line}`);
         if (parsed.kind !== 'report') return;
         if (parsed.report.app_ver_id !== undefined) learnt.appVerId = parsed.report.app_ver_id;
@@ -76,19 +81,28 @@ export async function runDecryptJob(job: AgentJob, deps: DecryptJobDeps): Promis
       log.warn(`${tag}: the IPA is refused before upload and not uploaded: ${verdict.reason}`);
       return await lease.fail(verdict.reason);
     }
-    log.info(`${tag}: the IPA is decrypted (${verdict.report.machOs.length} Mach-O files checked); uploading store version ${appVerId}`);
+    log.info(
+      `${tag}: the IPA is decrypted (${verdict.report.machOs.length} Mach-O files checked); uploading store version ${appVerId}`,
+    );
     await upload(job, output, { app_ver_id: appVerId, ...(version ? { version } : {}) }, lease, deps);
   } catch (err) {
     // Not the command's doing (the work folder's disk is full, the IPA vanished): the attempt failed.
     log.error(`${tag}: ${(err as Error).message}`);
-    if (!(await endedEarly(lease, log, tag))) await lease.fail(`The agent could not finish the job: ${(err as Error).message}`);
+    if (!(await endedEarly(lease, log, tag)))
+      await lease.fail(`The agent could not finish the job: ${(err as Error).message}`);
   } finally {
     await lease.release();
     await rm(jobDir, { recursive: true, force: true });
   }
 }
 
-async function upload(job: AgentJob, file: string, query: { app_ver_id: string; version?: string }, lease: Lease, deps: DecryptJobDeps) {
+async function upload(
+  job: AgentJob,
+  file: string,
+  query: { app_ver_id: string; version?: string },
+  lease: Lease,
+  deps: DecryptJobDeps,
+) {
   const { api, log } = deps;
   const tag = `job ${job.id}`;
   try {
@@ -100,12 +114,15 @@ async function upload(job: AgentJob, file: string, query: { app_ver_id: string; 
         progress.finish();
       }
     });
-    if (done) log.info(`${tag}: Done: store version ${done.app_ver_id} (${done.version}), ${done.size_bytes} bytes`);
+    if (done)
+      log.info(`${tag}: Done: store version ${done.app_ver_id} (${done.version}), ${done.size_bytes} bytes`);
     else await endedEarly(lease, log, tag);
   } catch (err) {
-    if (isApiError(err, 'lease-lost')) return log.warn(`${tag}: the server took the job back before the upload (${err.message})`);
+    if (isApiError(err, 'lease-lost'))
+      return log.warn(`${tag}: the server took the job back before the upload (${err.message})`);
     // 422: the server checked the file and refused it; it has recorded the reason and the attempt.
-    if (isApiError(err, 'refused') && err.status === 422) return log.warn(`${tag}: the server refused the IPA: ${err.message}`);
+    if (isApiError(err, 'refused') && err.status === 422)
+      return log.warn(`${tag}: the server refused the IPA: ${err.message}`);
     log.warn(`${tag}: the upload was refused: ${(err as Error).message}`);
     await lease.fail((err as Error).message);
   }

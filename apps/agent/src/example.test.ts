@@ -32,7 +32,10 @@ describe('the example operator commands', () => {
       SIDEPORT_VERSION: '',
       SIDEPORT_OUTPUT: path.join(work, 'out.ipa'),
     });
-    expect(stdout.map(parseCommandLine)).toContainEqual({ kind: 'report', report: { status: 'Downloading' } });
+    expect(stdout.map(parseCommandLine)).toContainEqual({
+      kind: 'report',
+      report: { status: 'Downloading' },
+    });
     expect(failure).toEqual({
       reason: 'examples/agent/decrypt-command.sh has no tool yet: fill in its YOUR TOOL HERE part.',
       unsupported: false,
@@ -40,7 +43,13 @@ describe('the example operator commands', () => {
   });
 
   it('the versions example does the same with its three variables', async () => {
-    const { failure } = await runExample('versions-command.sh', { SIDEPORT_COUNTRY: 'kr', SIDEPORT_APP_ID: '1', SIDEPORT_BUNDLE_ID: 'a.b' });
-    expect(failure?.reason).toBe('examples/agent/versions-command.sh has no tool yet: fill in its YOUR TOOL HERE part.');
+    const { failure } = await runExample('versions-command.sh', {
+      SIDEPORT_COUNTRY: 'kr',
+      SIDEPORT_APP_ID: '1',
+      SIDEPORT_BUNDLE_ID: 'a.b',
+    });
+    expect(failure?.reason).toBe(
+      'examples/agent/versions-command.sh has no tool yet: fill in its YOUR TOOL HERE part.',
+    );
   });
 });

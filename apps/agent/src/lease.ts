@@ -121,16 +121,25 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
       const backoff = createBackoff({ baseMs: 250, maxMs: 5000 });
       for (;;) {
         try {
-          const answer = await api.fail(job.id, { reason: text, ...(unsupported ? { unsupported: true } : {}) });
-          log.info(`job ${job.id}: reported failed (${answer.status === 'Not' ? 'the entry is now Not' : 'back in the queue'}): ${text}`);
+          const answer = await api.fail(job.id, {
+            reason: text,
+            ...(unsupported ? { unsupported: true } : {}),
+          });
+          log.info(
+            `job ${job.id}: reported failed (${answer.status === 'Not' ? 'the entry is now Not' : 'back in the queue'}): ${text}`,
+          );
           return;
         } catch (err) {
           if (isApiError(err, 'transient') && Date.now() < deadline) {
             await sleep(backoff.nextDelayMs());
             continue;
           }
-          if (isApiError(err, 'lease-lost')) log.info(`job ${job.id}: the server had already taken the job back`);
-          else log.warn(`job ${job.id}: could not report the failure (${(err as Error).message}); the lease will run out instead`);
+          if (isApiError(err, 'lease-lost'))
+            log.info(`job ${job.id}: the server had already taken the job back`);
+          else
+            log.warn(
+              `job ${job.id}: could not report the failure (${(err as Error).message}); the lease will run out instead`,
+            );
           return;
         }
       }

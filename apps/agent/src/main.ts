@@ -69,21 +69,30 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     return 0;
   }
   if (!values.server) return usageError(io, 'give the server with --server <url>.');
-  if (!values.command?.trim()) return usageError(io, "give the operator's command with --command '<shell command>'.");
+  if (!values.command?.trim())
+    return usageError(io, "give the operator's command with --command '<shell command>'.");
   let server: URL;
   try {
     server = new URL(values.server);
     if (server.protocol !== 'http:' && server.protocol !== 'https:') throw new Error('not http');
   } catch {
-    return usageError(io, `--server must be an http:// or https:// URL, not ${JSON.stringify(values.server)}.`);
+    return usageError(
+      io,
+      `--server must be an http:// or https:// URL, not ${JSON.stringify(values.server)}.`,
+    );
   }
   const token = io.env.SIDEPORT_AGENT_TOKEN?.trim();
   if (!token) {
-    return usageError(io, "set SIDEPORT_AGENT_TOKEN to this agent's token (made by an admin: Admin console, or npx sideport agent:create <name>).");
+    return usageError(
+      io,
+      "set SIDEPORT_AGENT_TOKEN to this agent's token (made by an admin: Admin console, or npx sideport agent:create <name>).",
+    );
   }
   const workDir = path.resolve(values['work-dir'] ?? path.join(os.tmpdir(), 'sideport-agent'));
   const log = createLogger(io.stdout);
-  log.info(`sideport-agent ${AGENT_VERSION}: server ${server.origin}${server.pathname === '/' ? '' : server.pathname}, work dir ${workDir}`);
+  log.info(
+    `sideport-agent ${AGENT_VERSION}: server ${server.origin}${server.pathname === '/' ? '' : server.pathname}, work dir ${workDir}`,
+  );
   return runAgent({
     api: createAgentApi({ server, token }),
     log,

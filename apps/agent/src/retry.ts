@@ -8,7 +8,12 @@ import type { Logger } from './log.js';
  * as long as the job is ours: undefined once the lease ended (lost or the agent stopping). Any
  * other error is the caller's to handle.
  */
-export async function whileReachable<T>(lease: Lease, log: Logger, what: string, attempt: () => Promise<T>): Promise<T | undefined> {
+export async function whileReachable<T>(
+  lease: Lease,
+  log: Logger,
+  what: string,
+  attempt: () => Promise<T>,
+): Promise<T | undefined> {
   const backoff = createBackoff({ baseMs: 500, maxMs: 15_000 });
   for (;;) {
     if (lease.signal.aborted) return undefined;

@@ -6,7 +6,10 @@ const MB = 1024 * 1024;
 
 function logTo(isTTY: boolean) {
   let text = '';
-  return { log: createLogger({ isTTY, write: (t: string) => (text += t) }, () => new Date('2026-11-23T10:00:00Z')), text: () => text };
+  return {
+    log: createLogger({ isTTY, write: (t: string) => (text += t) }, () => new Date('2026-11-23T10:00:00Z')),
+    text: () => text,
+  };
 }
 
 describe('upload progress', () => {

@@ -36,7 +36,8 @@ export async function runVersionsJob(job: AgentJob, deps: VersionsJobDeps): Prom
       onStdoutLine: (line) => {
         const parsed = parseVersionsLine(line);
         if (parsed.kind === 'version') versions.push(parsed.version);
-        else if (parsed.kind === 'invalid') log.warn(`${tag}: ignored the line ${JSON.stringify(line)}: ${parsed.problem}`);
+        else if (parsed.kind === 'invalid')
+          log.warn(`${tag}: ignored the line ${JSON.stringify(line)}: ${parsed.problem}`);
         else log.info(`${tag} | ${line}`);
       },
       onStderrLine: (line) => log.info(`${tag} ! ${line}`),
@@ -45,7 +46,8 @@ export async function runVersionsJob(job: AgentJob, deps: VersionsJobDeps): Prom
     const failure = failureOf(result);
     if (failure) return await lease.fail(failure.reason, failure.unsupported);
     if (versions.length === 0) return await lease.fail('The versions command printed no versions.');
-    if (versions.length > MAX_VERSIONS) log.warn(`${tag}: sending the newest ${MAX_VERSIONS} of ${versions.length} versions`);
+    if (versions.length > MAX_VERSIONS)
+      log.warn(`${tag}: sending the newest ${MAX_VERSIONS} of ${versions.length} versions`);
     const sent = await whileReachable(lease, log, `${tag}: sending the versions`, async () => {
       await api.versions(job.id, versions.slice(0, MAX_VERSIONS));
       return true;
@@ -54,7 +56,8 @@ export async function runVersionsJob(job: AgentJob, deps: VersionsJobDeps): Prom
     else await endedEarly(lease, log, tag);
   } catch (err) {
     log.error(`${tag}: ${(err as Error).message}`);
-    if (!(await endedEarly(lease, log, tag))) await lease.fail(`The agent could not finish the job: ${(err as Error).message}`);
+    if (!(await endedEarly(lease, log, tag)))
+      await lease.fail(`The agent could not finish the job: ${(err as Error).message}`);
   } finally {
     await lease.release();
   }

@@ -56,6 +56,11 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     },
     log,
   });
-  const agents = createAgentService({ db, clock, releaseJobsOf: jobs.releaseJobsOf, cacheMs: config.SESSION_CACHE_MS });
+  const agents = createAgentService({
+    db,
+    clock,
+    releaseJobsOf: jobs.releaseJobsOf,
+    cacheMs: config.SESSION_CACHE_MS,
+  });
   return { bus, files, catalog, jobs, agents };
 }

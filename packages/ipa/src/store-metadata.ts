@@ -29,7 +29,10 @@ function storeIdOf(value: unknown): string | undefined {
  * `Payload/`. Undefined when the archive has none; an `IpaError` when the archive or the plist is
  * unreadable. Fields of an unexpected type are left out.
  */
-export async function readStoreMetadata(ipaPath: string, options: OpenZipOptions = {}): Promise<StoreMetadata | undefined> {
+export async function readStoreMetadata(
+  ipaPath: string,
+  options: OpenZipOptions = {},
+): Promise<StoreMetadata | undefined> {
   const archive = await openZip(ipaPath, options);
   try {
     const entry = archive.find(METADATA_ENTRY);

@@ -24,7 +24,8 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 /** The fixture IPA with entries replaced or added. */
 async function variant(changes: Record<string, Buffer | string>): Promise<string> {
   const replaced = entries.map((e) => (e.name in changes ? { ...e, data: changes[e.name]! } : e));
-  for (const [name, data] of Object.entries(changes)) if (!replaced.some((e) => e.name === name)) replaced.push({ name, data });
+  for (const [name, data] of Object.entries(changes))
+    if (!replaced.some((e) => e.name === name)) replaced.push({ name, data });
   const file = join(dir, `variant-${++count}.ipa`);
   await writeFile(file, buildZip(replaced));
   return file;
@@ -34,7 +35,11 @@ const entry = (name: string) => entries.find((e) => e.name === name)!.data as Bu
 describe('verifyDecrypted', () => {
   it('accepts the decrypted fixture app and reads its version', async () => {
     const verdict = await verifyDecrypted(fixtureIpa, { bundleId: 'org.fastlane.very-capable-app' });
-    expect(verdict).toMatchObject({ ok: true, version: '1.0', report: { minimumOsVersion: '11.2', decrypted: true } });
+    expect(verdict).toMatchObject({
+      ok: true,
+      version: '1.0',
+      report: { minimumOsVersion: '11.2', decrypted: true },
+    });
   });
 
   it('refuses an encrypted executable, naming it', async () => {
@@ -57,7 +62,10 @@ describe('verifyDecrypted', () => {
     delete info.CFBundleShortVersionString;
     delete info.CFBundleVersion;
     const file = await variant({ [infoPath]: buildBinaryPlist(info) });
-    expect(await verifyDecrypted(file)).toEqual({ ok: false, reason: 'The IPA names no version in its Info.plist.' });
+    expect(await verifyDecrypted(file)).toEqual({
+      ok: false,
+      reason: 'The IPA names no version in its Info.plist.',
+    });
   });
 
   it('refuses a damaged archive with the reading error as the reason', async () => {
@@ -89,7 +97,9 @@ describe('readStoreMetadata', () => {
 
   it('is undefined for an IPA without the file, and leaves out fields of another type', async () => {
     expect(await readStoreMetadata(fixtureIpa)).toBeUndefined();
-    const file = await variant({ 'iTunesMetadata.plist': buildBinaryPlist({ softwareVersionExternalIdentifier: -4, itemId: 'x' }) });
+    const file = await variant({
+      'iTunesMetadata.plist': buildBinaryPlist({ softwareVersionExternalIdentifier: -4, itemId: 'x' }),
+    });
     expect(await readStoreMetadata(file)).toEqual({});
   });
 });

@@ -25,7 +25,9 @@ async function storeRecord(): Promise<{ trackName: string; version: string }> {
   const url = new URL('lookup', `${env.DEMO_ITUNES_URL}/`);
   url.searchParams.set('id', env.SIDEPORT_APP_ID ?? '');
   url.searchParams.set('country', env.SIDEPORT_COUNTRY ?? '');
-  const body = (await (await fetch(url)).json()) as { results?: Array<{ trackName: string; version: string }> };
+  const body = (await (await fetch(url)).json()) as {
+    results?: Array<{ trackName: string; version: string }>;
+  };
   const record = body.results?.[0];
   if (!record) {
     console.error(`The demo store does not know app ${env.SIDEPORT_APP_ID}.`);
@@ -39,7 +41,8 @@ async function listVersions() {
   console.log('DEMO: a made-up version history');
   const major = Number.parseInt(app.version, 10);
   const versions = [app.version, ...[1, 2].filter((n) => major - n >= 1).map((n) => `${major - n}.0`)];
-  for (const version of versions) console.log(JSON.stringify({ app_ver_id: demoVersionId(env.SIDEPORT_APP_ID!, version), version }));
+  for (const version of versions)
+    console.log(JSON.stringify({ app_ver_id: demoVersionId(env.SIDEPORT_APP_ID!, version), version }));
 }
 
 async function handOver() {

@@ -18,7 +18,13 @@ describe('the demo', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-demo-'));
-    demo = await startDemo({ port: 0, host: '127.0.0.1', dataDir, stepMs: 0, print: (line) => printed.push(line) });
+    demo = await startDemo({
+      port: 0,
+      host: '127.0.0.1',
+      dataDir,
+      stepMs: 0,
+      print: (line) => printed.push(line),
+    });
   });
   afterAll(async () => {
     await demo?.close();
@@ -40,7 +46,10 @@ describe('the demo', () => {
     const get = (url: string) => fetch(`${demo.url}${url}`, { headers: { cookie } });
 
     for (const term of ['facebook', 'talon', 'annuaire']) {
-      expect(((await (await get(`/api/search/kr/${term}`)).json()) as AppEntry[]).length, term).toBeGreaterThan(0);
+      expect(
+        ((await (await get(`/api/search/kr/${term}`)).json()) as AppEntry[]).length,
+        term,
+      ).toBeGreaterThan(0);
     }
     const [facebook] = (await (await get('/api/search/kr/facebook')).json()) as AppEntry[];
     expect(facebook).toMatchObject({ app_id: '284882215', status: 'Available' });
@@ -50,12 +59,17 @@ describe('the demo', () => {
 
     const done = await until(
       'Facebook to be Done',
-      async () => ((await (await get('/api/version/KR/284882215')).json()) as AppEntry[]).find((e) => e.status === 'Done'),
+      async () =>
+        ((await (await get('/api/version/KR/284882215')).json()) as AppEntry[]).find(
+          (e) => e.status === 'Done',
+        ),
       25_000,
       () => printed.join('\n'),
     );
     expect(done).toMatchObject({ version: '15.0' });
-    const { url } = (await (await get(`/api/download/284882215/${done.app_ver_id}`)).json()) as { url: string };
+    const { url } = (await (await get(`/api/download/284882215/${done.app_ver_id}`)).json()) as {
+      url: string;
+    };
     const file = await fetch(new URL(new URL(url).pathname + new URL(url).search, demo.url));
     expect(file.headers.get('content-disposition')).toContain('Facebook_15.0.ipa');
     const ipa = path.join(dataDir, 'downloaded.ipa');
@@ -65,12 +79,18 @@ describe('the demo', () => {
     try {
       const bundle = findAppBundle(archive.entries);
       const info = await readInfoPlist(archive, bundle.dir);
-      expect(info).toMatchObject({ CFBundleIdentifier: 'com.facebook.Facebook', CFBundleDisplayName: 'DEMO Facebook' });
+      expect(info).toMatchObject({
+        CFBundleIdentifier: 'com.facebook.Facebook',
+        CFBundleDisplayName: 'DEMO Facebook',
+      });
       expect(archive.find(`${bundle.dir}/DEMO.txt`)).toBeDefined();
     } finally {
       archive.close();
     }
-    expect(await readStoreMetadata(ipa)).toMatchObject({ appVerId: done.app_ver_id, bundleId: 'com.facebook.Facebook' });
+    expect(await readStoreMetadata(ipa)).toMatchObject({
+      appVerId: done.app_ver_id,
+      bundleId: 'com.facebook.Facebook',
+    });
     expect(printed.join('\n')).toMatch(/\[agent\] .*Done: store version/);
   });
 });

@@ -44,7 +44,14 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   const itunesDir = path.join(repositoryRoot, 'fixtures/itunes');
   const records = readdirSync(itunesDir)
     .filter((name) => name.endsWith('.json'))
-    .flatMap((name) => (JSON.parse(readFileSync(path.join(itunesDir, name), 'utf8')) as { results?: Array<Record<string, unknown>> }).results ?? []);
+    .flatMap(
+      (name) =>
+        (
+          JSON.parse(readFileSync(path.join(itunesDir, name), 'utf8')) as {
+            results?: Array<Record<string, unknown>>;
+          }
+        ).results ?? [],
+    );
   const itunes = await startItunesServer({ records });
 
   // The operator's other settings apply (DECRYPT_ALLOW_PAID, say), but the demo is always the
@@ -69,14 +76,30 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   const url = `http://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${port}`;
 
   // One demo agent at a time: the previous run's token is revoked.
-  for (const old of (await services.agents.list()).filter((a) => a.name === DEMO_AGENT)) await services.agents.revoke(Number(old.id));
+  for (const old of (await services.agents.list()).filter((a) => a.name === DEMO_AGENT))
+    await services.agents.revoke(Number(old.id));
   const { token } = await services.agents.create(DEMO_AGENT);
   const command = `"${process.execPath}" "${demoCommand}"`;
   const agent: ChildProcess = spawn(
     process.execPath,
-    [agentBin, '--server', `http://127.0.0.1:${port}`, '--command', command, '--versions-command', `${command} versions`, '--work-dir', path.join(config.DATA_DIR, 'agent')],
+    [
+      agentBin,
+      '--server',
+      `http://127.0.0.1:${port}`,
+      '--command',
+      command,
+      '--versions-command',
+      `${command} versions`,
+      '--work-dir',
+      path.join(config.DATA_DIR, 'agent'),
+    ],
     {
-      env: { ...process.env, SIDEPORT_AGENT_TOKEN: token, DEMO_ITUNES_URL: itunes.url, DEMO_STEP_MS: String(options.stepMs) },
+      env: {
+        ...process.env,
+        SIDEPORT_AGENT_TOKEN: token,
+        DEMO_ITUNES_URL: itunes.url,
+        DEMO_STEP_MS: String(options.stepMs),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -93,7 +116,10 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
     async close({ agentSignalledMs = 0 } = {}) {
       // Ctrl-C on a terminal reaches the agent too, and it hands its job back before leaving;
       // a second signal would make it quit at once, so it is sent only if the agent stays.
-      const left = await Promise.race([agentExited.then(() => true), sleep(agentSignalledMs).then(() => false)]);
+      const left = await Promise.race([
+        agentExited.then(() => true),
+        sleep(agentSignalledMs).then(() => false),
+      ]);
       if (!left) agent.kill('SIGTERM');
       await agentExited;
       await app.close();
@@ -111,7 +137,7 @@ export function demoInstructions(demo: Demo, dataDir: string) {
     `  open      ${demo.url}`,
     `  sign in   ${demo.admin.id} / ${demo.admin.password}   (an admin; or sign up an account of your own)`,
     '  search    facebook, talon or annuaire (veern is a paid app: refused unless DECRYPT_ALLOW_PAID=true)',
-    '  then      Decrypt -> Decrypt Queue -> Done -> Download. The IPA is the repository\'s sample app relabelled',
+    "  then      Decrypt -> Decrypt Queue -> Done -> Download. The IPA is the repository's sample app relabelled",
     '            for the app you asked for and marked DEMO; nothing is downloaded from the store or decrypted.',
     '  premium   Mypage -> a plan -> the TEST MODE checkout: Downgrade then lists a made-up DEMO version history.',
     `  data      ${dataDir} (delete it to start afresh). Ctrl-C stops everything.`,

@@ -86,7 +86,12 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
  * Polls `probe` until it returns a value other than undefined, or throws after `timeoutMs` with
  * what `explain` says (the agents' output, say).
  */
-export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000, explain = () => ''): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 20_000,
+  explain = () => '',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

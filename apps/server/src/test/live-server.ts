@@ -23,15 +23,26 @@ export interface LiveServer {
   close(): Promise<void>;
 }
 
-export async function startLiveServer(kind: DatabaseKind, env: Record<string, string> = {}): Promise<LiveServer> {
+export async function startLiveServer(
+  kind: DatabaseKind,
+  env: Record<string, string> = {},
+): Promise<LiveServer> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-live-'));
   const postgres = kind === 'postgres' ? await createPostgresDatabase() : undefined;
-  const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, WEB_DIST_DIR: dataDir, SESSION_CACHE_MS: '0', ...env });
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    WEB_DIST_DIR: dataDir,
+    SESSION_CACHE_MS: '0',
+    ...env,
+  });
   let port = 0;
   let running: { built: Built; database: DatabaseHandle } | undefined;
 
   const start = async () => {
-    const database = await openDatabase(postgres ? { url: postgres.url } : { pgliteDir: path.join(dataDir, 'db') });
+    const database = await openDatabase(
+      postgres ? { url: postgres.url } : { pgliteDir: path.join(dataDir, 'db') },
+    );
     await database.migrate();
     const built = await buildApp({ config, database });
     await built.app.listen({ host: '127.0.0.1', port });

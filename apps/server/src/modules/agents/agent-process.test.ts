@@ -1,11 +1,26 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminQueueEntry, AppEntry, VersionEvent } from '@sideport/contracts';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { buildAgentBundle, startAgentProcess, until, type AgentProcess } from '../../test/agent-process.js';
-import { buildIpa, makeAgent, makePremium, signedInAdmin, storeApp, storeWith } from '../../test/decrypt-support.js';
+import {
+  buildIpa,
+  makeAgent,
+  makePremium,
+  signedInAdmin,
+  storeApp,
+  storeWith,
+} from '../../test/decrypt-support.js';
 import { databaseKinds, signedInUser } from '../../test/harness.js';
 import { startLiveServer, type LiveServer } from '../../test/live-server.js';
 
@@ -18,7 +33,8 @@ import { startLiveServer, type LiveServer } from '../../test/live-server.js';
 
 const appId = (n: number) => 6100 + n;
 const bundleOf = (n: number) => `com.example.agent${n}`;
-const ENCRYPTED_REASON = 'The IPA is still encrypted (cryptid is not 0 in Payload/very-capable-app.app/very-capable-app).';
+const ENCRYPTED_REASON =
+  'The IPA is still encrypted (cryptid is not 0 in Payload/very-capable-app.app/very-capable-app).';
 
 /** /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."; comm may hold spaces, so fields count from the last ')'. */
 const procStat = (pid: number) => {
@@ -48,7 +64,11 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
   const running: AgentProcess[] = [];
 
   beforeAll(async () => {
-    store = await storeWith(Array.from({ length: 16 }, (_, n) => storeApp(appId(n), bundleOf(n), { version: `2.${n}`, trackName: `Agent App ${n}` })));
+    store = await storeWith(
+      Array.from({ length: 16 }, (_, n) =>
+        storeApp(appId(n), bundleOf(n), { version: `2.${n}`, trackName: `Agent App ${n}` }),
+      ),
+    );
     bundle = buildAgentBundle();
     const env = {
       ITUNES_BASE_URL: store.url,
@@ -62,7 +82,11 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     quick = await startLiveServer(kind, { ...env, DECRYPT_LEASE_SECONDS: '3' });
     for (const server of [live, quick]) {
       const admin = await signedInAdmin(server, `agent_admin_${kind}`);
-      people.set(server, { user: await signedInUser(server, `agent_user_${kind}`), admin, token: (await makeAgent(server, admin)).token });
+      people.set(server, {
+        user: await signedInUser(server, `agent_user_${kind}`),
+        admin,
+        token: (await makeAgent(server, admin)).token,
+      });
     }
 
     cases = mkdtempSync(path.join(tmpdir(), 'sideport-operator-'));
@@ -76,7 +100,11 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     );
     writeFileSync(
       path.join(cases, 'versions.sh'),
-      ['dir="' + cases + '/$SIDEPORT_BUNDLE_ID"', 'env | grep "^SIDEPORT_" | sort > "$dir/env-versions.txt"', 'cat "$dir/versions.txt"'].join('\n'),
+      [
+        'dir="' + cases + '/$SIDEPORT_BUNDLE_ID"',
+        'env | grep "^SIDEPORT_" | sort > "$dir/env-versions.txt"',
+        'cat "$dir/versions.txt"',
+      ].join('\n'),
     );
   });
   afterEach(async () => {
@@ -104,7 +132,9 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     const runs: Record<string, Record<string, string>> = {};
     for (const name of readdirSync(dir).filter((f) => f.startsWith('env-'))) {
       const lines = readFileSync(path.join(dir, name), 'utf8').split('\n').filter(Boolean);
-      runs[name.slice(4, -4)] = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+      runs[name.slice(4, -4)] = Object.fromEntries(
+        lines.map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+      );
     }
     return runs;
   }
@@ -126,22 +156,31 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
 
   const inject = (server: LiveServer, url: string, cookie: string, method: 'GET' | 'POST' = 'GET') =>
     server.app.inject({ method, url, headers: { cookie } });
-  const request = (n: number, server = live) => inject(server, `/api/decrypt/KR/${appId(n)}`, people.get(server)!.user);
+  const request = (n: number, server = live) =>
+    inject(server, `/api/decrypt/KR/${appId(n)}`, people.get(server)!.user);
   const versionsOf = async (n: number, server = live) =>
     (await inject(server, `/api/version/KR/${appId(n)}`, people.get(server)!.user)).json() as AppEntry[];
   /** What the agents of this test printed, for failure messages. */
   const agentOutput = () => running.map((agent, i) => `--- agent ${i + 1}:\n${agent.output()}`).join('\n');
   const doneVersion = (n: number, server = live) =>
-    until(`app ${n} to be Done`, async () => (await versionsOf(n, server)).find((e) => e.status === 'Done'), 25_000, agentOutput);
+    until(
+      `app ${n} to be Done`,
+      async () => (await versionsOf(n, server)).find((e) => e.status === 'Done'),
+      25_000,
+      agentOutput,
+    );
   async function queued(n: number, server = live): Promise<AdminQueueEntry | undefined> {
-    const list = (await inject(server, '/api/admin/queue/0', people.get(server)!.admin)).json() as AdminQueueEntry[];
+    const list = (
+      await inject(server, '/api/admin/queue/0', people.get(server)!.admin)
+    ).json() as AdminQueueEntry[];
     return list.find((e) => e.app_id === String(appId(n)));
   }
   /** Every status the live events announced for app n, in order. */
   function recordStatuses(n: number, server = live) {
     const seen: VersionEvent[] = [];
     server.services.bus.subscribe((event) => {
-      if (event.kind === 'live' && event.event.type === 'version' && event.event.app_id === String(appId(n))) seen.push(event.event);
+      if (event.kind === 'live' && event.event.type === 'version' && event.event.app_id === String(appId(n)))
+        seen.push(event.event);
     });
     return seen;
   }
@@ -174,7 +213,10 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     const agent = startAgent();
 
     expect(await doneVersion(0)).toMatchObject({ app_ver_id: '910000', version: '2.0', status: 'Done' });
-    expect(events.map((e) => e.status), agentOutput()).toEqual(expect.arrayContaining(['Downloading', 'Downloaded', 'Process', 'Done']));
+    expect(
+      events.map((e) => e.status),
+      agentOutput(),
+    ).toEqual(expect.arrayContaining(['Downloading', 'Downloaded', 'Process', 'Done']));
     expect(events.some((e) => e.progress === 40)).toBe(true);
     expect((await download(live, 0, '910000')).equals(readFileSync(ipa))).toBe(true);
 
@@ -224,7 +266,11 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
         expect.objectContaining({ app_ver_id: '920002', version: '2.1', status: 'Available' }),
       ],
     });
-    expect(environments(2).versions).toEqual({ SIDEPORT_COUNTRY: 'kr', SIDEPORT_APP_ID: String(appId(2)), SIDEPORT_BUNDLE_ID: bundleOf(2) });
+    expect(environments(2).versions).toEqual({
+      SIDEPORT_COUNTRY: 'kr',
+      SIDEPORT_APP_ID: String(appId(2)),
+      SIDEPORT_BUNDLE_ID: bundleOf(2),
+    });
     await agent.waitFor(/ignored the line .*not a number/);
 
     const asked = await inject(live, `/api/decrypt/KR/${appId(2)}/920002`, premium);
@@ -235,10 +281,24 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     expect((await download(live, 2, '920002')).equals(readFileSync(ipa))).toBe(true);
   });
 
-  it("makes the entry Not with the last stderr line when the command exits 3, and retries other exits", async () => {
-    operator(3, ['echo "status Downloading"', 'echo "looking at the app" >&2', 'echo "This app needs a device on iOS 17." >&2', 'exit 3'].join('\n'));
+  it('makes the entry Not with the last stderr line when the command exits 3, and retries other exits', async () => {
+    operator(
+      3,
+      [
+        'echo "status Downloading"',
+        'echo "looking at the app" >&2',
+        'echo "This app needs a device on iOS 17." >&2',
+        'exit 3',
+      ].join('\n'),
+    );
     const ipa = await buildIpa({ bundleId: bundleOf(4), version: '2.4', appVerId: '910004' });
-    operator(4, ['if [ ! -f "$dir/tried" ]; then touch "$dir/tried"; echo "the store timed out" >&2; exit 1; fi', `cp "${ipa}" "$SIDEPORT_OUTPUT"`].join('\n'));
+    operator(
+      4,
+      [
+        'if [ ! -f "$dir/tried" ]; then touch "$dir/tried"; echo "the store timed out" >&2; exit 1; fi',
+        `cp "${ipa}" "$SIDEPORT_OUTPUT"`,
+      ].join('\n'),
+    );
     expect((await request(3)).statusCode).toBe(200);
     expect((await request(4)).statusCode).toBe(200);
     const agent = startAgent();
@@ -253,12 +313,21 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     expect(again.body).toBe('This version cannot be decrypted: This app needs a device on iOS 17.');
 
     expect(await doneVersion(4)).toMatchObject({ app_ver_id: '910004' });
-    expect(Object.keys(environments(4)).map((id) => id.split('-')[1]).sort()).toEqual(['1', '2']);
+    expect(
+      Object.keys(environments(4))
+        .map((id) => id.split('-')[1])
+        .sort(),
+    ).toEqual(['1', '2']);
     await agent.waitFor(/reported failed \(back in the queue\): the store timed out/);
   });
 
   it('refuses an encrypted IPA on the agent, before any upload, until the entry is Not', async () => {
-    const encrypted = await buildIpa({ bundleId: bundleOf(5), version: '2.5', appVerId: '910005', cryptid: 1 });
+    const encrypted = await buildIpa({
+      bundleId: bundleOf(5),
+      version: '2.5',
+      appVerId: '910005',
+      cryptid: 1,
+    });
     operator(5, `cp "${encrypted}" "$SIDEPORT_OUTPUT"`);
     const events = recordStatuses(5);
     expect((await request(5)).statusCode).toBe(200);
@@ -292,17 +361,28 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     const ipa = await buildIpa({ bundleId: bundleOf(7), version: '2.7', appVerId: '910007' });
     const dir = operator(
       7,
-      ['if [ -f "$dir/sleep.pid" ]; then cp "' + ipa + '" "$SIDEPORT_OUTPUT"; exit 0; fi', 'echo "status Downloading"', 'sleep 300 & echo $! > "$dir/sleep.pid"', 'wait'].join('\n'),
+      [
+        'if [ -f "$dir/sleep.pid" ]; then cp "' + ipa + '" "$SIDEPORT_OUTPUT"; exit 0; fi',
+        'echo "status Downloading"',
+        'sleep 300 & echo $! > "$dir/sleep.pid"',
+        'wait',
+      ].join('\n'),
     );
     expect((await request(7)).statusCode).toBe(200);
     const agent = startAgent();
     const sleeper = await until('the command to start', async () =>
-      existsSync(path.join(dir, 'sleep.pid')) ? Number(readFileSync(path.join(dir, 'sleep.pid'), 'utf8')) : undefined,
+      existsSync(path.join(dir, 'sleep.pid'))
+        ? Number(readFileSync(path.join(dir, 'sleep.pid'), 'utf8'))
+        : undefined,
     );
     expect(await agent.stop('SIGTERM')).toBe(0);
     await until('the command to end', async () => (isAlive(sleeper) ? undefined : true));
     // Back in the queue now, not when the 30 s lease would have run out.
-    expect(await queued(7)).toMatchObject({ status: 'Pending', attempts: 1, reason: 'The agent was stopped before it finished the job.' });
+    expect(await queued(7)).toMatchObject({
+      status: 'Pending',
+      attempts: 1,
+      reason: 'The agent was stopped before it finished the job.',
+    });
     startAgent();
     expect(await doneVersion(7)).toMatchObject({ app_ver_id: '910007' });
   });
@@ -311,12 +391,18 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     const ipa = await buildIpa({ bundleId: bundleOf(8), version: '2.8', appVerId: '910008' });
     const dir = operator(
       8,
-      ['if [ -f "$dir/sleep.pid" ]; then cp "' + ipa + '" "$SIDEPORT_OUTPUT"; exit 0; fi', 'sleep 300 & echo $! > "$dir/sleep.pid"', 'wait'].join('\n'),
+      [
+        'if [ -f "$dir/sleep.pid" ]; then cp "' + ipa + '" "$SIDEPORT_OUTPUT"; exit 0; fi',
+        'sleep 300 & echo $! > "$dir/sleep.pid"',
+        'wait',
+      ].join('\n'),
     );
     expect((await request(8, quick)).statusCode).toBe(200);
     const agent = startAgent(quick);
     const sleeper = await until('the command to start', async () =>
-      existsSync(path.join(dir, 'sleep.pid')) ? Number(readFileSync(path.join(dir, 'sleep.pid'), 'utf8')) : undefined,
+      existsSync(path.join(dir, 'sleep.pid'))
+        ? Number(readFileSync(path.join(dir, 'sleep.pid'), 'utf8'))
+        : undefined,
     );
     const entry = (await queued(8, quick))!;
     const retried = await quick.app.inject({
@@ -344,25 +430,38 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     );
     expect((await request(9, quick)).statusCode).toBe(200);
     const first = startAgent(quick);
-    await until('the command to start', async () => (existsSync(path.join(dir, 'sleep.pid')) ? true : undefined));
+    await until('the command to start', async () =>
+      existsSync(path.join(dir, 'sleep.pid')) ? true : undefined,
+    );
     expect(await first.stop('SIGKILL')).toBeNull();
     // Nothing told the server: the killed agent's command lives on, orphaned, until we end it.
     process.kill(-processGroupOf(Number(readFileSync(path.join(dir, 'first.pid'), 'utf8'))), 'SIGKILL');
 
     startAgent(quick);
     expect(await doneVersion(9, quick)).toMatchObject({ app_ver_id: '910009' });
-    expect(Object.keys(environments(9)).map((id) => id.split('-')[1]).sort()).toEqual(['1', '2']);
+    expect(
+      Object.keys(environments(9))
+        .map((id) => id.split('-')[1])
+        .sort(),
+    ).toEqual(['1', '2']);
   }, 60_000);
 
   it('survives a server restart in the middle of a job and finishes it', async () => {
     const ipa = await buildIpa({ bundleId: bundleOf(10), version: '2.10', appVerId: '910010' });
     const dir = operator(
       10,
-      ['echo "status Downloading"', 'touch "$dir/started"', 'while [ ! -f "$dir/go" ]; do sleep 0.1; done', `cp "${ipa}" "$SIDEPORT_OUTPUT"`].join('\n'),
+      [
+        'echo "status Downloading"',
+        'touch "$dir/started"',
+        'while [ ! -f "$dir/go" ]; do sleep 0.1; done',
+        `cp "${ipa}" "$SIDEPORT_OUTPUT"`,
+      ].join('\n'),
     );
     expect((await request(10)).statusCode).toBe(200);
     const agent = startAgent();
-    await until('the command to start', async () => (existsSync(path.join(dir, 'started')) ? true : undefined));
+    await until('the command to start', async () =>
+      existsSync(path.join(dir, 'started')) ? true : undefined,
+    );
 
     await live.stop();
     writeFileSync(path.join(dir, 'go'), '');
