@@ -6,6 +6,7 @@ import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyInstance, type FastifyReply, type RouteOptions } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { createCoreServices } from './core-services.js';
 import type { DatabaseHandle } from './db/client.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { createGuards } from './modules/auth/guard.js';
@@ -14,21 +15,15 @@ import { billingRoutes } from './modules/billing/routes.js';
 import { createBillingService } from './modules/billing/service.js';
 import { createBillingProvider } from './modules/billing/setup.js';
 import { createAuthService } from './modules/auth/service.js';
-import { createItunesClient } from './modules/catalog/itunes.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
-import { createCatalogService } from './modules/catalog/service.js';
 import { createDeviceService } from './modules/devices/service.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { agentRoutes } from './modules/agents/routes.js';
-import { createAgentService } from './modules/agents/service.js';
-import { createJobService } from './modules/decrypt/jobs.js';
 import { decryptRoutes } from './modules/decrypt/routes.js';
 import { createDecryptService, type DecryptService } from './modules/decrypt/service.js';
 import { settingOrCreate } from './modules/decrypt/queries.js';
 import { eventRoutes } from './modules/events/routes.js';
-import { createEventBus } from './platform/events.js';
 import { createUrlSigner } from './platform/signed-urls.js';
-import { createFileStore } from './platform/storage.js';
 import type { Config } from './platform/config.js';
 import { createClientErrorHandler } from './platform/client-error.js';
 import { decodedPath, isApiPath, registerCrossSiteGuard } from './platform/cross-site.js';
@@ -125,29 +120,19 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   await app.register(billingRoutes, { billing, guards, providerName: billingProvider.name, publicUrl: config.PUBLIC_URL });
   await app.register(accountRoutes, { guards, billing, devices });
 
-  const itunes = createItunesClient({
-    baseUrl: config.ITUNES_BASE_URL,
-    timeoutMs: config.ITUNES_TIMEOUT_MS,
-    searchLimit: config.ITUNES_SEARCH_LIMIT,
-    clock: () => clock().getTime(),
-  });
-  const bus = await createEventBus(database);
-  app.addHook('onClose', () => bus.close());
-  const files = createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR });
-  // The download URL key: configured, or made once and shared by every process through the database.
-  const urlKey = config.DOWNLOAD_URL_KEY ?? (await settingOrCreate(db, 'download_url_key', () => randomBytes(32).toString('hex')));
-  const urls = createUrlSigner(Buffer.from(urlKey), clock);
-
   // The catalogue tells the decrypt domain of admin deletes; the decrypt service exists after it.
   let afterRemoved: DecryptService['afterRemoved'] | undefined;
-  const catalog = createCatalogService({
-    db,
-    itunes,
+  const { bus, files, catalog, jobs, agents } = await createCoreServices({
+    config,
+    database,
     clock,
-    cacheTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
     log: app.log,
     onRemoved: (removed) => afterRemoved?.(removed) ?? Promise.resolve(),
   });
+  app.addHook('onClose', () => bus.close());
+  // The download URL key: configured, or made once and shared by every process through the database.
+  const urlKey = config.DOWNLOAD_URL_KEY ?? (await settingOrCreate(db, 'download_url_key', () => randomBytes(32).toString('hex')));
+  const urls = createUrlSigner(Buffer.from(urlKey), clock);
   await app.register(catalogRoutes, { catalog, guards, answerCacheMs: config.LIST_CACHE_MS });
 
   const decrypt = createDecryptService({
@@ -167,21 +152,6 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     log: app.log,
   });
   afterRemoved = decrypt.afterRemoved;
-  const jobs = createJobService({
-    db,
-    clock,
-    bus,
-    files,
-    catalog,
-    settings: {
-      leaseSeconds: config.DECRYPT_LEASE_SECONDS,
-      maxAttempts: config.DECRYPT_MAX_ATTEMPTS,
-      maxIpaBytes: config.DECRYPT_MAX_IPA_MB * 1024 * 1024,
-      tmpDir: path.join(config.DATA_DIR, 'tmp'),
-    },
-    log: app.log,
-  });
-  const agents = createAgentService({ db, clock, releaseJobsOf: jobs.releaseJobsOf, cacheMs: config.SESSION_CACHE_MS });
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(agentRoutes, { agents, jobs });
   await app.register(adminRoutes, { guards, agents, jobs, catalog });

@@ -1,10 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
+import { COUNTRIES, createAgentRequest, userId } from '@sideport/contracts';
+import { createCoreServices } from './core-services.js';
 import { startItunesServer } from './dev/itunes-server.js';
 import { createAuthService } from './modules/auth/service.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
 import { ConfigError, loadConfig } from './platform/config.js';
-import { userId } from '@sideport/contracts';
 
 /** Operator commands. They read the same environment as the server (DATA_DIR or DATABASE_URL). */
 async function withAuth<T>(fn: (auth: ReturnType<typeof createAuthService>) => Promise<T>): Promise<T> {
@@ -22,6 +23,38 @@ async function withAuth<T>(fn: (auth: ReturnType<typeof createAuthService>) => P
     await database.close();
   }
 }
+
+/** The services an operator command acts through: the same the admin API uses. */
+async function withServices<T>(fn: (services: Awaited<ReturnType<typeof createCoreServices>>) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const database = await openConfiguredDatabase(config);
+  try {
+    await database.migrate();
+    const log = { info: () => {}, warn: (_obj: object, msg: string) => console.error(`warning: ${msg}`) };
+    const services = await createCoreServices({ config, database, clock: () => new Date(), log });
+    try {
+      return await fn(services);
+    } finally {
+      await services.bus.close();
+    }
+  } finally {
+    await database.close();
+  }
+}
+
+/** Who the audit log names for what an operator did from the command line. */
+const CLI_ACTOR = 'operator (cli)';
+
+const storeId = (value: string) => {
+  if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('must be a positive whole number');
+  return Number(value);
+};
+
+const country = (value: string) => {
+  const upper = value.toUpperCase();
+  if (!(COUNTRIES as readonly string[]).includes(upper)) throw new InvalidArgumentError(`must be one of ${COUNTRIES.join(', ')}`);
+  return upper;
+};
 
 const integer = (value: string) => {
   if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError('must be a whole number');
@@ -73,6 +106,70 @@ program
     }
     await withAuth((auth) => auth.ensureUser(id, md5Hex(password), options.grade));
     console.log(`User ${id} is ready with grade ${options.grade}${options.grade >= ADMIN_GRADE ? ' (admin)' : ''}.`);
+  });
+
+program
+  .command('agent:create')
+  .description('make a decrypt agent and print its token (shown only this once)')
+  .argument('<name>', 'a name to know it by (the machine, say)')
+  .action(async (name: string) => {
+    const checked = createAgentRequest.safeParse({ name });
+    if (!checked.success) throw new InvalidArgumentError(checked.error.issues[0]?.message ?? 'bad name');
+    const made = await withServices(async ({ agents, catalog }) => {
+      const agent = await agents.create(checked.data.name);
+      await catalog.audit(CLI_ACTOR, 'create-agent', { id: agent.id, name: agent.name });
+      return agent;
+    });
+    console.log(`Agent ${made.id} (${made.name}) is made. Its token, shown only this once:\n\n  ${made.token}\n`);
+    console.log(`On the agent's machine: SIDEPORT_AGENT_TOKEN=<token> npx sideport-agent --server <this server's URL> --command '<your command>'`);
+  });
+
+program
+  .command('agent:list')
+  .description('list the decrypt agents: last seen, current job, done and failed counts')
+  .action(async () => {
+    const list = await withServices(({ agents }) => agents.list());
+    if (list.length === 0) return console.log('No agents. Make one with: npx sideport agent:create <name>');
+    const rows = [
+      ['id', 'name', 'last seen', 'current job', 'done', 'failed'],
+      ...list.map((a) => [a.id, a.name, a.last_seen_at ?? 'never', a.current_job ?? '-', String(a.done_count), String(a.failed_count)]),
+    ];
+    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+    for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+  });
+
+program
+  .command('agent:revoke')
+  .description("revoke a decrypt agent's token; its jobs go back to the queue at once")
+  .argument('<id>', 'agent id (see agent:list)', storeId)
+  .action(async (id: number) => {
+    const revoked = await withServices(async ({ agents, catalog }) => {
+      const agent = await agents.revoke(id);
+      await catalog.audit(CLI_ACTOR, 'revoke-agent', { id: String(agent.id), name: agent.name });
+      return agent;
+    });
+    console.log(`Agent ${revoked.id} (${revoked.name}) is revoked: its token no longer works.`);
+  });
+
+program
+  .command('ipa:import')
+  .description("store the operator's own decrypted IPA as a Done version, through the same check as an agent's upload")
+  .argument('<file>', 'the decrypted .ipa')
+  .requiredOption('--country <cc>', `store country (${COUNTRIES.join(', ')})`, country)
+  .option('--app-id <n>', "the store's app id (default: the app of the IPA's bundle id)", storeId)
+  .option('--app-ver-id <n>', "the store's version id (default: iTunesMetadata.plist's softwareVersionExternalIdentifier)", storeId)
+  .action(async (file: string, options: { country: string; appId?: number; appVerId?: number }) => {
+    if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InvalidArgumentError(`There is no file at ${file}.`);
+    const done = await withServices(({ jobs }) =>
+      jobs.importIpa(file, {
+        country: options.country,
+        ...(options.appId !== undefined ? { appId: options.appId } : {}),
+        ...(options.appVerId !== undefined ? { appVerId: options.appVerId } : {}),
+      }),
+    );
+    console.log(
+      `${done.name} ${done.version} (app_id ${done.app_id}, app_ver_id ${done.app_ver_id}, ${done.country}) is Done: ${done.size_bytes} bytes stored.`,
+    );
   });
 
 program

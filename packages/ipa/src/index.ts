@@ -11,6 +11,12 @@ export type { IpaErrorCode } from './errors.js';
 export { check } from './check.js';
 export type { CheckOptions, CheckProgress, CheckReport, MachOReport, SliceReport } from './check.js';
 export type { MachOInspector } from './macho-inspector.js';
+// What a decrypt result must be before anyone accepts it (the agent before uploading, the server
+// before storing), and the store's own record of where an IPA came from.
+export { verifyDecrypted } from './verify.js';
+export type { DecryptedVerdict } from './verify.js';
+export { readStoreMetadata } from './store-metadata.js';
+export type { StoreMetadata } from './store-metadata.js';
 
 // Archives and bundles, for callers that need more than the check report.
 export { openZip, openZipFromBuffer, openZipFromReader, defaultZipLimits } from './zip/index.js';

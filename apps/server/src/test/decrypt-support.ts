@@ -46,7 +46,7 @@ export interface AgentClient {
 }
 
 /** An agent made through the admin API, and calls of its protocol through the real server. */
-export async function makeAgent(t: TestApp, adminCookie: string, name = 'mac-mini'): Promise<AgentClient> {
+export async function makeAgent(t: Pick<TestApp, 'app'>, adminCookie: string, name = 'mac-mini'): Promise<AgentClient> {
   const made = await t.app.inject({ method: 'POST', url: '/api/admin/agents', headers: { cookie: adminCookie }, payload: { name } });
   if (made.statusCode !== 200) throw new Error(`agent creation failed: ${made.statusCode} ${made.body}`);
   const { token, id } = made.json() as { token: string; id: string };
@@ -72,12 +72,12 @@ export async function makeAgent(t: TestApp, adminCookie: string, name = 'mac-min
   };
 }
 
-export async function signedInAdmin(t: TestApp, id: string) {
+export async function signedInAdmin(t: Pick<TestApp, 'app' | 'services'>, id: string) {
   return signedInUser(t, id, 1);
 }
 
 /** Makes a user premium the way a payment does (the test-mode checkout, paid). */
-export async function makePremium(t: TestApp, cookie: string, plan = 0) {
+export async function makePremium(t: Pick<TestApp, 'app'>, cookie: string, plan = 0) {
   const start = await t.app.inject({ url: `/api/pay/service/${plan}`, headers: { cookie } });
   const url = new URL((start.json() as { url: string }).url);
   const id = url.pathname.split('/').pop()!;

@@ -27,7 +27,23 @@ export async function openTestDatabase(kind: DatabaseKind): Promise<TestDatabase
     await handle.migrate();
     return { ...handle, dispose: () => handle.close() };
   }
-  const adminUrl = process.env.TEST_DATABASE_URL!;
+  const created = await createPostgresDatabase();
+  const handle = await openDatabase({ url: created.url });
+  await handle.migrate();
+  return {
+    ...handle,
+    url: created.url,
+    async dispose() {
+      await handle.close();
+      await created.drop();
+    },
+  };
+}
+
+/** A new, empty PostgreSQL database on TEST_DATABASE_URL's server, for tests that open it themselves. */
+export async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const adminUrl = process.env.TEST_DATABASE_URL;
+  if (!adminUrl) throw new Error('TEST_DATABASE_URL is not set');
   const name = `sideport_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -35,13 +51,9 @@ export async function openTestDatabase(kind: DatabaseKind): Promise<TestDatabase
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const handle = await openDatabase({ url: url.toString() });
-  await handle.migrate();
   return {
-    ...handle,
     url: url.toString(),
-    async dispose() {
-      await handle.close();
+    async drop() {
       const cleanup = new pg.Client({ connectionString: adminUrl });
       await cleanup.connect();
       await cleanup.query(`drop database if exists ${name} with (force)`);
@@ -100,7 +112,7 @@ export function sessionCookie(response: { cookies: Array<{ name: string; value: 
 export { fixturesDir } from './fixtures.js';
 
 /** Signs up a user through the API and returns its cookie header; grade > 0 is set through the service. */
-export async function signedInUser(t: TestApp, id: string, grade = 0) {
+export async function signedInUser(t: Pick<TestApp, 'app' | 'services'>, id: string, grade = 0) {
   const res = await t.app.inject({ method: 'POST', url: '/api/sign-up', payload: { id, pw: 'a'.repeat(32) } });
   if (res.statusCode !== 200) throw new Error(`sign-up failed: ${res.statusCode} ${res.body}`);
   if (grade !== 0) await t.services.auth.setGrade(id, grade);

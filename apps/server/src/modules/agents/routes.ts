@@ -55,9 +55,24 @@ export async function agentRoutes(app: FastifyInstance, { agents, jobs }: AgentR
   // The IPA arrives as a raw stream and is written to disk as it comes, never held whole.
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
 
-  r.post('/api/agent/claim', { schema: { body: claimRequest.optional(), response: { 200: claimAnswer } } }, async (request) => {
+  // A long-polling claim would hold a closing server up for its whole wait: it answers at once.
+  const closing = new AbortController();
+  app.addHook('preClose', async () => closing.abort());
+
+  r.post('/api/agent/claim', { schema: { body: claimRequest.optional(), response: { 200: claimAnswer } } }, async (request, reply) => {
     const body = request.body ?? {};
-    const job = await jobs.claim(currentAgent(request), body.kinds ?? JOB_KINDS, body.wait_seconds ?? 0);
+    const agent = currentAgent(request);
+    // An agent that went away mid-wait (killed, restarted) must not be handed a job nobody works
+    // on until its lease runs out: its wait ends with its connection.
+    const gone = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableEnded) gone.abort();
+    });
+    const job = await jobs.claim(agent, body.kinds ?? JOB_KINDS, body.wait_seconds ?? 0, AbortSignal.any([closing.signal, gone.signal]));
+    if (job && gone.signal.aborted) {
+      await jobs.unclaim(agent, job.id);
+      return { job: null };
+    }
     return { job };
   });
 

@@ -125,6 +125,7 @@ export function createItunesClient(options: ItunesClientOptions) {
     search: (country: string, term: string) =>
       get('search', { term, country: country.toLowerCase(), entity: 'software', limit: String(options.searchLimit) }),
     lookup: (country: string, appId: number) => get('lookup', { id: String(appId), country: country.toLowerCase() }),
+    lookupBundle: (country: string, bundleId: string) => get('lookup', { bundleId, country: country.toLowerCase() }),
   };
 }
 

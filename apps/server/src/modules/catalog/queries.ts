@@ -29,9 +29,10 @@ const entryColumns = {
  * INSERT ... ON CONFLICT DO UPDATE cannot touch a row twice: the first record of each app is kept.
  */
 export async function upsertApps(db: Database, country: string, list: StoreApp[], fetchedAt: Date) {
-  const seen = new Set<number>();
-  const unique = list.filter((a) => !seen.has(a.appId) && seen.add(a.appId));
-  if (unique.length === 0) return;
+  if (list.length === 0) return;
+  // One row per app: the store may list an app twice in one answer, and one INSERT ... ON
+  // CONFLICT cannot update the same row twice.
+  const unique = [...new Map(list.map((a) => [a.appId, a])).values()];
   const rows = unique.map((a) => ({ ...a, country, fetchedAt }));
   await db
     .insert(apps)

@@ -13,6 +13,12 @@ const facebook = JSON.parse(itunesFixture('fastlane_itunesLookup-284882215.json'
 /** Store records shaped like Apple's, derived from a real one (names in other scripts, odd fields). */
 const derived = (trackId: number, changes: Record<string, unknown>) => ({ ...facebook, trackId, ...changes });
 
+/** The same answer with every result listed twice (as a store answer gathered from two pages can be). */
+function twice(body: string) {
+  const parsed = JSON.parse(body) as { results: unknown[] };
+  return JSON.stringify({ resultCount: parsed.results.length * 2, results: [...parsed.results, ...parsed.results] });
+}
+
 describe.each(databaseKinds)('catalogue on %s', (kind) => {
   let store: ItunesServer;
   let t: TestApp;
@@ -29,6 +35,7 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
         ['search:facebook', itunesFixture('fastlane_itunesLookup-284882215.json')],
         // The store sometimes lists one app twice in an answer (seen with several recorded answers served at once).
         ['search:listed twice', JSON.stringify({ resultCount: 3, results: [facebook, derived(1003, { trackName: 'Rock Band' }), facebook] })],
+        ['search:twice', twice(itunesFixture('fastlane_itunesLookup-284882215.json'))],
       ]),
       records: [
         derived(1001, { trackName: '카카오톡 KakaoTalk', bundleId: 'com.iwilab.KakaoTalk', averageUserRating: undefined, userRatingCount: undefined }),
@@ -91,6 +98,12 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
     it('drops Mac software from a mixed answer', async () => {
       const res = await search('kr', 'slack');
       expect(res.json().map((e: { name: string }) => e.name)).toEqual(['Talon – Webhooks & More', 'Veern']);
+    });
+
+    it('shows an app the store lists twice in one answer once', async () => {
+      const res = await search('kr', 'twice');
+      expect(res.statusCode).toBe(200);
+      expect(res.json().map((e: { app_id: string }) => e.app_id)).toEqual(['284882215']);
     });
 
     it('answers an empty array when the store finds nothing', async () => {

@@ -1,12 +1,12 @@
 import type { AppEntry, DecryptStatus } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
-import { notFound } from '../../platform/errors.js';
+import { AppError, notFound } from '../../platform/errors.js';
 import type { ItunesClient, StoreApp } from './itunes.js';
 import * as q from './queries.js';
 
 export interface CatalogServiceDeps {
   db: Database;
-  itunes: Pick<ItunesClient, 'search' | 'lookup'>;
+  itunes: Pick<ItunesClient, 'search' | 'lookup' | 'lookupBundle'>;
   clock: () => Date;
   cacheTtlMs: number;
   log?: { warn(obj: object, msg: string): void };
@@ -137,6 +137,14 @@ export function createCatalogService(deps: CatalogServiceDeps) {
       if (!app) throw notFound('This app');
       await q.upsertApps(db, country, [app], clock());
       return (await q.findApp(db, country, appId))!;
+    },
+
+    /** The store's app of a bundle id (an operator's IPA import); 404 with a sentence when the store has none. */
+    async lookupAppByBundleId(country: string, bundleId: string) {
+      const app = (await itunes.lookupBundle(country, bundleId)).find((a) => a.bundleId === bundleId);
+      if (!app) throw new AppError(404, 'NOT_FOUND', `The store of ${country} has no app with the bundle id ${bundleId}.`);
+      await q.upsertApps(db, country, [app], clock());
+      return (await q.findApp(db, country, app.appId))!;
     },
 
     /** Who did what, and when (DESIGN.md section 7). */

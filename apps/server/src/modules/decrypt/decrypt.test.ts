@@ -284,6 +284,25 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     expect((await upload(job.id, ipa, '?app_ver_id=880005')).statusCode).toBe(409);
   });
 
+  it('gives an admin-retried job a new lease, so the agent that held the old one cannot act on it', async () => {
+    expect((await request(6, other)).statusCode).toBe(200);
+    const held = await claimFor(app(6));
+    const queue = (await t.app.inject({ url: '/api/admin/queue/0', headers: { cookie: admin } })).json() as Array<{ seq: string; app_id: string }>;
+    const seqOf = queue.find((e) => e.app_id === String(app(6)))!.seq;
+    const retried = await t.app.inject({ method: 'POST', url: `/api/admin/queue/${seqOf}/retry`, headers: { cookie: admin } });
+    expect(retried.statusCode).toBe(204);
+
+    const second = await makeAgent(t, admin, 'after-retry');
+    const fresh = await claimFor(app(6), second);
+    expect(fresh.attempt).toBe(1);
+    expect(fresh.id).not.toBe(held.id);
+    const late = await agent.call('POST', `/api/agent/jobs/${held.id}/heartbeat`, { progress: 50 });
+    expect(late.statusCode).toBe(409);
+    const ipa = await buildIpa({ bundleId: 'com.example.app6', version: '1.6' });
+    expect((await upload(held.id, ipa, '?app_ver_id=880006')).statusCode).toBe(409);
+    expect((await upload(fresh.id, ipa, '?app_ver_id=880006', second)).statusCode).toBe(200);
+  });
+
   it('keeps every admin route from non-admins', async () => {
     for (const [method, url] of [
       ['POST', '/api/admin/agents'],

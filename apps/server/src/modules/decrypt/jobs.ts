@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { copyFile, mkdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { readStoreMetadata, verifyDecrypted, type DecryptedVerdict } from '@sideport/ipa';
 import type {
   AgentJob,
   FailRequest,
@@ -17,7 +19,7 @@ import type { FileStore } from '../../platform/storage.js';
 import type { CatalogService } from '../catalog/service.js';
 import { publishEntry } from './entry-events.js';
 import * as q from './queries.js';
-import { checkResult, receiveToFile } from './upload.js';
+import { receiveToFile, uploadTooLarge } from './upload.js';
 
 export interface JobSettings {
   leaseSeconds: number;
@@ -32,11 +34,18 @@ export interface JobServiceDeps {
   clock: () => Date;
   bus: EventBus;
   files: FileStore;
-  catalog: Pick<CatalogService, 'lookupApp'>;
+  catalog: Pick<CatalogService, 'lookupApp' | 'lookupAppByBundleId'>;
   settings: JobSettings;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Called after a version became Done (the sign service warms its digest cache from it). */
   onVersionDone?: (done: { appId: number; appVerId: number; fileKey: string; localFile?: string }) => Promise<void>;
+}
+
+/** What `importIpa` made: a Done version of a store app. */
+export interface ImportAnswer extends UploadAnswer {
+  country: string;
+  app_id: string;
+  name: string;
 }
 
 /** An agent as the job routes know it (authenticated by its bearer token). */
@@ -57,6 +66,10 @@ export function parseLeaseId(value: string): { jobId: number; attempt: number } 
   if (!match) throw notFound('This job');
   return { jobId: Number(match[1]), attempt: Number(match[2]) };
 }
+
+type VerifiedIpa = Extract<DecryptedVerdict, { ok: true }>;
+/** What became of an uploaded or imported version: kept as `entry`, or given way to `entry` (Done before). */
+type Settled = { entry: q.EntryRow; keep: boolean };
 
 const leaseLost = () => conflict('This job is no longer yours: its lease ended or it was removed.');
 
@@ -147,7 +160,7 @@ export function createJobService(deps: JobServiceDeps) {
   }
 
   /** Makes the app-level entry the version the agent uploaded, or gives way to one that exists. */
-  async function settleVersion(tx: Database, entry: q.EntryRow, appVerId: number) {
+  async function settleVersion(tx: Database, entry: q.EntryRow, appVerId: number): Promise<Settled> {
     if (entry.appVerId !== null) return { entry, keep: true as const };
     const other = await q.findByAppVerId(tx, entry.appId, appVerId);
     if (!other || other.seq === entry.seq) return { entry, keep: true as const };
@@ -158,6 +171,85 @@ export function createJobService(deps: JobServiceDeps) {
     return { entry, keep: true as const };
   }
 
+  /**
+   * Stores a checked IPA and makes its entry Done inside `hold` (the agent's lease, or a plain
+   * transaction for an import), which supplies the entry and finishes the job. An entry of the
+   * same version that is already Done wins and the new copy is dropped; a file stored for a
+   * result that did not commit is removed.
+   */
+  async function storeResult(options: {
+    file: { path: string; sizeBytes: number };
+    verdict: VerifiedIpa;
+    appId: number;
+    appVerId: number;
+    hold: (work: (tx: Database, entry: q.EntryRow) => Promise<Settled>) => Promise<Settled>;
+  }) {
+    const { file, verdict, appVerId } = options;
+    // Stored before the transaction: a large file on S3 takes a while, and no row waits on it.
+    const fileKey = `ipa/${options.appId}/${appVerId}/${randomUUID()}.ipa`;
+    await files.putFile(fileKey, file.path);
+    let done: Settled;
+    try {
+      done = await options.hold(async (tx, entry) => {
+        const settled = await settleVersion(tx, entry, appVerId);
+        if (!settled.keep) {
+          // The version was decrypted meanwhile by another request: this copy is not needed.
+          await q.deleteEntry(tx, entry.seq);
+          await publishEntry(bus, entry, tx, { deleted: true });
+          return settled;
+        }
+        const row = await q.markEntryDone(tx, entry.seq, {
+          appVerId,
+          version: verdict.version,
+          minimumOs: verdict.report.minimumOsVersion,
+          sizeBytes: file.sizeBytes,
+          fileKey,
+          now: now(),
+        });
+        await publishEntry(bus, row, tx, { previousAppVerId: entry.appVerId });
+        return { entry: row, keep: true as const };
+      });
+    } catch (err) {
+      await files.delete(fileKey).catch(() => {});
+      throw err;
+    }
+    if (!done.keep) await files.delete(fileKey);
+    else {
+      const localFile = files.localPath(fileKey);
+      await deps
+        .onVersionDone?.({ appId: done.entry.appId, appVerId, fileKey, ...(localFile ? { localFile } : {}) })
+        .catch((err: unknown) => log.warn({ err }, 'after-done work failed'));
+    }
+    return {
+      status: 'Done' as const,
+      app_ver_id: String(done.entry.appVerId ?? appVerId),
+      version: done.entry.version ?? verdict.version,
+      size_bytes: done.entry.sizeBytes ?? file.sizeBytes,
+    };
+  }
+
+  /**
+   * The entry an imported version settles: its own (refused when already Done), else the app's
+   * waiting app-level request when the store's current version is this one, else a new entry.
+   */
+  async function entryToImportInto(tx: Database, app: { country: string; appId: number; version: string }, appVerId: number, version: string) {
+    const own = await q.findByAppVerId(tx, app.appId, appVerId);
+    if (own?.status === 'Done') throw conflict('This version is already decrypted.');
+    if (own) return own;
+    const waiting = await q.findActiveAppLevel(tx, app.country, app.appId);
+    if (waiting && app.version === version) return waiting;
+    return q.insertEntry(tx, {
+      country: app.country,
+      appId: app.appId,
+      appVerId,
+      version,
+      status: 'Pending',
+      premium: false,
+      requestedBy: null,
+      now: now(),
+    });
+  }
+
   return {
     sweepExpiredLeases,
 
@@ -165,8 +257,13 @@ export function createJobService(deps: JobServiceDeps) {
      * The next job for this agent, or null when none came within `waitSeconds` (a long poll:
      * a job queued meanwhile by any process wakes it at once).
      */
-    async claim(agent: AgentRef, kinds: readonly JobKind[], waitSeconds: number): Promise<AgentJob | null> {
+    async claim(agent: AgentRef, kinds: readonly JobKind[], waitSeconds: number, signal?: AbortSignal): Promise<AgentJob | null> {
       const deadline = Date.now() + waitSeconds * 1000;
+      // The server is closing: waiting claims answer at once instead of holding the close up.
+      const closing = new Promise<undefined>((resolve) => {
+        if (signal?.aborted) resolve(undefined);
+        signal?.addEventListener('abort', () => resolve(undefined), { once: true });
+      });
       for (;;) {
         // Listen before looking, so a job queued between the look and the wait is not missed.
         const queued = waitForEvent(bus, (e) => e.kind === 'jobs-queued', Math.max(0, deadline - Date.now()));
@@ -175,8 +272,20 @@ export function createJobService(deps: JobServiceDeps) {
           void queued.catch(() => {});
           return describeJob(job);
         }
-        if (Date.now() >= deadline || !(await queued)) return null;
+        if (Date.now() >= deadline || signal?.aborted || !(await Promise.race([queued, closing]))) return null;
       }
+    },
+
+    /** A job claimed for an agent that was gone before it heard of it: back to the queue, the attempt not counted. */
+    async unclaim(agent: AgentRef, lease: string) {
+      await withHeldJob(agent, lease, async (tx, job) => {
+        await q.setJobState(tx, job.id, 'queued', { agentId: null, leaseExpiresAt: null, attempts: job.attempts - 1, updatedAt: now() });
+        if (job.kind === 'decrypt' && job.versionSeq !== null) {
+          const entry = await q.updateEntry(tx, job.versionSeq, { status: 'Pending', progress: null, updatedAt: now() });
+          if (entry) await publishEntry(bus, entry, tx);
+        }
+        await bus.publish({ kind: 'jobs-queued' }, tx);
+      }).catch((err: unknown) => log.warn({ err, lease }, 'could not put back a job claimed for an agent that left'));
     },
 
     async heartbeat(agent: AgentRef, lease: string, report: HeartbeatRequest) {
@@ -249,7 +358,6 @@ export function createJobService(deps: JobServiceDeps) {
         maxBytes: settings.maxIpaBytes,
         ...(info.declaredBytes !== undefined ? { declaredBytes: info.declaredBytes } : {}),
       });
-      let stored: string | undefined;
       try {
         const refuse = async (reason: string): Promise<never> => {
           await withHeldJob(agent, lease, (tx, held) => endAttempt(tx, held, reason));
@@ -262,8 +370,8 @@ export function createJobService(deps: JobServiceDeps) {
           if (checking) await publishEntry(bus, checking, tx);
         });
         const app = await catalog.lookupApp(entry.country, entry.appId);
-        const result = await checkResult(received.path, { bundleId: app.bundleId });
-        if (!result.ok) return await refuse(result.reason);
+        const verdict = await verifyDecrypted(received.path, { bundleId: app.bundleId });
+        if (!verdict.ok) return await refuse(verdict.reason);
         const reported = info.app_ver_id ?? (job.reportedAppVerId === null ? undefined : String(job.reportedAppVerId));
         if (entry.appVerId !== null && reported !== undefined && reported !== String(entry.appVerId)) {
           return await refuse(`The agent uploaded store version ${reported}, not the requested ${entry.appVerId}.`);
@@ -272,53 +380,73 @@ export function createJobService(deps: JobServiceDeps) {
         if (appVerIdText === undefined) {
           return await refuse('The agent did not say which store version it uploaded (app_ver_id).');
         }
-        const appVerId = Number(appVerIdText);
-
-        const fileKey = `ipa/${entry.appId}/${appVerId}/${randomUUID()}.ipa`;
-        await files.putFile(fileKey, received.path);
-        stored = fileKey;
-        const done = await withHeldJob(agent, lease, async (tx, held) => {
-          const settled = await settleVersion(tx, entry, appVerId);
-          if (!settled.keep) {
-            // The version was decrypted meanwhile by another request: this copy is not needed.
-            await q.deleteEntry(tx, entry.seq);
-            await publishEntry(bus, entry, tx, { deleted: true });
-          } else {
-            const row = await q.markEntryDone(tx, entry.seq, {
-              appVerId,
-              version: result.version,
-              minimumOs: result.report.minimumOsVersion,
-              sizeBytes: received.sizeBytes,
-              fileKey,
-              now: now(),
-            });
-            await publishEntry(bus, row, tx, { previousAppVerId: entry.appVerId });
-            await q.setJobState(tx, held.id, 'done', { leaseExpiresAt: null, lastReason: null, updatedAt: now() });
-          }
-          if (held.agentId !== null) await q.countAgentOutcome(tx, held.agentId, 'done');
-          return settled;
+        const stored = await storeResult({
+          file: received,
+          verdict,
+          appId: entry.appId,
+          appVerId: Number(appVerIdText),
+          hold: (work) =>
+            withHeldJob(agent, lease, async (tx, held) => {
+              const settled = await work(tx, entry);
+              // A result that gave way to an existing Done version leaves no entry, and so no job.
+              if (settled.keep) await q.setJobState(tx, held.id, 'done', { leaseExpiresAt: null, lastReason: null, updatedAt: now() });
+              if (held.agentId !== null) await q.countAgentOutcome(tx, held.agentId, 'done');
+              return settled;
+            }),
         });
-        if (!done.keep) await files.delete(fileKey);
-        else stored = undefined;
-        const final = done.entry;
-        log.info({ appId: entry.appId, appVerId, agent: agent.name }, 'decrypted version accepted');
-        if (done.keep) {
-          await deps
-            .onVersionDone?.({ appId: entry.appId, appVerId, fileKey, ...(files.localPath(fileKey) ? { localFile: files.localPath(fileKey)! } : {}) })
-            .catch((err: unknown) => log.warn({ err }, 'after-done work failed'));
-        }
-        return {
-          status: 'Done',
-          app_ver_id: String(final.appVerId ?? appVerId),
-          version: final.version ?? result.version,
-          size_bytes: final.sizeBytes ?? received.sizeBytes,
-        };
-      } catch (err) {
-        // A file stored for a result that did not commit must not stay behind.
-        if (stored) await files.delete(stored).catch(() => {});
-        throw err;
+        log.info({ appId: entry.appId, appVerId: stored.app_ver_id, agent: agent.name }, 'decrypted version accepted');
+        return { status: 'Done', app_ver_id: stored.app_ver_id, version: stored.version, size_bytes: stored.size_bytes };
       } finally {
         await rm(received.path, { force: true });
+      }
+    },
+
+    /**
+     * An operator's own decrypted IPA (`sideport ipa:import`), through the same check and storage
+     * as an agent's upload: the app is the store's app of the IPA's bundle id (or `appId`, which
+     * must match), the version id the IPA's iTunesMetadata.plist names (or `appVerId`). The
+     * version becomes Done; a waiting request for it is answered. The source file is left alone.
+     */
+    async importIpa(source: string, target: { country: string; appId?: number; appVerId?: number }): Promise<ImportAnswer> {
+      await mkdir(settings.tmpDir, { recursive: true });
+      const copy = path.join(settings.tmpDir, `import-${randomUUID()}.ipa`);
+      try {
+        // A copy, because storing moves the file, and the operator's own file must stay.
+        await copyFile(source, copy);
+        const sizeBytes = (await stat(copy)).size;
+        if (sizeBytes > settings.maxIpaBytes) throw uploadTooLarge(settings.maxIpaBytes);
+        const known = target.appId === undefined ? undefined : await catalog.lookupApp(target.country, target.appId);
+        const verdict = await verifyDecrypted(copy, known ? { bundleId: known.bundleId } : {});
+        if (!verdict.ok) throw new AppError(422, 'RESULT_REFUSED', verdict.reason);
+        const app = known ?? (await catalog.lookupAppByBundleId(target.country, verdict.report.bundleId));
+        const appVerIdText = target.appVerId !== undefined ? String(target.appVerId) : (await readStoreMetadata(copy))?.appVerId;
+        if (appVerIdText === undefined) {
+          throw new AppError(
+            400,
+            'VERSION_UNKNOWN',
+            'The IPA has no iTunesMetadata.plist naming its store version (softwareVersionExternalIdentifier); give the app_ver_id.',
+          );
+        }
+        const appVerId = Number(appVerIdText);
+        const stored = await storeResult({
+          file: { path: copy, sizeBytes },
+          verdict,
+          appId: app.appId,
+          appVerId,
+          hold: (work) =>
+            db.transaction(async (tx) => {
+              const entry = await entryToImportInto(tx, app, appVerId, verdict.version);
+              const settled = await work(tx, entry);
+              const job = settled.keep ? await q.jobOfEntry(tx, entry.seq) : undefined;
+              // A job still queued or leased for it is finished: its agent's next call is told so.
+              if (job) await q.setJobState(tx, job.id, 'done', { agentId: null, leaseExpiresAt: null, lastReason: null, updatedAt: now() });
+              return settled;
+            }),
+        });
+        log.info({ appId: app.appId, appVerId }, 'decrypted version imported');
+        return { country: app.country, app_id: String(app.appId), name: app.name, ...stored };
+      } finally {
+        await rm(copy, { force: true });
       }
     },
 
@@ -327,12 +455,12 @@ export function createJobService(deps: JobServiceDeps) {
       const work = db.transaction(async (tx) => {
         const entry = await q.findEntry(tx, seq);
         if (!entry || entry.status === 'Done') throw notFound('This queue entry');
+        // A new job row rather than the old one with its attempts reset: lease ids are
+        // `{job}-{attempt}`, so the old row would hand out `{job}-1` again and the agent still
+        // holding the first lease would take the new attempt for its own.
         const job = await q.jobOfEntry(tx, seq);
-        const fresh = { state: 'queued' as const, attempts: 0, agentId: null, leaseExpiresAt: null, lastReason: null, updatedAt: now() };
-        if (job) await q.updateJob(tx, job.id, fresh);
-        else {
-          await q.insertJob(tx, { kind: 'decrypt', versionSeq: seq, country: entry.country, appId: entry.appId, priority: entry.premium ? 1 : 0, now: now() });
-        }
+        if (job) await q.deleteJob(tx, job.id);
+        await q.insertJob(tx, { kind: 'decrypt', versionSeq: seq, country: entry.country, appId: entry.appId, priority: entry.premium ? 1 : 0, now: now() });
         const pending = (await q.updateEntry(tx, seq, { status: 'Pending', reason: null, progress: null, updatedAt: now() }))!;
         await publishEntry(bus, pending, tx);
         await bus.publish({ kind: 'jobs-queued' }, tx);

@@ -75,7 +75,8 @@ export async function insertEntry(
     version: string | null;
     status: 'Pending' | 'Not';
     premium: boolean;
-    requestedBy: string;
+    /** null for an operator's import. */
+    requestedBy: string | null;
     reason?: string | null;
     now: Date;
   },
@@ -147,6 +148,10 @@ export async function jobOfEntry(db: Database, versionSeq: number) {
 export async function findJob(db: Database, id: number) {
   const [row] = await db.select().from(jobs).where(eq(jobs.id, id));
   return row;
+}
+
+export async function deleteJob(db: Database, id: number) {
+  await db.delete(jobs).where(eq(jobs.id, id));
 }
 
 export async function openVersionsJob(db: Database, country: string, appId: number) {

@@ -192,6 +192,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
         db.transaction(async (tx) => {
           const existing = await q.findByAppVerId(tx, appId, appVerId);
           if (existing) return join(tx, existing, true);
+          // In the transaction: PGlite has one connection, which the transaction holds.
           const version = await knownVersion(tx, country, appId, appVerId);
           if (version === undefined) {
             throw new AppError(404, 'VERSION_UNKNOWN', "This version is not in the app's version list. Open Downgrade to load it.");

@@ -1,0 +1,66 @@
+import path from 'node:path';
+import type { DatabaseHandle } from './db/client.js';
+import { createAgentService } from './modules/agents/service.js';
+import { createItunesClient } from './modules/catalog/itunes.js';
+import type { RemovedEntry } from './modules/catalog/queries.js';
+import { createCatalogService } from './modules/catalog/service.js';
+import { createJobService } from './modules/decrypt/jobs.js';
+import type { Config } from './platform/config.js';
+import { createEventBus } from './platform/events.js';
+import { createFileStore } from './platform/storage.js';
+
+export interface CoreServicesDeps {
+  config: Config;
+  database: Pick<DatabaseHandle, 'db' | 'listen'>;
+  clock: () => Date;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** Told of every entry an admin removed (the decrypt service deletes its file). */
+  onRemoved?: (removed: RemovedEntry[]) => Promise<void>;
+}
+
+/**
+ * The services both the server and the operator CLI need, made from the configuration the same
+ * way in both: the store catalogue, the event bus, file storage, decrypt jobs and agents. A
+ * change an operator makes from the CLI (a revoked agent, an imported IPA) is thus published to
+ * running servers like one made through the API.
+ */
+export async function createCoreServices({ config, database, clock, log, onRemoved }: CoreServicesDeps) {
+  const { db } = database;
+  const itunes = createItunesClient({
+    baseUrl: config.ITUNES_BASE_URL,
+    timeoutMs: config.ITUNES_TIMEOUT_MS,
+    searchLimit: config.ITUNES_SEARCH_LIMIT,
+    clock: () => clock().getTime(),
+  });
+  const bus = await createEventBus(database);
+  const files = createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR });
+  const catalog = createCatalogService({
+    db,
+    itunes,
+    clock,
+    cacheTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
+    log,
+    ...(onRemoved ? { onRemoved } : {}),
+  });
+  const jobs = createJobService({
+    db,
+    clock,
+    bus,
+    files,
+    catalog,
+    settings: {
+      leaseSeconds: config.DECRYPT_LEASE_SECONDS,
+      maxAttempts: config.DECRYPT_MAX_ATTEMPTS,
+      maxIpaBytes: config.DECRYPT_MAX_IPA_MB * 1024 * 1024,
+      tmpDir: path.join(config.DATA_DIR, 'tmp'),
+    },
+    log,
+  });
+  const agents = createAgentService({
+    db,
+    clock,
+    releaseJobsOf: jobs.releaseJobsOf,
+    cacheMs: config.SESSION_CACHE_MS,
+  });
+  return { bus, files, catalog, jobs, agents };
+}

@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findAppBundle, openZip, readInfoPlist, readStoreMetadata } from '@sideport/ipa';
+import type { AppEntry } from '@sideport/contracts';
+import { until } from '../test/agent-process.js';
+import { demoInstructions, startDemo, type Demo } from './demo.js';
+
+const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+
+/** `npm run demo` end to end: the pieces it starts, used as a newcomer would. */
+describe('the demo', () => {
+  let demo: Demo;
+  let dataDir: string;
+  const printed: string[] = [];
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-demo-'));
+    demo = await startDemo({
+      port: 0,
+      host: '127.0.0.1',
+      dataDir,
+      stepMs: 0,
+      print: (line) => printed.push(line),
+    });
+  });
+  afterAll(async () => {
+    await demo?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('takes a search, a decrypt request and a download through its agent, and marks the file DEMO', async () => {
+    const instructions = demoInstructions(demo, dataDir);
+    expect(instructions).toContain(`open      ${demo.url}`);
+    expect(instructions).toContain('search    facebook, talon or annuaire (veern is a paid app');
+
+    const signIn = await fetch(`${demo.url}/api/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: demo.admin.id, pw: md5(demo.admin.password) }),
+    });
+    expect(await signIn.json()).toEqual({ grade: 1 });
+    const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
+    const get = (url: string) => fetch(`${demo.url}${url}`, { headers: { cookie } });
+
+    for (const term of ['facebook', 'talon', 'annuaire']) {
+      expect(
+        ((await (await get(`/api/search/kr/${term}`)).json()) as AppEntry[]).length,
+        term,
+      ).toBeGreaterThan(0);
+    }
+    const [facebook] = (await (await get('/api/search/kr/facebook')).json()) as AppEntry[];
+    expect(facebook).toMatchObject({ app_id: '284882215', status: 'Available' });
+    expect((await get('/api/decrypt/KR/284882215')).status).toBe(200);
+    const paid = await get('/api/decrypt/KR/1473469253');
+    expect(paid.status).toBe(403);
+
+    const done = await until(
+      'Facebook to be Done',
+      async () =>
+        ((await (await get('/api/version/KR/284882215')).json()) as AppEntry[]).find(
+          (e) => e.status === 'Done',
+        ),
+      25_000,
+      () => printed.join('\n'),
+    );
+    expect(done).toMatchObject({ version: '15.0' });
+    const { url } = (await (await get(`/api/download/284882215/${done.app_ver_id}`)).json()) as {
+      url: string;
+    };
+    const file = await fetch(new URL(new URL(url).pathname + new URL(url).search, demo.url));
+    expect(file.headers.get('content-disposition')).toContain('Facebook_15.0.ipa');
+    const ipa = path.join(dataDir, 'downloaded.ipa');
+    writeFileSync(ipa, Buffer.from(await file.arrayBuffer()));
+
+    const archive = await openZip(ipa);
+    try {
+      const bundle = findAppBundle(archive.entries);
+      const info = await readInfoPlist(archive, bundle.dir);
+      expect(info).toMatchObject({
+        CFBundleIdentifier: 'com.facebook.Facebook',
+        CFBundleDisplayName: 'DEMO Facebook',
+      });
+      expect(archive.find(`${bundle.dir}/DEMO.txt`)).toBeDefined();
+    } finally {
+      archive.close();
+    }
+    expect(await readStoreMetadata(ipa)).toMatchObject({
+      appVerId: done.app_ver_id,
+      bundleId: 'com.facebook.Facebook',
+    });
+    expect(printed.join('\n')).toMatch(/\[agent\] .*Done: store version/);
+  });
+});

@@ -1,0 +1,185 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from './app.js';
+import type { ItunesServer } from './dev/itunes-server.js';
+import { openConfiguredDatabase } from './platform/bootstrap.js';
+import { loadConfig } from './platform/config.js';
+import { buildIpa, storeApp, storeWith } from './test/decrypt-support.js';
+import { createPostgresDatabase, databaseKinds, signedInUser } from './test/harness.js';
+
+// The built CLI, as `npx sideport` runs it (root `npm test` builds dist before the tests).
+const cliJs = path.resolve(import.meta.dirname, '../bin/sideport.js');
+
+function runCli(args: string[], env: Record<string, string>) {
+  return new Promise<{ code: number | null; out: string }>((resolve) => {
+    const child = spawn(process.execPath, [cliJs, ...args], {
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('exit', (code) => resolve({ code, out }));
+  });
+}
+
+/** Every file stored under DATA_DIR/files. */
+const storedFiles = (dataDir: string): string[] => {
+  const root = path.join(dataDir, 'files');
+  const walk = (dir: string): string[] =>
+    existsSync(dir)
+      ? readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+          d.isDirectory() ? walk(path.join(dir, d.name)) : [d.name],
+        )
+      : [];
+  return walk(root);
+};
+
+describe.each(databaseKinds)('operator commands on %s', (kind) => {
+  let store: ItunesServer;
+  let dataDir: string;
+  let env: Record<string, string>;
+  let dropDatabase: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    store = await storeWith([
+      storeApp(6601, 'com.example.import1', { version: '3.1', trackName: 'Import App' }),
+    ]);
+    dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-cli-'));
+    env = { DATA_DIR: dataDir, ITUNES_BASE_URL: store.url };
+    if (kind === 'postgres') {
+      const created = await createPostgresDatabase();
+      env.DATABASE_URL = created.url;
+      dropDatabase = created.drop;
+    }
+  });
+  afterAll(async () => {
+    await store.close();
+    await dropDatabase?.();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** The server on the same data, while the CLI is not running (embedded PGlite is one process's). */
+  async function withServer<T>(fn: (built: Awaited<ReturnType<typeof buildApp>>) => Promise<T>): Promise<T> {
+    const config = loadConfig({ LOG_LEVEL: 'silent', WEB_DIST_DIR: dataDir, SESSION_CACHE_MS: '0', ...env });
+    const database = await openConfiguredDatabase(config);
+    await database.migrate();
+    const built = await buildApp({ config, database });
+    try {
+      return await fn(built);
+    } finally {
+      await built.app.close();
+      await database.close();
+    }
+  }
+  const claimWith = (built: Awaited<ReturnType<typeof buildApp>>, token: string) =>
+    built.app.inject({
+      method: 'POST',
+      url: '/api/agent/claim',
+      headers: { authorization: `Bearer ${token}` },
+      payload: {},
+    });
+
+  it('makes an agent whose token works, lists it, and revokes it', async () => {
+    const made = await runCli(['agent:create', 'mac-mini'], env);
+    expect(made.code, made.out).toBe(0);
+    const [, id, token] =
+      /Agent (\d+) \(mac-mini\) is made\. Its token, shown only this once:\s+(spa_\S+)/.exec(made.out)!;
+
+    const listed = await runCli(['agent:list'], env);
+    expect(listed.out).toMatch(new RegExp(`^${id}\\s+mac-mini\\s+never\\s+-\\s+0\\s+0$`, 'm'));
+    await withServer(async (built) => expect((await claimWith(built, token!)).statusCode).toBe(200));
+
+    const revoked = await runCli(['agent:revoke', id!], env);
+    expect(revoked.out).toContain(`Agent ${id} (mac-mini) is revoked: its token no longer works.`);
+    expect((await runCli(['agent:list'], env)).out).toContain('No agents.');
+    await withServer(async (built) => {
+      expect((await claimWith(built, token!)).statusCode).toBe(401);
+      const audit = await built.services.catalog.auditPage(0, 10);
+      expect(audit.map((a) => [a.actor, a.action])).toEqual([
+        ['operator (cli)', 'revoke-agent'],
+        ['operator (cli)', 'create-agent'],
+      ]);
+    });
+    const again = await runCli(['agent:revoke', id!], env);
+    expect(again.code).toBe(1);
+    expect(again.out).toContain('This agent was not found.');
+  });
+
+  it("imports an operator's decrypted IPA as a Done version that answers the waiting request", async () => {
+    const ipa = await buildIpa({ bundleId: 'com.example.import1', version: '3.1', appVerId: '930001' });
+    const cookie = await withServer(async (built) => {
+      const user = await signedInUser(built, `cli_user_${kind}`);
+      expect(
+        (await built.app.inject({ url: '/api/decrypt/KR/6601', headers: { cookie: user } })).json(),
+      ).toMatchObject({ status: 'Pending' });
+      return user;
+    });
+
+    const imported = await runCli(['ipa:import', ipa, '--country', 'kr'], env);
+    expect(imported.code, imported.out).toBe(0);
+    expect(imported.out).toContain(
+      `Import App 3.1 (app_id 6601, app_ver_id 930001, KR) is Done: ${readFileSync(ipa).length} bytes stored.`,
+    );
+    expect(existsSync(ipa)).toBe(true);
+
+    await withServer(async (built) => {
+      const get = (url: string) => built.app.inject({ url, headers: { cookie } });
+      expect((await get('/api/queue/0')).json()).toEqual([]);
+      expect((await get('/api/latest/0')).json()).toEqual([
+        expect.objectContaining({ app_id: '6601', app_ver_id: '930001', status: 'Done', version: '3.1' }),
+      ]);
+      const url = new URL(((await get('/api/download/6601/930001')).json() as { url: string }).url);
+      const file = await built.app.inject({ url: url.pathname + url.search });
+      expect(file.rawPayload.equals(readFileSync(ipa))).toBe(true);
+    });
+  });
+
+  it('refuses what the check refuses, an app the store lacks and an unknown version, storing nothing', async () => {
+    const before = storedFiles(dataDir);
+    const cases: Array<[string[], string]> = [
+      [
+        [await buildIpa({ bundleId: 'com.example.import1', version: '3.2', appVerId: '930002', cryptid: 1 })],
+        'The IPA is still encrypted (cryptid is not 0 in Payload/very-capable-app.app/very-capable-app).',
+      ],
+      [
+        [await buildIpa({ bundleId: 'com.example.nowhere', version: '1.0', appVerId: '930003' })],
+        'The store of KR has no app with the bundle id com.example.nowhere.',
+      ],
+      [
+        [await buildIpa({ bundleId: 'com.example.import1', version: '3.2' })],
+        'The IPA has no iTunesMetadata.plist naming its store version (softwareVersionExternalIdentifier); give the app_ver_id.',
+      ],
+      [
+        [
+          await buildIpa({ bundleId: 'com.example.other', version: '3.2', appVerId: '930004' }),
+          '--app-id',
+          '6601',
+        ],
+        'The IPA is com.example.other, not the requested com.example.import1.',
+      ],
+      [[path.join(dataDir, 'missing.ipa')], `There is no file at ${path.join(dataDir, 'missing.ipa')}.`],
+    ];
+    for (const [args, sentence] of cases) {
+      const refused = await runCli(['ipa:import', ...args, '--country', 'KR'], env);
+      expect(refused.code, refused.out).toBe(1);
+      expect(refused.out).toContain(sentence);
+    }
+    expect(storedFiles(dataDir)).toEqual(before);
+
+    const given = await runCli(
+      [
+        'ipa:import',
+        await buildIpa({ bundleId: 'com.example.import1', version: '3.0' }),
+        '--country',
+        'KR',
+        '--app-ver-id',
+        '930000',
+      ],
+      env,
+    );
+    expect(given.out).toContain('Import App 3.0 (app_id 6601, app_ver_id 930000, KR) is Done');
+  });
+});
