@@ -173,6 +173,29 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     );
   });
 
+  it('queues a version of the downgrade list for a premium user, the rest staying Available', async () => {
+    const rich = await signedInUser(t, `rich_${kind}`);
+    await makePremium(t, rich);
+    const history = () => t.app.inject({ method: 'POST', url: `/api/version/KR/${app(6)}`, headers: { cookie: rich } });
+    expect((await history()).statusCode).toBe(200);
+    const job = await claimFor(app(6));
+    expect(job.kind).toBe('versions');
+    const versions = [
+      { app_ver_id: 990062, version: '1.6' },
+      { app_ver_id: 990061, version: '1.5' },
+    ];
+    expect((await agent.call('POST', `/api/agent/jobs/${job.id}/versions`, { versions })).statusCode).toBe(204);
+
+    const asked = await get(`/api/decrypt/KR/${app(6)}/990061`, rich);
+    expect(asked.statusCode, asked.body).toBe(200);
+    expect(asked.json()).toMatchObject({ status: 'Pending', app_ver_id: '990061', version: '1.5', premium: true, joined: false });
+    const listed = (await history()).json() as { version_list: Array<{ app_ver_id: string; status: string }> };
+    expect(listed.version_list.map((e) => [e.app_ver_id, e.status])).toEqual([
+      ['990062', 'Available'],
+      ['990061', 'Pending'],
+    ]);
+  });
+
   it('refuses an encrypted upload, stores nothing, and gives the job back with the reason', async () => {
     const before = storedFiles(t.dataDir);
     expect((await request(3)).statusCode).toBe(200);

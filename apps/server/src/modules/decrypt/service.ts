@@ -145,8 +145,9 @@ export function createDecryptService(deps: DecryptServiceDeps) {
     return entitlement;
   }
 
-  async function knownVersion(country: string, appId: number, appVerId: number) {
-    const list = await q.findVersionList(db, country, appId);
+  /** Read inside the request's transaction: PGlite has one connection, which the transaction holds. */
+  async function knownVersion(tx: Database, country: string, appId: number, appVerId: number) {
+    const list = await q.findVersionList(tx, country, appId);
     return list?.versions.find((v) => v.appVerId === appVerId)?.version;
   }
 
@@ -192,7 +193,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
         db.transaction(async (tx) => {
           const existing = await q.findByAppVerId(tx, appId, appVerId);
           if (existing) return join(tx, existing, true);
-          const version = await knownVersion(country, appId, appVerId);
+          const version = await knownVersion(tx, country, appId, appVerId);
           if (version === undefined) {
             throw new AppError(404, 'VERSION_UNKNOWN', "This version is not in the app's version list. Open Downgrade to load it.");
           }
