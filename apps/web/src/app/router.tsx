@@ -3,6 +3,7 @@ import { createBrowserRouter, Link, Outlet } from 'react-router';
 import { AppNavbar } from '../components/navbar';
 import { AuthForm } from '../features/auth/auth-form';
 import { SignedInOnly, SignedOutOnly } from '../features/auth/route-guards';
+import { useLiveEvents } from '../features/live/use-live-events';
 import { MyPage } from '../features/account/my-page';
 import { ListPage } from '../features/catalog/list-page';
 import { SearchPage } from '../features/catalog/search-page';
@@ -10,6 +11,7 @@ import { UdidPage } from '../features/account/udid-page';
 import { setNavigate } from '../lib/navigation';
 
 function Layout() {
+  useLiveEvents();
   return (
     <>
       <AppNavbar />
