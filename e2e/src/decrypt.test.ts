@@ -159,10 +159,13 @@ describe('the version modal', () => {
     await cardOf(s.page, READY.name).getByRole('button', { name: 'View' }).click();
     const download = versionCards(s.page).first().getByRole('button', { name: 'Download' });
 
-    const opened = s.context.waitForEvent('page');
+    // The new tab is there before the URL is known: listen for its download as soon as it opens.
+    const inTab = s.context
+      .waitForEvent('page')
+      .then((tab) => tab.waitForEvent('download').then((file) => ({ tab, file })));
     await download.click();
-    const tab = await opened;
-    expect((await tab.waitForEvent('download')).suggestedFilename()).toBe(`${READY.name}_1.0.ipa`);
+    const { tab, file } = await inTab;
+    expect(file.suggestedFilename()).toBe(`${READY.name}_1.0.ipa`);
     await tab.close();
 
     await s.page.evaluate(() => {
@@ -181,16 +184,9 @@ describe('the version modal', () => {
     const s = await signedInSession(ADMIN.id, { admin: true });
     await cardOf(s.page, SPARE.name).getByRole('button', { name: 'View' }).click();
     const card = versionCards(s.page).first();
-    expect(await buttonsOf(card)).toEqual([
-      'Download',
-      'Delete',
-      'Close',
-      'Sign',
-      'Sign',
-      'Sign',
-      'Sign',
-      'Sign',
-    ]);
+    await expect
+      .poll(() => buttonsOf(card))
+      .toEqual(['Download', 'Delete', 'Close', 'Sign', 'Sign', 'Sign', 'Sign', 'Sign']);
 
     // The server failing once (a proxy's 503 with no sentence).
     await s.page.route('**/api/app/**', (route) => route.fulfill({ status: 503, body: '' }), { times: 1 });
