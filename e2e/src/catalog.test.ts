@@ -192,7 +192,10 @@ describe('catalogue lists in the browser', () => {
     expect(await card.getByRole('button').allInnerTexts()).toEqual(['View', 'Downgrade', 'Decrypt']);
     expect(store.requests.at(-1)!.searchParams.get('country')).toBe('kr');
 
-    // Decrypt confirms twice for a free user, then asks the server for this app.
+    // Downgrade is for premium users only.
+    await card.getByRole('button', { name: 'Downgrade' }).click();
+    await expectDialog(s, 'Need decrypt premium.');
+    // Decrypt confirms twice for a free user, then asks the server for this app, which queues it.
     const asked = s.page.waitForRequest((r) => new URL(r.url()).pathname === '/api/decrypt/KR/900');
     await card.getByRole('button', { name: 'Decrypt' }).click();
     await expectDialog(s, 'Versions that are too old or certain apps may not work.');
@@ -201,9 +204,7 @@ describe('catalogue lists in the browser', () => {
       'Free users take a long time to decrypt. Service subscription is available on My Page.',
     );
     await asked;
-    // Downgrade is for premium users only.
-    await card.getByRole('button', { name: 'Downgrade' }).click();
-    await expectDialog(s, 'Need decrypt premium.');
+    await expect.poll(() => card.getByRole('button').allInnerTexts()).toEqual(['View', 'Enqueued...']);
 
     await s.page.getByLabel('Store country').selectOption('US');
     await s.page.waitForURL((u) => u.pathname.startsWith('/search/US/'));

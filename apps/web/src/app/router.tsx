@@ -2,7 +2,9 @@ import Container from 'react-bootstrap/Container';
 import { createBrowserRouter, Link, Outlet } from 'react-router';
 import { AppNavbar } from '../components/navbar';
 import { AuthForm } from '../features/auth/auth-form';
-import { SignedInOnly, SignedOutOnly } from '../features/auth/route-guards';
+import { AdminOnly, SignedInOnly, SignedOutOnly } from '../features/auth/route-guards';
+import { AdminPage } from '../features/admin/admin-page';
+import { useLiveEvents } from '../features/live/use-live-events';
 import { MyPage } from '../features/account/my-page';
 import { ListPage } from '../features/catalog/list-page';
 import { SearchPage } from '../features/catalog/search-page';
@@ -10,6 +12,7 @@ import { UdidPage } from '../features/account/udid-page';
 import { setNavigate } from '../lib/navigation';
 
 function Layout() {
+  useLiveEvents();
   return (
     <>
       <AppNavbar />
@@ -63,6 +66,14 @@ export const router = createBrowserRouter([
         ),
       },
       { path: '/udid', element: <UdidPage /> },
+      {
+        path: '/admin',
+        element: (
+          <AdminOnly>
+            <AdminPage />
+          </AdminOnly>
+        ),
+      },
       { path: '*', element: <NotFound /> },
     ],
   },

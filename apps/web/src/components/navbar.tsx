@@ -20,7 +20,7 @@ interface PublicConfig {
 
 /** The navigation bar of spec section 2; below 768 px (Bootstrap's md) it collapses into a side menu. */
 export function AppNavbar() {
-  const { isLogin, country, setCountry } = useClientStore();
+  const { isLogin, grade, country, setCountry } = useClientStore();
   const location = useLocation();
   const navigate = useNavigate();
   const signOut = useSignOut();
@@ -85,6 +85,11 @@ export function AppNavbar() {
               {isLogin && (
                 <Nav.Link as={NavLink} to="/my" onClick={close}>
                   Mypage
+                </Nav.Link>
+              )}
+              {isLogin && grade > 0 && (
+                <Nav.Link as={NavLink} to="/admin" onClick={close}>
+                  Admin
                 </Nav.Link>
               )}
               {isLogin && (

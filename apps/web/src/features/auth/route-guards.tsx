@@ -30,3 +30,13 @@ export function SignedInOnly({ children }: { children: ReactNode }) {
   if (isLogin) return children;
   return isArrivingSignedOut ? <Navigate to="/sign-in" replace /> : null;
 }
+
+/** The admin console: signed in with a grade above 0; the server checks every call anyway. */
+export function AdminOnly({ children }: { children: ReactNode }) {
+  const isAdmin = useClientStore((s) => s.grade > 0);
+  return (
+    <SignedInOnly>
+      {isAdmin ? children : <p className="text-center text-body-secondary my-5">Do not have permission.</p>}
+    </SignedInOnly>
+  );
+}

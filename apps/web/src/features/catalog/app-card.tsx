@@ -1,6 +1,8 @@
 import type { AppEntry } from '@sideport/contracts';
 import Button from 'react-bootstrap/Button';
 import Card from 'react-bootstrap/Card';
+import { ProgressLine } from '../../components/progress-line';
+import type { LiveEntry } from '../versions/queries';
 import { RatingStars } from './rating-stars';
 import { cardButtons, type CardAction, type ListKind } from './status-buttons';
 
@@ -8,7 +10,7 @@ import { cardButtons, type CardAction, type ListKind } from './status-buttons';
 export const flagUrl = (country: string) => `https://flagcdn.com/w40/${country.toLowerCase()}.png`;
 
 export interface AppCardProps {
-  entry: AppEntry;
+  entry: LiveEntry;
   list: ListKind;
   isAdmin: boolean;
   onAction: (action: CardAction, entry: AppEntry) => void;
@@ -65,6 +67,9 @@ export function AppCard({ entry, list, isAdmin, onAction }: AppCardProps) {
             {b.label}
           </Button>
         ))}
+        {entry.status !== 'Done' && (
+          <ProgressLine progress={entry.progress} label={`Progress of ${entry.name}`} />
+        )}
       </Card.Footer>
     </Card>
   );

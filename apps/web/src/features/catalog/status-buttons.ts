@@ -1,4 +1,4 @@
-import type { AppEntry } from '@sideport/contracts';
+import type { AppEntry, DecryptStatus } from '@sideport/contracts';
 
 export type CardAction = 'view' | 'delete' | 'decrypt' | 'downgrade' | 'premium-queue';
 export type ListKind = 'latest' | 'queue' | 'search';
@@ -11,38 +11,43 @@ export interface CardButton {
 }
 
 /**
+ * The button of an entry on its way through the queue (spec section 4): Pending shows
+ * 'Enqueued...' (which offers the premium queue), working states show their progress, Not shows
+ * 'Not Support'. Available and Done have none here: their buttons depend on where they show.
+ */
+export function progressButton(status: DecryptStatus): CardButton | undefined {
+  switch (status) {
+    case 'Pending':
+      return { label: 'Enqueued...', action: 'premium-queue', variant: 'outline-warning' };
+    case 'Process':
+      return { label: 'Processing...', variant: 'outline-info', disabled: true };
+    case 'Downloaded':
+      return { label: 'Pending...', variant: 'outline-info', disabled: true };
+    case 'Downloading':
+      return { label: 'Downloading...', variant: 'outline-info', disabled: true };
+    case 'Not':
+      return { label: 'Not Support', variant: 'outline-secondary', disabled: true };
+    default:
+      return undefined;
+  }
+}
+
+/**
  * The buttons of an app card by decrypt status (spec sections 2 and 4): only Available shows
- * Decrypt; Pending shows 'Enqueued...' (which offers the premium queue); working states show
- * their progress; Not shows 'Not Support'. Admins get Delete beside View.
+ * Decrypt; admins get Delete beside View; the rest is the entry's progress.
  */
 export function cardButtons(entry: Pick<AppEntry, 'status'>, list: ListKind, isAdmin: boolean): CardButton[] {
   const buttons: CardButton[] = [];
   if (list !== 'queue') buttons.push({ label: 'View', action: 'view', variant: 'primary' });
   if (isAdmin) buttons.push({ label: 'Delete', action: 'delete', variant: 'danger' });
-  switch (entry.status) {
-    case 'Available':
+  if (entry.status === 'Available') {
+    buttons.push({ label: 'Downgrade', action: 'downgrade', variant: 'outline-secondary' });
+    buttons.push({ label: 'Decrypt', action: 'decrypt', variant: 'success' });
+  } else if (entry.status === 'Done') {
+    if (list !== 'queue')
       buttons.push({ label: 'Downgrade', action: 'downgrade', variant: 'outline-secondary' });
-      buttons.push({ label: 'Decrypt', action: 'decrypt', variant: 'success' });
-      break;
-    case 'Done':
-      if (list !== 'queue')
-        buttons.push({ label: 'Downgrade', action: 'downgrade', variant: 'outline-secondary' });
-      break;
-    case 'Pending':
-      buttons.push({ label: 'Enqueued...', action: 'premium-queue', variant: 'outline-warning' });
-      break;
-    case 'Process':
-      buttons.push({ label: 'Processing...', variant: 'outline-info', disabled: true });
-      break;
-    case 'Downloaded':
-      buttons.push({ label: 'Pending...', variant: 'outline-info', disabled: true });
-      break;
-    case 'Downloading':
-      buttons.push({ label: 'Downloading...', variant: 'outline-info', disabled: true });
-      break;
-    case 'Not':
-      buttons.push({ label: 'Not Support', variant: 'outline-secondary', disabled: true });
-      break;
+  } else {
+    buttons.push(progressButton(entry.status)!);
   }
   return buttons;
 }

@@ -1,0 +1,27 @@
+import Tab from 'react-bootstrap/Tab';
+import Tabs from 'react-bootstrap/Tabs';
+import { AgentsPanel } from './agents-panel';
+import { AuditPanel } from './audit-panel';
+import { QueuePanel } from './queue-panel';
+
+/** /admin (grade above 0; the server checks every call): agents, the queue and the audit log. */
+export function AdminPage() {
+  return (
+    <section aria-labelledby="admin-title">
+      <h1 id="admin-title" className="fs-4 mb-3">
+        Admin
+      </h1>
+      <Tabs defaultActiveKey="agents" id="admin-tabs" className="mb-3" mountOnEnter>
+        <Tab eventKey="agents" title="Agents">
+          <AgentsPanel />
+        </Tab>
+        <Tab eventKey="queue" title="Queue">
+          <QueuePanel />
+        </Tab>
+        <Tab eventKey="audit" title="Audit log">
+          <AuditPanel />
+        </Tab>
+      </Tabs>
+    </section>
+  );
+}

@@ -1,0 +1,68 @@
+import Button from 'react-bootstrap/Button';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import type { AgentSummary } from '@sideport/contracts';
+import { alertFailure, api } from '../../lib/api';
+import { useFailureAlert } from '../../lib/use-failure-alert';
+import { AdminTable } from './admin-table';
+import { NewAgentForm } from './new-agent-form';
+import { agentsQuery, formatTime } from './queries';
+
+export const revokeQuestion = (name: string) => `Revoke agent '${name}'? Its token stops working at once.`;
+
+const AGENT_COLUMNS = [
+  { label: 'Name' },
+  { label: 'Last seen' },
+  { label: 'Current job' },
+  { label: 'Done' },
+  { label: 'Failed' },
+  { label: 'Actions', isLabelHidden: true },
+];
+
+/** The operator's worker agents: what each works on and how it went; create and revoke tokens. */
+export function AgentsPanel() {
+  const queryClient = useQueryClient();
+  const agents = useQuery(agentsQuery);
+  useFailureAlert(agents.error);
+
+  const revoke = async (agent: AgentSummary) => {
+    if (!window.confirm(revokeQuestion(agent.name))) return;
+    try {
+      await api(`/api/admin/agents/${agent.id}`, { method: 'DELETE' });
+    } catch (error) {
+      alertFailure(error);
+    }
+    void queryClient.invalidateQueries({ queryKey: ['admin'] });
+  };
+
+  return (
+    <section aria-label="Agents">
+      <NewAgentForm />
+      <AdminTable
+        testId="agents-table"
+        columns={AGENT_COLUMNS}
+        isEmpty={agents.data?.length === 0}
+        emptyText="No agents yet. Create one and run sideport-agent with its token."
+      >
+        {agents.data?.map((agent) => (
+          <tr key={agent.id} data-testid="agent-row">
+            <td className="fw-semibold">{agent.name}</td>
+            <td className="text-nowrap">{formatTime(agent.last_seen_at)}</td>
+            <td>{agent.current_job ?? '-'}</td>
+            <td>{agent.done_count}</td>
+            <td>{agent.failed_count}</td>
+            <td className="text-end">
+              <Button
+                size="sm"
+                variant="outline-danger"
+                aria-label={`Revoke ${agent.name}`}
+                onClick={() => void revoke(agent)}
+              >
+                Revoke
+              </Button>
+            </td>
+          </tr>
+        ))}
+      </AdminTable>
+    </section>
+  );
+}

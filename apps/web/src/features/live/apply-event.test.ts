@@ -1,0 +1,172 @@
+import { QueryClient, type InfiniteData } from '@tanstack/react-query';
+import { describe, expect, it } from 'vitest';
+import type { AppEntry, VersionEvent } from '@sideport/contracts';
+import { applyLiveEvent, applySignEvent, applyVersionEvent, removeEntry } from './apply-event';
+
+const entry = (app_id: string, app_ver_id: string | null, status: AppEntry['status']): AppEntry => ({
+  app_id,
+  app_ver_id,
+  country: 'KR',
+  name: `App ${app_id}`,
+  developer: 'Dev',
+  version: '1.0',
+  icon: '',
+  itunes: '',
+  raiting: null,
+  raiting_count: null,
+  bundle_id: `com.example.${app_id}`,
+  require: '14.0',
+  size: 10,
+  premium: false,
+  status,
+  normal_sign: 'No',
+  iap_sign: 'No',
+  igg_sign: 'No',
+  both_sign: 'No',
+  dup_sign: 'No',
+});
+
+const event = (
+  app_id: string,
+  app_ver_id: string | null,
+  status: VersionEvent['status'],
+  extra: Partial<VersionEvent> = {},
+): VersionEvent => ({
+  type: 'version',
+  country: 'KR',
+  app_id,
+  app_ver_id,
+  version: '1.0',
+  status,
+  premium: false,
+  progress: null,
+  ...extra,
+});
+
+type Pages = InfiniteData<{ entries: AppEntry[]; anchor: string | null }>;
+const pages = (...lists: AppEntry[][]): Pages => ({
+  pages: lists.map((entries) => ({ entries, anchor: null })),
+  pageParams: lists.map((_, i) => i),
+});
+
+function clientWith(data: Array<[readonly unknown[], unknown]>) {
+  const client = new QueryClient();
+  for (const [key, value] of data) client.setQueryData(key, value);
+  return client;
+}
+const statuses = (client: QueryClient, key: readonly unknown[]) =>
+  client
+    .getQueryData<Pages>(key)!
+    .pages.flatMap((p) => p.entries.map((e) => `${e.app_id}/${e.app_ver_id}:${e.status}`));
+const isStale = (client: QueryClient, key: readonly unknown[]) => client.getQueryState(key)!.isInvalidated;
+
+describe('applyVersionEvent', () => {
+  it('shows a working status and its progress in the queue and the search results in place', () => {
+    const client = clientWith([
+      [['list', 'queue'], pages([entry('1', null, 'Pending'), entry('2', null, 'Pending')])],
+      [['search', 'KR', 'one'], [entry('1', null, 'Pending')]],
+    ]);
+    applyVersionEvent(client, event('1', null, 'Downloading', { progress: 40 }));
+    expect(statuses(client, ['list', 'queue'])).toEqual(['1/null:Downloading', '2/null:Pending']);
+    expect(
+      client.getQueryData<Array<AppEntry & { progress: number }>>(['search', 'KR', 'one'])![0],
+    ).toMatchObject({
+      status: 'Downloading',
+      progress: 40,
+    });
+    expect(isStale(client, ['list', 'queue'])).toBe(false);
+  });
+
+  it('moves an app-level entry that is Done out of the queue and refetches latest', () => {
+    const client = clientWith([
+      [['list', 'queue'], pages([entry('1', null, 'Process')])],
+      [['list', 'latest'], pages([entry('9', '90', 'Done')])],
+      [['search', 'KR', 'one'], [entry('1', null, 'Process')]],
+    ]);
+    applyVersionEvent(client, event('1', '880001', 'Done', { previous_app_ver_id: null, version: '1.2' }));
+    expect(statuses(client, ['list', 'queue'])).toEqual([]);
+    expect(isStale(client, ['list', 'latest'])).toBe(true);
+    expect(client.getQueryData<AppEntry[]>(['search', 'KR', 'one'])![0]).toMatchObject({
+      app_ver_id: '880001',
+      status: 'Done',
+      version: '1.2',
+    });
+  });
+
+  it('refetches the queue for a new request it does not show, and not for work on one it does not show', () => {
+    const client = clientWith([[['list', 'queue'], pages([entry('1', null, 'Pending')])]]);
+    applyVersionEvent(client, event('5', null, 'Downloading'));
+    expect(isStale(client, ['list', 'queue'])).toBe(false);
+    applyVersionEvent(client, event('5', null, 'Pending'));
+    expect(isStale(client, ['list', 'queue'])).toBe(true);
+  });
+
+  it('removes a deleted entry from the lists and makes its store version Available in a downgrade list', () => {
+    const client = clientWith([
+      [['list', 'latest'], pages([entry('1', '10', 'Done'), entry('2', '20', 'Done')])],
+      [
+        ['version-history', 'KR', '1'],
+        { name: 'App 1', version_list: [entry('1', '11', 'Available'), entry('1', '10', 'Done')] },
+      ],
+      [['versions', 'KR', '1'], [entry('1', '10', 'Done')]],
+    ]);
+    applyVersionEvent(client, event('1', '10', 'Deleted'));
+    expect(statuses(client, ['list', 'latest'])).toEqual(['2/20:Done']);
+    expect(
+      client
+        .getQueryData<{ version_list: AppEntry[] }>(['version-history', 'KR', '1'])!
+        .version_list.map((e) => e.status),
+    ).toEqual(['Available', 'Available']);
+    expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])).toEqual([]);
+  });
+
+  it('updates the open version list of that app only, and refetches it when a version is Done', () => {
+    const client = clientWith([
+      [['versions', 'KR', '1'], [entry('1', '10', 'Pending')]],
+      [['versions', 'KR', '2'], [entry('2', '10', 'Pending')]],
+    ]);
+    applyVersionEvent(client, event('1', '10', 'Process'));
+    expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])![0]!.status).toBe('Process');
+    expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '2'])![0]!.status).toBe('Pending');
+    expect(isStale(client, ['versions', 'KR', '1'])).toBe(false);
+    applyVersionEvent(client, event('1', '10', 'Done'));
+    expect(isStale(client, ['versions', 'KR', '1'])).toBe(true);
+    expect(isStale(client, ['versions', 'KR', '2'])).toBe(false);
+  });
+
+  it('keeps an entry of another country apart', () => {
+    const client = clientWith([[['list', 'queue'], pages([entry('1', null, 'Pending')])]]);
+    applyVersionEvent(client, event('1', null, 'Process', { country: 'US' }));
+    expect(statuses(client, ['list', 'queue'])).toEqual(['1/null:Pending']);
+  });
+});
+
+describe('removeEntry', () => {
+  it('takes a deleted entry out of search results too', () => {
+    const client = clientWith([
+      [
+        ['search', 'KR', 'one'],
+        [entry('1', '10', 'Done'), entry('2', null, 'Available')],
+      ],
+    ]);
+    removeEntry(client, { country: 'KR', app_id: '1', app_ver_id: '10' });
+    expect(client.getQueryData<AppEntry[]>(['search', 'KR', 'one'])!.map((e) => e.app_id)).toEqual(['2']);
+  });
+});
+
+describe('sign and device events', () => {
+  it("sets that mode's status on the version in the modal", () => {
+    const client = clientWith([[['versions', 'KR', '1'], [entry('1', '10', 'Done')]]]);
+    applySignEvent(client, { app_id: '1', app_ver_id: '10', sign_type: 3, status: 'Process' });
+    expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])![0]).toMatchObject({
+      both_sign: 'Process',
+      iap_sign: 'No',
+    });
+  });
+
+  it('refetches the account (its devices) on a device event', () => {
+    const client = clientWith([[['info'], { Id: 'x' }]]);
+    applyLiveEvent(client, { type: 'device' });
+    expect(isStale(client, ['info'])).toBe(true);
+  });
+});

@@ -1,0 +1,128 @@
+import type { QueryClient } from '@tanstack/react-query';
+import type { AppEntry, LiveEvent, SignEvent, SignType, VersionEvent } from '@sideport/contracts';
+import { editEntryCaches, type CachedEntry, type EntryEdit } from './entry-caches';
+
+/** The cached field of each sign type (spec section 3). */
+export const SIGN_FIELDS = {
+  0: 'normal_sign',
+  1: 'iap_sign',
+  2: 'igg_sign',
+  3: 'both_sign',
+  4: 'dup_sign',
+} as const satisfies Record<SignType, keyof AppEntry>;
+
+type EntryRef = Pick<CachedEntry, 'country' | 'app_id' | 'app_ver_id'>;
+
+const sameApp = (e: Pick<CachedEntry, 'country' | 'app_id'>, ref: Pick<CachedEntry, 'country' | 'app_id'>) =>
+  e.country === ref.country && e.app_id === ref.app_id;
+
+/**
+ * A decrypt entry changed (a live event, or the answer to this tab's own request): every cached
+ * list, search, version list and the admin queue shows it now. An entry that leaves a list (Done
+ * leaves the queue, 'Deleted' leaves everything) goes; a list that should gain one (a new request
+ * in the queue, a new Done version in latest) is refetched.
+ */
+export function applyVersionEvent(queryClient: QueryClient, event: VersionEvent) {
+  const isTarget = (e: CachedEntry) =>
+    sameApp(e, event) &&
+    (e.app_ver_id === event.app_ver_id ||
+      (event.previous_app_ver_id !== undefined && e.app_ver_id === event.previous_app_ver_id));
+  const deleted = event.status === 'Deleted';
+  const now = (e: CachedEntry): CachedEntry =>
+    isTarget(e)
+      ? ({
+          ...e,
+          status: event.status,
+          premium: event.premium,
+          app_ver_id: event.app_ver_id,
+          version: event.version ?? (e as { version?: string }).version,
+          progress: event.progress,
+        } as CachedEntry)
+      : e;
+  const patch: EntryEdit = { map: now };
+  const drop: EntryEdit = { map: (e) => (isTarget(e) ? null : e) };
+
+  editEntryCaches(queryClient, (cache, entries, key) => {
+    const has = entries.some(isTarget);
+    switch (cache) {
+      case 'latest':
+        if (deleted) return has ? drop : undefined;
+        if (event.status === 'Done') return has ? patch : { refetch: true };
+        return has ? patch : undefined;
+      case 'queue':
+      case 'admin-queue': {
+        // The queue shows waiting and working entries; the admin's also keeps those that failed.
+        const leaves = deleted || event.status === 'Done' || (cache === 'queue' && event.status === 'Not');
+        if (leaves) return has ? drop : undefined;
+        if (has) return patch;
+        return event.status === 'Pending' ? { refetch: true } : undefined;
+      }
+      case 'search':
+        // A search shows one status per app: what replaces a deleted entry is the server's to say.
+        if (has && !deleted) return patch;
+        return entries.some((e) => sameApp(e, event)) ? { refetch: true } : undefined;
+      case 'versions':
+        if (key[1] !== event.country || key[2] !== event.app_id) return undefined;
+        if (deleted) return has ? drop : undefined;
+        // A new entry, or one now Done (its size, minimum iOS and signing statuses): ask again.
+        return { ...(has ? patch : {}), refetch: !has || event.status === 'Done' };
+      case 'history':
+        if (!has) return undefined;
+        if (!deleted) return patch;
+        // A store version whose entry went is Available again; an app-level request just goes.
+        return {
+          map: (e) =>
+            !isTarget(e)
+              ? e
+              : e.app_ver_id === null
+                ? null
+                : ({ ...e, status: 'Available', premium: false, progress: null } as CachedEntry),
+        };
+    }
+  });
+}
+
+/** This tab's own delete: the entry leaves every list at once, search results included (spec section 4). */
+export function removeEntry(queryClient: QueryClient, ref: EntryRef) {
+  editEntryCaches(queryClient, (cache) =>
+    cache === 'search'
+      ? { map: (e) => (sameApp(e, ref) && e.app_ver_id === ref.app_ver_id ? null : e) }
+      : undefined,
+  );
+  applyVersionEvent(queryClient, {
+    type: 'version',
+    ...ref,
+    version: null,
+    status: 'Deleted',
+    premium: false,
+    progress: null,
+  });
+}
+
+/** A signing status of the caller changed: the version modal's buttons follow. */
+export function applySignEvent(queryClient: QueryClient, event: Omit<SignEvent, 'type'>) {
+  const field = SIGN_FIELDS[event.sign_type as SignType];
+  editEntryCaches(queryClient, (cache) =>
+    cache === 'versions' || cache === 'history'
+      ? {
+          map: (e) =>
+            e.app_id === event.app_id && e.app_ver_id === event.app_ver_id
+              ? ({ ...e, [field]: event.status } as CachedEntry)
+              : e,
+        }
+      : undefined,
+  );
+}
+
+export function applyLiveEvent(queryClient: QueryClient, event: LiveEvent) {
+  if (event.type === 'version') applyVersionEvent(queryClient, event);
+  else if (event.type === 'sign') applySignEvent(queryClient, event);
+  else void queryClient.invalidateQueries({ queryKey: ['info'] });
+}
+
+/** After the stream dropped, events may have been missed: everything shown is asked again. */
+export function refreshAfterGap(queryClient: QueryClient) {
+  for (const queryKey of [['list'], ['search'], ['versions'], ['admin'], ['info']]) {
+    void queryClient.invalidateQueries({ queryKey });
+  }
+}

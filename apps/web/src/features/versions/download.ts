@@ -1,0 +1,25 @@
+import { urlAnswer } from '@sideport/contracts';
+import { alertFailure, api } from '../../lib/api';
+import { POPUP_BLOCKED } from './messages';
+
+/**
+ * Spec section 7: the download URL opens in a new tab. The tab is opened at the click, while the
+ * browser still counts it as the person's gesture, and pointed at the signed URL once it is known;
+ * when the popup is blocked, the person may open it on the current page instead.
+ */
+export async function openDownload(appId: string, appVerId: string) {
+  const tab = window.open('', '_blank');
+  try {
+    const { url } = urlAnswer.parse(await api<unknown>(`/api/download/${appId}/${appVerId}`));
+    if (tab && !tab.closed) {
+      // The file's page needs nothing of this one.
+      tab.opener = null;
+      tab.location.href = url;
+    } else if (window.confirm(POPUP_BLOCKED)) {
+      window.location.assign(url);
+    }
+  } catch (error) {
+    tab?.close();
+    alertFailure(error);
+  }
+}

@@ -1,0 +1,31 @@
+import { queryOptions } from '@tanstack/react-query';
+import { appList, versionHistoryAnswer, type AppEntry } from '@sideport/contracts';
+import { api } from '../../lib/api';
+
+/** An entry as the client holds it: live events add the working agent's progress (0-100). */
+export type LiveEntry = AppEntry & { progress?: number | null };
+
+/** View: the versions Sideport knows of an app, newest first (GET /api/version). */
+export const versionsQuery = (country: string, appId: string) =>
+  queryOptions({
+    queryKey: ['versions', country, appId],
+    queryFn: async (): Promise<LiveEntry[]> =>
+      appList.parse(await api<unknown>(`/api/version/${country}/${appId}`)),
+    retry: false,
+    staleTime: 0,
+  });
+
+/**
+ * Downgrade: the store's version history (POST /api/version, premium), never-requested versions
+ * Available. The server may wait for an agent's answer, so it is asked once per opening of the
+ * modal and kept current by live events, never refetched behind the person's back.
+ */
+export const historyQuery = (country: string, appId: string) =>
+  queryOptions({
+    queryKey: ['version-history', country, appId],
+    queryFn: async (): Promise<{ name: string; version_list: LiveEntry[] }> =>
+      versionHistoryAnswer.parse(await api<unknown>(`/api/version/${country}/${appId}`, { method: 'POST' })),
+    retry: false,
+    staleTime: Infinity,
+    gcTime: 0,
+  });

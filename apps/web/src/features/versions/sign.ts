@@ -1,0 +1,79 @@
+import type { QueryClient } from '@tanstack/react-query';
+import type { AppEntry, SignStatus, SignType } from '@sideport/contracts';
+import { alertFailure, api, ApiError } from '../../lib/api';
+import { applySignEvent, SIGN_FIELDS } from '../live/apply-event';
+import { RESIGN_QUESTION } from './messages';
+
+export interface SignMode {
+  type: SignType;
+  /** The mode's name on its button group. */
+  name: string;
+  /** The mode as the sign confirmation names it (spec section 5); none for normal. */
+  confirmName?: string;
+}
+
+/** Spec section 3: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP. */
+export const SIGN_MODES: readonly SignMode[] = [
+  { type: 0, name: 'Normal' },
+  { type: 1, name: 'IAP', confirmName: 'IAP' },
+  { type: 2, name: 'IGG', confirmName: 'IGG' },
+  { type: 3, name: 'IAP+IGG', confirmName: 'IAP + IGG' },
+  { type: 4, name: 'DUP', confirmName: 'DUP' },
+];
+
+export const signStatusOf = (entry: AppEntry, type: SignType): SignStatus => entry[SIGN_FIELDS[type]];
+
+/** Spec section 4: No requests, Pending 'Enqueued...', Process 'Processing...', Done 'Install'. */
+export const SIGN_BUTTON_LABELS: Record<SignStatus, string> = {
+  No: 'Sign',
+  Pending: 'Enqueued...',
+  Process: 'Processing...',
+  Done: 'Install',
+};
+
+/** 'Really want request sign' with the mode in parentheses and the app name (spec section 5). */
+export const signQuestion = (mode: SignMode, appName: string) =>
+  `Really want request sign${mode.confirmName ? ` (${mode.confirmName})` : ''} '${appName}'?`;
+
+type Version = Pick<AppEntry, 'app_id' | 'app_ver_id' | 'name'>;
+
+async function putSign(queryClient: QueryClient, entry: Version, mode: SignMode) {
+  try {
+    await api(`/api/sign/${entry.app_id}/${entry.app_ver_id}`, { method: 'PUT', body: { type: mode.type } });
+    // Spec section 4: a requested sign shows Pending at once.
+    applySignEvent(queryClient, {
+      app_id: entry.app_id,
+      app_ver_id: entry.app_ver_id!,
+      sign_type: mode.type,
+      status: 'Pending',
+    });
+  } catch (error) {
+    alertFailure(error);
+  }
+}
+
+export async function requestSign(queryClient: QueryClient, entry: Version, mode: SignMode) {
+  if (!window.confirm(signQuestion(mode, entry.name))) return;
+  await putSign(queryClient, entry, mode);
+}
+
+/**
+ * Install (spec sections 7 and 8): check the sign first; a 406 means a device was registered after
+ * it was signed, so a new sign is offered; otherwise go to the install URL.
+ */
+export async function installSigned(queryClient: QueryClient, entry: Version, mode: SignMode) {
+  const path = `${entry.app_id}/${entry.app_ver_id}/${mode.type}`;
+  try {
+    await api(`/api/check/sign/${path}`);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 406)) return alertFailure(error);
+    if (window.confirm(RESIGN_QUESTION)) await putSign(queryClient, entry, mode);
+    return;
+  }
+  try {
+    const { url } = await api<{ url: string }>(`/api/install/${path}`);
+    window.location.assign(url);
+  } catch (error) {
+    alertFailure(error);
+  }
+}
