@@ -38,8 +38,8 @@ export interface AppDeps {
   clock?: () => Date;
 }
 
-/** Paths under /api that authenticate on their own and so skip the cross-site check. */
-export const CROSS_SITE_EXEMPT = ['/api/agent/', '/api/webhooks/', '/api/udid/'] as const;
+/** Paths that authenticate on their own (agent token, webhook signature, enrollment, signed URLs) and so skip the cross-site check. */
+export const CROSS_SITE_EXEMPT = ['/api/agent/', '/api/webhooks/', '/api/udid/', '/files/'] as const;
 
 /** A route as registered: method, path pattern and the schemas that check its input. */
 export interface RegisteredRoute {

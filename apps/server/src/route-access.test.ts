@@ -80,10 +80,15 @@ async function checkAccess(suite: RouteSuite, method: string, entry: RouteAccess
   expect(changedTables(before, await snapshotDatabase(t.database.db)), 'refused calls changed the database').toEqual({});
 
   // Then the caller the table names goes through (the control: the refusals above were not chance).
+  if (entry.stream) return;
   if (entry.access === 'public' || entry.access === 'page') expectAllowed(await send(), 'signed out');
   if (entry.access === 'user') expectAllowed(await send(cookies.user), 'a user');
   if (entry.access === 'owner') expectAllowed(await send(cookies.user), 'the owner');
   if (entry.access === 'admin') expectAllowed(await send(cookies.admin), 'an admin');
+  if (entry.access === 'agent') {
+    const res = await send(undefined, { headers: { ...request.headers, authorization: `Bearer ${suite.agentToken}` } });
+    expectAllowed(res, 'an agent');
+  }
 }
 
 describe.each(databaseKinds)('route access on %s', (kind) => {
@@ -111,7 +116,7 @@ describe.each(databaseKinds)('route access on %s', (kind) => {
         const hasParams = /[:*]/.test(route.url);
         const isPage = route.entry?.access === 'page';
         if (hasParams && !isPage) expect(schema.params, `${route.key} has path parameters but no params schema`).toBeDefined();
-        const takesBody = ['POST', 'PUT', 'PATCH'].includes(route.method) && route.url !== '/api/sign-out';
+        const takesBody = ['POST', 'PUT', 'PATCH'].includes(route.method) && !route.entry?.bodyless;
         const signedBody = route.entry !== undefined && SELF_AUTHENTICATED.has(route.entry.access);
         const ownedForm = route.entry?.access === 'owner'; // the test-mode page's forms post no fields
         if (takesBody && !signedBody && !ownedForm) {

@@ -5,9 +5,10 @@ import { decryptStatus } from './catalog.js';
 export const createAgentRequest = z.object({
   name: z
     .string({ error: 'Send a JSON object with a name.' })
-    .trim()
-    .min(1, { error: 'Give the agent a name.' })
-    .max(64, { error: 'Agent names are at most 64 characters.' }),
+    // eslint-disable-next-line no-control-regex
+    .refine((name) => !/[\u0000-\u001f\u007f-\u009f]/.test(name), { error: 'Agent names may not contain control characters.' })
+    .transform((name) => name.trim())
+    .pipe(z.string().min(1, { error: 'Give the agent a name.' }).max(64, { error: 'Agent names are at most 64 characters.' })),
 });
 export const createdAgent = z.object({ id: z.string(), name: z.string(), token: z.string() });
 export type CreatedAgent = z.infer<typeof createdAgent>;

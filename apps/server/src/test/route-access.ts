@@ -47,6 +47,13 @@ export interface RouteAccess {
   example: ExampleRequest | ((fx: Fixtures) => ExampleRequest);
   /** A GET that changes state (spec section 7: decrypt, pay, portal): cross-site checked as a POST is. */
   changesState?: true;
+  /**
+   * An answer that never ends (Server-Sent Events): refusals are checked as usual, but the allowed
+   * caller's request is not, since it would stay open (src/modules/events/live.test.ts covers it).
+   */
+  stream?: true;
+  /** A POST, PUT or PATCH that takes no body (sign-out, the premium-queue PATCH, the spec's own calls). */
+  bodyless?: true;
 }
 
 /** md5 of a password, as the web client sends it; every suite account has it. */
@@ -58,7 +65,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   // Accounts (spec section 7)
   'POST /api/sign-up': { access: 'public', example: (fx) => ({ url: '/api/sign-up', payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 } }) },
   'POST /api/sign-in': { access: 'public', example: (fx) => ({ url: '/api/sign-in', payload: { id: fx.users.user, pw: SUITE_PASSWORD_MD5 } }) },
-  'POST /api/sign-out': { access: 'public', example: '/api/sign-out' },
+  'POST /api/sign-out': { access: 'public', bodyless: true, example: '/api/sign-out' },
   'GET /api/info': { access: 'user', example: '/api/info' },
 
   // Catalogue
@@ -79,6 +86,43 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /billing/dev-checkout/:id/pay': { access: 'owner', example: (fx) => `/billing/dev-checkout/${fx.checkout}/pay` },
   'POST /billing/dev-checkout/:id/cancel': { access: 'owner', example: (fx) => `/billing/dev-checkout/${fx.checkout}/cancel` },
   'GET /billing/dev-portal': { access: 'user', example: '/billing/dev-portal' },
+
+  // Decrypt requests, versions and downloads (spec section 7)
+  'GET /api/decrypt/:country/:app_id': { access: 'user', changesState: true, example: (fx) => `/api/decrypt/kr/${fx.done.appId}` },
+  'GET /api/decrypt/:country/:app_id/:app_ver_id': {
+    access: 'user',
+    changesState: true,
+    example: (fx) => `/api/decrypt/kr/${fx.done.appId}/${fx.done.appVerId}`,
+  },
+  'PATCH /api/decrypt/:country/:app_id': { access: 'user', bodyless: true, example: (fx) => `/api/decrypt/kr/${fx.appLevel.appId}` },
+  'PATCH /api/decrypt/:country/:app_id/:app_ver_id': {
+    access: 'user',
+    bodyless: true,
+    example: (fx) => `/api/decrypt/kr/${fx.queued.appId}/${fx.queued.appVerId}`,
+  },
+  'GET /api/version/:country/:app_id': { access: 'user', example: (fx) => `/api/version/kr/${fx.done.appId}` },
+  'POST /api/version/:country/:app_id': { access: 'user', bodyless: true, example: (fx) => `/api/version/kr/${fx.done.appId}` },
+  'GET /api/download/:app_id/:app_ver_id': { access: 'user', example: (fx) => `/api/download/${fx.done.appId}/${fx.done.appVerId}` },
+  'GET /files/ipa/:app_id/:app_ver_id': {
+    access: 'signed-url',
+    example: (fx) => `/files/ipa/${fx.done.appId}/${fx.done.appVerId}?expires=9999999999&sig=${'0'.repeat(64)}`,
+  },
+  'GET /api/events': { access: 'user', stream: true, example: '/api/events' },
+
+  // The decrypt agents' protocol (bearer token)
+  'POST /api/agent/claim': { access: 'agent', example: { url: '/api/agent/claim', payload: {} } },
+  'POST /api/agent/jobs/:id/heartbeat': { access: 'agent', example: { url: '/api/agent/jobs/1-1/heartbeat', payload: { progress: 1 } } },
+  'POST /api/agent/jobs/:id/fail': { access: 'agent', example: { url: '/api/agent/jobs/1-1/fail', payload: { reason: 'No.' } } },
+  'POST /api/agent/jobs/:id/versions': { access: 'agent', example: { url: '/api/agent/jobs/1-1/versions', payload: { versions: [] } } },
+  'PUT /api/agent/jobs/:id/ipa': { access: 'agent', example: { url: '/api/agent/jobs/1-1/ipa', payload: { not: 'an ipa' } } },
+
+  // The admin console
+  'POST /api/admin/agents': { access: 'admin', example: { url: '/api/admin/agents', payload: { name: 'route agent' } } },
+  'GET /api/admin/agents': { access: 'admin', example: '/api/admin/agents' },
+  'DELETE /api/admin/agents/:id': { access: 'admin', example: '/api/admin/agents/999999' },
+  'GET /api/admin/queue/:page': { access: 'admin', example: '/api/admin/queue/0' },
+  'POST /api/admin/queue/:id/retry': { access: 'admin', bodyless: true, example: '/api/admin/queue/999999/retry' },
+  'GET /api/admin/audit/:page': { access: 'admin', example: '/api/admin/audit/0' },
 
   // Service
   'GET /api/openapi.json': { access: 'public', example: '/api/openapi.json' },

@@ -38,6 +38,8 @@ export interface RouteSuite {
   configuration: Configuration;
   users: Fixtures['users'];
   cookies: Record<'user' | 'other' | 'admin', string>;
+  /** A decrypt agent's bearer token, for the agent routes. */
+  agentToken: string;
   /** Fresh catalogue entries and a checkout of `user`, for one route's checks. */
   fixtures(): Promise<Fixtures>;
   close(): Promise<void>;
@@ -72,6 +74,14 @@ export async function openRouteSuite(kind: DatabaseKind, configuration: Configur
     admin: await signedInUser(t, users.admin, 1),
   };
 
+  const madeAgent = await t.app.inject({
+    method: 'POST',
+    url: '/api/admin/agents',
+    headers: { cookie: cookies.admin, ...SAME_ORIGIN },
+    payload: { name: 'route suite' },
+  });
+  const agentToken = (madeAgent.json() as { token: string }).token;
+
   async function fixtures(): Promise<Fixtures> {
     const n = ++seedCounter;
     const base = 7_000_000 + n * 10;
@@ -98,7 +108,8 @@ export async function openRouteSuite(kind: DatabaseKind, configuration: Configur
     await entry(base + 2, null, 'Pending');
     let checkout = 'no-checkout-in-this-configuration';
     if (configuration === 'dev') {
-      const res = await t.app.inject({ url: '/api/pay/service/0', headers: { cookie: cookies.user, ...SAME_ORIGIN } });
+      // The reset (service 5): a plan the user already has is refused, and earlier routes may have paid one.
+      const res = await t.app.inject({ url: '/api/pay/service/5', headers: { cookie: cookies.user, ...SAME_ORIGIN } });
       checkout = new URL((res.json() as { url: string }).url).pathname.split('/').at(-1)!;
     }
     return {
@@ -116,6 +127,7 @@ export async function openRouteSuite(kind: DatabaseKind, configuration: Configur
     configuration,
     users,
     cookies,
+    agentToken,
     fixtures,
     async close() {
       await t.close();
@@ -149,6 +161,13 @@ export function identityCookie(suite: RouteSuite, entry: RouteAccess): string | 
   if (entry.access === 'admin') return suite.cookies.admin;
   if (entry.access === 'user' || entry.access === 'owner') return suite.cookies.user;
   return undefined;
+}
+
+/** The headers of the identity a table entry's example is made with: its cookie, or an agent's token. */
+export function identityHeaders(suite: RouteSuite, entry: RouteAccess): Record<string, string> {
+  if (entry.access === 'agent') return { authorization: `Bearer ${suite.agentToken}` };
+  const cookie = identityCookie(suite, entry);
+  return cookie ? { cookie } : {};
 }
 
 export function withCookie(request: InjectOptions, cookie: string | undefined): InjectOptions {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { idParam, pageParam } from '../../platform/params.js';
 import { adminQueueEntry, agentSummary, auditEntry, createAgentRequest, createdAgent } from '@sideport/contracts';
 import { currentUser, type Guards } from '../auth/guard.js';
 import type { AgentService } from '../agents/service.js';
@@ -15,15 +16,8 @@ export interface AdminRoutesDeps {
 }
 
 const ADMIN_PAGE_SIZE = 50;
-const pageParams = z.object({
-  page: z.coerce.number({ error: 'Page must be a whole number from 0.' }).int().min(0).max(10_000, { error: 'Page is too large.' }),
-});
-const idParams = z.object({
-  id: z
-    .string()
-    .regex(/^\d{1,15}$/, { error: 'The id must be a number.' })
-    .transform(Number),
-});
+const pageParams = z.object({ page: pageParam });
+const idParams = z.object({ id: idParam('id') });
 
 /**
  * The admin console's API (grade above 0, checked here for every call): agents and their tokens,

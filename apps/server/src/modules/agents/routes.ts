@@ -26,7 +26,7 @@ declare module 'fastify' {
 }
 
 export interface AgentRoutesDeps {
-  agents: Pick<AgentService, 'authenticate'>;
+  agents: Pick<AgentService, 'authenticate' | 'markSeen'>;
   jobs: JobService;
 }
 
@@ -50,6 +50,11 @@ export async function agentRoutes(app: FastifyInstance, { agents, jobs }: AgentR
     const agent = await agents.authenticate(token);
     if (!agent) throw unauthorized('Send a valid agent token as Authorization: Bearer <token>.');
     request.agent = agent;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.agent && reply.statusCode < 400) {
+      await agents.markSeen(request.agent.id).catch((err: unknown) => request.log.warn({ err }, 'could not record the agent as seen'));
+    }
   });
 
   // The IPA arrives as a raw stream and is written to disk as it comes, never held whole.

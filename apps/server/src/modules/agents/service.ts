@@ -57,14 +57,20 @@ export function createAgentService({ db, clock, releaseJobsOf, cacheMs = 2000 }:
       if (!token || !token.startsWith(TOKEN_PREFIX) || token.length > 200) return undefined;
       const hash = hashToken(token);
       const { agent } = await cache.get(hash, async () => ({ agent: await q.findAgentByTokenHash(db, hash) }));
-      if (!agent) return undefined;
-      const now = clock().getTime();
-      if (now - (touchedAt.get(agent.id) ?? 0) >= TOUCH_EVERY_MS) {
-        touchedAt.set(agent.id, now);
-        await q.touchAgent(db, agent.id, clock());
-      }
-      return { id: agent.id, name: agent.name };
+      return agent ? { id: agent.id, name: agent.name } : undefined;
     },
+
+    /**
+     * Last seen: written after a call the agent made successfully (a refused call changes nothing),
+     * at most every few seconds per agent.
+     */
+    async markSeen(agentId: number) {
+      const now = clock().getTime();
+      if (now - (touchedAt.get(agentId) ?? 0) < TOUCH_EVERY_MS) return;
+      touchedAt.set(agentId, now);
+      await q.touchAgent(db, agentId, clock());
+    },
+
   };
 }
 
