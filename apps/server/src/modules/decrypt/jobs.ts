@@ -121,32 +121,28 @@ export function createJobService(deps: JobServiceDeps) {
     });
   }
 
-  async function describeJob(job: q.JobRow): Promise<AgentJob> {
-    const app = await catalog.lookupApp(job.country, job.appId);
-    const entry = job.versionSeq === null ? undefined : await q.findEntry(db, job.versionSeq);
+  /**
+   * One claim: a single statement takes the job and marks its entry Downloading, then the change
+   * is told to every process (the claim is committed by then; nobody hears of one that was not).
+   */
+  async function claimOnce(agent: AgentRef, kinds: readonly JobKind[]): Promise<AgentJob | undefined> {
+    const job = await q.claimNextJob(db, { agentId: agent.id, kinds, now: now(), leaseSeconds: settings.leaseSeconds });
+    if (!job) return undefined;
+    if (job.entry) {
+      await publishEntry(bus, { ...job.entry, country: job.country, appId: job.appId, status: 'Downloading', progress: 0 });
+    }
+    const bundleId = job.bundleId ?? (await catalog.lookupApp(job.country, job.appId)).bundleId;
     return {
       id: leaseId(job),
       kind: job.kind,
       country: job.country.toLowerCase(),
       app_id: String(job.appId),
-      bundle_id: app.bundleId,
-      app_ver_id: entry?.appVerId == null ? null : String(entry.appVerId),
-      version: entry?.appVerId == null ? null : (entry.version ?? null),
+      bundle_id: bundleId,
+      app_ver_id: job.entry?.appVerId == null ? null : String(job.entry.appVerId),
+      version: job.entry?.appVerId == null ? null : (job.entry.version ?? null),
       attempt: job.attempts,
       lease_seconds: settings.leaseSeconds,
     };
-  }
-
-  async function claimOnce(agent: AgentRef, kinds: readonly JobKind[]) {
-    return db.transaction(async (tx) => {
-      const job = await q.claimNextJob(tx, { agentId: agent.id, kinds, now: now(), leaseSeconds: settings.leaseSeconds });
-      if (!job) return undefined;
-      if (job.kind === 'decrypt' && job.versionSeq !== null) {
-        const entry = await q.updateEntry(tx, job.versionSeq, { status: 'Downloading', progress: 0, updatedAt: now() });
-        if (entry) await publishEntry(bus, entry, tx);
-      }
-      return job;
-    });
   }
 
   /** Holds the job's row for the length of `work`, when the agent still holds this lease. */
@@ -270,7 +266,7 @@ export function createJobService(deps: JobServiceDeps) {
         const job = await claimOnce(agent, kinds);
         if (job) {
           void queued.catch(() => {});
-          return describeJob(job);
+          return job;
         }
         if (Date.now() >= deadline || signal?.aborted || !(await Promise.race([queued, closing]))) return null;
       }

@@ -169,17 +169,45 @@ export async function updateJob(db: Database, id: number, set: Partial<typeof jo
   return row;
 }
 
+/** A job just claimed, with what the agent is told of it. */
+export interface ClaimedJob {
+  id: number;
+  kind: 'decrypt' | 'versions';
+  country: string;
+  appId: number;
+  attempts: number;
+  /** The decrypt entry, now Downloading (decrypt jobs). */
+  entry?: { seq: number; appVerId: number | null; version: string | null; premium: boolean };
+  /** From the app's store record; undefined when the catalogue has none yet. */
+  bundleId?: string;
+}
+
+interface ClaimedRow {
+  id: string;
+  kind: 'decrypt' | 'versions';
+  country: string;
+  app_id: string;
+  attempts: number;
+  seq: string | null;
+  app_ver_id: string | null;
+  version: string | null;
+  premium: boolean | null;
+  bundle_id: string | null;
+}
+
 /**
- * Takes the next queued job (highest priority, then oldest) for an agent. `FOR UPDATE SKIP
- * LOCKED` lets concurrent claimers pass over a row another transaction is taking, so no job is
- * ever handed to two agents and nobody waits on a lock.
+ * Takes the next queued job (highest priority, then oldest) for an agent, marks its entry
+ * Downloading and reads what the agent needs, in one statement (one round trip, atomic on its
+ * own). `FOR UPDATE SKIP LOCKED` lets concurrent claimers pass over a row another is taking, so no
+ * job is ever handed to two agents and nobody waits on a lock.
  */
 export async function claimNextJob(
   db: Database,
   claim: { agentId: number; kinds: readonly string[]; now: Date; leaseSeconds: number },
-): Promise<JobRow | undefined> {
-  const leaseUntil = new Date(claim.now.getTime() + claim.leaseSeconds * 1000);
-  const rows = await queryRows<{ id: string }>(
+): Promise<ClaimedJob | undefined> {
+  const now = claim.now.toISOString();
+  const leaseUntil = new Date(claim.now.getTime() + claim.leaseSeconds * 1000).toISOString();
+  const [row] = await queryRows<ClaimedRow>(
     db,
     sql`
       with next as (
@@ -188,15 +216,42 @@ export async function claimNextJob(
         order by priority desc, id
         limit 1
         for update skip locked
+      ), claimed as (
+        update ${jobs} j
+        set state = 'leased', agent_id = ${claim.agentId}, attempts = j.attempts + 1,
+            lease_expires_at = ${leaseUntil}, updated_at = ${now}
+        from next where j.id = next.id
+        returning j.id, j.kind, j.version_seq, j.country, j.app_id, j.attempts
+      ), entry as (
+        update ${versions} v
+        set status = 'Downloading', progress = 0, updated_at = ${now}
+        from claimed c where c.kind = 'decrypt' and v.seq = c.version_seq
+        returning v.seq, v.app_ver_id, v.version, v.premium
       )
-      update ${jobs} j
-      set state = 'leased', agent_id = ${claim.agentId}, attempts = j.attempts + 1,
-          lease_expires_at = ${leaseUntil.toISOString()}, updated_at = ${claim.now.toISOString()}
-      from next where j.id = next.id
-      returning j.id`,
+      select c.id, c.kind, c.country, c.app_id, c.attempts, e.seq, e.app_ver_id, e.version, e.premium, a.bundle_id
+      from claimed c
+      left join entry e on true
+      left join ${apps} a on a.country = c.country and a.app_id = c.app_id`,
   );
-  const id = rows[0]?.id;
-  return id === undefined ? undefined : findJob(db, Number(id));
+  if (!row) return undefined;
+  return {
+    id: Number(row.id),
+    kind: row.kind,
+    country: row.country,
+    appId: Number(row.app_id),
+    attempts: Number(row.attempts),
+    ...(row.seq !== null
+      ? {
+          entry: {
+            seq: Number(row.seq),
+            appVerId: row.app_ver_id === null ? null : Number(row.app_ver_id),
+            version: row.version,
+            premium: row.premium ?? false,
+          },
+        }
+      : {}),
+    ...(row.bundle_id !== null ? { bundleId: row.bundle_id } : {}),
+  };
 }
 
 /** Leased jobs whose agent stopped heart-beating, locked for the caller to put back or fail. */
