@@ -101,10 +101,16 @@ function contentHasher(entry: ZipEntry) {
     digest(): FileDigests {
       if (length !== entry.uncompressedSizeBytes) throw invalid(entry, `inflated to ${length} bytes, expected ${entry.uncompressedSizeBytes}`);
       if (crc >>> 0 !== entry.crc32 >>> 0) throw invalid(entry, `CRC-32 0x${(crc >>> 0).toString(16)}, expected 0x${(entry.crc32 >>> 0).toString(16)}`);
-      return { sha1: sha1.digest(), sha256: sha256.digest() };
+      return { sha1: pooled(sha1.digest()), sha256: pooled(sha256.digest()) };
     },
   };
 }
+
+/**
+ * A copy in Node's shared 8 KiB pool: a digest from hash.digest() has an ArrayBuffer of its own,
+ * and an IPA's tens of thousands of them are kept until CodeResources is written.
+ */
+const pooled = (digest: Buffer): Buffer => Buffer.from(digest);
 
 type Track = (entry: ZipEntry, work: Promise<FileDigests>) => void;
 

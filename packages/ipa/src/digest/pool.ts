@@ -7,7 +7,7 @@
 import { open } from 'node:fs/promises';
 import { IpaError } from '../errors.js';
 import { createBlockReader, gridChunks } from '../zip/block-reader.js';
-import type { ZipEntry } from '../zip/index.js';
+import { centralFieldsOf, type ZipEntry } from '../zip/index.js';
 import { LOCAL_SIGNATURE } from '../zip/records.js';
 import { createEntryDigests, type FileDigests } from './entry-digests.js';
 
@@ -30,7 +30,7 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
       ...(options.onProgress === undefined ? {} : { onProgress: (done: number) => options.onProgress!(done, entries.length) }),
     });
     // In file order, so the block reader reads ahead instead of seeking back and forth.
-    const inFileOrder = [...entries].sort((a, b) => a.source.relativeOffsetOfLocalHeader - b.source.relativeOffsetOfLocalHeader);
+    const inFileOrder = [...entries].sort((a, b) => centralFieldsOf(a).relativeOffsetOfLocalHeader - centralFieldsOf(b).relativeOffsetOfLocalHeader);
     for (const entry of inFileOrder) {
       const start = await entryDataStart(block, entry);
       const sink = await digests.begin(entry);
@@ -45,7 +45,7 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
 
 /** Where an entry's stored bytes start: after its local header's name and extra field (APPNOTE 4.3.7). */
 export async function entryDataStart(block: { read(offset: number, length: number): Promise<Buffer> }, entry: ZipEntry): Promise<number> {
-  const offset = entry.source.relativeOffsetOfLocalHeader;
+  const offset = centralFieldsOf(entry).relativeOffsetOfLocalHeader;
   const header = await block.read(offset, 30);
   if (header.readUInt32LE(0) !== LOCAL_SIGNATURE) {
     throw new IpaError('ZIP_INVALID', `Expected a local file header for "${entry.name}" at offset ${offset}, found 0x${header.readUInt32LE(0).toString(16)}.`);

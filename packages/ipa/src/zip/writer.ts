@@ -10,7 +10,7 @@ import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { constants as zlibConstants, crc32, deflateRaw, deflateRawSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { IpaError } from '../errors.js';
-import type { ZipEntry } from './archive.js';
+import { centralFieldsOf, type ZipEntry } from './archive.js';
 import { createBlockReader, gridChunks } from './block-reader.js';
 import { FLAG_UTF8, LOCAL_SIGNATURE, MADE_BY_UNIX, MAX_32, centralHeader, dosDateTime, endRecords, localHeader, type CentralRecord } from './records.js';
 
@@ -136,7 +136,7 @@ export async function createSignedZipWriter(source: string, output: string, opti
 
 /** The central record of an entry copied from the source: its own name bytes, times and attributes. */
 function copyRecord(entry: ZipEntry): Omit<CentralRecord, 'offset'> {
-  const raw = entry.source;
+  const raw = centralFieldsOf(entry);
   return {
     name: Buffer.from(raw.fileNameRaw ?? Buffer.from(entry.name, 'utf8')),
     // Keep only the UTF-8 flag: sizes are known, so no data descriptor (bit 3).
@@ -169,6 +169,24 @@ function directoryRecord(name: string, unixMode: number): Omit<CentralRecord, 'o
     versionMadeBy: MADE_BY_UNIX,
   };
 }
+
+/**
+ * The central record of an entry written at `offset`. An object literal with every field: V8 gives
+ * each `{ ...record, offset }` a hidden class of its own, some 400 bytes per entry.
+ */
+const at = (r: Omit<CentralRecord, 'offset'>, offset: number): CentralRecord => ({
+  name: r.name,
+  flags: r.flags,
+  method: r.method,
+  dosTime: r.dosTime,
+  dosDate: r.dosDate,
+  crc: r.crc,
+  compressedSize: r.compressedSize,
+  uncompressedSize: r.uncompressedSize,
+  externalAttributes: r.externalAttributes,
+  versionMadeBy: r.versionMadeBy,
+  offset,
+});
 
 interface RegionContext {
   out: FileHandle;
@@ -228,7 +246,7 @@ function createRegion({ out, block, level, claim }: RegionContext, start: number
     await write(localHeader(record));
     if (Buffer.isBuffer(data)) await write(data);
     else await data(write);
-    records.push({ ...record, offset });
+    records.push(at(record, offset));
   };
 
   return {
@@ -242,7 +260,7 @@ function createRegion({ out, block, level, claim }: RegionContext, start: number
     },
     async copy(entry, observe) {
       claim(entry.name);
-      const raw = entry.source;
+      const raw = centralFieldsOf(entry);
       // The local header's own name and extra lengths locate the data (APPNOTE 4.3.7).
       const header = await block.read(raw.relativeOffsetOfLocalHeader, 30);
       if (header.readUInt32LE(0) !== LOCAL_SIGNATURE) {
@@ -345,7 +363,7 @@ function createRegion({ out, block, level, claim }: RegionContext, start: number
       await flush();
       await drain();
       await writeAll(out, localHeader(complete), offset);
-      records.push({ ...complete, offset });
+      records.push(at(complete, offset));
     },
     async addDirectory(name, unixMode = 0o040755) {
       const record = directoryRecord(name, unixMode);
