@@ -38,9 +38,9 @@ export interface EntryDigestsOptions {
 }
 
 // Entries up to this size inflate in one call; larger ones stream through an inflater.
-const WHOLE_BYTES = 1024 * 1024;
+const WHOLE_BYTES = 256 * 1024;
 const INFLATE_CHUNK_BYTES = 256 * 1024;
-const DEFAULT_INFLATES_IN_FLIGHT = 4;
+const DEFAULT_INFLATES_IN_FLIGHT = 3;
 
 export function createEntryDigests(options: EntryDigestsOptions = {}): EntryDigests {
   const results = new Map<string, FileDigests>();
@@ -48,6 +48,7 @@ export function createEntryDigests(options: EntryDigestsOptions = {}): EntryDige
   const pending = new Set<Promise<void>>();
   let failure: unknown;
   let done = 0;
+  const scratch = createScratchBuffers(WHOLE_BYTES, limit);
 
   const track = (entry: ZipEntry, work: Promise<FileDigests>): void => {
     const settled = work.then(
@@ -75,7 +76,7 @@ export function createEntryDigests(options: EntryDigestsOptions = {}): EntryDige
       if (entry.compressionMethod === 0) return storedSink(entry, track);
       while (pending.size >= limit) await Promise.race(pending);
       throwIfFailed();
-      return entry.uncompressedSizeBytes <= WHOLE_BYTES ? wholeSink(entry, track) : streamedSink(entry, track);
+      return entry.uncompressedSizeBytes <= WHOLE_BYTES ? wholeSink(entry, track, scratch) : streamedSink(entry, track);
     },
     async finish() {
       while (pending.size > 0) await Promise.race(pending);
@@ -114,6 +115,34 @@ const pooled = (digest: Buffer): Buffer => Buffer.from(digest);
 
 type Track = (entry: ZipEntry, work: Promise<FileDigests>) => void;
 
+interface ScratchBuffers {
+  /** A buffer of at least `length` bytes, to give back with `release` once zlib is done with it. */
+  take(length: number): { buffer: Buffer; release: () => void };
+}
+
+/**
+ * A few reusable input buffers for small entries: thousands of fresh ones would linger until the
+ * collector noticed them, tens of MB at a time.
+ */
+function createScratchBuffers(size: number, count: number): ScratchBuffers {
+  const free: Buffer[] = [];
+  return {
+    take(length) {
+      if (length > size) return { buffer: Buffer.allocUnsafe(length), release: () => undefined };
+      const buffer = free.pop() ?? Buffer.allocUnsafe(size);
+      let released = false;
+      return {
+        buffer,
+        release: () => {
+          if (released) return;
+          released = true;
+          if (free.length < count) free.push(buffer);
+        },
+      };
+    },
+  };
+}
+
 /** Stored bytes are the content: hashed as they pass. */
 function storedSink(entry: ZipEntry, track: Track): DigestSink {
   const hasher = contentHasher(entry);
@@ -135,8 +164,8 @@ function storedSink(entry: ZipEntry, track: Track): DigestSink {
 }
 
 /** A small deflated entry: its stored bytes gathered, inflated in one call on the pool. */
-function wholeSink(entry: ZipEntry, track: Track): DigestSink {
-  const stored = Buffer.allocUnsafe(entry.compressedSizeBytes);
+function wholeSink(entry: ZipEntry, track: Track, scratch: ScratchBuffers): DigestSink {
+  const { buffer: stored, release } = scratch.take(entry.compressedSizeBytes);
   let filled = 0;
   return {
     push(chunk) {
@@ -152,8 +181,14 @@ function wholeSink(entry: ZipEntry, track: Track): DigestSink {
             hasher.update(content);
             resolve(hasher.digest());
           };
-          if (filled === 0) return finishWith(Buffer.alloc(0));
-          inflateRaw(stored.subarray(0, filled), { maxOutputLength: entry.uncompressedSizeBytes + 1 }, (err, content) => {
+          if (filled === 0) {
+            release();
+            return finishWith(Buffer.alloc(0));
+          }
+          // One output buffer with a byte to spare, so zlib neither grows nor joins pieces.
+          const chunkSize = Math.max(64, entry.uncompressedSizeBytes + 1);
+          inflateRaw(stored.subarray(0, filled), { chunkSize, maxOutputLength: entry.uncompressedSizeBytes + 1 }, (err, content) => {
+            release();
             if (err) return reject(invalid(entry, err.message));
             try {
               finishWith(content);

@@ -19,7 +19,7 @@ const deflateRawAsync = promisify(deflateRaw);
 const FINAL_EMPTY_BLOCK = deflateRawSync(Buffer.alloc(0));
 
 const WRITE_BUFFER_BYTES = 1024 * 1024;
-const MAX_WRITES_IN_FLIGHT = 4;
+const MAX_WRITES_IN_FLIGHT = 2;
 const DEFLATES_IN_FLIGHT = 3;
 
 export interface ZipWriterOptions {
@@ -341,7 +341,8 @@ function createRegion({ out, block, level, claim }: RegionContext, start: number
           const held = copy;
           const piece = held.subarray(0, chunk.length);
           queue.push(
-            deflateRawAsync(piece, { level: deflatesWell(piece, level) ? level : 0, finishFlush: zlibConstants.Z_SYNC_FLUSH }).finally(() => {
+            // chunkSize leaves room for the output in one buffer: no pieces for zlib to join.
+            deflateRawAsync(piece, { level: deflatesWell(piece, level) ? level : 0, finishFlush: zlibConstants.Z_SYNC_FLUSH, chunkSize: piece.length + 4096 }).finally(() => {
               if (copies.length < DEFLATES_IN_FLIGHT) copies.push(held);
             }),
           );
