@@ -7,7 +7,7 @@ import { buildCodeResources, type SealedFile, type SealedNested } from '../resou
 import { openZip, type ZipArchive, type ZipEntry } from '../zip/index.js';
 import { createGroupRemap, mergeEntitlements } from '../sign/entitlements.js';
 import { readEmbeddedEntitlements } from '../sign/read-signature.js';
-import { signBinaryStreaming } from './stream-binary.js';
+import { signBinaryStreaming, spoolBinary, type SpooledBinary } from './stream-binary.js';
 import { createEntryDigests, readCachedDigests, writeCachedDigests, type FileDigests } from '../digest/index.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan } from './plan.js';
@@ -82,6 +82,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
   let writer: SignedZipWriter | undefined;
   // Where signed code and new files go: after the copied entries (see below).
   let out: ZipEntryWriter | undefined;
+  const spools = new Map<string, Promise<SpooledBinary>>();
   try {
     const plan = await planSigning(archive);
     const replaced = new Map<string, Buffer>();
@@ -120,9 +121,31 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
         return cdhash;
       }
       const signStream = options.signer.signStream.bind(options.signer);
-      const { cdhash, digests } = await signBinaryStreaming(archive, entry, out!, { signStream }, withOwn, { digests: sealedByAnother(name) });
-      if (digests !== undefined) written.set(name, digests);
-      return cdhash;
+      const spooled = await spoolOf(entry);
+      try {
+        const { cdhash, digests } = await signBinaryStreaming(spooled, entry, out!, { signStream }, withOwn, { digests: sealedByAnother(name) });
+        if (digests !== undefined) written.set(name, digests);
+        return cdhash;
+      } finally {
+        spools.delete(name);
+        await spooled.close();
+      }
+    };
+    const isStreamed = (name: string) => {
+      const entry = archive.find(name);
+      return !replaced.has(name) && entry !== undefined && entry.uncompressedSizeBytes > streamAbove && options.signer.signStream !== undefined;
+    };
+    /** Binaries to stream are inflated to temporary files one after another (see below). */
+    let lastSpool: Promise<unknown> = Promise.resolve();
+    const spoolOf = (entry: ZipEntry): Promise<SpooledBinary> => {
+      let spooled = spools.get(entry.name);
+      if (spooled === undefined) {
+        spooled = lastSpool.then(() => spoolBinary(archive, entry));
+        spooled.catch(() => undefined); // a failure surfaces when the binary is signed
+        lastSpool = spooled.catch(() => undefined);
+        spools.set(entry.name, spooled);
+      }
+      return spooled;
     };
 
     const mode = options.mode ?? 0;
@@ -157,6 +180,11 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     const keep = (entry: ZipEntry) => !rewritten.has(entry.name);
     const copiedBytes = archive.entries.reduce((sum, entry) => (keep(entry) ? sum + writer!.copiedSize(entry) : sum), 0);
     out = writer.from(copiedBytes);
+    if (cached === undefined) {
+      // Signing waits for the digests: meanwhile, spool what it will stream. (With cached digests
+      // signing runs beside the copy from the start.)
+      for (const bundle of plan.inOrder) for (const name of [...bundle.looseCode, ...(bundle.executable ? [bundle.executable] : [])]) if (isStreamed(name)) void spoolOf(archive.find(name)!);
+    }
     const signAll = async (digests: ReadonlyMap<string, FileDigests>): Promise<void> => {
       let done = 0;
       for (const bundle of plan.inOrder) {
@@ -207,6 +235,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     await writer?.abort();
     throw err;
   } finally {
+    // Spools of binaries never signed (the sign failed first).
+    await Promise.all([...spools.values()].map((spooled) => spooled.then((s) => s.close(), () => undefined)));
     archive.close();
   }
 }

@@ -1,6 +1,7 @@
 /**
- * Signs a binary too large to hold: inflates it to a temporary file, reads it through a window and
- * signs it straight into the output zip, keeping only its digests.
+ * Signs a binary too large to hold: inflates it to a temporary file (spoolBinary, which may run
+ * ahead, while other entries are copied), reads it through a window and signs it straight into the
+ * output zip, keeping only its digests.
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
@@ -18,6 +19,8 @@ import type { ZipEntryWriter } from '../zip/writer.js';
 import type { MachOSigner, MachOSignRequest } from './sign-ipa.js';
 
 const READ_WINDOW_BYTES = 1024 * 1024;
+// Inflated pieces on their way to the spool file: small, since each is a fresh buffer.
+const SPOOL_CHUNK_BYTES = 256 * 1024;
 
 export interface StreamedBinary {
   readonly cdhash: Buffer;
@@ -25,55 +28,73 @@ export interface StreamedBinary {
   readonly digests?: FileDigests;
 }
 
+/** A binary inflated to a temporary file, read back through a window. */
+export interface SpooledBinary {
+  /** The buffer it answers is reused by the next read: use it before then. */
+  readAt(offset: number, length: number): Promise<Buffer>;
+  /** Deletes the temporary file. */
+  close(): Promise<void>;
+}
+
+/** Inflates an entry to a temporary file (checking its size and CRC-32) for signBinaryStreaming. */
+export async function spoolBinary(archive: ZipArchive, entry: ZipEntry): Promise<SpooledBinary> {
+  const spoolDir = await mkdtemp(join(tmpdir(), 'sideport-sign-'));
+  let handle: FileHandle | undefined;
+  const close = async (): Promise<void> => {
+    await handle?.close().catch(() => undefined);
+    await rm(spoolDir, { recursive: true, force: true });
+  };
+  try {
+    handle = await open(join(spoolDir, 'binary'), 'w+');
+    await spool(archive, entry, handle);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const file = handle;
+  // The signer copies or parses what it reads before reading again, so one buffer serves.
+  const scratch = Buffer.alloc(READ_WINDOW_BYTES);
+  return {
+    async readAt(offset, length) {
+      const buffer = length <= READ_WINDOW_BYTES ? scratch.subarray(0, length) : Buffer.alloc(length);
+      const { bytesRead } = await file.read(buffer, 0, length, offset);
+      return buffer.subarray(0, bytesRead);
+    },
+    close,
+  };
+}
+
 /**
- * `requestFor` receives the entitlements the binary was signed with (undefined when it has none or
- * they cannot be read) and answers the signing request.
+ * Signs a spooled binary into the output. `requestFor` receives the entitlements the binary was
+ * signed with (undefined when it has none or they cannot be read) and answers the signing request.
  */
 export async function signBinaryStreaming(
-  archive: ZipArchive,
+  spooled: SpooledBinary,
   entry: ZipEntry,
   writer: ZipEntryWriter,
   signer: Required<Pick<MachOSigner, 'signStream'>>,
   requestFor: (own: PlistObject | undefined) => MachOSignRequest,
   options: { digests?: boolean } = {},
 ): Promise<StreamedBinary> {
-  const spoolDir = await mkdtemp(join(tmpdir(), 'sideport-sign-'));
-  const file = join(spoolDir, 'binary');
+  const readAt = spooled.readAt;
+  const size = entry.uncompressedSizeBytes;
+  let own: PlistObject | undefined;
   try {
-    const handle = await open(file, 'w+');
-    try {
-      await spool(archive, entry, handle);
-      // The signer copies or parses what it reads before reading again, so one buffer serves.
-      const scratch = Buffer.alloc(READ_WINDOW_BYTES);
-      const readAt = async (offset: number, length: number): Promise<Buffer> => {
-        const buffer = length <= READ_WINDOW_BYTES ? scratch.subarray(0, length) : Buffer.alloc(length);
-        const { bytesRead } = await handle.read(buffer, 0, length, offset);
-        return buffer.subarray(0, bytesRead);
-      };
-      const size = entry.uncompressedSizeBytes;
-      let own: PlistObject | undefined;
-      try {
-        own = await readEmbeddedEntitlementsAt(readAt, size, entry.name);
-      } catch {
-        own = undefined; // a damaged old signature is replaced anyway
-      }
-      const sha1 = options.digests ? createHash('sha1') : undefined;
-      const sha256 = options.digests ? createHash('sha256') : undefined;
-      let cdhash: Buffer = Buffer.alloc(0);
-      await writer.addStream(entry.name, async (sink) => {
-        ({ cdhash } = await signer.signStream(readAt, size, requestFor(own), async (chunk) => {
-          sha1?.update(chunk);
-          sha256?.update(chunk);
-          await sink(chunk);
-        }));
-      }, { unixMode: entry.unixMode ?? 0o100755 });
-      return { cdhash, ...(sha1 && sha256 ? { digests: { sha1: sha1.digest(), sha256: sha256.digest() } } : {}) };
-    } finally {
-      await handle.close();
-    }
-  } finally {
-    await rm(spoolDir, { recursive: true, force: true });
+    own = await readEmbeddedEntitlementsAt(readAt, size, entry.name);
+  } catch {
+    own = undefined; // a damaged old signature is replaced anyway
   }
+  const sha1 = options.digests ? createHash('sha1') : undefined;
+  const sha256 = options.digests ? createHash('sha256') : undefined;
+  let cdhash: Buffer = Buffer.alloc(0);
+  await writer.addStream(entry.name, async (sink) => {
+    ({ cdhash } = await signer.signStream(readAt, size, requestFor(own), async (chunk) => {
+      sha1?.update(chunk);
+      sha256?.update(chunk);
+      await sink(chunk);
+    }));
+  }, { unixMode: entry.unixMode ?? 0o100755 });
+  return { cdhash, ...(sha1 && sha256 ? { digests: { sha1: sha1.digest(), sha256: sha256.digest() } } : {}) };
 }
 
 /**
@@ -105,7 +126,7 @@ async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Pro
     if (entry.compressionMethod === 0) {
       for (const [at, length] of gridChunks(start, start + entry.compressedSizeBytes)) await take(await block.read(at, length));
     } else {
-      const inflater = createInflateRaw({ chunkSize: READ_WINDOW_BYTES });
+      const inflater = createInflateRaw({ chunkSize: SPOOL_CHUNK_BYTES });
       const written = (async () => {
         for await (const piece of inflater) await take(piece as Buffer);
       })();
