@@ -3,10 +3,11 @@
  * them (the same pass that copies them into the signed IPA): stored entries are hashed as they
  * go by; deflated ones are inflated on libuv's thread pool (zlib's asynchronous API) and hashed on
  * the main thread as the inflated pieces come back, so inflating one piece overlaps hashing the
- * last. Every entry's size and CRC-32 are checked against its header.
+ * last. Every entry's size and CRC-32 are checked against its header (zlib checks those of deflated
+ * entries).
  */
 import { createHash, type Hash } from 'node:crypto';
-import { crc32, createInflateRaw, inflateRaw, type InflateRaw } from 'node:zlib';
+import { crc32, createGunzip, gunzip, type Gunzip } from 'node:zlib';
 import { IpaError } from '../errors.js';
 import type { ZipEntry } from '../zip/index.js';
 
@@ -86,8 +87,11 @@ export function createEntryDigests(options: EntryDigestsOptions = {}): EntryDige
   };
 }
 
-/** Running SHA-1, SHA-256, CRC-32 and length of an entry's content. */
-function contentHasher(entry: ZipEntry) {
+/**
+ * Running SHA-1, SHA-256 and length of an entry's content, and its CRC-32 unless `checkCrc` is
+ * false (zlib checks it, see gzipFrame).
+ */
+function contentHasher(entry: ZipEntry, checkCrc = true) {
   const sha1: Hash = createHash('sha1');
   const sha256: Hash = createHash('sha256');
   let crc = 0;
@@ -96,12 +100,12 @@ function contentHasher(entry: ZipEntry) {
     update(bytes: Buffer): void {
       sha1.update(bytes);
       sha256.update(bytes);
-      crc = crc32(bytes, crc);
+      if (checkCrc) crc = crc32(bytes, crc);
       length += bytes.length;
     },
     digest(): FileDigests {
       if (length !== entry.uncompressedSizeBytes) throw invalid(entry, `inflated to ${length} bytes, expected ${entry.uncompressedSizeBytes}`);
-      if (crc >>> 0 !== entry.crc32 >>> 0) throw invalid(entry, `CRC-32 0x${(crc >>> 0).toString(16)}, expected 0x${(entry.crc32 >>> 0).toString(16)}`);
+      if (checkCrc && crc >>> 0 !== entry.crc32 >>> 0) throw invalid(entry, `CRC-32 0x${(crc >>> 0).toString(16)}, expected 0x${(entry.crc32 >>> 0).toString(16)}`);
       return { sha1: pooled(sha1.digest()), sha256: pooled(sha256.digest()) };
     },
   };
@@ -165,33 +169,34 @@ function storedSink(entry: ZipEntry, track: Track): DigestSink {
 
 /** A small deflated entry: its stored bytes gathered, inflated in one call on the pool. */
 function wholeSink(entry: ZipEntry, track: Track, scratch: ScratchBuffers): DigestSink {
-  const { buffer: stored, release } = scratch.take(entry.compressedSizeBytes);
-  let filled = 0;
+  const frame = gzipFrame(entry);
+  const { buffer: framed, release } = scratch.take(frame.header.length + entry.compressedSizeBytes + frame.trailer.length);
+  let filled = frame.header.copy(framed, 0);
   return {
     push(chunk) {
-      filled += chunk.copy(stored, filled);
+      filled += chunk.copy(framed, filled);
       return Promise.resolve();
     },
     end() {
+      filled += frame.trailer.copy(framed, filled);
       track(
         entry,
         new Promise<FileDigests>((resolve, reject) => {
-          const finishWith = (content: Buffer) => {
-            const hasher = contentHasher(entry);
-            hasher.update(content);
-            resolve(hasher.digest());
-          };
-          if (filled === 0) {
+          if (entry.compressedSizeBytes === 0) {
+            // No deflate data at all: empty content, which only an empty entry may have.
             release();
-            return finishWith(Buffer.alloc(0));
+            const hasher = contentHasher(entry);
+            return resolve(hasher.digest());
           }
           // One output buffer with a byte to spare, so zlib neither grows nor joins pieces.
           const chunkSize = Math.max(64, entry.uncompressedSizeBytes + 1);
-          inflateRaw(stored.subarray(0, filled), { chunkSize, maxOutputLength: entry.uncompressedSizeBytes + 1 }, (err, content) => {
+          gunzip(framed.subarray(0, filled), { chunkSize, maxOutputLength: entry.uncompressedSizeBytes + 1 }, (err, content) => {
             release();
             if (err) return reject(invalid(entry, err.message));
             try {
-              finishWith(content);
+              const hasher = contentHasher(entry, false);
+              hasher.update(content);
+              resolve(hasher.digest());
             } catch (failure) {
               reject(failure);
             }
@@ -203,12 +208,28 @@ function wholeSink(entry: ZipEntry, track: Track, scratch: ScratchBuffers): Dige
 }
 
 /**
+ * A deflated entry's stored bytes are a raw deflate stream; framed as a gzip member (RFC 1952: a
+ * 10-byte header, then CRC-32 and size as the trailer) with the entry's recorded CRC-32 and size,
+ * zlib checks both as it inflates, on libuv's pool, instead of the main thread.
+ */
+function gzipFrame(entry: ZipEntry): { header: Buffer; trailer: Buffer } {
+  // ID1 ID2, CM=8 (deflate), FLG=0, MTIME=0, XFL=0, OS=255 (unknown)
+  const header = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+  const trailer = Buffer.alloc(8);
+  trailer.writeUInt32LE(entry.crc32 >>> 0, 0);
+  trailer.writeUInt32LE(entry.uncompressedSizeBytes % 2 ** 32, 4);
+  return { header, trailer };
+}
+
+/**
  * A large deflated entry streams through an inflater. Inflated pieces are hashed a microtask
  * after they arrive, once zlib has sent the next piece to the pool, so the two overlap.
  */
 function streamedSink(entry: ZipEntry, track: Track): DigestSink {
-  const hasher = contentHasher(entry);
-  const inflater: InflateRaw = createInflateRaw({ chunkSize: INFLATE_CHUNK_BYTES });
+  const hasher = contentHasher(entry, false);
+  const frame = gzipFrame(entry);
+  const inflater: Gunzip = createGunzip({ chunkSize: INFLATE_CHUNK_BYTES });
+  inflater.write(frame.header);
   let hashError: unknown;
   let inflated = 0;
   inflater.on('data', (piece: Buffer) => {
@@ -248,7 +269,7 @@ function streamedSink(entry: ZipEntry, track: Track): DigestSink {
       });
     },
     end() {
-      inflater.end();
+      inflater.end(frame.trailer);
     },
   };
 }

@@ -45,6 +45,24 @@ describe('digestEntries', () => {
       archive.close();
     }
   });
+
+  it('refuses a deflated entry, small or streamed, whose content does not match its CRC-32: ZIP_INVALID', async () => {
+    for (const size of [10_000, 3_000_000]) {
+      const data = Buffer.concat([randomBytes(size / 2), Buffer.alloc(size / 2, 'a')]);
+      const bytes = buildZip([{ name: 'a.txt', data }]);
+      // The central record's CRC-32 (offset 16 of the record, APPNOTE 4.3.12), which yauzl reads.
+      const central = bytes.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]));
+      bytes.writeUInt32LE((bytes.readUInt32LE(central + 16) ^ 1) >>> 0, central + 16);
+      const path = join(dir, `bad-crc-${size}.zip`);
+      writeFileSync(path, bytes);
+      const archive = await openZip(path);
+      try {
+        await expect(digestEntries(path, archive.entries)).rejects.toMatchObject({ code: 'ZIP_INVALID' });
+      } finally {
+        archive.close();
+      }
+    }
+  });
 });
 
 describe('digestEntriesCached', () => {
