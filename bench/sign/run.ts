@@ -111,15 +111,15 @@ function printBreakdown(stages: Record<string, Stage>, first: Run[]) {
   const main = median(first.map((r) => r.mainCpuMs ?? 0));
   console.log(`  ${pad(['sum of the stages', '', s(sum), ''], widths)}`);
   console.log(`  the sign itself (median): ${s(median(first.map((r) => r.ms)))} wall, ${s(cpu)} CPU, of it ${s(main)} on the main thread and ${s(cpu - main)} on others (libuv pool, workers, GC)`);
-  // Peaks of the first signs' medians; they need not fall at the same moment, so the rest is approximate.
+  // Medians of the first signs' peaks; the peaks of heap and buffers need not fall together.
   const peak = median(first.map((r) => r.maxRssMB ?? 0));
   const base = median(first.map((r) => r.baseRssMB ?? 0));
   const heap = median(first.map((r) => r.heapMB ?? 0));
   const buffers = median(first.map((r) => r.buffersMB ?? 0));
   const table = stages['entry table']?.retainedMB ?? 0;
   console.log(
-    `  peak RSS ${mb(peak)}: node and the package's code ${mb(base)}, JS heap at most ${mb(heap)} (the entry table ${table.toFixed(1)} MB of it), ` +
-      `buffers outside the heap at most ${mb(buffers)}, the rest (thread stacks and heaps, allocator slack) about ${mb(Math.max(0, peak - base - heap - buffers))}`,
+    `  peak RSS ${mb(peak)}: node and the package's code ${mb(base)} before signing; at their peaks, the JS heap ${mb(heap)} ` +
+      `(the entry table ${table.toFixed(1)} MB of it) and buffers outside it ${mb(buffers)}, live and not yet collected; no worker heaps (no worker threads)`,
   );
 }
 

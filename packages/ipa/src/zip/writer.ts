@@ -381,7 +381,7 @@ const SAMPLE_BYTES = 8 * 1024;
  * that does not is written as stored blocks (level 0), since deflate spends as long failing to
  * shrink random bytes (encrypted or already-compressed sections) as it does shrinking code.
  */
-function deflatesWell(piece: Buffer, level: number): boolean {
+export function deflatesWell(piece: Buffer, level: number): boolean {
   if (level === 0) return false;
   if (piece.length < SAMPLE_BYTES * 4) return true;
   let sampled = 0;
