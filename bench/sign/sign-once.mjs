@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { clearInterval, setInterval } from 'node:timers';
 import { sign } from '../../packages/ipa/dist/index.js';
 
 const [input, output, p12Path, profilePath, cacheDir] = process.argv.slice(2);

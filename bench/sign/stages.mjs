@@ -5,8 +5,10 @@
  * this machine; a sign overlaps them. Prints one JSON line.
  *   node --expose-gc bench/sign/stages.mjs app.ipa id.p12 profile.mobileprovision
  */
+import { Buffer } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync, rmSync, writeSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { constants as zlibConstants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { buildCodeResources, createCmsSigner, loadIdentity, openZip, signMachO } from '../../packages/ipa/dist/index.js';
 // Internal: the writer's choice of level per piece of a streamed binary.

@@ -32,7 +32,7 @@ export interface EntryDigests {
 }
 
 export interface EntryDigestsOptions {
-  /** Deflated entries inflating at once; libuv's pool has four threads. */
+  /** Deflated entries inflating at once (three by default: libuv's pool has four threads, and writes need one). */
   inflatesInFlight?: number;
   /** Called as entries finish, with the count so far. */
   onProgress?: (done: number) => void;

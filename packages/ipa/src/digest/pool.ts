@@ -14,7 +14,7 @@ import { createEntryDigests, type FileDigests } from './entry-digests.js';
 export type { FileDigests } from './entry-digests.js';
 
 export interface DigestOptions {
-  /** Deflated entries inflating at once on libuv's pool (four by default). */
+  /** Deflated entries inflating at once on libuv's pool (three by default). */
   workers?: number;
   /** Called as entries finish with the count so far. */
   onProgress?: (done: number, total: number) => void;

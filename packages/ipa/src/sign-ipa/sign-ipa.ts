@@ -54,7 +54,7 @@ export interface SignIpaOptions extends ModeOptions {
   streamAboveBytes?: number;
   /** Keeps each version's resource digests, so signing it again skips inflating its resources. */
   cacheDir?: string;
-  /** Resources inflating at once on libuv's thread pool while they are copied (four by default). */
+  /** Resources inflating at once on libuv's thread pool while they are copied (three by default). */
   digestWorkers?: number;
   onProgress?: (step: { bundle: string; done: number; total: number }) => void;
 }
