@@ -1,16 +1,19 @@
 /**
- * Signing benchmark (issue 4): IPAs of about 50 MB, 300 MB and 1 GB; per size the sign wall time,
- * MB/s, peak RSS, and the ratio to the raw floor measured in the same run (read the IPA once and
- * write a copy). Then a second sign of the same version for another profile.
+ * Signing benchmark (issues 4 and 13). For IPAs of about 50 MB, 300 MB and 1 GB of content:
+ * - the breakdown of a first sign by stage (wall and CPU time of each alone) and of its peak RSS
+ *   by source;
+ * - in the same rounds, in alternating order: `cp` of the IPA (in-kernel copy), a plain copy in
+ *   Node (positional reads and writes of 8 MiB), a first sign (no digest cached), a re-sign for
+ *   another profile whose digests are cached, and, when ZSIGN=/path/to/zsign is set, zsign -z 6
+ *   and -z 0 with the same identity and profile;
+ * - medians of the rounds, the ratios to both floors and to zsign, and the targets met or missed.
  *
- *   npm run bench:sign            (BENCH_SIZES_MB=50,300 to choose sizes)
+ *   npm run bench:sign        (BENCH_SIZES_MB=300,1024 and BENCH_ROUNDS=5 to choose)
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { createReadStream, createWriteStream } from 'node:fs';
 import { SIGN_PROCESS_TUNING } from '../../packages/ipa/src/process-tuning.js';
 import { createTestPki } from '../../packages/ipa/src/test-support/pki.js';
 import { makeBenchIpa } from './make-ipa.js';
@@ -18,26 +21,106 @@ import { makeBenchIpa } from './make-ipa.js';
 const root = path.resolve(import.meta.dirname, '../..');
 const fixture = path.resolve(root, 'fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
 const sizesMB = (process.env.BENCH_SIZES_MB ?? '50,300,1024').split(',').map(Number);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+const zsign = process.env.ZSIGN;
 const dir = mkdtempSync(path.join(tmpdir(), 'sideport-bench-sign-'));
+// GNU time reports a child's peak RSS (zsign's); without it that column stays empty.
+const gnuTime = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
 
-async function rawFloorMs(input: string, output: string) {
-  const started = performance.now();
-  await pipeline(createReadStream(input), createWriteStream(output));
-  return performance.now() - started;
+interface Run {
+  ms: number;
+  cpuMs?: number;
+  mainCpuMs?: number;
+  maxRssMB?: number;
+  baseRssMB?: number;
+  heapMB?: number;
+  buffersMB?: number;
 }
 
-/**
- * One sign in a fresh process. `tuned` starts it as a sign worker is started (SIGN_PROCESS_TUNING:
- * two malloc arenas, small V8 semi-spaces); otherwise with node's defaults, for comparison.
- */
-function signOnce(input: string, output: string, p12: string, profile: string, cacheDir: string, tuned = true): { ms: number; maxRssMB: number } {
-  const execArgv = tuned ? [...SIGN_PROCESS_TUNING.execArgv] : [];
-  const out = execFileSync(process.execPath, [...execArgv, path.join(import.meta.dirname, 'sign-once.mjs'), input, output, p12, profile, cacheDir], {
+/** One sign in a fresh process started as a sign worker is (SIGN_PROCESS_TUNING). */
+function signOnce(input: string, output: string, p12: string, profile: string, cacheDir: string): Run {
+  const out = execFileSync(process.execPath, [...SIGN_PROCESS_TUNING.execArgv, path.join(import.meta.dirname, 'sign-once.mjs'), input, output, p12, profile, cacheDir], {
     cwd: root,
     encoding: 'utf8',
-    env: tuned ? { ...process.env, ...SIGN_PROCESS_TUNING.env } : process.env,
+    env: { ...process.env, ...SIGN_PROCESS_TUNING.env },
   });
-  return JSON.parse(out.trim().split('\n').at(-1)!);
+  return JSON.parse(out.trim().split('\n').at(-1)!) as Run;
+}
+
+/** A command's wall time, CPU time and (with GNU time) peak RSS. */
+function command(file: string, args: string[]): Run {
+  const started = performance.now();
+  if (gnuTime === undefined) {
+    execFileSync(file, args, { stdio: 'ignore' });
+    return { ms: performance.now() - started };
+  }
+  const report = path.join(dir, 'time.txt');
+  execFileSync(gnuTime, ['-o', report, '-f', '%U %S %M', file, ...args], { stdio: 'ignore' });
+  const ms = performance.now() - started;
+  const [user, system, maxKB] = execFileSync('cat', [report], { encoding: 'utf8' }).trim().split(/\s+/).map(Number) as [number, number, number];
+  return { ms, cpuMs: (user + system) * 1000, maxRssMB: maxKB / 1024 };
+}
+
+/** The plain copy floor: positional reads and writes of 8 MiB through one buffer. */
+function nodeCopy(input: string, output: string): Run {
+  const started = performance.now();
+  const buffer = Buffer.allocUnsafe(8 * 1024 * 1024);
+  const from = openSync(input, 'r');
+  const to = openSync(output, 'w');
+  try {
+    const size = fstatSync(from).size;
+    for (let at = 0; at < size; ) {
+      const n = readSync(from, buffer, 0, Math.min(buffer.length, size - at), at);
+      writeSync(to, buffer, 0, n, at);
+      at += n;
+    }
+  } finally {
+    closeSync(from);
+    closeSync(to);
+  }
+  return { ms: performance.now() - started };
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const mb = (value: number | undefined) => (value === undefined ? '—' : `${value.toFixed(0)} MB`);
+const pad = (cells: string[], widths: number[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+
+interface Stage {
+  wallMs: number;
+  cpuMs: number;
+  MB?: number;
+  entries?: number;
+  retainedMB?: number;
+}
+
+function printBreakdown(stages: Record<string, Stage>, first: Run[]) {
+  console.log('\n  breakdown of a first sign: each stage alone, one after another');
+  const widths = [28, 9, 9, 22];
+  console.log(`  ${pad(['stage', 'wall', 'CPU', 'of'], widths)}`);
+  for (const [name, stage] of Object.entries(stages)) {
+    const of = stage.entries !== undefined ? `${stage.entries} entries` : stage.MB !== undefined ? `${stage.MB.toFixed(0)} MB` : '';
+    console.log(`  ${pad([name, s(stage.wallMs), s(stage.cpuMs), of], widths)}`);
+  }
+  const sum = Object.values(stages).reduce((n, stage) => n + stage.cpuMs, 0);
+  const cpu = median(first.map((r) => r.cpuMs ?? 0));
+  const main = median(first.map((r) => r.mainCpuMs ?? 0));
+  console.log(`  ${pad(['sum of the stages', '', s(sum), ''], widths)}`);
+  console.log(`  the sign itself (median): ${s(median(first.map((r) => r.ms)))} wall, ${s(cpu)} CPU, of it ${s(main)} on the main thread and ${s(cpu - main)} on others (libuv pool, workers, GC)`);
+  // Medians of the first signs' peaks; the peaks of heap and buffers need not fall together.
+  const peak = median(first.map((r) => r.maxRssMB ?? 0));
+  const base = median(first.map((r) => r.baseRssMB ?? 0));
+  const heap = median(first.map((r) => r.heapMB ?? 0));
+  const buffers = median(first.map((r) => r.buffersMB ?? 0));
+  const table = stages['entry table']?.retainedMB ?? 0;
+  console.log(
+    `  peak RSS ${mb(peak)}: node and the package's code ${mb(base)} before signing; at their peaks, the JS heap ${mb(heap)} ` +
+      `(the entry table ${table.toFixed(1)} MB of it) and buffers outside it ${mb(buffers)}, live and not yet collected; no worker heaps (no worker threads)`,
+  );
 }
 
 try {
@@ -49,36 +132,89 @@ try {
   const profileB = path.join(dir, 'b.mobileprovision');
   writeFileSync(profileA, pki.profile());
   writeFileSync(profileB, pki.profile({ appId: `${pki.teamId}.org.fastlane.very-capable-app` }));
-  console.log('size      IPA MB   floor s   sign s   MB/s   ratio   peak RSS MB   (node defaults)   second sign s   ratio');
-  for (const mb of sizesMB) {
-    const input = path.join(dir, `bench-${mb}.ipa`);
-    await makeBenchIpa(fixture, input, mb * 1024 * 1024);
+  const zsignTemp = path.join(dir, 'zsign-tmp');
+  mkdirSync(zsignTemp);
+  console.log(`${rounds} rounds per size in alternating order, medians; zsign: ${zsign ?? 'not set (ZSIGN=/path/to/zsign)'}`);
+  const summary: string[] = [];
+  for (const sizeMB of sizesMB) {
+    const input = path.join(dir, `bench-${sizeMB}.ipa`);
+    await makeBenchIpa(fixture, input, sizeMB * 1024 * 1024);
     const ipaMB = statSync(input).size / 1024 / 1024;
-    const floor = await rawFloorMs(input, path.join(dir, 'copy.ipa'));
-    // The first sign digests every resource and fills the cache; the second (another profile) reads it.
-    const cacheDir = path.join(dir, `cache-${mb}`);
-    const first = signOnce(input, path.join(dir, 'signed-a.ipa'), p12, profileA, cacheDir);
-    const second = signOnce(input, path.join(dir, 'signed-b.ipa'), p12, profileB, cacheDir);
-    // The same first sign in a process started with node's defaults (no cache, so it does the same work).
-    const untuned = signOnce(input, path.join(dir, 'signed-c.ipa'), p12, profileA, path.join(dir, `cache-untuned-${mb}`), false);
-    console.log(
-      [
-        `${mb} MB`.padEnd(8),
-        ipaMB.toFixed(0).padStart(8),
-        (floor / 1000).toFixed(2).padStart(9),
-        (first.ms / 1000).toFixed(2).padStart(8),
-        (ipaMB / (first.ms / 1000)).toFixed(0).padStart(6),
-        (first.ms / floor).toFixed(1).padStart(7),
-        first.maxRssMB.toFixed(0).padStart(13),
-        untuned.maxRssMB.toFixed(0).padStart(17),
-        (second.ms / 1000).toFixed(2).padStart(15),
-        (second.ms / floor).toFixed(1).padStart(7),
-      ].join(' '),
+    const entryCount = Number(execFileSync('unzip', ['-Z1', input], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).trim().split('\n').length);
+    console.log(`\n${sizeMB} MB of content: IPA of ${ipaMB.toFixed(0)} MB, ${entryCount} entries`);
+    const stages = JSON.parse(
+      execFileSync(process.execPath, ['--expose-gc', path.join(import.meta.dirname, 'stages.mjs'), input, p12], { cwd: root, encoding: 'utf8' }).trim().split('\n').at(-1)!,
+    ) as Record<string, Stage>;
+
+    const output = path.join(dir, 'out.ipa');
+    const runs: Record<string, Run[]> = {};
+    let coldCaches = 0;
+    const contenders: [string, () => Run][] = [
+      ['cp', () => command('cp', [input, output])],
+      ['node copy', () => nodeCopy(input, output)],
+      // A fresh cache directory each time: nothing cached, and the sign fills it as a first one does.
+      ['first sign', () => signOnce(input, output, p12, profileA, path.join(dir, `cold-cache-${sizeMB}-${coldCaches++}`))],
+      ['cached re-sign', () => signOnce(input, output, p12, profileB, path.join(dir, `cache-${sizeMB}`))],
+      ...(zsign === undefined
+        ? []
+        : ([6, 0] as const).map((level): [string, () => Run] => [
+            `zsign -z ${level}`,
+            () => command(zsign, ['-q', '-t', zsignTemp, '-k', p12, '-p', pki.password, '-m', profileA, '-z', String(level), '-o', output, input]),
+          ])),
+    ];
+    // Fill the digest cache the cached re-signs read.
+    signOnce(input, output, p12, profileA, path.join(dir, `cache-${sizeMB}`));
+    const sizes: Record<string, number> = {};
+    for (let round = 0; round < rounds; round++) {
+      // Each round starts one further along, and odd rounds run backwards.
+      const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!);
+      if (round % 2 === 1) order.reverse();
+      for (const [name, run] of order) {
+        rmSync(output, { force: true }); // so no run pays for dropping the last one's pages
+        (runs[name] ??= []).push(run());
+        sizes[name] = statSync(output).size / 1024 / 1024;
+      }
+    }
+    const med = (name: string) => median(runs[name]!.map((r) => r.ms));
+    const widths = [16, 9, 9, 10, 10, 11, 9];
+    console.log(`  ${pad(['', 'wall', 'CPU', 'peak RSS', 'output', 'x cp', 'x node copy'], widths)}`);
+    for (const name of Object.keys(runs)) {
+      const list = runs[name]!;
+      const cpu = list.every((r) => r.cpuMs !== undefined) ? s(median(list.map((r) => r.cpuMs!))) : '—';
+      const rss = list.every((r) => r.maxRssMB !== undefined) ? mb(median(list.map((r) => r.maxRssMB!))) : '—';
+      console.log(`  ${pad([name, s(med(name)), cpu, rss, mb(sizes[name]), (med(name) / med('cp')).toFixed(1), (med(name) / med('node copy')).toFixed(1)], widths)}`);
+    }
+    const first = med('first sign');
+    const cached = med('cached re-sign');
+    const firstRss = median(runs['first sign']!.map((r) => r.maxRssMB!));
+    const cachedRss = median(runs['cached re-sign']!.map((r) => r.maxRssMB!));
+    if (zsign !== undefined) {
+      console.log(`  first sign is ${(med('zsign -z 6') / first).toFixed(1)}x as fast as zsign -z 6 and ${(med('zsign -z 0') / first).toFixed(1)}x zsign -z 0; the cached re-sign ${(med('zsign -z 6') / cached).toFixed(1)}x and ${(med('zsign -z 0') / cached).toFixed(1)}x`);
+    }
+    printBreakdown(stages, runs['first sign']!);
+
+    if (sizeMB === 1024) {
+      const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+      console.log('\n  targets at 1 GB (medians):');
+      console.log(`    first sign at most 3.5 s: ${s(first)}, ${verdict(first <= 3500)}`);
+      if (zsign !== undefined) {
+        console.log(`    at least 12x zsign -z 6: ${(med('zsign -z 6') / first).toFixed(1)}x, ${verdict(med('zsign -z 6') / first >= 12)}`);
+        console.log(`    at least 4x zsign -z 0: ${(med('zsign -z 0') / first).toFixed(1)}x, ${verdict(med('zsign -z 0') / first >= 4)}`);
+      }
+      console.log(`    cached re-sign at most 1.5 s: ${s(cached)}, ${verdict(cached <= 1500)}`);
+      console.log(`    peak RSS at most 128 MB: first ${mb(firstRss)}, cached ${mb(cachedRss)}, ${verdict(Math.max(firstRss, cachedRss) <= 128)}`);
+    }
+    const zsignCell = (level: number) => (runs[`zsign -z ${level}`] ? s(med(`zsign -z ${level}`)) : '—');
+    const zsignRss = runs['zsign -z 0'] ? mb(median(runs['zsign -z 0'].map((r) => r.maxRssMB ?? Number.NaN))) : '—';
+    summary.push(
+      `| ${sizeMB >= 1024 ? `${sizeMB / 1024} GB` : `${sizeMB} MB`} content, ${ipaMB.toFixed(0)} MB, ${entryCount} entries | ${zsignCell(6)} | ${zsignCell(0)} | ` +
+        `${s(first)} (${s(median(runs['first sign']!.map((r) => r.cpuMs!)))} CPU) | ${s(cached)} | ${s(med('cp'))} | ${s(med('node copy'))} | ${mb(firstRss)} / ${zsignRss} |`,
     );
     rmSync(input);
   }
-  console.log('\ntargets: 1 GB under 3x the floor, peak RSS under 256 MB, second sign under 1.5x the floor');
-  console.log('peak RSS: started as a sign worker is (SIGN_PROCESS_TUNING); in brackets, with node defaults');
+  console.log('\n| IPA | zsign -z 6 | zsign -z 0 | sideport-ipa sign | cached re-sign | `cp` | node copy | peak RSS sideport / zsign |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const line of summary) console.log(line);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

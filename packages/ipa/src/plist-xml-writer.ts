@@ -6,7 +6,7 @@
 import { IpaError } from './errors.js';
 import type { PlistValue } from './plist.js';
 
-const HEADER =
+export const XML_PLIST_HEADER =
   '<?xml version="1.0" encoding="UTF-8"?>\n' +
   '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n' +
   '<plist version="1.0">\n';
@@ -15,7 +15,7 @@ const HEADER =
 // eslint-disable-next-line no-control-regex
 const ILLEGAL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-function escape(text: string): string {
+export function escapeXmlText(text: string): string {
   if (ILLEGAL.test(text)) {
     throw new IpaError('PLIST_INVALID', `Expected plist text XML can hold, found a control character in ${JSON.stringify(text.slice(0, 40))}.`);
   }
@@ -23,8 +23,8 @@ function escape(text: string): string {
 }
 
 export function writeXmlPlist(value: PlistValue): string {
-  const out: string[] = [HEADER];
-  writeValue(value, '  ', out);
+  const out: string[] = [XML_PLIST_HEADER];
+  writeXmlPlistValue(value, '  ', out);
   out.push('</plist>');
   return out.join('');
 }
@@ -32,9 +32,10 @@ export function writeXmlPlist(value: PlistValue): string {
 /** An element with text, self-closed when the text is empty, as xmlbuilder writes it. */
 const element = (indent: string, tag: string, text: string): string => (text === '' ? `${indent}<${tag}/>\n` : `${indent}<${tag}>${text}</${tag}>\n`);
 
-function writeValue(value: PlistValue, indent: string, out: string[]): void {
+/** Appends one value's lines, each starting with `indent`, to `out`. */
+export function writeXmlPlistValue(value: PlistValue, indent: string, out: string[]): void {
   if (typeof value === 'string') {
-    out.push(element(indent, 'string', escape(value)));
+    out.push(element(indent, 'string', escapeXmlText(value)));
   } else if (typeof value === 'number') {
     out.push(Number.isInteger(value) ? `${indent}<integer>${value}</integer>\n` : `${indent}<real>${value}</real>\n`);
   } else if (typeof value === 'boolean') {
@@ -46,15 +47,15 @@ function writeValue(value: PlistValue, indent: string, out: string[]): void {
   } else if (Array.isArray(value)) {
     if (value.length === 0) return void out.push(`${indent}<array/>\n`);
     out.push(`${indent}<array>\n`);
-    for (const item of value) writeValue(item, `${indent}  `, out);
+    for (const item of value) writeXmlPlistValue(item, `${indent}  `, out);
     out.push(`${indent}</array>\n`);
   } else if (typeof value === 'object' && value !== null) {
     const keys = Object.keys(value).filter((key) => value[key] !== undefined);
     if (keys.length === 0) return void out.push(`${indent}<dict/>\n`);
     out.push(`${indent}<dict>\n`);
     for (const key of keys) {
-      out.push(element(`${indent}  `, 'key', escape(key)));
-      writeValue(value[key]!, `${indent}  `, out);
+      out.push(element(`${indent}  `, 'key', escapeXmlText(key)));
+      writeXmlPlistValue(value[key]!, `${indent}  `, out);
     }
     out.push(`${indent}</dict>\n`);
   } else {

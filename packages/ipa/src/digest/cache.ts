@@ -28,15 +28,26 @@ export interface CachedDigestOptions extends DigestOptions {
 /** Digests of the entries, from the cache when this exact set was digested before. */
 export async function digestEntriesCached(path: string, entries: readonly ZipEntry[], options: CachedDigestOptions = {}): Promise<{ digests: Map<string, FileDigests>; fromCache: boolean }> {
   if (options.cacheDir === undefined) return { digests: await digestEntries(path, entries, options), fromCache: false };
-  const file = join(options.cacheDir, 'resource-digests', `${versionKey(entries)}.json`);
-  const cached = await readCache(file, entries);
+  const cached = await readCachedDigests(options.cacheDir, entries);
   if (cached !== undefined) {
     options.onProgress?.(entries.length, entries.length);
     return { digests: cached, fromCache: true };
   }
   const digests = await digestEntries(path, entries, options);
-  await writeCache(file, digests);
+  await writeCachedDigests(options.cacheDir, entries, digests);
   return { digests, fromCache: false };
+}
+
+const cacheFile = (cacheDir: string, entries: readonly ZipEntry[]): string => join(cacheDir, 'resource-digests', `${versionKey(entries)}.json`);
+
+/** The digests of exactly these entries, when a run before kept them; undefined otherwise. */
+export function readCachedDigests(cacheDir: string, entries: readonly ZipEntry[]): Promise<Map<string, FileDigests> | undefined> {
+  return readCache(cacheFile(cacheDir, entries), entries);
+}
+
+/** Keeps the digests of these entries for the next run (a cache that cannot be written only costs time). */
+export function writeCachedDigests(cacheDir: string, entries: readonly ZipEntry[], digests: Map<string, FileDigests>): Promise<void> {
+  return writeCache(cacheFile(cacheDir, entries), digests);
 }
 
 async function readCache(file: string, entries: readonly ZipEntry[]): Promise<Map<string, FileDigests> | undefined> {

@@ -45,6 +45,23 @@ describe('digestEntries', () => {
       archive.close();
     }
   });
+
+  it('refuses a deflated entry, small or streamed, whose content does not match its CRC-32: ZIP_INVALID', async () => {
+    // One entry inflated in one call, one streamed; the central record's CRC-32 (offset 16 of the
+    // record, APPNOTE 4.3.12, which yauzl reads) is off by one bit in both.
+    const bytes = buildZip([10_000, 3_000_000].map((size) => ({ name: `${size}.txt`, data: Buffer.concat([randomBytes(size / 2), Buffer.alloc(size / 2, 'a')]) })));
+    // The end record (the last 22 bytes) gives where the central directory starts (offset 16).
+    for (let at = bytes.readUInt32LE(bytes.length - 22 + 16), i = 0; i < 2; i++) {
+      bytes.writeUInt32LE((bytes.readUInt32LE(at + 16) ^ 1) >>> 0, at + 16);
+      at += 46 + bytes.readUInt16LE(at + 28) + bytes.readUInt16LE(at + 30) + bytes.readUInt16LE(at + 32);
+    }
+    const path = join(dir, 'bad-deflated-crc.zip');
+    writeFileSync(path, bytes);
+    const archive = await openZip(path);
+    const results = await Promise.allSettled(archive.entries.map((entry) => digestEntries(path, [entry])));
+    archive.close();
+    expect(results.map((result) => result.status === 'rejected' && (result.reason as { code?: string }).code)).toEqual(['ZIP_INVALID', 'ZIP_INVALID']);
+  });
 });
 
 describe('digestEntriesCached', () => {

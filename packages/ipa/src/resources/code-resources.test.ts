@@ -4,8 +4,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parsePlist, type PlistObject } from '../plist.js';
+import { buildXmlPlist, parsePlist, type PlistObject } from '../plist.js';
 import { buildCodeResources, type SealedFile } from './code-resources.js';
+import { rulesPlist, RULES_V1, RULES_V2 } from './rules.js';
 import { fixtureIpa } from '../test-support/fixtures.js';
 
 function walk(root: string, dir = ''): string[] {
@@ -58,5 +59,20 @@ describe('buildCodeResources', () => {
     expect((files2['en.lproj/Main.strings'] as PlistObject).optional).toBe(true);
     // v1 lists every file, nested ones included, and the lproj file as optional.
     expect(Object.keys(plist.files as object).sort()).toEqual(['Frameworks/Foo.framework/Foo', 'Frameworks/Foo.framework/Info.plist', 'Info.plist', 'en.lproj/Main.strings']);
+  });
+
+  it('lays out exactly the bytes the generic plist writer gives the same seals, odd names included', () => {
+    const file = (p: string): SealedFile => ({ path: p, sha1: digest('sha1', Buffer.from(p)), sha256: digest('sha256', Buffer.from(p)) });
+    // Integer-like names come first in a JS object; '&', '<' and '>' are escaped.
+    const files = ['b&<>.bin', '10', 'a.bin', '2', 'Ünïcode.txt'].map(file);
+    const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
+    const seal = (pick: (f: SealedFile) => PlistObject | Buffer) => Object.fromEntries(sorted.map((f) => [f.path, pick(f)]));
+    const expected = buildXmlPlist({
+      files: seal((f) => f.sha1),
+      files2: seal((f) => ({ hash: f.sha1, hash2: f.sha256 })),
+      rules: rulesPlist(RULES_V1),
+      rules2: rulesPlist(RULES_V2),
+    });
+    expect(buildCodeResources(files).toString('utf8')).toBe(expected);
   });
 });

@@ -1,5 +1,5 @@
-import { buildXmlPlist, type PlistObject, type PlistValue } from '../plist.js';
-import { matchRule, rulesPlist, RULES_V1, RULES_V2 } from './rules.js';
+import { escapeXmlText, writeXmlPlistValue, XML_PLIST_HEADER } from '../plist-xml-writer.js';
+import { matchRule, rulesPlist, RULES_V1, RULES_V2, type ResourceRule } from './rules.js';
 
 /** A resource file of a bundle, by its path relative to the bundle root, with its digests. */
 export interface SealedFile {
@@ -24,31 +24,102 @@ const insideNested = (path: string, nested: readonly SealedNested[]) => nested.s
 /**
  * `_CodeSignature/CodeResources` of one bundle. `files` must not contain the bundle's own main
  * executable or its `_CodeSignature/` (codesign never seals those as resources).
+ *
+ * Written straight to bytes, in exactly the layout writeXmlPlist gives the equivalent plist
+ * object (keys in a JS object's order: integer-like keys first, ascending, then in sorted order):
+ * a tree of objects and strings for 15,000 files would hold some 35 MB at once.
  */
 export function buildCodeResources(files: readonly SealedFile[], nested: readonly SealedNested[] = []): Buffer {
-  const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  const files1: PlistObject = {};
-  const files2: PlistObject = {};
+  const sorted = inObjectKeyOrder([...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)));
+  const out = createTextBuffer();
+  out.write(`${XML_PLIST_HEADER}  <dict>\n    <key>files</key>\n`);
+  let any = false;
   for (const file of sorted) {
     const v1 = matchRule(RULES_V1, file.path);
-    if (v1 && !v1.omit) files1[file.path] = v1.optional ? { hash: file.sha1, optional: true } : file.sha1;
+    if (!v1 || v1.omit) continue;
+    if (!any) out.write('    <dict>\n');
+    any = true;
+    out.write(`      <key>${escapeXmlText(file.path)}</key>\n`);
+    if (v1.optional) out.write(`      <dict>\n        <key>hash</key>\n        <data>${base64(file.sha1)}</data>\n        <key>optional</key>\n        <true/>\n      </dict>\n`);
+    else out.write(`      <data>${base64(file.sha1)}</data>\n`);
+  }
+  out.write(any ? '    </dict>\n' : '    <dict/>\n');
+
+  // files2: resources outside nested code, then nested code by cdhash, all in key order.
+  type Seal2 = { path: string; file?: SealedFile; rule?: ResourceRule; code?: SealedNested };
+  const seals: Seal2[] = [];
+  for (const file of files) {
     if (insideNested(file.path, nested)) continue;
     const v2 = matchRule(RULES_V2, file.path);
     if (!v2 || v2.omit) continue;
-    const entry: PlistObject = { hash: file.sha1, hash2: file.sha256 };
-    if (v2.optional) entry.optional = true;
-    files2[file.path] = entry;
+    seals.push({ path: file.path, file, rule: v2 });
   }
-  for (const code of nested) files2[code.path] = { cdhash: code.cdhash, requirement: code.requirement };
-  const plist: Record<string, PlistValue> = {
-    files: files1,
-    files2: sortKeys(files2),
-    rules: rulesPlist(RULES_V1),
-    rules2: rulesPlist(RULES_V2),
-  };
-  return Buffer.from(buildXmlPlist(plist), 'utf8');
+  // A nested code path replaces a file of the same path, as assigning it to the object would.
+  const codePaths = new Set(nested.map((code) => code.path));
+  const seals2 = seals.filter((seal) => !codePaths.has(seal.path));
+  for (const code of nested) seals2.push({ path: code.path, code });
+  const ordered = inObjectKeyOrder(seals2.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)));
+  out.write('    <key>files2</key>\n');
+  out.write(ordered.length === 0 ? '    <dict/>\n' : '    <dict>\n');
+  for (const seal of ordered) {
+    out.write(`      <key>${escapeXmlText(seal.path)}</key>\n      <dict>\n`);
+    if (seal.code !== undefined) {
+      const requirement = escapeXmlText(seal.code.requirement);
+      out.write(`        <key>cdhash</key>\n        <data>${base64(seal.code.cdhash)}</data>\n`);
+      out.write(requirement === '' ? '        <key>requirement</key>\n        <string/>\n' : `        <key>requirement</key>\n        <string>${requirement}</string>\n`);
+    } else {
+      out.write(`        <key>hash</key>\n        <data>${base64(seal.file!.sha1)}</data>\n        <key>hash2</key>\n        <data>${base64(seal.file!.sha256)}</data>\n`);
+      if (seal.rule!.optional) out.write('        <key>optional</key>\n        <true/>\n');
+    }
+    out.write('      </dict>\n');
+  }
+  if (ordered.length > 0) out.write('    </dict>\n');
+  out.write(RULES_TEXT);
+  out.write('  </dict>\n</plist>');
+  return out.done();
 }
 
-function sortKeys(object: PlistObject): PlistObject {
-  return Object.fromEntries(Object.keys(object).sort().map((k) => [k, object[k]!]));
+// The rules never change: laid out once.
+const RULES_TEXT = (() => {
+  const lines: string[] = ['    <key>rules</key>\n'];
+  writeXmlPlistValue(rulesPlist(RULES_V1), '    ', lines);
+  lines.push('    <key>rules2</key>\n');
+  writeXmlPlistValue(rulesPlist(RULES_V2), '    ', lines);
+  return lines.join('');
+})();
+
+/** An empty Buffer's base64 is '', which writeXmlPlist self-closes; digests are never empty. */
+const base64 = (bytes: Buffer): string => bytes.toString('base64');
+
+/**
+ * The order a JS object gives these keys when they are inserted in the order given: canonical
+ * array indices (integer-like, under 2^32 - 1) first, ascending, then the rest as they come.
+ */
+function inObjectKeyOrder<T extends { path: string }>(items: T[]): T[] {
+  const isIndex = (key: string) => /^(0|[1-9]\d*)$/.test(key) && Number(key) < 4294967295;
+  const indices = items.filter((item) => isIndex(item.path)).sort((a, b) => Number(a.path) - Number(b.path));
+  if (indices.length === 0) return items;
+  return [...indices, ...items.filter((item) => !isIndex(item.path))];
+}
+
+/** UTF-8 text gathered in 64 KiB pieces, joined once at the end. */
+function createTextBuffer() {
+  const PIECE_BYTES = 64 * 1024;
+  const pieces: Buffer[] = [];
+  let current = Buffer.allocUnsafe(PIECE_BYTES);
+  let used = 0;
+  return {
+    write(text: string): void {
+      if (used + text.length * 3 > current.length) {
+        pieces.push(current.subarray(0, used));
+        current = Buffer.allocUnsafe(Math.max(PIECE_BYTES, text.length * 3));
+        used = 0;
+      }
+      used += current.write(text, used, 'utf8');
+    },
+    done(): Buffer {
+      pieces.push(current.subarray(0, used));
+      return Buffer.concat(pieces);
+    },
+  };
 }

@@ -4,15 +4,15 @@ import { requirementSubjectFor, requirementText } from '../sign/requirements.js'
 import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
 import type { SigningIdentity } from '../identity.js';
 import { buildCodeResources, type SealedFile, type SealedNested } from '../resources/index.js';
-import { openZip, type ZipArchive } from '../zip/index.js';
+import { openZip, type ZipArchive, type ZipEntry } from '../zip/index.js';
 import { createGroupRemap, mergeEntitlements } from '../sign/entitlements.js';
 import { readEmbeddedEntitlements } from '../sign/read-signature.js';
-import { signBinaryStreaming } from './stream-binary.js';
-import { digestEntriesCached, type FileDigests } from '../digest/index.js';
+import { signBinaryStreaming, spoolBinary, type SpooledBinary } from './stream-binary.js';
+import { createEntryDigests, readCachedDigests, writeCachedDigests, type FileDigests } from '../digest/index.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan } from './plan.js';
 import { applyDup, applyInjection, validateModeOptions, type ModeOptions } from './modes.js';
-import { createSignedZipWriter, type SignedZipWriter } from '../zip/writer.js';
+import { createSignedZipWriter, type SignedZipWriter, type ZipEntryWriter } from '../zip/writer.js';
 import { copyUnchanged } from './write-zip.js';
 
 /** What the engine needs to sign one Mach-O file (every slice of it). */
@@ -54,7 +54,7 @@ export interface SignIpaOptions extends ModeOptions {
   streamAboveBytes?: number;
   /** Keeps each version's resource digests, so signing it again skips inflating its resources. */
   cacheDir?: string;
-  /** Threads that inflate and hash resources; one less than the machine's cores by default (at least one). */
+  /** Resources inflating at once on libuv's thread pool while they are copied (three by default). */
   digestWorkers?: number;
   onProgress?: (step: { bundle: string; done: number; total: number }) => void;
 }
@@ -80,6 +80,9 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
   assertProfileUsable(profile, options.identity.certificate, now);
   const archive = await openZip(options.input);
   let writer: SignedZipWriter | undefined;
+  // Where signed code and new files go: after the copied entries (see below).
+  let out: ZipEntryWriter | undefined;
+  const spools = new Map<string, Promise<SpooledBinary>>();
   try {
     const plan = await planSigning(archive);
     const replaced = new Map<string, Buffer>();
@@ -91,11 +94,13 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     const read = async (name: string) => replaced.get(name) ?? archive.readEntry(archive.find(name)!, maxBytes);
     // Entries already in the output, by their digests: signed code leaves memory once written.
     const written = new Map<string, FileDigests>();
+    // Only the app's own executable is sealed by no bundle: no digests for it.
+    const sealedByAnother = (name: string) => name !== plan.app.executable;
     const emit = async (name: string, bytes: Buffer) => {
-      written.set(name, digestBuffer(bytes));
+      if (sealedByAnother(name)) written.set(name, digestBuffer(bytes));
       replaced.delete(name);
       const mode = archive.find(name)?.unixMode ?? (/\.dylib$/.test(name) ? 0o100755 : 0o100644);
-      await writer!.add(name, bytes, { unixMode: mode });
+      await out!.add(name, bytes, { unixMode: mode });
     };
     const streamAbove = options.streamAboveBytes ?? DEFAULT_STREAM_ABOVE_BYTES;
     /**
@@ -116,9 +121,31 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
         return cdhash;
       }
       const signStream = options.signer.signStream.bind(options.signer);
-      const { cdhash, digests } = await signBinaryStreaming(archive, entry, writer!, { signStream }, withOwn);
-      written.set(name, digests);
-      return cdhash;
+      const spooled = await spoolOf(entry);
+      try {
+        const { cdhash, digests } = await signBinaryStreaming(spooled, entry, out!, { signStream }, withOwn, { digests: sealedByAnother(name) });
+        if (digests !== undefined) written.set(name, digests);
+        return cdhash;
+      } finally {
+        spools.delete(name);
+        await spooled.close();
+      }
+    };
+    const isStreamed = (name: string) => {
+      const entry = archive.find(name);
+      return !replaced.has(name) && entry !== undefined && entry.uncompressedSizeBytes > streamAbove && options.signer.signStream !== undefined;
+    };
+    /** Binaries to stream are inflated to temporary files one after another (see below). */
+    let lastSpool: Promise<unknown> = Promise.resolve();
+    const spoolOf = (entry: ZipEntry): Promise<SpooledBinary> => {
+      let spooled = spools.get(entry.name);
+      if (spooled === undefined) {
+        spooled = lastSpool.then(() => spoolBinary(archive, entry));
+        spooled.catch(() => undefined); // a failure surfaces when the binary is signed
+        lastSpool = spooled.catch(() => undefined);
+        spools.set(entry.name, spooled);
+      }
+      return spooled;
     };
 
     const mode = options.mode ?? 0;
@@ -138,48 +165,66 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     for (const bundle of plan.inOrder) {
       if (bundle.isMain) replaced.set(`${bundle.dir}/embedded.mobileprovision`, options.profile);
     }
-    // Every resource that signing leaves as it is, digested once over worker threads (or cached).
+    // Every resource that signing leaves as it is, digested as it is copied (or read from the cache).
     const code = new Set(plan.inOrder.flatMap((b) => [...(b.executable ? [b.executable] : []), ...b.looseCode]));
     const resources = archive.entries.filter(
       (e) => !e.isDirectory && !e.isSymlink && e.name.startsWith(`${plan.app.dir}/`) && !code.has(e.name) && !replaced.has(e.name) && !e.name.includes('/_CodeSignature/'),
     );
-    // The output is written while the resources are digested: unchanged entries first, as raw bytes.
+    const cached = options.cacheDir === undefined ? undefined : await readCachedDigests(options.cacheDir, resources);
+    // Unchanged entries go out first, as their raw stored bytes; the resources among them are
+    // digested from the same reads unless their digests were cached. Signed code and the new
+    // files follow them: knowing where the copies end, they are written as soon as they are
+    // ready, during the copy when no digest is missing.
     writer = await createSignedZipWriter(options.input, options.output);
     const rewritten = new Set([...code, ...replaced.keys(), ...plan.inOrder.map((b) => `${b.dir}/_CodeSignature/CodeResources`)]);
-    const [{ digests }] = await Promise.all([
-      digestEntriesCached(options.input, resources, {
-        ...(options.cacheDir === undefined ? {} : { cacheDir: options.cacheDir }),
-        ...(options.digestWorkers === undefined ? {} : { workers: options.digestWorkers }),
-      }),
-      copyUnchanged(writer, archive, (entry) => !rewritten.has(entry.name)),
-    ]);
-    let done = 0;
-    for (const bundle of plan.inOrder) {
-      const nested: SealedNested[] = [];
-      for (const loose of bundle.looseCode) {
-        const identifier = posix.basename(loose).replace(/\.dylib$/, '');
-        const cdhash = await signOne(loose, { identifier, teamId: profile.teamId, isMainExecutable: false });
-        nested.push({ path: relative(bundle, loose), cdhash, requirement: requirement(identifier) });
-      }
-      for (const child of plan.inOrder) {
-        if (child === bundle || plan.ownerOf(child.dir) !== bundle) continue;
-        nested.push({ path: relative(bundle, child.dir), cdhash: cdhashes.get(child.dir)!, requirement: requirement(child.bundleId) });
-      }
-      const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced, written, digests), nested);
-      await emit(`${bundle.dir}/_CodeSignature/CodeResources`, codeResources);
-      if (bundle.executable) {
-        const cdhash = await signOne(bundle.executable, {
-          identifier: bundle.bundleId,
-          teamId: profile.teamId,
-          isMainExecutable: bundle.isMain,
-          infoPlist: await read(`${bundle.dir}/Info.plist`),
-          codeResources,
-        }, bundle.isMain);
-        cdhashes.set(bundle.dir, cdhash);
-      }
-      options.onProgress?.({ bundle: bundle.dir, done: ++done, total: plan.inOrder.length });
+    const keep = (entry: ZipEntry) => !rewritten.has(entry.name);
+    const copiedBytes = archive.entries.reduce((sum, entry) => (keep(entry) ? sum + writer!.copiedSize(entry) : sum), 0);
+    out = writer.from(copiedBytes);
+    if (cached === undefined) {
+      // Signing waits for the digests: meanwhile, spool what it will stream. (With cached digests
+      // signing runs beside the copy from the start.)
+      for (const bundle of plan.inOrder) for (const name of [...bundle.looseCode, ...(bundle.executable ? [bundle.executable] : [])]) if (isStreamed(name)) void spoolOf(archive.find(name)!);
     }
-    for (const [name, bytes] of [...replaced]) await emit(name, bytes);
+    const signAll = async (digests: ReadonlyMap<string, FileDigests>): Promise<void> => {
+      let done = 0;
+      for (const bundle of plan.inOrder) {
+        const nested: SealedNested[] = [];
+        for (const loose of bundle.looseCode) {
+          const identifier = posix.basename(loose).replace(/\.dylib$/, '');
+          const cdhash = await signOne(loose, { identifier, teamId: profile.teamId, isMainExecutable: false });
+          nested.push({ path: relative(bundle, loose), cdhash, requirement: requirement(identifier) });
+        }
+        for (const child of plan.inOrder) {
+          if (child === bundle || plan.ownerOf(child.dir) !== bundle) continue;
+          nested.push({ path: relative(bundle, child.dir), cdhash: cdhashes.get(child.dir)!, requirement: requirement(child.bundleId) });
+        }
+        const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced, written, digests), nested);
+        await emit(`${bundle.dir}/_CodeSignature/CodeResources`, codeResources);
+        if (bundle.executable) {
+          const cdhash = await signOne(bundle.executable, {
+            identifier: bundle.bundleId,
+            teamId: profile.teamId,
+            isMainExecutable: bundle.isMain,
+            infoPlist: await read(`${bundle.dir}/Info.plist`),
+            codeResources,
+          }, bundle.isMain);
+          cdhashes.set(bundle.dir, cdhash);
+        }
+        options.onProgress?.({ bundle: bundle.dir, done: ++done, total: plan.inOrder.length });
+      }
+      for (const [name, bytes] of [...replaced]) await emit(name, bytes);
+    };
+    if (cached !== undefined) {
+      const results = await Promise.allSettled([copyUnchanged(writer, archive, keep), signAll(cached)]);
+      const failed = results.find((result) => result.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
+    } else {
+      const entryDigests = createEntryDigests(options.digestWorkers === undefined ? {} : { inflatesInFlight: options.digestWorkers });
+      await copyUnchanged(writer, archive, keep, { entries: new Set(resources), digests: entryDigests });
+      const digests = await entryDigests.finish();
+      if (options.cacheDir !== undefined) await writeCachedDigests(options.cacheDir, resources, digests);
+      await signAll(digests);
+    }
     await writer.close();
     writer = undefined;
     return {
@@ -190,6 +235,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     await writer?.abort();
     throw err;
   } finally {
+    // Spools of binaries never signed (the sign failed first).
+    await Promise.all([...spools.values()].map((spooled) => spooled.then((s) => s.close(), () => undefined)));
     archive.close();
   }
 }

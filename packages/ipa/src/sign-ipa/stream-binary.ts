@@ -1,73 +1,161 @@
 /**
- * Signs a binary too large to hold: inflates it to a temporary file, reads it through a window and
- * signs it straight into the output zip, keeping only its digests.
+ * Signs a binary too large to hold: inflates it to a temporary file (spoolBinary, which may run
+ * ahead, while other entries are copied), reads it through a window and signs it straight into the
+ * output zip, keeping only its digests.
  */
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { crc32, createInflateRaw } from 'node:zlib';
 import type { FileDigests } from '../digest/index.js';
+import { entryDataStart } from '../digest/pool.js';
+import { IpaError } from '../errors.js';
 import type { PlistObject } from '../plist.js';
 import { readEmbeddedEntitlementsAt } from '../sign/read-signature.js';
+import { createBlockReader, gridChunks } from '../zip/block-reader.js';
 import type { ZipArchive, ZipEntry } from '../zip/index.js';
-import type { SignedZipWriter } from '../zip/writer.js';
+import type { ZipEntryWriter } from '../zip/writer.js';
 import type { MachOSigner, MachOSignRequest } from './sign-ipa.js';
 
 const READ_WINDOW_BYTES = 1024 * 1024;
+// Inflated pieces on their way to the spool file: small, since each is a fresh buffer.
+const SPOOL_CHUNK_BYTES = 256 * 1024;
 
 export interface StreamedBinary {
   readonly cdhash: Buffer;
-  readonly digests: FileDigests;
+  /** The signed file's digests, when they were asked for (another bundle seals the file). */
+  readonly digests?: FileDigests;
+}
+
+/** A binary inflated to a temporary file, read back through a window. */
+export interface SpooledBinary {
+  /** The buffer it answers is reused by the next read: use it before then. */
+  readAt(offset: number, length: number): Promise<Buffer>;
+  /** Deletes the temporary file. */
+  close(): Promise<void>;
+}
+
+/** Inflates an entry to a temporary file (checking its size and CRC-32) for signBinaryStreaming. */
+export async function spoolBinary(archive: ZipArchive, entry: ZipEntry): Promise<SpooledBinary> {
+  const spoolDir = await mkdtemp(join(tmpdir(), 'sideport-sign-'));
+  let handle: FileHandle | undefined;
+  const close = async (): Promise<void> => {
+    await handle?.close().catch(() => undefined);
+    await rm(spoolDir, { recursive: true, force: true });
+  };
+  try {
+    handle = await open(join(spoolDir, 'binary'), 'w+');
+    await spool(archive, entry, handle);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const file = handle;
+  // The signer copies or parses what it reads before reading again, so one buffer serves.
+  const scratch = Buffer.alloc(READ_WINDOW_BYTES);
+  return {
+    async readAt(offset, length) {
+      const buffer = length <= READ_WINDOW_BYTES ? scratch.subarray(0, length) : Buffer.alloc(length);
+      const { bytesRead } = await file.read(buffer, 0, length, offset);
+      return buffer.subarray(0, bytesRead);
+    },
+    close,
+  };
 }
 
 /**
- * `requestFor` receives the entitlements the binary was signed with (undefined when it has none or
- * they cannot be read) and answers the signing request.
+ * Signs a spooled binary into the output. `requestFor` receives the entitlements the binary was
+ * signed with (undefined when it has none or they cannot be read) and answers the signing request.
  */
 export async function signBinaryStreaming(
-  archive: ZipArchive,
+  spooled: SpooledBinary,
   entry: ZipEntry,
-  writer: SignedZipWriter,
+  writer: ZipEntryWriter,
   signer: Required<Pick<MachOSigner, 'signStream'>>,
   requestFor: (own: PlistObject | undefined) => MachOSignRequest,
+  options: { digests?: boolean } = {},
 ): Promise<StreamedBinary> {
-  const spoolDir = await mkdtemp(join(tmpdir(), 'sideport-sign-'));
-  const file = join(spoolDir, 'binary');
+  const readAt = spooled.readAt;
+  const size = entry.uncompressedSizeBytes;
+  let own: PlistObject | undefined;
   try {
-    await pipeline(await archive.openEntryStream(entry), createWriteStream(file));
-    const handle = await open(file, 'r');
-    try {
-      // The signer copies or parses what it reads before reading again, so one buffer serves.
-      const scratch = Buffer.alloc(READ_WINDOW_BYTES);
-      const readAt = async (offset: number, length: number): Promise<Buffer> => {
-        const buffer = length <= READ_WINDOW_BYTES ? scratch.subarray(0, length) : Buffer.alloc(length);
-        const { bytesRead } = await handle.read(buffer, 0, length, offset);
-        return buffer.subarray(0, bytesRead);
-      };
-      const size = entry.uncompressedSizeBytes;
-      let own: PlistObject | undefined;
-      try {
-        own = await readEmbeddedEntitlementsAt(readAt, size, entry.name);
-      } catch {
-        own = undefined; // a damaged old signature is replaced anyway
-      }
-      const sha1 = createHash('sha1');
-      const sha256 = createHash('sha256');
-      let cdhash: Buffer = Buffer.alloc(0);
-      await writer.addStream(entry.name, async (sink) => {
-        ({ cdhash } = await signer.signStream(readAt, size, requestFor(own), async (chunk) => {
-          sha1.update(chunk);
-          sha256.update(chunk);
-          await sink(chunk);
-        }));
-      }, { unixMode: entry.unixMode ?? 0o100755 });
-      return { cdhash, digests: { sha1: sha1.digest(), sha256: sha256.digest() } };
-    } finally {
-      await handle.close();
-    }
-  } finally {
-    await rm(spoolDir, { recursive: true, force: true });
+    own = await readEmbeddedEntitlementsAt(readAt, size, entry.name);
+  } catch {
+    own = undefined; // a damaged old signature is replaced anyway
   }
+  const sha1 = options.digests ? createHash('sha1') : undefined;
+  const sha256 = options.digests ? createHash('sha256') : undefined;
+  let cdhash: Buffer = Buffer.alloc(0);
+  await writer.addStream(entry.name, async (sink) => {
+    ({ cdhash } = await signer.signStream(readAt, size, requestFor(own), async (chunk) => {
+      sha1?.update(chunk);
+      sha256?.update(chunk);
+      await sink(chunk);
+    }));
+  }, { unixMode: entry.unixMode ?? 0o100755 });
+  return { cdhash, ...(sha1 && sha256 ? { digests: { sha1: sha1.digest(), sha256: sha256.digest() } } : {}) };
+}
+
+/**
+ * Writes an entry's content to `out`, inflated from its stored bytes in 1 MiB pieces (on libuv's
+ * pool), checking its size and CRC-32 against its header.
+ */
+async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Promise<void> {
+  if (archive.path === undefined) {
+    // An archive held in memory or behind another reader: its own entry stream.
+    let position = 0;
+    for await (const piece of await archive.openEntryStream(entry)) position += (await out.write(piece as Buffer, 0, (piece as Buffer).length, position)).bytesWritten;
+    return;
+  }
+  if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
+    throw new IpaError('ZIP_INVALID', `Expected "${entry.name}" stored or deflated, found compression method ${entry.compressionMethod}.`);
+  }
+  const source = await open(archive.path, 'r');
+  try {
+    const block = createBlockReader(source);
+    const start = await entryDataStart(block, entry);
+    let crc = 0;
+    let position = 0;
+    const take = async (piece: Buffer): Promise<void> => {
+      if (position + piece.length > entry.uncompressedSizeBytes) throw damaged(entry, `more than the ${entry.uncompressedSizeBytes} bytes it records`);
+      crc = crc32(piece, crc);
+      for (let done = 0; done < piece.length; ) done += (await out.write(piece, done, piece.length - done, position + done)).bytesWritten;
+      position += piece.length;
+    };
+    if (entry.compressionMethod === 0) {
+      for (const [at, length] of gridChunks(start, start + entry.compressedSizeBytes)) await take(await block.read(at, length));
+    } else {
+      const inflater = createInflateRaw({ chunkSize: SPOOL_CHUNK_BYTES });
+      const written = (async () => {
+        for await (const piece of inflater) await take(piece as Buffer);
+      })();
+      written.catch(() => undefined); // handled below; a failure may come before it is awaited
+      try {
+        for (const [at, length] of gridChunks(start, start + entry.compressedSizeBytes)) {
+          const chunk = await block.read(at, length);
+          // zlib reads the chunk until the write's callback; the block reader reuses it after.
+          await new Promise<void>((resolve, reject) => inflater.write(chunk, (err) => (err ? reject(err) : resolve())));
+        }
+        inflater.end();
+        await written;
+      } catch (err) {
+        inflater.destroy();
+        // The reading side's failure says more than the write that then failed with it.
+        const first: unknown = await written.then(() => err, (failure: unknown) => failure);
+        throw first instanceof IpaError ? first : damaged(entry, (first as Error).message);
+      }
+    }
+    if (position !== entry.uncompressedSizeBytes) throw damaged(entry, `${position} bytes`);
+    if (crc >>> 0 !== entry.crc32 >>> 0) throw damaged(entry, `CRC-32 0x${(crc >>> 0).toString(16).padStart(8, '0')}`);
+  } finally {
+    await source.close();
+  }
+}
+
+function damaged(entry: ZipEntry, found: string): IpaError {
+  return new IpaError(
+    'ZIP_INVALID',
+    `Expected "${entry.name}" to inflate to ${entry.uncompressedSizeBytes} bytes with CRC-32 0x${(entry.crc32 >>> 0).toString(16).padStart(8, '0')}, found ${found}: the archive is damaged.`,
+  );
 }

@@ -22,8 +22,86 @@ export interface ZipEntry {
   /** 0 stored, 8 deflate (APPNOTE 4.4.5). */
   readonly compressionMethod: number;
   readonly crc32: number;
-  /** yauzl's record, for raw copies of the compressed bytes (see ZipArchive.openEntryStream). */
+  /**
+   * yauzl's record, for raw copies of the compressed bytes (see ZipArchive.openEntryStream). Made
+   * afresh on each read from what the entry keeps of its central directory record.
+   */
   readonly source: yauzl.Entry;
+}
+
+/**
+ * What an entry keeps of its central directory record (APPNOTE 4.3.12) beyond ZipEntry's fields.
+ * yauzl's own record holds some 1 KB per entry in objects and buffers; an IPA's tens of thousands
+ * of entries stay in memory for a whole sign.
+ */
+export interface CentralFields {
+  readonly versionMadeBy: number;
+  readonly versionNeededToExtract: number;
+  readonly generalPurposeBitFlag: number;
+  readonly lastModFileTime: number;
+  readonly lastModFileDate: number;
+  readonly internalFileAttributes: number;
+  readonly externalFileAttributes: number;
+  readonly relativeOffsetOfLocalHeader: number;
+  /** The name's bytes as stored, when they are not its UTF-8 encoding (CP437, Unicode path field). */
+  readonly fileNameRaw?: Buffer;
+  /** The extra field and the comment, each only when present. */
+  readonly extraFieldRaw?: Buffer;
+  readonly fileCommentRaw?: Buffer;
+}
+
+interface KeptEntry extends ZipEntry {
+  readonly central: CentralFields;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+// Entries share this prototype: `source` is built when asked for, not kept.
+const entryPrototype = {
+  get source(): yauzl.Entry {
+    return toYauzlEntry(this as unknown as KeptEntry);
+  },
+};
+
+function toYauzlEntry(entry: KeptEntry): yauzl.Entry {
+  const central = entry.central;
+  const fileNameRaw = central.fileNameRaw ?? Buffer.from(entry.name, 'utf8');
+  const extraFieldRaw = central.extraFieldRaw ?? EMPTY;
+  const fileCommentRaw = central.fileCommentRaw ?? EMPTY;
+  return Object.assign(new yauzl.Entry(), {
+    versionMadeBy: central.versionMadeBy,
+    versionNeededToExtract: central.versionNeededToExtract,
+    generalPurposeBitFlag: central.generalPurposeBitFlag,
+    compressionMethod: entry.compressionMethod,
+    lastModFileTime: central.lastModFileTime,
+    lastModFileDate: central.lastModFileDate,
+    crc32: entry.crc32,
+    compressedSize: entry.compressedSizeBytes,
+    uncompressedSize: entry.uncompressedSizeBytes,
+    fileNameLength: fileNameRaw.length,
+    extraFieldLength: extraFieldRaw.length,
+    fileCommentLength: fileCommentRaw.length,
+    internalFileAttributes: central.internalFileAttributes,
+    externalFileAttributes: central.externalFileAttributes,
+    relativeOffsetOfLocalHeader: central.relativeOffsetOfLocalHeader,
+    fileNameRaw,
+    extraFieldRaw,
+    fileCommentRaw,
+    extraFields: yauzl.parseExtraFields(extraFieldRaw),
+    // decodeStrings is off: yauzl leaves the raw bytes in these.
+    fileName: fileNameRaw,
+    fileComment: fileCommentRaw,
+    comment: fileCommentRaw,
+  });
+}
+
+/** The central directory fields of an entry: kept ones for this module's entries, else from `source`. */
+export function centralFieldsOf(entry: ZipEntry): CentralFields {
+  return (entry as Partial<KeptEntry>).central ?? entry.source;
+}
+
+function keepEntry(fields: Omit<ZipEntry, 'source'>, central: CentralFields): ZipEntry {
+  return Object.assign(Object.create(entryPrototype) as KeptEntry, fields, { central });
 }
 
 export interface OpenEntryOptions {
@@ -180,17 +258,33 @@ function describeEntry(raw: yauzl.Entry): ZipEntry {
   const mode = raw.externalFileAttributes >>> 16;
   const unixMode = mode === 0 ? undefined : mode;
   const fileType = mode & UNIX_FILE_TYPE_MASK;
-  return {
-    name,
-    isDirectory: name.endsWith('/') || fileType === UNIX_DIRECTORY,
-    isSymlink: fileType === UNIX_SYMLINK,
-    ...(unixMode === undefined ? {} : { unixMode }),
-    compressedSizeBytes: raw.compressedSize,
-    uncompressedSizeBytes: raw.uncompressedSize,
-    compressionMethod: raw.compressionMethod,
-    crc32: raw.crc32,
-    source: raw,
-  };
+  const nameIsUtf8 = raw.fileNameRaw.equals(Buffer.from(name, 'utf8'));
+  return keepEntry(
+    {
+      name,
+      isDirectory: name.endsWith('/') || fileType === UNIX_DIRECTORY,
+      isSymlink: fileType === UNIX_SYMLINK,
+      ...(unixMode === undefined ? {} : { unixMode }),
+      compressedSizeBytes: raw.compressedSize,
+      uncompressedSizeBytes: raw.uncompressedSize,
+      compressionMethod: raw.compressionMethod,
+      crc32: raw.crc32,
+    },
+    {
+      versionMadeBy: raw.versionMadeBy,
+      versionNeededToExtract: raw.versionNeededToExtract,
+      generalPurposeBitFlag: raw.generalPurposeBitFlag,
+      lastModFileTime: raw.lastModFileTime,
+      lastModFileDate: raw.lastModFileDate,
+      internalFileAttributes: raw.internalFileAttributes,
+      externalFileAttributes: raw.externalFileAttributes,
+      relativeOffsetOfLocalHeader: raw.relativeOffsetOfLocalHeader,
+      // Copies, so yauzl's buffers for the record go with it.
+      ...(nameIsUtf8 ? {} : { fileNameRaw: Buffer.from(raw.fileNameRaw) }),
+      ...(raw.extraFieldRaw.length > 0 ? { extraFieldRaw: Buffer.from(raw.extraFieldRaw) } : {}),
+      ...(raw.fileCommentRaw.length > 0 ? { fileCommentRaw: Buffer.from(raw.fileCommentRaw) } : {}),
+    },
+  );
 }
 
 function assertSaneRatio(entry: ZipEntry, limits: ZipLimits): void {
@@ -307,6 +401,7 @@ async function readSymlinkTargets(
         `Expected symlink "${entry.name}" to point inside ${root === '' ? 'the archive' : `"${root}"`}, found target "${target}".`,
       );
     }
-    return { ...entry, symlinkTarget: target };
+    // Own fields only: `source` stays on the shared prototype.
+    return Object.assign(Object.create(entryPrototype) as KeptEntry, entry, { symlinkTarget: target });
   });
 }

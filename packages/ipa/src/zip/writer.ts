@@ -10,7 +10,7 @@ import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { constants as zlibConstants, crc32, deflateRaw, deflateRawSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { IpaError } from '../errors.js';
-import type { ZipEntry } from './archive.js';
+import { centralFieldsOf, type ZipEntry } from './archive.js';
 import { createBlockReader, gridChunks } from './block-reader.js';
 import { FLAG_UTF8, LOCAL_SIGNATURE, MADE_BY_UNIX, MAX_32, centralHeader, dosDateTime, endRecords, localHeader, type CentralRecord } from './records.js';
 
@@ -19,7 +19,7 @@ const deflateRawAsync = promisify(deflateRaw);
 const FINAL_EMPTY_BLOCK = deflateRawSync(Buffer.alloc(0));
 
 const WRITE_BUFFER_BYTES = 1024 * 1024;
-const MAX_WRITES_IN_FLIGHT = 4;
+const MAX_WRITES_IN_FLIGHT = 2;
 const DEFLATES_IN_FLIGHT = 3;
 
 export interface ZipWriterOptions {
@@ -35,9 +35,13 @@ export interface NewEntryOptions {
   modified?: Date;
 }
 
-export interface SignedZipWriter {
-  /** Copies an entry of the source archive without inflating it. */
-  copy(entry: ZipEntry): Promise<void>;
+/** Writes entries into one stretch of the output. */
+export interface ZipEntryWriter {
+  /**
+   * Copies an entry of the source archive without inflating it; `observe` sees each piece of its
+   * stored bytes on the way (valid until its promise resolves).
+   */
+  copy(entry: ZipEntry, observe?: (chunk: Buffer) => Promise<void>): Promise<void>;
   add(name: string, content: Buffer, options?: NewEntryOptions): Promise<void>;
   /**
    * Adds an entry whose content `produce` hands to its sink chunk by chunk (a binary signed as it
@@ -46,12 +50,32 @@ export interface SignedZipWriter {
    */
   addStream(name: string, produce: (sink: (chunk: Buffer) => Promise<void>) => Promise<void>, options?: NewEntryOptions): Promise<void>;
   addDirectory(name: string, unixMode?: number): Promise<void>;
+}
+
+export interface SignedZipWriter extends ZipEntryWriter {
+  /** The bytes `copy(entry)` (or, for a directory, `addDirectory`) writes for an entry of the source. */
+  copiedSize(entry: ZipEntry): number;
+  /**
+   * A writer for the entries that follow the first `start` bytes of the output, usable while this
+   * one is still writing them: so signed code can be written while unchanged entries are copied.
+   * This writer must end exactly at `start`; its entries come first in the central directory.
+   */
+  from(start: number): ZipEntryWriter;
   /** Writes the central directory and moves the file into place. */
   close(): Promise<void>;
   /** Deletes the partial output. */
   abort(): Promise<void>;
 }
 
+/** One stretch of the output: its own write buffer, position and central records. */
+interface Region extends ZipEntryWriter {
+  readonly start: number;
+  readonly records: CentralRecord[];
+  position(): number;
+  write(bytes: Buffer): Promise<void>;
+  /** Sends what is buffered and waits for every write of this region. */
+  settle(): Promise<void>;
+}
 
 /**
  * Opens `output` for writing (through a temporary file beside it) with `source`, the archive the
@@ -62,19 +86,127 @@ export async function createSignedZipWriter(source: string, output: string, opti
   const input = await open(source, 'r');
   const out = await open(temporary, 'w');
   const level = options.level ?? 1;
-  const records: CentralRecord[] = [];
   const names = new Set<string>();
-  let position = 0;
+  const block = createBlockReader(input);
+  const claim = (name: string): void => {
+    if (names.has(name)) throw new IpaError('ZIP_DUPLICATE_NAME', `Expected each output entry once, found "${name}" twice.`);
+    names.add(name);
+  };
+  const regions = [createRegion({ out, block, level, claim }, 0)];
+
+  return {
+    copy: (entry, observe) => regions[0]!.copy(entry, observe),
+    add: (name, content, entryOptions) => regions[0]!.add(name, content, entryOptions),
+    addStream: (name, produce, entryOptions) => regions[0]!.addStream(name, produce, entryOptions),
+    addDirectory: (name, unixMode) => regions[0]!.addDirectory(name, unixMode),
+    copiedSize(entry) {
+      if (entry.isDirectory) return localHeader(directoryRecord(entry.name, 0)).length;
+      return localHeader(copyRecord(entry)).length + entry.compressedSizeBytes;
+    },
+    from(start) {
+      const region = createRegion({ out, block, level, claim }, start);
+      regions.push(region);
+      return region;
+    },
+    async close() {
+      await Promise.all(regions.map((region) => region.settle()));
+      for (let i = 1; i < regions.length; i++) {
+        if (regions[i - 1]!.position() !== regions[i]!.start) {
+          throw new Error(`zip writer: a stretch ends at ${regions[i - 1]!.position()}, expected ${regions[i]!.start}`);
+        }
+      }
+      const last = regions.at(-1)!;
+      const records = regions.flatMap((region) => region.records);
+      const centralStart = last.position();
+      for (const record of records) await last.write(centralHeader(record));
+      await last.write(endRecords(records.length, centralStart, last.position() - centralStart));
+      await last.settle();
+      await out.close();
+      await input.close();
+      await rename(temporary, output);
+    },
+    async abort() {
+      await Promise.all(regions.map((region) => region.settle().catch(() => undefined)));
+      await out.close().catch(() => undefined);
+      await input.close().catch(() => undefined);
+      await rm(temporary, { force: true });
+    },
+  };
+}
+
+/** The central record of an entry copied from the source: its own name bytes, times and attributes. */
+function copyRecord(entry: ZipEntry): Omit<CentralRecord, 'offset'> {
+  const raw = centralFieldsOf(entry);
+  return {
+    name: Buffer.from(raw.fileNameRaw ?? Buffer.from(entry.name, 'utf8')),
+    // Keep only the UTF-8 flag: sizes are known, so no data descriptor (bit 3).
+    flags: raw.generalPurposeBitFlag & FLAG_UTF8,
+    method: entry.compressionMethod,
+    dosTime: raw.lastModFileTime,
+    dosDate: raw.lastModFileDate,
+    crc: entry.crc32,
+    compressedSize: entry.compressedSizeBytes,
+    uncompressedSize: entry.uncompressedSizeBytes,
+    externalAttributes: raw.externalFileAttributes >>> 0,
+    versionMadeBy: raw.versionMadeBy,
+  };
+}
+
+function directoryRecord(name: string, unixMode: number): Omit<CentralRecord, 'offset'> {
+  const dirName = name.endsWith('/') ? name : `${name}/`;
+  const { time, date } = dosDateTime(new Date());
+  return {
+    name: Buffer.from(dirName, 'utf8'),
+    flags: FLAG_UTF8,
+    method: 0,
+    dosTime: time,
+    dosDate: date,
+    crc: 0,
+    compressedSize: 0,
+    uncompressedSize: 0,
+    // st_mode in the upper half, MS-DOS directory bit (0x10) in the lower
+    externalAttributes: ((unixMode << 16) | 0x10) >>> 0,
+    versionMadeBy: MADE_BY_UNIX,
+  };
+}
+
+/**
+ * The central record of an entry written at `offset`. An object literal with every field: V8 gives
+ * each `{ ...record, offset }` a hidden class of its own, some 400 bytes per entry.
+ */
+const at = (r: Omit<CentralRecord, 'offset'>, offset: number): CentralRecord => ({
+  name: r.name,
+  flags: r.flags,
+  method: r.method,
+  dosTime: r.dosTime,
+  dosDate: r.dosDate,
+  crc: r.crc,
+  compressedSize: r.compressedSize,
+  uncompressedSize: r.uncompressedSize,
+  externalAttributes: r.externalAttributes,
+  versionMadeBy: r.versionMadeBy,
+  offset,
+});
+
+interface RegionContext {
+  out: FileHandle;
+  block: ReturnType<typeof createBlockReader>;
+  level: number;
+  claim: (name: string) => void;
+}
+
+function createRegion({ out, block, level, claim }: RegionContext, start: number): Region {
+  const records: CentralRecord[] = [];
+  let position = start;
   // Buffers are reused, not left to the collector: on a 1 GB copy the garbage otherwise piles up
   // to tens of MB before V8 notices it (its heap barely grows).
   const spare: Buffer[] = [];
   const take = (): Buffer => spare.pop() ?? Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
-  let pending = take();
+  let pending: Buffer | undefined;
   let pendingLength = 0;
-  const block = createBlockReader(input);
   // Writes go out at explicit offsets without waiting, a few at a time, so reading the next
   // block overlaps writing the last one.
-  let flushedTo = 0;
+  let flushedTo = start;
   const inFlight = new Set<Promise<void>>();
   const writeAt = async (bytes: Buffer, release?: Buffer): Promise<void> => {
     const at = flushedTo;
@@ -91,9 +223,9 @@ export async function createSignedZipWriter(source: string, output: string, opti
   };
 
   const flush = async (): Promise<void> => {
-    if (pendingLength === 0) return;
+    if (pendingLength === 0 || pending === undefined) return;
     const full = pending;
-    pending = take();
+    pending = undefined;
     await writeAt(full.subarray(0, pendingLength), full);
     pendingLength = 0;
   };
@@ -101,6 +233,7 @@ export async function createSignedZipWriter(source: string, output: string, opti
   const write = async (bytes: Buffer): Promise<void> => {
     for (let at = 0; at < bytes.length; ) {
       if (pendingLength === WRITE_BUFFER_BYTES) await flush();
+      pending ??= take();
       const n = Math.min(bytes.length - at, WRITE_BUFFER_BYTES - pendingLength);
       bytes.copy(pending, pendingLength, at, at + n);
       pendingLength += n;
@@ -108,46 +241,39 @@ export async function createSignedZipWriter(source: string, output: string, opti
     }
     position += bytes.length;
   };
-  const claim = (name: string): void => {
-    if (names.has(name)) throw new IpaError('ZIP_DUPLICATE_NAME', `Expected each output entry once, found "${name}" twice.`);
-    names.add(name);
-  };
   const writeEntry = async (record: Omit<CentralRecord, 'offset'>, data: Buffer | ((sink: (chunk: Buffer) => Promise<void>) => Promise<void>)): Promise<void> => {
     const offset = position;
     await write(localHeader(record));
     if (Buffer.isBuffer(data)) await write(data);
     else await data(write);
-    records.push({ ...record, offset });
+    records.push(at(record, offset));
   };
 
   return {
-    async copy(entry) {
+    start,
+    records,
+    position: () => position,
+    write,
+    async settle() {
+      await flush();
+      await drain();
+    },
+    async copy(entry, observe) {
       claim(entry.name);
-      const raw = entry.source;
+      const raw = centralFieldsOf(entry);
       // The local header's own name and extra lengths locate the data (APPNOTE 4.3.7).
       const header = await block.read(raw.relativeOffsetOfLocalHeader, 30);
       if (header.readUInt32LE(0) !== LOCAL_SIGNATURE) {
         throw new IpaError('ZIP_INVALID', `Expected a local file header for "${entry.name}" at offset ${raw.relativeOffsetOfLocalHeader}, found 0x${header.readUInt32LE(0).toString(16)}.`);
       }
       const dataStart = raw.relativeOffsetOfLocalHeader + 30 + header.readUInt16LE(26) + header.readUInt16LE(28);
-      await writeEntry(
-        {
-          name: Buffer.from(raw.fileNameRaw ?? Buffer.from(entry.name, 'utf8')),
-          // Keep only the UTF-8 flag: sizes are known, so no data descriptor (bit 3).
-          flags: raw.generalPurposeBitFlag & FLAG_UTF8,
-          method: entry.compressionMethod,
-          dosTime: raw.lastModFileTime,
-          dosDate: raw.lastModFileDate,
-          crc: entry.crc32,
-          compressedSize: entry.compressedSizeBytes,
-          uncompressedSize: entry.uncompressedSizeBytes,
-          externalAttributes: raw.externalFileAttributes >>> 0,
-          versionMadeBy: raw.versionMadeBy,
-        },
-        async (sink) => {
-          for (const [at, length] of gridChunks(dataStart, dataStart + entry.compressedSizeBytes)) await sink(await block.read(at, length));
-        },
-      );
+      await writeEntry(copyRecord(entry), async (sink) => {
+        for (const [at, length] of gridChunks(dataStart, dataStart + entry.compressedSizeBytes)) {
+          const chunk = await block.read(at, length);
+          if (observe !== undefined) await observe(chunk);
+          await sink(chunk);
+        }
+      });
     },
     async add(name, content, entryOptions = {}) {
       claim(name);
@@ -213,8 +339,10 @@ export async function createSignedZipWriter(source: string, output: string, opti
           if (copy === undefined || copy.length < chunk.length) copy = Buffer.allocUnsafe(Math.max(chunk.length, copy?.length ?? 0));
           chunk.copy(copy);
           const held = copy;
+          const piece = held.subarray(0, chunk.length);
           queue.push(
-            deflateRawAsync(held.subarray(0, chunk.length), { level, finishFlush: zlibConstants.Z_SYNC_FLUSH }).finally(() => {
+            // chunkSize leaves room for the output in one buffer: no pieces for zlib to join.
+            deflateRawAsync(piece, { level: deflatesWell(piece, level) ? level : 0, finishFlush: zlibConstants.Z_SYNC_FLUSH, chunkSize: piece.length + 4096 }).finally(() => {
               if (copies.length < DEFLATES_IN_FLIGHT) copies.push(held);
             }),
           );
@@ -236,46 +364,31 @@ export async function createSignedZipWriter(source: string, output: string, opti
       await flush();
       await drain();
       await writeAll(out, localHeader(complete), offset);
-      records.push({ ...complete, offset });
+      records.push(at(complete, offset));
     },
     async addDirectory(name, unixMode = 0o040755) {
-      const dirName = name.endsWith('/') ? name : `${name}/`;
-      claim(dirName);
-      const { time, date } = dosDateTime(new Date());
-      await writeEntry(
-        {
-          name: Buffer.from(dirName, 'utf8'),
-          flags: FLAG_UTF8,
-          method: 0,
-          dosTime: time,
-          dosDate: date,
-          crc: 0,
-          compressedSize: 0,
-          uncompressedSize: 0,
-          // st_mode in the upper half, MS-DOS directory bit (0x10) in the lower
-          externalAttributes: ((unixMode << 16) | 0x10) >>> 0,
-          versionMadeBy: MADE_BY_UNIX,
-        },
-        Buffer.alloc(0),
-      );
-    },
-    async close() {
-      const centralStart = position;
-      for (const record of records) await write(centralHeader(record));
-      await write(endRecords(records.length, centralStart, position - centralStart));
-      await flush();
-      await drain();
-      await out.close();
-      await input.close();
-      await rename(temporary, output);
-    },
-    async abort() {
-      await drain().catch(() => undefined);
-      await out.close().catch(() => undefined);
-      await input.close().catch(() => undefined);
-      await rm(temporary, { force: true });
+      const record = directoryRecord(name, unixMode);
+      claim(record.name.toString('utf8'));
+      await writeEntry(record, Buffer.alloc(0));
     },
   };
+}
+
+const SAMPLE_BYTES = 8 * 1024;
+
+/**
+ * Whether deflating a piece pays, judged from three samples (its start, middle and end): one
+ * that does not is written as stored blocks (level 0), since deflate spends as long failing to
+ * shrink random bytes (encrypted or already-compressed sections) as it does shrinking code.
+ */
+export function deflatesWell(piece: Buffer, level: number): boolean {
+  if (level === 0) return false;
+  if (piece.length < SAMPLE_BYTES * 4) return true;
+  let sampled = 0;
+  for (const at of [0, (piece.length - SAMPLE_BYTES) >> 1, piece.length - SAMPLE_BYTES]) {
+    sampled += deflateRawSync(piece.subarray(at, at + SAMPLE_BYTES), { level }).length;
+  }
+  return sampled < 3 * SAMPLE_BYTES * 0.95;
 }
 
 async function writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
