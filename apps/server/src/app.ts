@@ -21,7 +21,7 @@ import { adminRoutes } from './modules/admin/routes.js';
 import { agentRoutes } from './modules/agents/routes.js';
 import { decryptRoutes } from './modules/decrypt/routes.js';
 import { createDecryptService, type DecryptService } from './modules/decrypt/service.js';
-import { settingOrCreate } from './modules/decrypt/queries.js';
+import { settingOrCreate } from './platform/settings.js';
 import { eventRoutes } from './modules/events/routes.js';
 import { createUrlSigner } from './platform/signed-urls.js';
 import type { Config } from './platform/config.js';
@@ -122,7 +122,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
 
   // The catalogue tells the decrypt domain of admin deletes; the decrypt service exists after it.
   let afterRemoved: DecryptService['afterRemoved'] | undefined;
-  const { bus, files, catalog, jobs, agents } = await createCoreServices({
+  const { bus, files, catalog, jobs, agents, secrets, signing } = await createCoreServices({
     config,
     database,
     clock,
@@ -180,7 +180,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
 
   await registerWeb(app, config.WEB_DIST_DIR);
   // Returned beside the app, not on it: a fastify instance is thenable, so `await` would drop extras.
-  return { app, routes, services: { auth, catalog, billing, devices, decrypt, jobs, agents, bus, files } };
+  return { app, routes, services: { auth, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing } };
 }
 
 export type Built = Awaited<ReturnType<typeof buildApp>>;

@@ -8,6 +8,8 @@ import { createJobService } from './modules/decrypt/jobs.js';
 import type { Config } from './platform/config.js';
 import { createEventBus } from './platform/events.js';
 import { createFileStore } from './platform/storage.js';
+import { createSecretBox, loadOrCreateSecretKey } from './platform/secrets.js';
+import { createDevIdentityProvider, createSigningService } from './modules/devices/signing.js';
 
 export interface CoreServicesDeps {
   config: Config;
@@ -62,5 +64,7 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     releaseJobsOf: jobs.releaseJobsOf,
     cacheMs: config.SESSION_CACHE_MS,
   });
-  return { bus, files, catalog, jobs, agents };
+  const secrets = createSecretBox(config.SECRET_KEY ?? (await loadOrCreateSecretKey(config.DATA_DIR)));
+  const signing = createSigningService({ db, clock, identity: createDevIdentityProvider({ db, secrets, clock }) });
+  return { bus, files, catalog, jobs, agents, secrets, signing };
 }

@@ -80,6 +80,13 @@ const schema = z.object({
   DECRYPT_MAX_ATTEMPTS: positiveInt(3),
   /** Largest IPA an agent may upload. */
   DECRYPT_MAX_IPA_MB: positiveInt(4096),
+  // Sign service (DESIGN.md section 10).
+  /**
+   * Seals the keys and certificates kept in the database (32+ characters). Made and kept in
+   * DATA_DIR/secret-key when unset; required in production and wherever several processes share
+   * one database.
+   */
+  SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   VERSIONS_WAIT_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0).max(120, 'must be at most 120').default(20),
 });
 
@@ -130,6 +137,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (c.ADMIN_PASSWORD !== undefined && c.ADMIN_PASSWORD.length < 8) {
     throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: must be at least 8 characters');
+  }
+  if (c.NODE_ENV === 'production' && c.SECRET_KEY === undefined) {
+    throw new ConfigError('Invalid configuration:\n  SECRET_KEY: must be set in production (32+ random characters)');
   }
   const billing = billingProblems(c);
   if (billing.length) throw new ConfigError(`Invalid configuration:\n${billing.join('\n')}`);

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, inArray, isNull, lt, sql } from 'drizzle-orm';
 import { queryRows, type Database } from '../../db/client.js';
-import { agents, apps, jobs, settings, storeVersionLists, versions, type JobState } from '../../db/schema/index.js';
+import { agents, apps, jobs, storeVersionLists, versions, type JobState } from '../../db/schema/index.js';
 
 export type EntryRow = typeof versions.$inferSelect;
 export type JobRow = typeof jobs.$inferSelect;
@@ -359,17 +359,4 @@ export async function adminQueuePage(db: Database, page: number, pageSize: numbe
     job: r.jobState === null ? null : { attempts: r.attempts ?? 0, state: r.jobState, lastReason: r.lastReason },
     agentName: r.agentName,
   }));
-}
-
-// ---- settings ----
-
-/** The value of `key`, made by `make` and stored on first use (the same for every process). */
-export async function settingOrCreate(db: Database, key: string, make: () => string): Promise<string> {
-  await db.insert(settings).values({ key, value: make() }).onConflictDoNothing();
-  const [row] = await db.select().from(settings).where(eq(settings.key, key));
-  return row!.value;
-}
-
-export async function expiredBefore(db: Database, now: Date) {
-  return db.select({ id: jobs.id }).from(jobs).where(and(eq(jobs.state, 'leased'), lt(jobs.leaseExpiresAt, now)));
 }

@@ -1,0 +1,51 @@
+import { parseProfile } from '@sideport/ipa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import * as q from './queries.js';
+
+const UDID_A = '00008110-000A1B2C3D4E5F60';
+const UDID_B = '00008120-001122334455667A';
+
+describe.each(databaseKinds)('signing material on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp(kind);
+  });
+  afterAll(() => t.close());
+
+  it('has nothing to sign with until a device is Registered', async () => {
+    await signedInUser(t, `nodevice_${kind}`);
+    await q.insertDevice(t.database.db, { userId: `nodevice_${kind}`, product: 'iPhone15,2', udid: UDID_A, status: 'Pending' });
+    expect(await t.services.signing.signingMaterial(`nodevice_${kind}`)).toBeUndefined();
+  });
+
+  it("lists the user's Registered devices in a profile kept until that set changes", async () => {
+    const user = `signer_${kind}`;
+    await signedInUser(t, user);
+    await q.insertDevice(t.database.db, { userId: user, product: 'iPhone15,2', udid: UDID_A, status: 'Registered' });
+    const first = (await t.services.signing.signingMaterial(user))!;
+    expect(first.identityKind).toBe('dev');
+    expect(first.udids).toEqual([UDID_A]);
+    const profile = parseProfile(first.profile);
+    expect(profile.provisionedDevices).toEqual([UDID_A]);
+    expect(profile.uuid).toBe(first.profileUuid);
+    expect(profile.name).toContain('Sideport Dev (not Apple)');
+
+    expect((await t.services.signing.signingMaterial(user))!.profileUuid).toBe(first.profileUuid);
+
+    await q.insertDevice(t.database.db, { userId: user, product: 'iPad13,1', udid: UDID_B, status: 'Registered' });
+    const second = (await t.services.signing.signingMaterial(user))!;
+    expect(second.profileUuid).not.toBe(first.profileUuid);
+    expect([...parseProfile(second.profile).provisionedDevices].sort()).toEqual([UDID_A, UDID_B]);
+  });
+
+  it('signs with one dev identity whatever the process: it is kept sealed in the database', async () => {
+    const user = `again_${kind}`;
+    await signedInUser(t, user);
+    await q.insertDevice(t.database.db, { userId: user, product: 'iPhone15,2', udid: UDID_A, status: 'Registered' });
+    const a = (await t.services.signing.signingMaterial(user))!;
+    const b = (await t.services.signing.signingMaterial(`signer_${kind}`))!;
+    expect(a.identity).toEqual(b.identity);
+    expect(parseProfile(a.profile).teamId).toBe(parseProfile(b.profile).teamId);
+  });
+});

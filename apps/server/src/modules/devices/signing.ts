@@ -1,0 +1,128 @@
+import type { IdentitySource } from '@sideport/ipa';
+import type { Database } from '../../db/client.js';
+import type { SecretBox } from '../../platform/secrets.js';
+import { settingOrCreate } from '../../platform/settings.js';
+import { createDevIdentity, createDevProfile, devIdentitySource, DEV_IDENTITY_LABEL, type DevIdentity } from './dev-identity.js';
+import * as q from './queries.js';
+
+/**
+ * Who signs: the operator's Apple identity (App Store Connect) or Sideport's dev identity. Each
+ * makes the provisioning profile that lists a user's devices.
+ */
+export interface SigningIdentityProvider {
+  readonly kind: 'dev' | 'apple';
+  /** For the admin console and the start-up line. */
+  readonly description: string;
+  source(): Promise<IdentitySource>;
+  makeProfile(request: { userId: string; udids: readonly string[] }): Promise<{
+    bytes: Buffer;
+    uuid: string;
+    expiresAt: Date;
+    appleProfileId?: string;
+  }>;
+  /** Deletes a profile that a new one replaced (Apple's; nothing to do for the dev identity). */
+  dropProfile?(appleProfileId: string): Promise<void>;
+}
+
+/** What a sign job needs for one user: an identity and a profile listing the user's Registered devices. */
+export interface SigningMaterial {
+  identity: IdentitySource;
+  profile: Buffer;
+  profileUuid: string;
+  /** The devices the profile lists (its Registered devices when it was made), sorted by UDID. */
+  udids: string[];
+  identityKind: 'dev' | 'apple';
+}
+
+const DEV_IDENTITY_SETTING = 'dev_identity';
+const DEV_IDENTITY_PURPOSE = 'dev-identity';
+
+/**
+ * The dev identity (DESIGN.md section 2, embedded default): made once, sealed with SECRET_KEY and
+ * kept in the database, so every process and every restart signs with the same one.
+ */
+export function createDevIdentityProvider(deps: { db: Database; secrets: SecretBox; clock: () => Date }): SigningIdentityProvider {
+  let loaded: Promise<DevIdentity> | undefined;
+  const identity = () =>
+    (loaded ??= settingOrCreate(deps.db, DEV_IDENTITY_SETTING, () =>
+      deps.secrets.seal(JSON.stringify(createDevIdentity({ clock: deps.clock })), DEV_IDENTITY_PURPOSE),
+    ).then((sealed) => JSON.parse(deps.secrets.open(sealed, DEV_IDENTITY_PURPOSE).toString('utf8')) as DevIdentity));
+  return {
+    kind: 'dev',
+    description: `${DEV_IDENTITY_LABEL}: a local CA made by Sideport. It runs the whole pipeline; real devices will not install what it signs.`,
+    source: async () => devIdentitySource(await identity()),
+    async makeProfile({ userId, udids }) {
+      const made = createDevProfile(await identity(), {
+        devices: udids,
+        name: `${DEV_IDENTITY_LABEL} ${userId}`,
+        clock: deps.clock,
+      });
+      return { bytes: made.bytes, uuid: made.uuid, expiresAt: made.expirationDate };
+    },
+  };
+}
+
+export interface SigningServiceDeps {
+  db: Database;
+  clock: () => Date;
+  identity: SigningIdentityProvider;
+}
+
+/**
+ * Signing material per user. The profile is made on first use and kept while it lists exactly the
+ * user's Registered devices and has not expired; otherwise a new one is made (profiles cannot be
+ * edited) and the old one dropped.
+ */
+export function createSigningService({ db, clock, identity }: SigningServiceDeps) {
+  // One profile made at a time per user in this process: two sign jobs of a user need only one.
+  const making = new Map<string, Promise<SigningMaterial | undefined>>();
+
+  async function materialFor(userId: string): Promise<SigningMaterial | undefined> {
+    const registered = (await q.listDevicesOf(db, userId)).filter((d) => d.status === 'Registered');
+    if (registered.length === 0) return undefined;
+    const udids = [...new Set(registered.map((d) => d.udid))].sort();
+    const stored = await q.findUserProfile(db, userId);
+    const isCurrent =
+      stored !== undefined &&
+      stored.expiresAt.getTime() > clock().getTime() + 86_400_000 &&
+      stored.udids.length === udids.length &&
+      stored.udids.every((udid, i) => udid === udids[i]);
+    if (stored && isCurrent) {
+      return {
+        identity: await identity.source(),
+        profile: Buffer.from(stored.profile, 'base64'),
+        profileUuid: stored.uuid,
+        udids,
+        identityKind: identity.kind,
+      };
+    }
+    const made = await identity.makeProfile({ userId, udids });
+    await q.saveUserProfile(db, {
+      userId,
+      profile: made.bytes.toString('base64'),
+      uuid: made.uuid,
+      udids,
+      appleProfileId: made.appleProfileId ?? null,
+      createdAt: clock(),
+      expiresAt: made.expiresAt,
+    });
+    if (stored?.appleProfileId && identity.dropProfile) await identity.dropProfile(stored.appleProfileId).catch(() => {});
+    return { identity: await identity.source(), profile: made.bytes, profileUuid: made.uuid, udids, identityKind: identity.kind };
+  }
+
+  return {
+    /** undefined when the user has no Registered device (nothing to sign for). */
+    signingMaterial(userId: string): Promise<SigningMaterial | undefined> {
+      let pending = making.get(userId);
+      if (!pending) {
+        pending = materialFor(userId).finally(() => making.delete(userId));
+        making.set(userId, pending);
+      }
+      return pending;
+    },
+
+    identityInfo: () => ({ kind: identity.kind, description: identity.description }),
+  };
+}
+
+export type SigningService = ReturnType<typeof createSigningService>;
