@@ -185,7 +185,7 @@ async function uploadBench() {
       PATH: process.env.PATH ?? '',
       HOST: '127.0.0.1',
       PORT: '0',
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'info',
       DATA_DIR: path.join(work, 'upload'),
       DATABASE_URL: db.url,
       ITUNES_BASE_URL: store.url,
@@ -253,7 +253,7 @@ async function uploadBench() {
 
 try {
   await claimsBench();
-  await uploadBench();
+  if (UPLOAD_MB > 0) await uploadBench();
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
