@@ -21,6 +21,8 @@ export interface EventBus {
    * commit and never for a rollback, so nobody hears of a change that did not happen.
    */
   publish(event: BusEvent, tx?: Database): Promise<void>;
+  /** Several events in one round trip, in order. */
+  publishMany(events: readonly BusEvent[], tx?: Database): Promise<void>;
   subscribe(handler: (event: BusEvent) => void): () => void;
   close(): Promise<void>;
 }
@@ -40,6 +42,11 @@ export async function createEventBus(database: Pick<DatabaseHandle, 'db' | 'list
   return {
     async publish(event, tx = database.db) {
       await tx.execute(sql`select pg_notify(${CHANNEL}, ${JSON.stringify(event)})`);
+    },
+    async publishMany(events, tx = database.db) {
+      if (events.length === 0) return;
+      const payloads = sql.join(events.map((event) => sql`${JSON.stringify(event)}`), sql`, `);
+      await tx.execute(sql`select pg_notify(${CHANNEL}, payload) from unnest(array[${payloads}]::text[]) with ordinality as p(payload, n) order by n`);
     },
     subscribe(handler) {
       handlers.add(handler);

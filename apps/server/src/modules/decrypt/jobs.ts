@@ -17,7 +17,7 @@ import { AppError, conflict, notFound } from '../../platform/errors.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { CatalogService } from '../catalog/service.js';
-import { publishEntry } from './entry-events.js';
+import { entryEvent, publishEntry } from './entry-events.js';
 import * as q from './queries.js';
 import { receiveToFile, uploadTooLarge } from './upload.js';
 
@@ -121,16 +121,18 @@ export function createJobService(deps: JobServiceDeps) {
     });
   }
 
+  const claims = createClaimBatcher((agentIds, kinds) =>
+    q.claimNextJobs(db, { agentIds, kinds, now: now(), leaseSeconds: settings.leaseSeconds }),
+  );
+
   /**
-   * One claim: a single statement takes the job and marks its entry Downloading, then the change
-   * is told to every process (the claim is committed by then; nobody hears of one that was not).
+   * One claim: the batcher's single statement takes the job and marks its entry Downloading; then
+   * the change is told to every process (the claim is committed by then: nobody hears of one that
+   * was not).
    */
   async function claimOnce(agent: AgentRef, kinds: readonly JobKind[]): Promise<AgentJob | undefined> {
-    const job = await q.claimNextJob(db, { agentId: agent.id, kinds, now: now(), leaseSeconds: settings.leaseSeconds });
+    const job = await claims.claim(agent.id, kinds);
     if (!job) return undefined;
-    if (job.entry) {
-      await publishEntry(bus, { ...job.entry, country: job.country, appId: job.appId, status: 'Downloading', progress: 0 });
-    }
     const bundleId = job.bundleId ?? (await catalog.lookupApp(job.country, job.appId)).bundleId;
     return {
       id: leaseId(job),
@@ -142,6 +144,57 @@ export function createJobService(deps: JobServiceDeps) {
       version: job.entry?.appVerId == null ? null : (job.entry.version ?? null),
       attempt: job.attempts,
       lease_seconds: settings.leaseSeconds,
+    };
+  }
+
+  /**
+   * Claims arriving together share one statement (group commit): while a claim is at the
+   * database, the next ones gather and go in the following statement, so at low load a claim
+   * waits for nobody and at high load the database does one statement for many agents.
+   */
+  function createClaimBatcher(run: (agentIds: number[], kinds: readonly JobKind[]) => Promise<q.ClaimedJob[]>, maxBatch = 64) {
+    interface Waiter {
+      agentId: number;
+      resolve(job: q.ClaimedJob | undefined): void;
+      reject(err: unknown): void;
+    }
+    const waiting = new Map<string, { kinds: readonly JobKind[]; waiters: Waiter[] }>();
+    let isRunning = false;
+    async function drain() {
+      isRunning = true;
+      try {
+        while (waiting.size > 0) {
+          const [key, group] = waiting.entries().next().value!;
+          const batch = group.waiters.splice(0, maxBatch);
+          if (group.waiters.length === 0) waiting.delete(key);
+          try {
+            const claimed = await run(batch.map((w) => w.agentId), group.kinds);
+            const bySlot = new Map(claimed.map((job) => [job.slot, job]));
+            const events = claimed.flatMap((job) =>
+              job.entry
+                ? [{ kind: 'live' as const, event: entryEvent({ ...job.entry, country: job.country, appId: job.appId, status: 'Downloading', progress: 0 }) }]
+                : [],
+            );
+            await bus.publishMany(events).catch((err: unknown) => log.warn({ err }, 'could not publish claimed entries'));
+            batch.forEach((waiter, slot) => waiter.resolve(bySlot.get(slot)));
+          } catch (err) {
+            for (const waiter of batch) waiter.reject(err);
+          }
+        }
+      } finally {
+        isRunning = false;
+      }
+    }
+    return {
+      claim(agentId: number, kinds: readonly JobKind[]) {
+        return new Promise<q.ClaimedJob | undefined>((resolve, reject) => {
+          const key = [...kinds].sort().join(',');
+          const group = waiting.get(key) ?? { kinds, waiters: [] };
+          group.waiters.push({ agentId, resolve, reject });
+          waiting.set(key, group);
+          if (!isRunning) void drain();
+        });
+      },
     };
   }
 

@@ -172,6 +172,9 @@ export async function updateJob(db: Database, id: number, set: Partial<typeof jo
 /** A job just claimed, with what the agent is told of it. */
 export interface ClaimedJob {
   id: number;
+  agentId: number;
+  /** Which of the claim's agents (0-based position in `agentIds`) it went to. */
+  slot: number;
   kind: 'decrypt' | 'versions';
   country: string;
   appId: number;
@@ -184,6 +187,8 @@ export interface ClaimedJob {
 
 interface ClaimedRow {
   id: string;
+  agent_id: string;
+  slot: string;
   kind: 'decrypt' | 'versions';
   country: string;
   app_id: string;
@@ -196,46 +201,54 @@ interface ClaimedRow {
 }
 
 /**
- * Takes the next queued job (highest priority, then oldest) for an agent, marks its entry
- * Downloading and reads what the agent needs, in one statement (one round trip, atomic on its
- * own). `FOR UPDATE SKIP LOCKED` lets concurrent claimers pass over a row another is taking, so no
- * job is ever handed to two agents and nobody waits on a lock.
+ * Takes the next queued jobs (highest priority, then oldest), one for each agent in `agentIds`
+ * (in that order), marks their entries Downloading and reads what the agents need, in one
+ * statement: atomic on its own, one round trip however many agents are served. `FOR UPDATE SKIP
+ * LOCKED` lets concurrent claimers pass over rows another is taking, so no job is ever handed to
+ * two agents and nobody waits on a lock.
  */
-export async function claimNextJob(
+export async function claimNextJobs(
   db: Database,
-  claim: { agentId: number; kinds: readonly string[]; now: Date; leaseSeconds: number },
-): Promise<ClaimedJob | undefined> {
+  claim: { agentIds: readonly number[]; kinds: readonly string[]; now: Date; leaseSeconds: number },
+): Promise<ClaimedJob[]> {
   const now = claim.now.toISOString();
   const leaseUntil = new Date(claim.now.getTime() + claim.leaseSeconds * 1000).toISOString();
-  const [row] = await queryRows<ClaimedRow>(
+  const agentIds = sql.join(claim.agentIds.map((id) => sql`${id}`), sql`, `);
+  const rows = await queryRows<ClaimedRow>(
     db,
     sql`
-      with next as (
-        select id from ${jobs}
+      with wanted as (
+        select agent_id, n from unnest(array[${agentIds}]::bigint[]) with ordinality as w(agent_id, n)
+      ), picked as (
+        select id, priority from ${jobs}
         where state = 'queued' and kind in (${sql.join(claim.kinds.map((k) => sql`${k}`), sql`, `)})
         order by priority desc, id
-        limit 1
+        limit ${claim.agentIds.length}
         for update skip locked
+      ), next as (
+        select id, row_number() over (order by priority desc, id) as n from picked
       ), claimed as (
         update ${jobs} j
-        set state = 'leased', agent_id = ${claim.agentId}, attempts = j.attempts + 1,
+        set state = 'leased', agent_id = w.agent_id, attempts = j.attempts + 1,
             lease_expires_at = ${leaseUntil}, updated_at = ${now}
-        from next where j.id = next.id
-        returning j.id, j.kind, j.version_seq, j.country, j.app_id, j.attempts
+        from next join wanted w on w.n = next.n
+        where j.id = next.id
+        returning j.id, j.kind, j.version_seq, j.country, j.app_id, j.attempts, j.agent_id, w.n as slot
       ), entry as (
         update ${versions} v
         set status = 'Downloading', progress = 0, updated_at = ${now}
         from claimed c where c.kind = 'decrypt' and v.seq = c.version_seq
         returning v.seq, v.app_ver_id, v.version, v.premium
       )
-      select c.id, c.kind, c.country, c.app_id, c.attempts, e.seq, e.app_ver_id, e.version, e.premium, a.bundle_id
+      select c.id, c.kind, c.country, c.app_id, c.attempts, c.agent_id, c.slot, e.seq, e.app_ver_id, e.version, e.premium, a.bundle_id
       from claimed c
-      left join entry e on true
+      left join entry e on e.seq = c.version_seq
       left join ${apps} a on a.country = c.country and a.app_id = c.app_id`,
   );
-  if (!row) return undefined;
-  return {
+  return rows.map((row) => ({
     id: Number(row.id),
+    agentId: Number(row.agent_id),
+    slot: Number(row.slot) - 1,
     kind: row.kind,
     country: row.country,
     appId: Number(row.app_id),
@@ -251,7 +264,7 @@ export async function claimNextJob(
         }
       : {}),
     ...(row.bundle_id !== null ? { bundleId: row.bundle_id } : {}),
-  };
+  }));
 }
 
 /** Leased jobs whose agent stopped heart-beating, locked for the caller to put back or fail. */
