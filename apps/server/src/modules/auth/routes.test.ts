@@ -280,4 +280,26 @@ describe('OpenAPI', () => {
       await t.close();
     }
   });
+
+  it('documents every API route, the agent protocol and the admin console included', async () => {
+    const t = await createTestApp('pglite');
+    try {
+      const doc = (await t.app.inject({ url: '/api/openapi.json' })).json() as { paths: Record<string, Record<string, unknown>> };
+      const documented = new Set(
+        Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`)),
+      );
+      const api = t.routes.filter(
+        (r) => r.url.startsWith('/api/') && r.method !== 'HEAD' && !(r.schema as { hide?: boolean } | undefined)?.hide,
+      );
+      const missing = api
+        .map((r) => `${r.method} ${r.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{*}')}`)
+        .filter((key) => !documented.has(key));
+      expect(missing).toEqual([]);
+      for (const key of ['POST /api/agent/claim', 'PUT /api/agent/jobs/{id}/ipa', 'POST /api/admin/agents', 'GET /api/admin/queue/{page}']) {
+        expect(documented).toContain(key);
+      }
+    } finally {
+      await t.close();
+    }
+  });
 });

@@ -1,6 +1,8 @@
 import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// The IPA toolkit's own test zip writer: ordinary writers refuse to make a zip-slip archive.
+import { buildZip } from '../../../../../packages/ipa/src/test-support/build-zip.js';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
 import { buildIpa, makeAgent, makePremium, storeApp, storeWith, type AgentClient } from '../../test/decrypt-support.js';
@@ -264,7 +266,14 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     const big = Buffer.alloc(5 * 1024 * 1024 + 1, 1);
     const oversized = await agent.call('PUT', `/api/agent/jobs/${again.id}/ipa?app_ver_id=880004`, big);
     expect(oversized.statusCode).toBe(413);
+
+    // A zip whose entry climbs out of the archive (zip-slip): refused before anything is unpacked.
+    const slip = buildZip([{ name: 'Payload/App.app/Info.plist', data: '<plist/>' }, { name: '../../escaped.txt', data: 'x' }]);
+    const slipped = await agent.call('PUT', `/api/agent/jobs/${again.id}/ipa?app_ver_id=880004`, slip);
+    expect(slipped.statusCode).toBe(422);
+    expect(slipped.body).toMatch(/^The IPA is not usable: .*\.\.\/\.\.\/escaped\.txt/);
     expect(storedFiles(t.dataDir)).toEqual(before);
+    expect(readdirSync(path.dirname(t.dataDir)).filter((name) => name === 'escaped.txt')).toEqual([]);
   });
 
   it('gives a job whose agent went quiet back to the queue, and refuses the old agent afterwards', async () => {
