@@ -183,3 +183,38 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
     expect(given.out).toContain('Import App 3.0 (app_id 6601, app_ver_id 930000, KR) is Done');
   });
 });
+
+describe('npx sideport itunes:serve with the README arguments', () => {
+  it("serves the repository's recorded answers, and the searches the README names find apps", async () => {
+    const root = path.resolve(import.meta.dirname, '../../..');
+    const files = readdirSync(path.join(root, 'fixtures/itunes')).map((name) => `fixtures/itunes/${name}`);
+    const child = spawn(process.execPath, [cliJs, 'itunes:serve', ...files, '--port', '0'], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '' },
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (c: Buffer) => {
+          out += c.toString();
+          const match = /on (http:\/\/[\d.:]+)/.exec(out);
+          if (match) resolve(match[1]!);
+        });
+        child.on('exit', (code) => reject(new Error(`itunes:serve exited with ${code}: ${out}`)));
+      });
+      const { toStoreApps } = await import('./modules/catalog/itunes.js');
+      const found = async (term: string) => {
+        const res = await fetch(`${url}/search?term=${encodeURIComponent(term)}&country=us&entity=software`);
+        return toStoreApps(await res.json()).map((a) => a.name);
+      };
+      expect(await found('facebook')).toContain('Facebook');
+      expect(await found('talon')).toEqual(['Talon – Webhooks & More']);
+      expect(await found('annuaire')).toHaveLength(1);
+      expect(await found('veern')).toEqual(['Veern']);
+      // Mac apps are recorded too, but Sideport keeps iPhone and iPad apps only.
+      expect(await found('slack')).toEqual([]);
+    } finally {
+      child.kill();
+    }
+  });
+});
