@@ -39,6 +39,13 @@ describe('loadConfig', () => {
     }
   });
 
+  it('requires SECRET_KEY in production, naming it beside every other problem', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true' })).toThrow(/SECRET_KEY: must be set in production/);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SECRET_KEY: must be set[\s\S]*STRIPE_SECRET_KEY: must be set/);
+    expect(() => loadConfig({ SECRET_KEY: 'short' })).toThrow(/SECRET_KEY: must be at least 32 characters/);
+    expect(loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true', SECRET_KEY: 'k'.repeat(32) }).SECRET_KEY).toBe('k'.repeat(32));
+  });
+
   it('treats empty strings as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' }).PORT).toBe(8080);
   });

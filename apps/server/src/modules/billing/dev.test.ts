@@ -305,10 +305,11 @@ describe('billing configuration', () => {
     await expect(createTestApp('pglite', { env: { NODE_ENV: 'production' } })).rejects.toThrow(
       /BILLING_DEV_ALLOWED=true/,
     );
-    expect(loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true' }).BILLING_DEV_ALLOWED).toBe(
+    const secret = { SECRET_KEY: 'k'.repeat(32) };
+    expect(loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true', ...secret }).BILLING_DEV_ALLOWED).toBe(
       true,
     );
-    expect(loadConfig({ NODE_ENV: 'production', ...stripeEnv }).STRIPE_SECRET_KEY).toBe('sk_test_x');
+    expect(loadConfig({ NODE_ENV: 'production', ...stripeEnv, ...secret }).STRIPE_SECRET_KEY).toBe('sk_test_x');
   });
 
   it('names every Stripe variable missing beside STRIPE_SECRET_KEY', () => {
