@@ -121,13 +121,13 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   await app.register(accountRoutes, { guards, billing, devices });
 
   // The catalogue tells the decrypt domain of admin deletes; the decrypt service exists after it.
-  let afterRemoved: DecryptService['afterRemoved'] | undefined;
+  const removal: { after?: DecryptService['afterRemoved'] } = {};
   const { bus, files, catalog, jobs, agents, secrets, signing } = await createCoreServices({
     config,
     database,
     clock,
     log: app.log,
-    onRemoved: (removed) => afterRemoved?.(removed) ?? Promise.resolve(),
+    onRemoved: (removed) => removal.after?.(removed) ?? Promise.resolve(),
   });
   app.addHook('onClose', () => bus.close());
   // The download URL key: configured, or made once and shared by every process through the database.
@@ -151,7 +151,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     },
     log: app.log,
   });
-  afterRemoved = decrypt.afterRemoved;
+  removal.after = decrypt.afterRemoved;
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(agentRoutes, { agents, jobs });
   await app.register(adminRoutes, { guards, agents, jobs, catalog });

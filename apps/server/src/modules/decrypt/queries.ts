@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, lt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { queryRows, type Database } from '../../db/client.js';
 import { agents, apps, jobs, storeVersionLists, versions, type JobState } from '../../db/schema/index.js';
 

@@ -46,6 +46,7 @@ const isActive = (status: string) => (q.ACTIVE_STATUSES as readonly string[]).in
 
 /** A file name for a download: `{name}_{version}.ipa`, without path separators or control characters. */
 export function ipaFileName(name: string, version: string) {
+  // eslint-disable-next-line no-control-regex -- control characters are what it removes
   const clean = (s: string) => s.replace(/[\u0000-\u001f\u007f/\\:*?"<>|]+/g, ' ').trim() || 'app';
   return `${clean(name)}_${clean(version)}.ipa`;
 }

@@ -44,6 +44,6 @@ export async function findUserProfile(db: Database, userId: string): Promise<Use
 }
 
 export async function saveUserProfile(db: Database, row: UserProfileRow) {
-  const { userId, ...set } = row;
+  const { userId: _key, ...set } = row;
   await db.insert(userProfiles).values(row).onConflictDoUpdate({ target: userProfiles.userId, set });
 }
