@@ -13,7 +13,8 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
   const uid = () => `dev_${kind}_${++seq}`;
 
   beforeAll(async () => {
-    t = await createTestApp(kind, { env: { SIGN_IN_LIMIT_PER_ADDRESS: '10000' }, clock: () => now });
+    // Billing's hand-over (Pending) is what these check; registration has its own tests.
+    t = await createTestApp(kind, { env: { SIGN_IN_LIMIT_PER_ADDRESS: '10000', REGISTRATION_INTERVAL_SECONDS: '0' }, clock: () => now });
   });
   afterAll(() => t.close());
 
