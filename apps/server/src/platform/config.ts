@@ -247,10 +247,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (c.ADMIN_PASSWORD !== undefined && c.ADMIN_PASSWORD.length < 8) {
     throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: must be at least 8 characters');
   }
-  if (c.NODE_ENV === 'production' && c.SECRET_KEY === undefined) {
-    throw new ConfigError('Invalid configuration:\n  SECRET_KEY: must be set in production (32+ random characters)');
-  }
-  const problems = [...billingProblems(c), ...signingProblems(c)];
+  const problems = [
+    ...(c.NODE_ENV === 'production' && c.SECRET_KEY === undefined
+      ? ['  SECRET_KEY: must be set in production (32+ random characters)']
+      : []),
+    ...billingProblems(c),
+    ...signingProblems(c),
+  ];
   if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   return Object.freeze({
     ...c,

@@ -306,10 +306,12 @@ describe('billing configuration', () => {
     await expect(createTestApp('pglite', { env: { NODE_ENV: 'production' } })).rejects.toThrow(
       /BILLING_DEV_ALLOWED=true/,
     );
-    expect(loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true' }).BILLING_DEV_ALLOWED).toBe(
+    // Production also wants SECRET_KEY (the sign service's sealed keys).
+    const secretKey = { SECRET_KEY: 'x'.repeat(32) };
+    expect(loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true', ...secretKey }).BILLING_DEV_ALLOWED).toBe(
       true,
     );
-    expect(loadConfig({ NODE_ENV: 'production', ...stripeEnv }).STRIPE_SECRET_KEY).toBe('sk_test_x');
+    expect(loadConfig({ NODE_ENV: 'production', ...stripeEnv, ...secretKey }).STRIPE_SECRET_KEY).toBe('sk_test_x');
   });
 
   it('names every Stripe variable missing beside STRIPE_SECRET_KEY', () => {
