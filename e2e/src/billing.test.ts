@@ -153,7 +153,7 @@ describe('paying in test mode', () => {
 });
 
 describe('paying for a device', () => {
-  it('warns before paying for a Mac, then hands the paid device to registration (Pending)', async () => {
+  it('warns before paying for a Mac, then the paid Mac waits in Process for an admin (Processing)', async () => {
     const dataDir = newDataDir();
     const password = TEST_PASSWORD;
     await seedUserDevice(
@@ -188,7 +188,9 @@ describe('paying for a device', () => {
             .getByRole('button')
             .innerText(),
         )
-        .toBe('Pending');
+        // Paid, it goes to registration, where a Mac waits for an admin's confirmation (spec:
+        // 'an extra process follows payment'); the tab follows without a reload.
+        .toBe('Processing');
       expect(
         await s.page
           .getByRole('row', { name: /MacBookPro18,1/ })

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
@@ -17,6 +17,10 @@ import { createBillingProvider } from './modules/billing/setup.js';
 import { createAuthService } from './modules/auth/service.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
 import { createDeviceService } from './modules/devices/service.js';
+import { loadProfileSigner } from './modules/devices/enrollment.js';
+import { createEnrollmentService, ENROLLMENT_PATH } from './modules/devices/enrollment-service.js';
+import { createRegistrationService } from './modules/devices/registration.js';
+import { deviceRoutes } from './modules/devices/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { agentRoutes } from './modules/agents/routes.js';
 import { decryptRoutes } from './modules/decrypt/routes.js';
@@ -39,7 +43,8 @@ export interface AppDeps {
 }
 
 /** Paths that authenticate on their own (agent token, webhook signature, enrollment, signed URLs) and so skip the cross-site check. */
-export const CROSS_SITE_EXEMPT = ['/api/agent/', '/api/webhooks/', '/api/udid/', '/files/'] as const;
+export const CROSS_SITE_EXEMPT = ['/api/agent/', '/api/webhooks/', ENROLLMENT_PATH, '/files/'] as const;
+
 
 /** A route as registered: method, path pattern and the schemas that check its input. */
 export interface RegisteredRoute {
@@ -106,7 +111,17 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   });
   const guards = createGuards(auth);
   await app.register(authRoutes, { auth, secureCookies: isHttps });
-  const devices = createDeviceService({ db });
+  // The catalogue tells the decrypt domain of admin deletes; the decrypt service exists after it.
+  let afterRemoved: DecryptService['afterRemoved'] | undefined;
+  const { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity } = await createCoreServices({
+    config,
+    database,
+    clock,
+    log: app.log,
+    onRemoved: (removed) => afterRemoved?.(removed) ?? Promise.resolve(),
+  });
+  app.addHook('onClose', () => bus.close());
+  const devices = createDeviceService({ db, bus });
   const billingProvider = createBillingProvider(config, { db, clock, log: app.log });
   const billing = createBillingService({
     db,
@@ -120,16 +135,6 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   await app.register(billingRoutes, { billing, guards, providerName: billingProvider.name, publicUrl: config.PUBLIC_URL });
   await app.register(accountRoutes, { guards, billing, devices });
 
-  // The catalogue tells the decrypt domain of admin deletes; the decrypt service exists after it.
-  const removal: { after?: DecryptService['afterRemoved'] } = {};
-  const { bus, files, catalog, jobs, agents, secrets, signing } = await createCoreServices({
-    config,
-    database,
-    clock,
-    log: app.log,
-    onRemoved: (removed) => removal.after?.(removed) ?? Promise.resolve(),
-  });
-  app.addHook('onClose', () => bus.close());
   // The download URL key: configured, or made once and shared by every process through the database.
   const urlKey = config.DOWNLOAD_URL_KEY ?? (await settingOrCreate(db, 'download_url_key', () => randomBytes(32).toString('hex')));
   const urls = createUrlSigner(Buffer.from(urlKey), clock);
@@ -157,12 +162,36 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   await app.register(adminRoutes, { guards, agents, jobs, catalog });
   await app.register(eventRoutes, { guards, bus });
 
+  const enrollment = createEnrollmentService({
+    db,
+    clock,
+    bus,
+    profileSigner: config.PROFILE_SIGNING_P12
+      ? loadProfileSigner(readFileSync(config.PROFILE_SIGNING_P12), config.PROFILE_SIGNING_P12_PASSWORD ?? '')
+      : undefined,
+    deviceCaPem: config.DEVICE_CA_PEM,
+  });
+  const registration = createRegistrationService({ db, clock, bus, registrar: signingIdentity, log: app.log });
+  await app.register(deviceRoutes, {
+    guards,
+    enrollment,
+    registration,
+    signing,
+    audit: catalog.audit,
+    publicUrl: config.PUBLIC_URL,
+  });
+
   // Every process returns jobs whose agent went quiet; the claim query skips rows another takes.
   const sweeper = setInterval(() => {
     jobs.sweepExpiredLeases().catch((err: unknown) => app.log.warn({ err }, 'lease sweep failed'));
   }, 5000);
   sweeper.unref();
   app.addHook('onClose', async () => clearInterval(sweeper));
+  // Every process registers paid devices and expires old ones; the claim query skips rows another takes.
+  if (config.REGISTRATION_INTERVAL_SECONDS > 0) {
+    const stopRegistration = registration.start(config.REGISTRATION_INTERVAL_SECONDS * 1000);
+    app.addHook('onClose', stopRegistration);
+  }
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
@@ -180,7 +209,11 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
 
   await registerWeb(app, config.WEB_DIST_DIR);
   // Returned beside the app, not on it: a fastify instance is thenable, so `await` would drop extras.
-  return { app, routes, services: { auth, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing } };
+  return {
+    app,
+    routes,
+    services: { auth, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration },
+  };
 }
 
 export type Built = Awaited<ReturnType<typeof buildApp>>;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DatabaseHandle } from './db/client.js';
 import { createAgentService } from './modules/agents/service.js';
@@ -8,8 +9,14 @@ import { createJobService } from './modules/decrypt/jobs.js';
 import type { Config } from './platform/config.js';
 import { createEventBus } from './platform/events.js';
 import { createFileStore } from './platform/storage.js';
-import { createSecretBox, loadOrCreateSecretKey } from './platform/secrets.js';
-import { createDevIdentityProvider, createSigningService } from './modules/devices/signing.js';
+import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platform/secrets.js';
+import { createAppleIdentityProvider } from './modules/devices/apple-identity.js';
+import { createAscClient } from './modules/devices/asc-client.js';
+import {
+  createDevIdentityProvider,
+  createSigningService,
+  type SigningIdentityProvider,
+} from './modules/devices/signing.js';
 
 export interface CoreServicesDeps {
   config: Config;
@@ -65,6 +72,38 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     cacheMs: config.SESSION_CACHE_MS,
   });
   const secrets = createSecretBox(config.SECRET_KEY ?? (await loadOrCreateSecretKey(config.DATA_DIR)));
-  const signing = createSigningService({ db, clock, identity: createDevIdentityProvider({ db, secrets, clock }) });
-  return { bus, files, catalog, jobs, agents, secrets, signing };
+  const signingIdentity = createSigningIdentity({ config, db, secrets, clock, log });
+  const signing = createSigningService({ db, clock, identity: signingIdentity });
+  return { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity };
+}
+
+/**
+ * The operator's Apple developer account when an App Store Connect key is configured (its
+ * certificate from SIGN_P12, or made through the API); otherwise the dev identity.
+ */
+function createSigningIdentity(deps: {
+  config: Config;
+  db: CoreServicesDeps['database']['db'];
+  secrets: SecretBox;
+  clock: () => Date;
+  log: CoreServicesDeps['log'];
+}): SigningIdentityProvider {
+  const { config, db, secrets, clock, log } = deps;
+  if (config.ASC_KEY_ID === undefined || config.ASC_ISSUER_ID === undefined || config.ASC_PRIVATE_KEY === undefined) {
+    return createDevIdentityProvider({ db, secrets, clock });
+  }
+  const asc = createAscClient({
+    key: { keyId: config.ASC_KEY_ID, issuerId: config.ASC_ISSUER_ID, privateKeyPem: config.ASC_PRIVATE_KEY },
+    ...(config.ASC_BASE_URL ? { baseUrl: config.ASC_BASE_URL } : {}),
+    clock,
+  });
+  return createAppleIdentityProvider({
+    db,
+    secrets,
+    clock,
+    asc,
+    keyId: config.ASC_KEY_ID,
+    p12: config.SIGN_P12 ? { bytes: readFileSync(config.SIGN_P12), password: config.SIGN_P12_PASSWORD ?? '' } : undefined,
+    log,
+  });
 }

@@ -50,7 +50,8 @@ async function checkAccess(suite: RouteSuite, method: string, entry: RouteAccess
       break;
     case 'agent':
     case 'signed-url':
-    case 'webhook': {
+    case 'webhook':
+    case 'enrollment': {
       // Their own credential or nothing: a session cookie, even an admin's, changes no answer.
       const anonymous = await send();
       expect(anonymous.statusCode).toBeGreaterThanOrEqual(400);

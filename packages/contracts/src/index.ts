@@ -4,3 +4,4 @@ export * from './catalog.js';
 export * from './decrypt.js';
 export * from './agent.js';
 export * from './admin.js';
+export * from './devices.js';

@@ -1,4 +1,7 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { isIpaError, loadIdentity } from '@sideport/ipa';
 import { z } from 'zod';
 import { parseStorageUrl } from './storage.js';
 
@@ -87,6 +90,37 @@ const schema = z.object({
    * one database.
    */
   SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  // Apple developer account (App Store Connect API): registers devices and makes ad-hoc profiles.
+  // All three or none; none means the dev identity (DESIGN.md section 2).
+  ASC_KEY_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9]{6,20}$/, 'must be the key id shown beside the key in App Store Connect (letters and digits)')
+    .optional(),
+  ASC_ISSUER_ID: z
+    .string()
+    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be the issuer id (a UUID) shown above the keys in App Store Connect')
+    .optional(),
+  /** The AuthKey_<id>.p8 text; literal \n for line breaks is accepted (one-line environment files). */
+  ASC_PRIVATE_KEY: z
+    .string()
+    .transform((pem) => pem.replace(/\\n/g, '\n').trim())
+    .refine(isAscPrivateKey, 'must be the text of the AuthKey_<key id>.p8 file (a PEM PRIVATE KEY on the P-256 curve; \\n for line breaks is accepted)')
+    .optional(),
+  /** A server speaking App Store Connect's API; Apple's when unset. */
+  ASC_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+  /** The operator's distribution identity (.p12 file); made through the API when unset. */
+  SIGN_P12: z.string().optional(),
+  SIGN_P12_PASSWORD: z.string().optional(),
+  /** Signs the enrollment .mobileconfig (.p12 file), so iOS shows it as verified. */
+  PROFILE_SIGNING_P12: z.string().optional(),
+  PROFILE_SIGNING_P12_PASSWORD: z.string().optional(),
+  /** Apple's device CA (PEM text, or a path to a PEM file): enrollment answers must chain to it. */
+  DEVICE_CA_PEM: z.string().optional(),
+  /**
+   * How often this process looks for paid devices to register (and at once when any process tells
+   * of a payment); 0: this process registers none, another must.
+   */
+  REGISTRATION_INTERVAL_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0, 'must be 0 or more').max(3600, 'must be at most 3600').default(10),
   VERSIONS_WAIT_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0).max(120, 'must be at most 120').default(20),
 });
 
@@ -108,6 +142,81 @@ function billingProblems(c: z.infer<typeof schema>): string[] {
       : [];
   }
   return STRIPE_REQUIRED.filter((name) => c[name] === undefined).map((name) => `  ${name}: required when STRIPE_SECRET_KEY is set`);
+}
+
+/** Whether `pem` is an App Store Connect key: a PKCS#8 EC key on P-256. The key itself is never shown. */
+function isAscPrivateKey(pem: string): boolean {
+  try {
+    const key = createPrivateKey(pem);
+    return key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
+  } catch {
+    return false;
+  }
+}
+
+/** A PKCS#12 file that opens with its password; the line names the variables, never the password. */
+function p12Problem(name: string, file: string, password: string | undefined): string | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (err) {
+    return `  ${name}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`;
+  }
+  try {
+    loadIdentity({ p12: bytes, password: password ?? '' });
+    return undefined;
+  } catch (err) {
+    const why = isIpaError(err) ? err.message : 'it does not parse';
+    return `  ${name}: ${file} could not be opened with ${name}_PASSWORD: ${why}`;
+  }
+}
+
+/** PEM text as given, or the text of the PEM file it names; undefined when neither holds a certificate. */
+function readDeviceCa(value: string): string | undefined {
+  let text = value.replace(/\\n/g, '\n');
+  if (!text.includes('-----BEGIN')) {
+    try {
+      text = readFileSync(path.resolve(repositoryRoot, value), 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  try {
+    for (const block of blocks) new X509Certificate(block);
+  } catch {
+    return undefined;
+  }
+  return blocks.length > 0 ? text : undefined;
+}
+
+/** Sign-service settings that only make sense together; one line per problem. */
+function signingProblems(c: z.infer<typeof schema>): string[] {
+  const problems: string[] = [];
+  const asc = [c.ASC_KEY_ID, c.ASC_ISSUER_ID, c.ASC_PRIVATE_KEY];
+  if (asc.some((v) => v !== undefined) && asc.some((v) => v === undefined)) {
+    for (const name of ['ASC_KEY_ID', 'ASC_ISSUER_ID', 'ASC_PRIVATE_KEY'] as const) {
+      if (c[name] === undefined) problems.push(`  ${name}: required with the other App Store Connect settings (ASC_KEY_ID, ASC_ISSUER_ID, ASC_PRIVATE_KEY)`);
+    }
+  }
+  if (c.SIGN_P12 !== undefined && c.ASC_KEY_ID === undefined) {
+    problems.push('  SIGN_P12: is used with an App Store Connect key: set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY too');
+  }
+  for (const [name, file, password] of [
+    ['SIGN_P12', c.SIGN_P12, c.SIGN_P12_PASSWORD],
+    ['PROFILE_SIGNING_P12', c.PROFILE_SIGNING_P12, c.PROFILE_SIGNING_P12_PASSWORD],
+  ] as const) {
+    if (file === undefined) {
+      if (password !== undefined) problems.push(`  ${name}_PASSWORD: set without ${name}`);
+      continue;
+    }
+    const problem = p12Problem(name, path.resolve(repositoryRoot, file), password);
+    if (problem) problems.push(problem);
+  }
+  if (c.DEVICE_CA_PEM !== undefined && readDeviceCa(c.DEVICE_CA_PEM) === undefined) {
+    problems.push('  DEVICE_CA_PEM: must be PEM certificates (Apple\'s device CA) or the path of a file holding them');
+  }
+  return problems;
 }
 
 export type Config = Readonly<
@@ -143,6 +252,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ? ['  SECRET_KEY: must be set in production (32 or more random characters)']
       : []),
     ...billingProblems(c),
+    ...signingProblems(c),
   ];
   if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   return Object.freeze({
@@ -152,5 +262,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // the same ./data.
     DATA_DIR: path.resolve(repositoryRoot, c.DATA_DIR),
     WEB_DIST_DIR: path.resolve(repositoryRoot, c.WEB_DIST_DIR ?? defaultWebDist),
+    // Files are read where the operator meant them, from the repository root as DATA_DIR is.
+    ...(c.SIGN_P12 === undefined ? {} : { SIGN_P12: path.resolve(repositoryRoot, c.SIGN_P12) }),
+    ...(c.PROFILE_SIGNING_P12 === undefined ? {} : { PROFILE_SIGNING_P12: path.resolve(repositoryRoot, c.PROFILE_SIGNING_P12) }),
+    ...(c.DEVICE_CA_PEM === undefined ? {} : { DEVICE_CA_PEM: readDeviceCa(c.DEVICE_CA_PEM)! }),
   });
 }

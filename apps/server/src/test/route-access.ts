@@ -20,9 +20,10 @@
  * agent       a decrypt agent's bearer token; session cookies count for nothing
  * signed-url  a signed, expiring URL (OTA manifests, downloads); session cookies count for nothing
  * webhook     the payment provider's signature; session cookies count for nothing
+ * enrollment  a device's signed answer to its one-time enrollment URL; session cookies count for nothing
  * page        the web app's files and pages (not the API)
  */
-export type Access = 'public' | 'user' | 'owner' | 'admin' | 'agent' | 'signed-url' | 'webhook' | 'page';
+export type Access = 'public' | 'user' | 'owner' | 'admin' | 'agent' | 'signed-url' | 'webhook' | 'enrollment' | 'page';
 
 /** What the suites seed for each route: fresh catalogue entries and a checkout owned by `user`. */
 export interface Fixtures {
@@ -124,6 +125,14 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/admin/queue/:id/retry': { access: 'admin', bodyless: true, example: '/api/admin/queue/999999/retry' },
   'GET /api/admin/audit/:page': { access: 'admin', example: '/api/admin/audit/0' },
 
+  // Devices: enrollment (DESIGN.md section 10) and the admin console
+  'GET /api/udid/profile': { access: 'user', changesState: true, example: '/api/udid/profile' },
+  'POST /api/udid/enroll/:token': { access: 'enrollment', example: `/api/udid/enroll/${'A'.repeat(43)}` },
+  'GET /api/admin/devices': { access: 'admin', example: '/api/admin/devices' },
+  'POST /api/admin/devices/:id/confirm': { access: 'admin', bodyless: true, example: '/api/admin/devices/999999/confirm' },
+  'POST /api/admin/devices/:id/retry': { access: 'admin', bodyless: true, example: '/api/admin/devices/999999/retry' },
+  'GET /api/admin/identity': { access: 'admin', example: '/api/admin/identity' },
+
   // Service
   'GET /api/openapi.json': { access: 'public', example: '/api/openapi.json' },
   'GET /api/config': { access: 'public', example: '/api/config' },
@@ -141,4 +150,4 @@ const SAFE_METHODS = new Set(['GET', 'HEAD']);
 export const changesState = (method: string, entry: RouteAccess) => !SAFE_METHODS.has(method) || entry.changesState === true;
 
 /** Kinds that authenticate on their own and are exempt from the cross-site guard. */
-export const SELF_AUTHENTICATED: ReadonlySet<Access> = new Set(['agent', 'signed-url', 'webhook']);
+export const SELF_AUTHENTICATED: ReadonlySet<Access> = new Set(['agent', 'signed-url', 'webhook', 'enrollment']);

@@ -65,7 +65,14 @@ export const router = createBrowserRouter([
           </SignedInOnly>
         ),
       },
-      { path: '/udid', element: <UdidPage /> },
+      {
+        path: '/udid',
+        element: (
+          <SignedInOnly>
+            <UdidPage />
+          </SignedInOnly>
+        ),
+      },
       {
         path: '/admin',
         element: (

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { bigserial, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from './accounts.js';
 
@@ -29,8 +30,47 @@ export const devices = pgTable(
     registeredAt: timestamp('registered_at', { withTimezone: true }),
     /** Why registration stopped (Apple's error, shown in the admin console); null when it did not. */
     reason: text('reason'),
+    /** DEVICE_NAME as the device sent it at enrollment (the name it gets on the Apple account). */
+    deviceName: text('device_name'),
+    /** The device's id on the operator's Apple developer account (profiles list devices by it). */
+    appleDeviceId: text('apple_device_id'),
+    /** Failed registration attempts since the last success or admin retry (the backoff counts them). */
+    attempts: integer('attempts').notNull().default(0),
+    /** When a failed registration is tried again by itself; null with a reason: it waits for an admin. */
+    retryAt: timestamp('retry_at', { withTimezone: true }),
+    /**
+     * While Process: until when the worker that claimed it holds it (another takes it over after);
+     * null while a Mac waits for an admin's confirmation.
+     */
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
+    /** When an admin confirmed this Mac (spec: 'an extra process follows payment'); null otherwise. */
+    confirmedAt: timestamp('confirmed_at', { withTimezone: true }),
   },
-  (t) => [index('devices_user_idx').on(t.userId, t.id), uniqueIndex('devices_user_udid_key').on(t.userId, t.udid)],
+  (t) => [
+    index('devices_user_idx').on(t.userId, t.id),
+    uniqueIndex('devices_user_udid_key').on(t.userId, t.udid),
+    // The registration worker's scan: the few devices Pending or in Process.
+    index('devices_waiting_idx').on(t.status, t.id).where(sql`status in ('Pending', 'Process')`),
+  ],
+);
+
+/**
+ * One-time enrollment tokens: the Profile Service .mobileconfig's URL and challenge. Only a hash is
+ * kept, so a copy of this table enrolls nothing; a token works once, for 10 minutes.
+ */
+export const enrollmentTokens = pgTable(
+  'enrollment_tokens',
+  {
+    /** sha256 (hex) of the token. */
+    tokenHash: text('token_hash').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade', onUpdate: 'cascade' }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    usedAt: timestamp('used_at', { withTimezone: true }),
+  },
+  (t) => [index('enrollment_tokens_user_idx').on(t.userId), index('enrollment_tokens_expires_idx').on(t.expiresAt)],
 );
 
 /**

@@ -13,7 +13,8 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
   const uid = () => `dev_${kind}_${++seq}`;
 
   beforeAll(async () => {
-    t = await createTestApp(kind, { env: { SIGN_IN_LIMIT_PER_ADDRESS: '10000' }, clock: () => now });
+    // Billing's hand-over (Pending) is what these check; registration has its own tests.
+    t = await createTestApp(kind, { env: { SIGN_IN_LIMIT_PER_ADDRESS: '10000', REGISTRATION_INTERVAL_SECONDS: '0' }, clock: () => now });
   });
   afterAll(() => t.close());
 
@@ -305,11 +306,12 @@ describe('billing configuration', () => {
     await expect(createTestApp('pglite', { env: { NODE_ENV: 'production' } })).rejects.toThrow(
       /BILLING_DEV_ALLOWED=true/,
     );
-    const secret = { SECRET_KEY: 'k'.repeat(32) };
-    expect(loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true', ...secret }).BILLING_DEV_ALLOWED).toBe(
+    // Production also wants SECRET_KEY (the sign service's sealed keys).
+    const secretKey = { SECRET_KEY: 'x'.repeat(32) };
+    expect(loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true', ...secretKey }).BILLING_DEV_ALLOWED).toBe(
       true,
     );
-    expect(loadConfig({ NODE_ENV: 'production', ...stripeEnv, ...secret }).STRIPE_SECRET_KEY).toBe('sk_test_x');
+    expect(loadConfig({ NODE_ENV: 'production', ...stripeEnv, ...secretKey }).STRIPE_SECRET_KEY).toBe('sk_test_x');
   });
 
   it('names every Stripe variable missing beside STRIPE_SECRET_KEY', () => {

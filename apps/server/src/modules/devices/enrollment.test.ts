@@ -1,12 +1,21 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as asn1js from 'asn1js';
-import forge from 'node-forge';
 import * as pkijs from 'pkijs';
-import { buildXmlPlist, parsePlistDict, type PlistObject } from '@sideport/ipa';
+import { buildXmlPlist, parsePlistDict } from '@sideport/ipa';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixturesDir } from '../../test/fixtures.js';
 import { opensslVerifyCms } from '../../test/openssl.js';
+import {
+  APPLE_DOCTYPE,
+  ATTRIBUTES,
+  billionLaughs,
+  devicePlist,
+  issue,
+  p12Of,
+  signAnswer,
+  type Issued,
+} from '../../test/device-answers.js';
 import {
   buildEnrollmentProfile,
   DEVICE_ATTRIBUTES,
@@ -14,80 +23,6 @@ import {
   parseEnrollmentAnswer,
   type EnrollmentRefusal,
 } from './enrollment.js';
-import { generateRsaKeyPair } from './pki.js';
-
-// ---- a throwaway device CA and the certificates it issues, made with node-forge -----------------
-
-interface Issued {
-  cert: forge.pki.Certificate;
-  key: forge.pki.rsa.PrivateKey;
-  pem: string;
-}
-
-let serial = 1;
-function issue(commonName: string, issuer?: Issued, isCa = false): Issued {
-  const { privateKey: key, publicKey } = generateRsaKeyPair();
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = publicKey;
-  cert.serialNumber = (serial++).toString(16).padStart(2, '0');
-  cert.validity.notBefore = new Date(Date.now() - 86_400_000);
-  cert.validity.notAfter = new Date(Date.now() + 86_400_000);
-  cert.setSubject([{ name: 'commonName', value: commonName }]);
-  cert.setIssuer(issuer ? issuer.cert.subject.attributes : [{ name: 'commonName', value: commonName }]);
-  cert.setExtensions(
-    isCa
-      ? [
-          { name: 'basicConstraints', cA: true, critical: true },
-          { name: 'keyUsage', keyCertSign: true, critical: true },
-        ]
-      : [],
-  );
-  cert.sign(issuer ? issuer.key : key, forge.md.sha256.create());
-  return { cert, key, pem: forge.pki.certificateToPem(cert) };
-}
-
-/** Signs as a device does (SHA-1, no signed attributes) or, with `attributes`, as most CMS tools do. */
-function signAnswer(
-  content: Buffer | string,
-  signer: Issued,
-  options: {
-    attributes?: boolean;
-    chain?: Issued[];
-    key?: forge.pki.rsa.PrivateKey;
-    withoutCertificate?: boolean;
-    detached?: boolean;
-  } = {},
-): Buffer {
-  const p7 = forge.pkcs7.createSignedData();
-  p7.content = forge.util.createBuffer(Buffer.from(content).toString('binary'));
-  if (!options.withoutCertificate) p7.addCertificate(signer.cert);
-  for (const c of options.chain ?? []) p7.addCertificate(c.cert);
-  p7.addSigner({
-    key: options.key ?? signer.key,
-    certificate: signer.cert,
-    digestAlgorithm: options.attributes ? forge.pki.oids.sha256! : forge.pki.oids.sha1!,
-    authenticatedAttributes: options.attributes
-      ? [
-          { type: forge.pki.oids.contentType!, value: forge.pki.oids.data! },
-          { type: forge.pki.oids.messageDigest! },
-        ]
-      : [],
-  });
-  p7.sign({ detached: options.detached ?? false });
-  return Buffer.from(forge.asn1.toDer(p7.toAsn1()).getBytes(), 'binary');
-}
-
-const APPLE_DOCTYPE =
-  '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">';
-const ATTRIBUTES = {
-  CHALLENGE: 'one-time-token-0123456789',
-  DEVICE_NAME: 'Ana’s iPhone',
-  PRODUCT: 'iPhone15,2',
-  SERIAL: 'F2LXK0ABCDEF',
-  UDID: '00008120-001A2B3C4D5E6F70',
-  VERSION: '21E236',
-};
-const devicePlist = (fields: PlistObject = ATTRIBUTES) => buildXmlPlist(fields);
 
 let deviceCa: Issued;
 let deviceCaIntermediate: Issued;
@@ -139,12 +74,7 @@ describe('Profile Service .mobileconfig', () => {
   it('is signed with the operator’s PKCS#12, content included, and openssl verifies it', () => {
     const operatorCa = issue('Operator Root', undefined, true);
     const operator = issue('enroll.sideport.example', operatorCa);
-    const p12 = Buffer.from(
-      forge.asn1
-        .toDer(forge.pkcs12.toPkcs12Asn1(operator.key, [operator.cert], 'p12-pass', { algorithm: '3des' }))
-        .getBytes(),
-      'binary',
-    );
+    const p12 = p12Of(operator, 'p12-pass');
     const signed = buildEnrollmentProfile({ ...request, signer: loadProfileSigner(p12, 'p12-pass') });
     expect(signed.subarray(0, 1).toString('hex')).toBe('30'); // DER, not XML
 
@@ -157,12 +87,7 @@ describe('Profile Service .mobileconfig', () => {
 
   it('says which setting is wrong when the PKCS#12 password is, without the password', () => {
     const operator = issue('enroll.sideport.example');
-    const p12 = Buffer.from(
-      forge.asn1
-        .toDer(forge.pkcs12.toPkcs12Asn1(operator.key, [operator.cert], 'right-pass', { algorithm: '3des' }))
-        .getBytes(),
-      'binary',
-    );
+    const p12 = p12Of(operator, 'right-pass');
     let error: Error & { code?: string } = new Error('none');
     try {
       loadProfileSigner(p12, 'wrong-pass');
@@ -416,17 +341,6 @@ function replaceIn(body: Buffer, from: string, to: string): Buffer {
   const copy = Buffer.from(body);
   copy.write(to, at, 'latin1');
   return copy;
-}
-
-function billionLaughs(): string {
-  const entities = [
-    '<!ENTITY lol "lol">',
-    ...Array.from(
-      { length: 9 },
-      (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i === 0 ? '' : i};`.repeat(10)}">`,
-    ),
-  ];
-  return `<?xml version="1.0"?>\n<!DOCTYPE plist [\n${entities.join('\n')}\n]>\n<plist version="1.0"><dict><key>UDID</key><string>&lol9;</string></dict></plist>`;
 }
 
 function noSigners(content: string): Buffer {

@@ -1,9 +1,12 @@
 import type { Device } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
+import type { EventBus } from '../../platform/events.js';
 import * as q from './queries.js';
 
 export interface DeviceServiceDeps {
   db: Database;
+  /** Tells the owner's open pages, and every process's registration worker, of a payment. */
+  bus: Pick<EventBus, 'publish'>;
 }
 
 export type DeviceStatus = q.DeviceRow['status'];
@@ -20,10 +23,10 @@ export interface UserDevice {
 }
 
 /**
- * The part of the devices domain that billing needs: the user's devices and the payment hand-over.
- * Enrollment and registration with Apple belong to the devices issue.
+ * The part of the devices domain that billing and the account page need: the user's devices and
+ * the payment hand-over. Enrollment and registration are enrollment-service.ts and registration.ts.
  */
-export function createDeviceService({ db }: DeviceServiceDeps) {
+export function createDeviceService({ db, bus }: DeviceServiceDeps) {
   async function listDevices(userId: string): Promise<UserDevice[]> {
     const rows = await q.listDevicesOf(db, userId);
     return rows.map((row, index) => ({
@@ -69,7 +72,10 @@ export function createDeviceService({ db }: DeviceServiceDeps) {
      * transaction (`tx`) so it commits together with the payment event.
      */
     async recordRegistrationPayment(userId: string, deviceId: number, tx: Database = db): Promise<boolean> {
-      return q.markDevicePaid(tx, userId, deviceId);
+      const paid = await q.markDevicePaid(tx, userId, deviceId);
+      // Leaves at commit: the registration worker of every process hears of it then.
+      if (paid) await bus.publish({ kind: 'live', event: { type: 'device' }, userId }, tx);
+      return paid;
     },
   };
 }

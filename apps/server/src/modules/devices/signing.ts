@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import type { IdentitySource } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import type { SecretBox } from '../../platform/secrets.js';
@@ -22,6 +23,42 @@ export interface SigningIdentityProvider {
   }>;
   /** Deletes a profile that a new one replaced (Apple's; nothing to do for the dev identity). */
   dropProfile?(appleProfileId: string): Promise<void>;
+  /**
+   * Registers a paid device with the developer account (Apple's id of it); absent, registration
+   * succeeds at once (the dev identity). Throws AscError with the admin's sentence otherwise.
+   */
+  registerDevice?(device: DeviceToRegister): Promise<{ appleDeviceId: string }>;
+  /** What the admin console shows; never calls Apple. */
+  details?(): Promise<IdentityDetails>;
+}
+
+export interface DeviceToRegister {
+  userId: string;
+  udid: string;
+  /** Model identifier ('iPhone15,2', 'Mac14,2'). */
+  product: string;
+  platform: 'IOS' | 'MAC_OS';
+  /** The name it gets on the developer account. */
+  name: string;
+}
+
+export interface IdentityDetails {
+  teamId: string | null;
+  /** The signing certificate's common name; null until one exists (made on first use). */
+  certificateName: string | null;
+  certificateExpiresAt: Date | null;
+}
+
+/** Team (the OU, as Apple's certificates carry it), name and expiry of a PEM certificate. */
+export function certificateDetails(certPem: string): IdentityDetails {
+  const cert = new X509Certificate(certPem);
+  // Node writes the subject one 'KEY=value' per line.
+  const field = (key: string) =>
+    cert.subject
+      .split('\n')
+      .find((line) => line.startsWith(`${key}=`))
+      ?.slice(key.length + 1) ?? null;
+  return { teamId: field('OU'), certificateName: field('CN'), certificateExpiresAt: new Date(cert.validTo) };
 }
 
 /** What a sign job needs for one user: an identity and a profile listing the user's Registered devices. */
@@ -51,6 +88,7 @@ export function createDevIdentityProvider(deps: { db: Database; secrets: SecretB
     kind: 'dev',
     description: `${DEV_IDENTITY_LABEL}: a local CA made by Sideport. It runs the whole pipeline; real devices will not install what it signs.`,
     source: async () => devIdentitySource(await identity()),
+    details: async () => certificateDetails((await identity()).certPem),
     async makeProfile({ userId, udids }) {
       const made = createDevProfile(await identity(), {
         devices: udids,
@@ -122,6 +160,11 @@ export function createSigningService({ db, clock, identity }: SigningServiceDeps
     },
 
     identityInfo: () => ({ kind: identity.kind, description: identity.description }),
+
+    /** identityInfo and the certificate in use, for the admin console. */
+    async identityDetails(): Promise<IdentityDetails> {
+      return identity.details ? identity.details() : { teamId: null, certificateName: null, certificateExpiresAt: null };
+    },
   };
 }
 

@@ -1,0 +1,103 @@
+/**
+ * UDID enrollment (spec sections 2, 5 and 9; DESIGN.md section 10): a signed-in user downloads a
+ * Profile Service .mobileconfig carrying a one-time token; the device posts its signed attributes
+ * to the token's URL and is added to that user's list with status Add.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { SigningIdentity } from '@sideport/ipa';
+import type { Database } from '../../db/client.js';
+import { AppError, tooManyRequests } from '../../platform/errors.js';
+import type { EventBus } from '../../platform/events.js';
+import { buildEnrollmentProfile, parseEnrollmentAnswer } from './enrollment.js';
+import * as q from './queries.js';
+
+/** Where devices post their answers; the token follows. Exempt from the cross-site check (it is not a browser's). */
+export const ENROLLMENT_PATH = '/api/udid/enroll/';
+/** Spec section 9: 'Profile install window: 10 minutes'. */
+export const ENROLLMENT_TOKEN_TTL_MS = 10 * 60_000;
+/** Profiles a user may hold unused at once (two devices enrolling together is normal; a hundred is not). */
+const MAX_LIVE_TOKENS = 10;
+const TOKEN_BYTES = 32;
+/** What a token in an enrollment URL may look like (ours are 43 characters of base64url). */
+export const ENROLLMENT_TOKEN_PATTERN = /^[A-Za-z0-9_-]{32,128}$/;
+
+export interface EnrollmentServiceDeps {
+  db: Database;
+  clock: () => Date;
+  bus: Pick<EventBus, 'publish'>;
+  /** PROFILE_SIGNING_P12: the .mobileconfig is signed with it when set. */
+  profileSigner?: SigningIdentity | undefined;
+  /** DEVICE_CA_PEM: answers must chain to it when set. */
+  deviceCaPem?: string | undefined;
+  random?: (bytes: number) => Buffer;
+}
+
+/** Apple-silicon Macs report Mac14,2, MacBookPro18,3, iMac21,1, Macmini9,1 (and VirtualMac2,1 in a VM). */
+export const isMacProduct = (product: string) => /mac/i.test(product);
+
+const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+
+const gone = (message: string) => new AppError(410, 'ENROLLMENT_TOKEN_GONE', message);
+const DOWNLOAD_AGAIN = 'download the device profile again from My page';
+
+export function createEnrollmentService({ db, clock, bus, profileSigner, deviceCaPem, random = randomBytes }: EnrollmentServiceDeps) {
+  return {
+    /** The .mobileconfig for `userId`, whose answer goes to `baseUrl` + ENROLLMENT_PATH + a new token. */
+    async issueProfile(userId: string, baseUrl: string): Promise<Buffer> {
+      const now = clock();
+      if ((await q.countLiveEnrollmentTokens(db, userId, now)) >= MAX_LIVE_TOKENS) {
+        throw tooManyRequests(
+          `You downloaded ${MAX_LIVE_TOKENS} device profiles in the last 10 minutes; install one of them, or try again later.`,
+        );
+      }
+      const token = random(TOKEN_BYTES).toString('base64url');
+      await q.insertEnrollmentToken(db, {
+        tokenHash: hashToken(token),
+        userId,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + ENROLLMENT_TOKEN_TTL_MS),
+      });
+      return buildEnrollmentProfile({
+        url: `${baseUrl}${ENROLLMENT_PATH}${token}`,
+        challenge: token,
+        clock,
+        ...(profileSigner ? { signer: profileSigner } : {}),
+      });
+    },
+
+    /**
+     * The device's answer to the URL of `token`: checked (token, signature, chain, challenge), then
+     * the device is the token's user's, status Add. Every refusal is an AppError and changes
+     * nothing; the token is used up only by an answer that is accepted.
+     */
+    async enroll(token: string, body: Buffer): Promise<{ userId: string; added: boolean }> {
+      const tokenHash = hashToken(token);
+      const issued = await q.findEnrollmentToken(db, tokenHash);
+      if (!issued) throw new AppError(404, 'ENROLLMENT_TOKEN_UNKNOWN', `This enrollment link is not known; ${DOWNLOAD_AGAIN}.`);
+      if (issued.usedAt) throw gone(`This enrollment link was already used; ${DOWNLOAD_AGAIN} to add another device.`);
+      if (issued.expiresAt.getTime() <= clock().getTime()) {
+        throw gone(`This enrollment link expired (it works for 10 minutes); ${DOWNLOAD_AGAIN}.`);
+      }
+      const answer = await parseEnrollmentAnswer(body, deviceCaPem === undefined ? {} : { deviceCaPem });
+      // The challenge is signed by the device: an answer made for another link is not moved to this one.
+      if (!timingSafeEqual(Buffer.from(hashToken(answer.challenge), 'hex'), Buffer.from(tokenHash, 'hex'))) {
+        throw new AppError(403, 'ENROLLMENT_CHALLENGE_MISMATCH', 'The device answer was made for another enrollment link.');
+      }
+      return db.transaction(async (tx) => {
+        const userId = await q.consumeEnrollmentToken(tx, tokenHash, clock());
+        if (userId === undefined) throw gone(`This enrollment link was already used; ${DOWNLOAD_AGAIN}.`);
+        const device = await q.insertEnrolledDevice(tx, {
+          userId,
+          product: answer.product,
+          udid: answer.udid,
+          platform: isMacProduct(answer.product) ? 'MAC_OS' : 'IOS',
+          deviceName: answer.deviceName ?? null,
+        });
+        await bus.publish({ kind: 'live', event: { type: 'device' }, userId }, tx);
+        return { userId, added: device !== undefined };
+      });
+    },
+  };
+}
+
+export type EnrollmentService = ReturnType<typeof createEnrollmentService>;

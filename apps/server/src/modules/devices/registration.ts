@@ -1,0 +1,221 @@
+/**
+ * Registration of paid devices (DESIGN.md section 3): Pending -> Process -> Registered, with the
+ * operator's Apple developer account or the dev identity, and Registered -> Expired at expiry.
+ *
+ * Every API process runs passes (on a timer, and when any process tells of a device change); the
+ * claim statement takes one device at a time with SKIP LOCKED and a lease, so processes never
+ * register the same device twice at once and a process that dies mid-registration loses the
+ * device to another after the lease. No transaction is held while Apple is asked.
+ */
+import type { AdminDevice } from '@sideport/contracts';
+import type { Database } from '../../db/client.js';
+import { AppError, conflict, notFound } from '../../platform/errors.js';
+import type { EventBus } from '../../platform/events.js';
+import { isAscError } from './asc-client.js';
+import * as q from './queries.js';
+import type { SigningIdentityProvider } from './signing.js';
+
+export interface RegistrationSettings {
+  /** How long a worker holds a device in Process before another may take it over. */
+  leaseSeconds: number;
+  /** Failed attempts that retry by themselves (with backoff); after them an admin retries. */
+  maxAttempts: number;
+  /** First retry delay; doubled per attempt, capped at maxRetryDelayMs. */
+  retryDelayMs: number;
+  maxRetryDelayMs: number;
+  /** Devices one pass registers at most. */
+  batch: number;
+}
+
+export const DEFAULT_REGISTRATION_SETTINGS: RegistrationSettings = {
+  leaseSeconds: 300,
+  maxAttempts: 5,
+  retryDelayMs: 60_000,
+  maxRetryDelayMs: 3_600_000,
+  batch: 50,
+};
+
+export interface RegistrationDeps {
+  db: Database;
+  clock: () => Date;
+  bus: Pick<EventBus, 'publish' | 'subscribe'>;
+  registrar: Pick<SigningIdentityProvider, 'registerDevice'>;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  settings?: Partial<RegistrationSettings>;
+}
+
+export interface PassOutcome {
+  registered: number;
+  failed: number;
+  /** Macs that went to Process to wait for an admin. */
+  awaitingConfirmation: number;
+  expired: number;
+}
+
+/** Apple refuses these the same way until a person acts (a new key, a free slot, a new enrollment). */
+const NEEDS_A_PERSON = new Set(['DEVICE_LIMIT', 'INVALID_UDID', 'KEY_REJECTED', 'OTHER']);
+const TOKENS_KEPT_MS = 86_400_000;
+/** Apple's device names are short; the account owner reads them in a list. */
+const APPLE_NAME_MAX = 50;
+
+export function createRegistrationService({ db, clock, bus, registrar, log, settings: overrides }: RegistrationDeps) {
+  const settings = { ...DEFAULT_REGISTRATION_SETTINGS, ...overrides };
+  const publish = (userId: string) => bus.publish({ kind: 'live', event: { type: 'device' }, userId });
+
+  /** Why an attempt failed, for the admin console, and when it is tried again (null: an admin decides). */
+  function failure(err: unknown, attempts: number): { reason: string; retryAt: Date | null } {
+    const retryIn = Math.min(settings.retryDelayMs * 2 ** attempts, settings.maxRetryDelayMs);
+    const later = new Date(clock().getTime() + retryIn);
+    if (isAscError(err)) {
+      const automatic = !NEEDS_A_PERSON.has(err.kind) && attempts + 1 < settings.maxAttempts;
+      return { reason: err.message, retryAt: automatic ? later : null };
+    }
+    const reason = err instanceof AppError ? err.message : 'Registration failed unexpectedly; the server log has the details.';
+    return { reason, retryAt: attempts + 1 < settings.maxAttempts ? later : null };
+  }
+
+  async function registerOne(device: q.DeviceRow, lease: Date): Promise<'registered' | 'failed' | 'lost'> {
+    let appleDeviceId: string | null = null;
+    try {
+      if (registrar.registerDevice) {
+        const label = `Sideport ${device.userId} ${device.deviceName ?? device.product}`;
+        ({ appleDeviceId } = await registrar.registerDevice({
+          userId: device.userId,
+          udid: device.udid,
+          product: device.product,
+          platform: device.platform,
+          name: label.length > APPLE_NAME_MAX ? label.slice(0, APPLE_NAME_MAX) : label,
+        }));
+      }
+    } catch (err) {
+      const { reason, retryAt } = failure(err, device.attempts);
+      log.warn({ deviceId: device.id, err, retryAt }, 'device registration failed');
+      const failed = await q.failRegistration(db, { id: device.id, lease, reason, retryAt });
+      if (!failed) return 'lost';
+      await publish(device.userId);
+      return 'failed';
+    }
+    const done = await q.finishRegistration(db, { id: device.id, lease, years: device.paidYears, now: clock(), appleDeviceId });
+    if (!done) {
+      // Paid again meanwhile, or taken over after the lease: the next claim finishes it.
+      log.info({ deviceId: device.id }, 'device changed during registration; left to the next pass');
+      return 'lost';
+    }
+    log.info({ deviceId: device.id, userId: device.userId, expiresAt: done.expiresAt }, 'device registered');
+    await publish(device.userId);
+    return 'registered';
+  }
+
+  async function pass(): Promise<PassOutcome> {
+    const outcome: PassOutcome = { registered: 0, failed: 0, awaitingConfirmation: 0, expired: 0 };
+    const expiredOwners = await q.expireDevices(db, clock());
+    outcome.expired = expiredOwners.length;
+    for (const userId of new Set(expiredOwners)) await publish(userId);
+    await q.deleteEnrollmentTokensBefore(db, new Date(clock().getTime() - TOKENS_KEPT_MS));
+
+    for (let i = 0; i < settings.batch; i++) {
+      const now = clock();
+      const lease = new Date(now.getTime() + settings.leaseSeconds * 1000);
+      const device = await q.claimNextDevice(db, now, lease);
+      if (!device) break;
+      await publish(device.userId);
+      if (device.leaseExpiresAt === null) {
+        outcome.awaitingConfirmation++;
+        continue;
+      }
+      const result = await registerOne(device, lease);
+      if (result === 'registered') outcome.registered++;
+      if (result === 'failed') outcome.failed++;
+    }
+    return outcome;
+  }
+
+  // Passes of this process run one after another; a pass asked for while one runs follows it.
+  let tail: Promise<unknown> = Promise.resolve();
+  let queued: Promise<PassOutcome> | undefined;
+  function runPass(): Promise<PassOutcome> {
+    if (queued) return queued;
+    const next = tail.then(() => {
+      queued = undefined;
+      return pass();
+    });
+    queued = next;
+    tail = next.catch((err: unknown) => log.warn({ err }, 'device registration pass failed'));
+    return next;
+  }
+
+  function adminView(row: q.DeviceRow): AdminDevice {
+    return {
+      id: String(row.id),
+      user: row.userId,
+      product: row.product,
+      udid: row.udid,
+      name: row.deviceName,
+      platform: row.platform,
+      status: row.status,
+      paid_years: row.paidYears,
+      reason: row.reason,
+      attempts: row.attempts,
+      retry_at: row.reason !== null && row.retryAt !== null ? row.retryAt.toISOString() : null,
+      awaiting_confirmation: row.status === 'Process' && row.leaseExpiresAt === null,
+      expired_date: row.expiresAt?.toISOString() ?? null,
+      created_at: row.createdAt.toISOString(),
+    };
+  }
+
+  return {
+    /** One pass now (after any running one): expiries, then every device that is due. */
+    runPass,
+
+    /**
+     * Passes every `intervalMs`, and at once when any process tells of a device change (a payment,
+     * an admin's confirmation). Returns the stop function, which waits for a running pass.
+     */
+    start(intervalMs: number): () => Promise<void> {
+      const timer = setInterval(() => void runPass().catch(() => {}), intervalMs);
+      timer.unref();
+      const unsubscribe = bus.subscribe((event) => {
+        if (event.kind === 'live' && event.event.type === 'device') void runPass().catch(() => {});
+      });
+      return async () => {
+        clearInterval(timer);
+        unsubscribe();
+        await tail;
+      };
+    },
+
+    /** Devices waiting for registration, for the admin console. */
+    async waiting(limit = 500): Promise<AdminDevice[]> {
+      return (await q.listWaitingDevices(db, limit)).map(adminView);
+    },
+
+    /** An admin confirms a Mac waiting in Process: registration follows. */
+    async confirm(id: number): Promise<AdminDevice> {
+      const row = await q.confirmWaitingMac(db, id, clock());
+      if (!row) {
+        if (!(await q.findDevice(db, id))) throw notFound('This device');
+        throw conflict('This device is not waiting for confirmation.');
+      }
+      await publish(row.userId);
+      return adminView(row);
+    },
+
+    /** An admin retries a device whose registration failed (or whose worker is stuck). */
+    async retry(id: number): Promise<AdminDevice> {
+      const row = await q.retryRegistration(db, id, clock());
+      if (!row) {
+        const device = await q.findDevice(db, id);
+        if (!device) throw notFound('This device');
+        throw conflict(
+          device.status === 'Process'
+            ? 'This Mac waits for confirmation; confirm it instead.'
+            : 'Only a paid device waiting for registration can be retried.',
+        );
+      }
+      await publish(row.userId);
+      return adminView(row);
+    },
+  };
+}
+
+export type RegistrationService = ReturnType<typeof createRegistrationService>;

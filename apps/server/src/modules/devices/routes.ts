@@ -1,0 +1,103 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { adminDevice, signingIdentityInfo, type SigningIdentityInfo } from '@sideport/contracts';
+import { idParam } from '../../platform/params.js';
+import { contentDisposition } from '../../platform/storage.js';
+import { currentUser, type Guards } from '../auth/guard.js';
+import type { CatalogService } from '../catalog/service.js';
+import { ENROLLMENT_ANSWER_MAX_BYTES, MOBILECONFIG_CONTENT_TYPE } from './enrollment.js';
+import { ENROLLMENT_PATH, ENROLLMENT_TOKEN_PATTERN, type EnrollmentService } from './enrollment-service.js';
+import type { RegistrationService } from './registration.js';
+import type { SigningService } from './signing.js';
+
+export interface DeviceRoutesDeps {
+  guards: Guards;
+  enrollment: EnrollmentService;
+  registration: Pick<RegistrationService, 'waiting' | 'confirm' | 'retry'>;
+  signing: Pick<SigningService, 'identityInfo' | 'identityDetails'>;
+  audit: CatalogService['audit'];
+  /** PUBLIC_URL; the request's own origin when unset. */
+  publicUrl?: string | undefined;
+}
+
+const PROFILE_FILE_NAME = 'sideport-device.mobileconfig';
+const tokenParams = z.object({
+  token: z.string().regex(ENROLLMENT_TOKEN_PATTERN, {
+    error: 'This enrollment link is not valid; download the device profile again from My page.',
+  }),
+});
+const idParams = z.object({ id: idParam('id') });
+
+/**
+ * Enrollment (DESIGN.md section 10) and the admin console's devices: those waiting for
+ * registration with Apple's reasons, a Mac's confirmation, a retry, and the identity in use.
+ */
+export async function deviceRoutes(
+  app: FastifyInstance,
+  { guards, enrollment, registration, signing, audit, publicUrl }: DeviceRoutesDeps,
+) {
+  const baseUrl = (request: FastifyRequest) => new URL(publicUrl ?? `${request.protocol}://${request.host}`).origin;
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const admin = { onRequest: guards.requireAdmin };
+
+  // A GET that makes a one-time token (spec section 2: navigating to /udid downloads the profile).
+  r.get('/api/udid/profile', { onRequest: guards.requireUser }, async (request, reply) => {
+    const profile = await enrollment.issueProfile(currentUser(request).id, baseUrl(request));
+    return reply
+      .type(MOBILECONFIG_CONTENT_TYPE)
+      .header('content-disposition', contentDisposition(PROFILE_FILE_NAME))
+      .header('cache-control', 'no-store')
+      .send(profile);
+  });
+
+  // The device's answer: its own scope takes any body as bytes (devices send
+  // application/pkcs7-signature), capped before it is read. Authenticated by the token and the
+  // device's signature; a session cookie counts for nothing here.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: ENROLLMENT_ANSWER_MAX_BYTES }, (_request, body, done) =>
+      done(null, body),
+    );
+    scope.withTypeProvider<ZodTypeProvider>().post(
+      `${ENROLLMENT_PATH}:token`,
+      { bodyLimit: ENROLLMENT_ANSWER_MAX_BYTES, schema: { params: tokenParams } },
+      async (request, reply) => {
+        const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const { userId, added } = await enrollment.enroll(request.params.token, body);
+        request.log.info({ userId, added }, added ? 'device enrolled' : 'device enrolled again (already listed)');
+        // 301 to the account page: iOS opens it in Safari once the profile is installed.
+        return reply.redirect(`${baseUrl(request)}/my`, 301);
+      },
+    );
+  });
+
+  r.get('/api/admin/devices', { ...admin, schema: { response: { 200: z.array(adminDevice) } } }, async () =>
+    registration.waiting(),
+  );
+
+  r.post('/api/admin/devices/:id/confirm', { ...admin, schema: { params: idParams, response: { 200: adminDevice } } }, async (request) => {
+    const device = await registration.confirm(request.params.id);
+    await audit(currentUser(request).id, 'confirm-device', { id: device.id, user: device.user, product: device.product });
+    return device;
+  });
+
+  r.post('/api/admin/devices/:id/retry', { ...admin, schema: { params: idParams, response: { 200: adminDevice } } }, async (request) => {
+    const device = await registration.retry(request.params.id);
+    await audit(currentUser(request).id, 'retry-device', { id: device.id, user: device.user, product: device.product });
+    return device;
+  });
+
+  r.get('/api/admin/identity', { ...admin, schema: { response: { 200: signingIdentityInfo } } }, async (): Promise<SigningIdentityInfo> => {
+    const { kind, description } = signing.identityInfo();
+    const details = await signing.identityDetails();
+    return {
+      kind,
+      description,
+      installable: kind === 'apple',
+      team_id: details.teamId,
+      certificate_name: details.certificateName,
+      certificate_expires_at: details.certificateExpiresAt?.toISOString() ?? null,
+    };
+  });
+}

@@ -1,0 +1,46 @@
+import { readFile } from 'node:fs/promises';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADD_DEVICE_NOTICE } from '../../apps/web/src/features/account/messages.js';
+import { expectDialog, launchBrowser, newDataDir, openSession, startServer, submitSignUp, type RunningServer } from './harness.js';
+
+let server: RunningServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  server = await startServer(newDataDir());
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe('adding a device', () => {
+  it('shows the 10-minute notice, then /udid downloads the enrollment profile', async () => {
+    const s = await openSession(browser, server.url);
+    await s.page.goto('/udid');
+    // Signed out: sign in first, then back to /udid, which downloads.
+    await s.page.waitForURL('**/sign-in');
+    const first = s.page.waitForEvent('download');
+    await submitSignUp(s, 'enroller');
+    expect((await first).suggestedFilename()).toBe('sideport-device.mobileconfig');
+
+    await s.page.goto('/my');
+    await s.page.getByRole('tab', { name: 'Device' }).click();
+    expect(await s.page.getByText('Add device first.').isVisible()).toBe(true);
+    const download = s.page.waitForEvent('download');
+    await s.page.getByRole('button', { name: 'Add Device' }).click();
+    await expectDialog(s, ADD_DEVICE_NOTICE);
+    const profile = await download;
+    expect(profile.suggestedFilename()).toBe('sideport-device.mobileconfig');
+    const text = await readFile((await profile.path())!, 'utf8');
+    expect(text).toContain('<string>Profile Service</string>');
+    expect(text).toMatch(new RegExp(`<key>URL</key>\\s*<string>${server.url}/api/udid/enroll/[A-Za-z0-9_-]{43}</string>`));
+    expect(new URL(s.page.url()).pathname).toBe('/udid');
+    expect(await s.page.getByRole('link', { name: 'Download the device profile again' }).getAttribute('href')).toBe(
+      '/api/udid/profile',
+    );
+    await s.context.close();
+  });
+});

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+
+/** GET /api/admin/devices: a device waiting for registration, as the admin console shows it. */
+export const adminDevice = z.object({
+  id: z.string(),
+  /** The owner's id. */
+  user: z.string(),
+  product: z.string(),
+  udid: z.string(),
+  /** DEVICE_NAME as the device sent it at enrollment. */
+  name: z.string().nullable(),
+  /** As App Store Connect names platforms: IOS (iPhone, iPad) or MAC_OS. */
+  platform: z.enum(['IOS', 'MAC_OS']),
+  status: z.enum(['Add', 'Expired', 'Registered', 'Process', 'Pending']),
+  /** Registration years paid and not yet applied. */
+  paid_years: z.number().int(),
+  /** Why the last registration attempt failed (Apple's error, in a sentence); null when none did. */
+  reason: z.string().nullable(),
+  attempts: z.number().int(),
+  /** When a failed registration is tried again by itself; null: it waits for an admin's retry. */
+  retry_at: z.string().nullable(),
+  /** A Mac in Process waiting for an admin's confirmation (spec: 'an extra process follows payment'). */
+  awaiting_confirmation: z.boolean(),
+  /** The current expiry, for a renewal. */
+  expired_date: z.string().nullable(),
+  created_at: z.string(),
+});
+export type AdminDevice = z.infer<typeof adminDevice>;
+
+/** GET /api/admin/identity: who signs. */
+export const signingIdentityInfo = z.object({
+  /** 'apple': the operator's developer account; 'dev': Sideport's own CA, for pipeline runs only. */
+  kind: z.enum(['dev', 'apple']),
+  description: z.string(),
+  /** False for the dev identity: real devices do not install what it signs. */
+  installable: z.boolean(),
+  team_id: z.string().nullable(),
+  /** The signing certificate's common name; null until it is made (on first use). */
+  certificate_name: z.string().nullable(),
+  certificate_expires_at: z.string().nullable(),
+});
+export type SigningIdentityInfo = z.infer<typeof signingIdentityInfo>;
