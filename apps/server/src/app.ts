@@ -156,7 +156,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     },
     log: app.log,
   });
-  removal.after = decrypt.afterRemoved;
+  afterRemoved = decrypt.afterRemoved;
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(agentRoutes, { agents, jobs });
   await app.register(adminRoutes, { guards, agents, jobs, catalog });
