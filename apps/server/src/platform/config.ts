@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseStorageUrl } from './storage.js';
@@ -8,6 +9,12 @@ const bool = z
 const optionalUrl = z.url({ error: 'must be an absolute URL' }).optional();
 const positiveInt = (fallback: number) =>
   z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be above 0').default(fallback);
+
+/** Comma-separated file paths (empty items ignored); checked to exist once resolved. */
+const pathList = z
+  .string()
+  .transform((v) => v.split(',').map((p) => p.trim()).filter((p) => p.length > 0))
+  .optional();
 
 /** Every variable Sideport reads. README's configuration reference lists the same names. */
 const schema = z.object({
@@ -87,6 +94,18 @@ const schema = z.object({
    * one database.
    */
   SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** Sign workers in each API process (0: none; `sideport worker` processes sign instead). */
+  SIGN_WORKERS: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(64, 'must be at most 64').default(1),
+  /** A sign worker that does not renew its lease within this many seconds loses the job to another. */
+  SIGN_LEASE_SECONDS: positiveInt(60),
+  /** Attempts of a sign before it is given up with the last reason. */
+  SIGN_MAX_ATTEMPTS: positiveInt(3),
+  /** Dylibs injected in modes 1 and 3 (IAP), comma-separated paths; mode 1 and 3 are refused when unset. */
+  SIGN_DYLIBS_IAP: pathList,
+  /** Dylibs injected in modes 2 and 3 (IGG), comma-separated paths; mode 2 and 3 are refused when unset. */
+  SIGN_DYLIBS_IGG: pathList,
+  /** The operator's Feather IPA, signed for each user's devices (GET /api/feather/install); Feather is not offered when unset. */
+  FEATHER_IPA: z.string().optional(),
   VERSIONS_WAIT_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0).max(120, 'must be at most 120').default(20),
 });
 
@@ -111,7 +130,13 @@ function billingProblems(c: z.infer<typeof schema>): string[] {
 }
 
 export type Config = Readonly<
-  Omit<z.infer<typeof schema>, 'DATA_DIR' | 'WEB_DIST_DIR'> & { DATA_DIR: string; WEB_DIST_DIR: string }
+  Omit<z.infer<typeof schema>, 'DATA_DIR' | 'WEB_DIST_DIR' | 'SIGN_DYLIBS_IAP' | 'SIGN_DYLIBS_IGG'> & {
+    DATA_DIR: string;
+    WEB_DIST_DIR: string;
+    /** Absolute paths; empty when unset. */
+    SIGN_DYLIBS_IAP: readonly string[];
+    SIGN_DYLIBS_IGG: readonly string[];
+  }
 >;
 
 export class ConfigError extends Error {
@@ -143,8 +168,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const billing = billingProblems(c);
   if (billing.length) throw new ConfigError(`Invalid configuration:\n${billing.join('\n')}`);
+  // Files the sign service reads, from the repository root as DATA_DIR is: one line per missing file.
+  const resolve = (p: string) => path.resolve(repositoryRoot, p);
+  const files = {
+    SIGN_DYLIBS_IAP: (c.SIGN_DYLIBS_IAP ?? []).map(resolve),
+    SIGN_DYLIBS_IGG: (c.SIGN_DYLIBS_IGG ?? []).map(resolve),
+    FEATHER_IPA: c.FEATHER_IPA === undefined ? undefined : resolve(c.FEATHER_IPA),
+  };
+  const missing = Object.entries(files).flatMap(([name, value]) =>
+    [value ?? []].flat().filter((p) => !statSync(p, { throwIfNoEntry: false })?.isFile()).map((p) => `  ${name}: there is no file at ${p}`),
+  );
+  if (missing.length) throw new ConfigError(`Invalid configuration:\n${missing.join('\n')}`);
   return Object.freeze({
     ...c,
+    ...files,
     // Relative paths are taken from the repository root, whichever folder the process starts in:
     // `npm start` runs in apps/server, `npx sideport` wherever the operator is, and both must meet
     // the same ./data.
