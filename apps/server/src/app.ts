@@ -122,17 +122,15 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   await app.register(billingRoutes, { billing, guards, providerName: billingProvider.name, publicUrl: config.PUBLIC_URL });
   await app.register(accountRoutes, { guards, billing, devices });
 
-  // The catalogue tells the decrypt domain of admin deletes; the decrypt service exists after it.
-  let afterRemoved: DecryptService['afterRemoved'] | undefined;
-  let afterRemovedSigns: SignService['afterRemoved'] | undefined;
+  // The catalogue tells the decrypt domain, then the sign service, of admin deletes; both exist after it.
+  const afterRemoved: Array<DecryptService['afterRemoved'] | SignService['afterRemoved']> = [];
   const { bus, files, catalog, jobs, agents, secrets, signing, signCache, signWorkers } = await createCoreServices({
     config,
     database,
     clock,
     log: app.log,
     onRemoved: async (removed) => {
-      await afterRemoved?.(removed);
-      await afterRemovedSigns?.(removed);
+      for (const hook of afterRemoved) await hook(removed);
     },
   });
   app.addHook('onClose', () => bus.close());
@@ -159,7 +157,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     signStatuses: (userId, versions) => sign.statusesOf(userId, versions),
     log: app.log,
   });
-  afterRemoved = decrypt.afterRemoved;
+  afterRemoved.push(decrypt.afterRemoved);
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
 
   const sign = createSignService({
@@ -180,7 +178,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     },
     log: app.log,
   });
-  afterRemovedSigns = sign.afterRemoved;
+  afterRemoved.push(sign.afterRemoved);
   await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
   // In-process sign workers (DESIGN.md section 2); `sideport worker` runs more elsewhere.
   signWorkers.start(config.SIGN_WORKERS);

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { appParams, idParam, signedQuery, versionParams } from '../../platform/params.js';
 
 export { appParams, signedQuery, versionParams };

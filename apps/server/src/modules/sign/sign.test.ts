@@ -38,6 +38,9 @@ const local = (url: string) => {
   return `${u.pathname}${u.search}`;
 };
 
+/** The same link with one character of its signature changed. */
+const tamperSignature = (url: string) => url.replace(/sig=([0-9a-f])/, (_, c: string) => `sig=${c === '0' ? '1' : '0'}`);
+
 /** The manifest URL inside an itms-services link. */
 function manifestUrlOf(link: string) {
   const match = /^itms-services:\/\/\?action=download-manifest&url=(.+)$/.exec(link);
@@ -252,7 +255,7 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     const [artifact, otherArtifact] = [artifactOf(manifestPath), artifactOf(otherManifest)];
     const tampered = [
       manifestPath.replace(artifact, otherArtifact),
-      manifestPath.replace(/sig=([0-9a-f])/, (_, c: string) => `sig=${c === '0' ? '1' : '0'}`),
+      tamperSignature(manifestPath),
       manifestPath.replace(/expires=(\d+)/, (_, e: string) => `expires=${Number(e) + 1}`),
       local(ipaUrl).replace('/app.ipa', '/manifest.plist'),
       manifestPath.split('?')[0]!,
@@ -314,7 +317,7 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     expect(certs).toContain('BEGIN CERTIFICATE');
     expect(() => execFileSync('openssl', ['pkcs12', '-in', 'sideport.p12', '-nokeys', '-passin', `pass:${second.json().password}`], { cwd: dir, stdio: 'pipe' })).toThrow();
     // The link is the owner's: changed, it is refused.
-    expect((await get(local(url).replace(/sig=./, 'sig=f'))).statusCode).toBe(403);
+    expect((await get(tamperSignature(local(url)))).statusCode).toBe(403);
   });
 
   it("removes a version's signs and their files with the version", async () => {

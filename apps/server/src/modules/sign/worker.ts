@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { SignMode } from '@sideport/ipa';
@@ -60,10 +61,27 @@ export function modeDylibs(mode: number, dylibs: SignWorkerSettings['dylibs']) {
 export const dupTag = (userId: string, appId: number) =>
   `dup${createHash('sha256').update(`sideport-dup\0${userId}\0${appId}`).digest('hex').slice(0, 10)}`;
 
-/** A file's identity for "is the artifact made from this file": size and modification time. */
-export async function fileTag(file: string) {
+const contentTags = new Map<string, Promise<string>>();
+
+/**
+ * What a file holds, for "is the artifact made from this file": a SHA-256 of its content, so
+ * workers on other machines with their own copy agree. Hashed once per process for each size and
+ * modification time.
+ */
+export async function fileTag(file: string): Promise<string> {
   const s = await stat(file);
-  return `${s.size}-${Math.floor(s.mtimeMs)}`;
+  const key = `${file}\0${s.size}\0${s.mtimeMs}`;
+  let tag = contentTags.get(key);
+  if (!tag) {
+    tag = (async () => {
+      const hash = createHash('sha256');
+      for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+      return hash.digest('hex');
+    })();
+    tag.catch(() => contentTags.delete(key));
+    contentTags.set(key, tag);
+  }
+  return tag;
 }
 
 const toRunnerIdentity = (identity: Awaited<ReturnType<SigningService['signingMaterial']>> & object): RunnerIdentity => {
@@ -218,11 +236,25 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     return given.length;
   }
 
+  /**
+   * Removes what signing processes of a worker killed mid-sign left in the temp folder. Other
+   * processes may share the folder, so only files older than any sign is let run.
+   */
+  async function removeLeftovers() {
+    const names = await readdir(settings.tmpDir).catch(() => [] as string[]);
+    for (const name of names.filter((n) => /^(signed|source)-[0-9a-f-]{36}\.ipa(\.partial-.+)?$/.test(n))) {
+      const file = path.join(settings.tmpDir, name);
+      const age = Date.now() - (await stat(file).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs;
+      if (age > MAX_SIGN_MS) await rm(file, { force: true });
+    }
+  }
+
   return {
     sweep,
 
     /** Starts `count` slots in this process. */
     start(count: number) {
+      if (count > 0) void removeLeftovers().catch((err: unknown) => log.warn({ err }, 'could not clear old sign files'));
       for (let i = 0; i < count; i++) {
         const loop = slot(`${processTag}:${i + 1}`).catch((err: unknown) => log.warn({ err }, 'a sign worker stopped after an error'));
         running.add(loop);
