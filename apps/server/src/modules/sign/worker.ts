@@ -222,7 +222,8 @@ export function createSignWorkers(deps: SignWorkerDeps) {
       }
       if (row) {
         void queued.catch(() => {});
-        await signOne(row, worker);
+        // A failure outside the sign (the database gone a moment) loses this lease, not the slot.
+        await signOne(row, worker).catch((err: unknown) => log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`));
         continue;
       }
       await Promise.race([queued, whenStopped]);
