@@ -24,6 +24,8 @@ import { deviceRoutes } from './modules/devices/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { agentRoutes } from './modules/agents/routes.js';
 import { decryptRoutes } from './modules/decrypt/routes.js';
+import { signRoutes } from './modules/sign/routes.js';
+import { createSignService, type SignService } from './modules/sign/service.js';
 import { createDecryptService, type DecryptService } from './modules/decrypt/service.js';
 import { settingOrCreate } from './platform/settings.js';
 import { eventRoutes } from './modules/events/routes.js';
@@ -111,15 +113,18 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   });
   const guards = createGuards(auth);
   await app.register(authRoutes, { auth, secureCookies: isHttps });
-  // The catalogue tells the decrypt domain of admin deletes; the decrypt service exists after it.
-  let afterRemoved: DecryptService['afterRemoved'] | undefined;
-  const { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity } = await createCoreServices({
-    config,
-    database,
-    clock,
-    log: app.log,
-    onRemoved: (removed) => afterRemoved?.(removed) ?? Promise.resolve(),
-  });
+  // The catalogue tells the decrypt domain, then the sign service, of admin deletes; both exist after it.
+  const afterRemoved: Array<DecryptService['afterRemoved'] | SignService['afterRemoved']> = [];
+  const { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers } =
+    await createCoreServices({
+      config,
+      database,
+      clock,
+      log: app.log,
+      onRemoved: async (removed) => {
+        for (const hook of afterRemoved) await hook(removed);
+      },
+    });
   app.addHook('onClose', () => bus.close());
   const devices = createDeviceService({ db, bus });
   const billingProvider = createBillingProvider(config, { db, clock, log: app.log });
@@ -154,10 +159,36 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
       versionListTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
       downloadUrlTtlSeconds: config.DOWNLOAD_URL_TTL_SECONDS,
     },
+    // The caller's sign statuses in the version list come from the sign service, made next.
+    signStatuses: (userId, versions) => sign.statusesOf(userId, versions),
     log: app.log,
   });
-  afterRemoved = decrypt.afterRemoved;
+  afterRemoved.push(decrypt.afterRemoved);
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
+
+  const sign = createSignService({
+    db,
+    clock,
+    bus,
+    files,
+    urls,
+    secrets,
+    signing,
+    cache: signCache,
+    signable: (appId, appVerId) => decrypt.signable(appId, appVerId),
+    settings: {
+      urlTtlSeconds: config.DOWNLOAD_URL_TTL_SECONDS,
+      hasDylibs: { iap: config.SIGN_DYLIBS_IAP.length > 0, igg: config.SIGN_DYLIBS_IGG.length > 0 },
+      featherIpa: config.FEATHER_IPA,
+      featherWaitMs: FEATHER_WAIT_MS,
+    },
+    log: app.log,
+  });
+  afterRemoved.push(sign.afterRemoved);
+  await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
+  // In-process sign workers (DESIGN.md section 2); `sideport worker` runs more elsewhere.
+  signWorkers.start(config.SIGN_WORKERS);
+  app.addHook('onClose', () => signWorkers.stop());
   await app.register(agentRoutes, { agents, jobs });
   await app.register(adminRoutes, { guards, agents, jobs, catalog });
   await app.register(eventRoutes, { guards, bus });
@@ -184,6 +215,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   // Every process returns jobs whose agent went quiet; the claim query skips rows another takes.
   const sweeper = setInterval(() => {
     jobs.sweepExpiredLeases().catch((err: unknown) => app.log.warn({ err }, 'lease sweep failed'));
+    signWorkers.sweep().catch((err: unknown) => app.log.warn({ err }, 'sign lease sweep failed'));
   }, 5000);
   sweeper.unref();
   app.addHook('onClose', async () => clearInterval(sweeper));
@@ -212,11 +244,14 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   return {
     app,
     routes,
-    services: { auth, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration },
+    services: { auth, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration, sign, signWorkers },
   };
 }
 
 export type Built = Awaited<ReturnType<typeof buildApp>>;
+
+/** How long GET /api/feather/install waits for a Feather sign under way (a Feather IPA signs in seconds). */
+const FEATHER_WAIT_MS = 60_000;
 
 /** Serves the built SPA with history fallback: unknown non-API GETs get index.html. */
 async function registerWeb(app: FastifyInstance, distDir: string) {

@@ -173,6 +173,37 @@ program
   });
 
 program
+  .command('worker')
+  .description('run sign workers against this database and storage until stopped (SIGINT or SIGTERM)')
+  .option('--workers <n>', 'signs at once in this process (default: SIGN_WORKERS, at least 1)', integer)
+  .action(async (options: { workers?: number }) => {
+    const config = loadConfig();
+    const count = options.workers ?? Math.max(1, config.SIGN_WORKERS);
+    if (count < 1 || count > 64) throw new InvalidArgumentError('--workers must be from 1 to 64');
+    const database = await openConfiguredDatabase(config);
+    await database.migrate();
+    // One line per event on stdout, for a terminal or a service's journal.
+    const line = (obj: object, msg: string) => console.log(`${new Date().toISOString()} ${msg}`);
+    const log = { info: line, warn: (obj: object, msg: string) => console.error(`${new Date().toISOString()} warning: ${msg}`) };
+    const services = await createCoreServices({ config, database, clock: () => new Date(), log });
+    services.signWorkers.start(count);
+    const sweeper = setInterval(() => {
+      services.signWorkers.sweep().catch((err: unknown) => log.warn({ err }, 'sign lease sweep failed'));
+    }, 5000);
+    console.log(`Sign worker started: ${count} at once, ${database.description}, storage ${services.files.description}.`);
+    await new Promise<void>((resolve) => {
+      const stop = () => resolve();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+    console.log('Stopping: signs under way go back to the queue.');
+    clearInterval(sweeper);
+    await services.signWorkers.stop();
+    await services.bus.close();
+    await database.close();
+  });
+
+program
   .command('itunes:serve')
   .description('serve recorded iTunes Search/Lookup answers locally (offline demos; set ITUNES_BASE_URL to its URL)')
   .argument('<answers...>', 'iTunes answer files ({"resultCount", "results"}); their results are searched by term')

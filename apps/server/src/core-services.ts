@@ -17,6 +17,9 @@ import {
   createSigningService,
   type SigningIdentityProvider,
 } from './modules/devices/signing.js';
+import { runInSignProcess } from './modules/sign/run-task.js';
+import { createSignCache } from './modules/sign/sign-cache.js';
+import { createSignWorkers } from './modules/sign/worker.js';
 
 export interface CoreServicesDeps {
   config: Config;
@@ -29,9 +32,9 @@ export interface CoreServicesDeps {
 
 /**
  * The services both the server and the operator CLI need, made from the configuration the same
- * way in both: the store catalogue, the event bus, file storage, decrypt jobs and agents. A
- * change an operator makes from the CLI (a revoked agent, an imported IPA) is thus published to
- * running servers like one made through the API.
+ * way in both: the store catalogue, the event bus, file storage, decrypt jobs and agents, the
+ * signing material and the sign workers. A change an operator makes from the CLI (a revoked
+ * agent, an imported IPA) is thus published to running servers like one made through the API.
  */
 export async function createCoreServices({ config, database, clock, log, onRemoved }: CoreServicesDeps) {
   const { db } = database;
@@ -51,6 +54,8 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     log,
     ...(onRemoved ? { onRemoved } : {}),
   });
+  const tmpDir = path.join(config.DATA_DIR, 'tmp');
+  const signCache = createSignCache({ files, dir: path.join(config.DATA_DIR, 'sign-cache'), tmpDir, run: runInSignProcess, log });
   const jobs = createJobService({
     db,
     clock,
@@ -61,9 +66,11 @@ export async function createCoreServices({ config, database, clock, log, onRemov
       leaseSeconds: config.DECRYPT_LEASE_SECONDS,
       maxAttempts: config.DECRYPT_MAX_ATTEMPTS,
       maxIpaBytes: config.DECRYPT_MAX_IPA_MB * 1024 * 1024,
-      tmpDir: path.join(config.DATA_DIR, 'tmp'),
+      tmpDir,
     },
     log,
+    // The sign service's digest cache is filled as soon as a version is Done.
+    onVersionDone: (done) => signCache.warm(done),
   });
   const agents = createAgentService({
     db,
@@ -74,7 +81,25 @@ export async function createCoreServices({ config, database, clock, log, onRemov
   const secrets = createSecretBox(config.SECRET_KEY ?? (await loadOrCreateSecretKey(config.DATA_DIR)));
   const signingIdentity = createSigningIdentity({ config, db, secrets, clock, log });
   const signing = createSigningService({ db, clock, identity: signingIdentity });
-  return { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity };
+  // Made here, started by the caller: the server runs SIGN_WORKERS of them, `sideport worker` its own count.
+  const signWorkers = createSignWorkers({
+    db,
+    clock,
+    bus,
+    files,
+    signing,
+    cache: signCache,
+    run: runInSignProcess,
+    settings: {
+      leaseSeconds: config.SIGN_LEASE_SECONDS,
+      maxAttempts: config.SIGN_MAX_ATTEMPTS,
+      tmpDir,
+      dylibs: { iap: config.SIGN_DYLIBS_IAP, igg: config.SIGN_DYLIBS_IGG },
+      featherIpa: config.FEATHER_IPA,
+    },
+    log,
+  });
+  return { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers };
 }
 
 /**

@@ -44,6 +44,9 @@ export * from './macho/index.js';
 export { dylibsForMode, sign } from './sign-ipa/sign.js';
 export type { ModeDylibs, SignOptions } from './sign-ipa/sign.js';
 export { signIpa } from './sign-ipa/sign-ipa.js';
+// A service fills a version's digest cache when the version arrives, before anyone signs it.
+export { warmDigestCache } from './sign-ipa/warm.js';
+export type { WarmDigestOptions } from './sign-ipa/warm.js';
 export type { MachOSigner, MachOSignRequest, SignIpaOptions, SignIpaReport } from './sign-ipa/sign-ipa.js';
 export { createMachOSigner } from './sign-ipa/engine.js';
 // The Mach-O signing engine itself (src/sign): in memory or streamed, and the blobs it writes.

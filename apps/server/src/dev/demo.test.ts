@@ -91,6 +91,7 @@ describe('the demo', () => {
       appVerId: done.app_ver_id,
       bundleId: 'com.facebook.Facebook',
     });
-    expect(printed.join('\n')).toMatch(/\[agent\] .*Done: store version/);
+    // The agent hears Done once the server has also filled the version's sign digest cache.
+    await until('the agent to print Done', async () => /\[agent\] .*Done: store version/.test(printed.join('\n')) || undefined, 25_000, () => printed.join('\n'));
   });
 });

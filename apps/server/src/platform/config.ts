@@ -1,5 +1,5 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { isIpaError, loadIdentity } from '@sideport/ipa';
 import { z } from 'zod';
@@ -11,6 +11,12 @@ const bool = z
 const optionalUrl = z.url({ error: 'must be an absolute URL' }).optional();
 const positiveInt = (fallback: number) =>
   z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be above 0').default(fallback);
+
+/** Comma-separated file paths (empty items ignored); checked to exist once resolved. */
+const pathList = z
+  .string()
+  .transform((v) => v.split(',').map((p) => p.trim()).filter((p) => p.length > 0))
+  .optional();
 
 /** Every variable Sideport reads. README's configuration reference lists the same names. */
 const schema = z.object({
@@ -121,6 +127,18 @@ const schema = z.object({
    * of a payment); 0: this process registers none, another must.
    */
   REGISTRATION_INTERVAL_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0, 'must be 0 or more').max(3600, 'must be at most 3600').default(10),
+  /** Sign workers in each API process (0: none; `sideport worker` processes sign instead). */
+  SIGN_WORKERS: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(64, 'must be at most 64').default(1),
+  /** A sign worker that does not renew its lease within this many seconds loses the job to another. */
+  SIGN_LEASE_SECONDS: positiveInt(60),
+  /** Attempts of a sign before it is given up with the last reason. */
+  SIGN_MAX_ATTEMPTS: positiveInt(3),
+  /** Dylibs injected in modes 1 and 3 (IAP), comma-separated paths; mode 1 and 3 are refused when unset. */
+  SIGN_DYLIBS_IAP: pathList,
+  /** Dylibs injected in modes 2 and 3 (IGG), comma-separated paths; mode 2 and 3 are refused when unset. */
+  SIGN_DYLIBS_IGG: pathList,
+  /** The operator's Feather IPA, signed for each user's devices (GET /api/feather/install); Feather is not offered when unset. */
+  FEATHER_IPA: z.string().optional(),
   VERSIONS_WAIT_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0).max(120, 'must be at most 120').default(20),
 });
 
@@ -220,7 +238,13 @@ function signingProblems(c: z.infer<typeof schema>): string[] {
 }
 
 export type Config = Readonly<
-  Omit<z.infer<typeof schema>, 'DATA_DIR' | 'WEB_DIST_DIR'> & { DATA_DIR: string; WEB_DIST_DIR: string }
+  Omit<z.infer<typeof schema>, 'DATA_DIR' | 'WEB_DIST_DIR' | 'SIGN_DYLIBS_IAP' | 'SIGN_DYLIBS_IGG'> & {
+    DATA_DIR: string;
+    WEB_DIST_DIR: string;
+    /** Absolute paths; empty when unset. */
+    SIGN_DYLIBS_IAP: readonly string[];
+    SIGN_DYLIBS_IGG: readonly string[];
+  }
 >;
 
 export class ConfigError extends Error {
@@ -247,16 +271,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (c.ADMIN_PASSWORD !== undefined && c.ADMIN_PASSWORD.length < 8) {
     throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: must be at least 8 characters');
   }
+  // Files the sign service reads, from the repository root as DATA_DIR is: one line per missing file.
+  const resolve = (p: string) => path.resolve(repositoryRoot, p);
+  const files = {
+    SIGN_DYLIBS_IAP: (c.SIGN_DYLIBS_IAP ?? []).map(resolve),
+    SIGN_DYLIBS_IGG: (c.SIGN_DYLIBS_IGG ?? []).map(resolve),
+    FEATHER_IPA: c.FEATHER_IPA === undefined ? undefined : resolve(c.FEATHER_IPA),
+  };
+  const missing = Object.entries(files).flatMap(([name, value]) =>
+    [value ?? []].flat().filter((p) => !statSync(p, { throwIfNoEntry: false })?.isFile()).map((p) => `  ${name}: there is no file at ${p}`),
+  );
   const problems = [
     ...(c.NODE_ENV === 'production' && c.SECRET_KEY === undefined
       ? ['  SECRET_KEY: must be set in production (32 or more random characters)']
       : []),
     ...billingProblems(c),
     ...signingProblems(c),
+    ...missing,
   ];
   if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   return Object.freeze({
     ...c,
+    ...files,
     // Relative paths are taken from the repository root, whichever folder the process starts in:
     // `npm start` runs in apps/server, `npx sideport` wherever the operator is, and both must meet
     // the same ./data.

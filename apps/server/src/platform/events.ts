@@ -11,7 +11,11 @@ export type BusEvent =
   /** A job was queued: long-polling agents claim again. */
   | { kind: 'jobs-queued' }
   /** A versions job finished: downgrade requests waiting on that app answer. */
-  | { kind: 'versions-listed'; country: string; appId: number };
+  | { kind: 'versions-listed'; country: string; appId: number }
+  /** A sign job was queued (or put back): idle sign workers claim again. */
+  | { kind: 'sign-queued' }
+  /** A sign job ended (Done, or given up): a request waiting on it (Feather install) answers. */
+  | { kind: 'sign-settled'; id: number };
 
 const CHANNEL = 'sideport_events';
 

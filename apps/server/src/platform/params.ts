@@ -69,6 +69,15 @@ export const opaqueIdParam = (what: string) =>
     .max(128, { error: `This ${what} id is too long.` })
     .refine((s) => !hasControlCharacters(s), { error: `This ${what} id may not contain control characters.` });
 
+/** A value the server sealed and put in a signed URL (SecretBox's `v1.` + base64url): opened or refused by the service. */
+export const sealedTokenParam = z
+  .string()
+  .max(1024, { error: 'This link is too long.' })
+  .regex(/^[A-Za-z0-9._-]+$/, { error: 'This link is not valid.' });
+
+/** The query of a signed, expiring URL (platform/signed-urls.ts): checked by the route, bounded here. */
+export const signedQuery = z.object({ expires: z.string().max(20).optional(), sig: z.string().max(128).optional() });
+
 /** Sign types of spec section 3: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP. */
 export const signTypeParam = z
   .string()

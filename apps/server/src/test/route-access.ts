@@ -38,6 +38,8 @@ export interface Fixtures {
   appLevel: { appId: number };
   /** A test-mode checkout id of `user` (dev billing only). */
   checkout: string;
+  /** A signed artifact of `user` (mode `type` of a Done version), current for their one Registered device. */
+  signed: { appId: number; appVerId: number; type: number; artifactId: string };
 }
 
 export type ExampleRequest = string | { url: string; payload?: unknown };
@@ -109,6 +111,35 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     example: (fx) => `/files/ipa/${fx.done.appId}/${fx.done.appVerId}?expires=9999999999&sig=${'0'.repeat(64)}`,
   },
   'GET /api/events': { access: 'user', stream: true, example: '/api/events' },
+
+  // The sign service (spec section 7, DESIGN.md section 10)
+  'PUT /api/sign/:app_id/:app_ver_id': {
+    access: 'user',
+    example: (fx) => ({ url: `/api/sign/${fx.done.appId}/${fx.done.appVerId}`, payload: { type: 0 } }),
+  },
+  'GET /api/check/sign/:app_id/:app_ver_id/:type': {
+    access: 'owner',
+    example: (fx) => `/api/check/sign/${fx.signed.appId}/${fx.signed.appVerId}/${fx.signed.type}`,
+  },
+  'GET /api/install/:app_id/:app_ver_id/:type': {
+    access: 'owner',
+    example: (fx) => `/api/install/${fx.signed.appId}/${fx.signed.appVerId}/${fx.signed.type}`,
+  },
+  // Both sign or export for the caller's devices: refused cross-site like a POST.
+  'GET /api/feather/install': { access: 'user', changesState: true, example: '/api/feather/install' },
+  'GET /api/feather/cert': { access: 'user', changesState: true, example: '/api/feather/cert' },
+  'GET /files/sign/:artifact_id/manifest.plist': {
+    access: 'signed-url',
+    example: (fx) => `/files/sign/${fx.signed.artifactId}/manifest.plist?expires=9999999999&sig=${'0'.repeat(64)}`,
+  },
+  'GET /files/sign/:artifact_id/app.ipa': {
+    access: 'signed-url',
+    example: (fx) => `/files/sign/${fx.signed.artifactId}/app.ipa?expires=9999999999&sig=${'0'.repeat(64)}`,
+  },
+  'GET /files/feather/cert/:token': {
+    access: 'signed-url',
+    example: `/files/feather/cert/v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA?expires=9999999999&sig=${'0'.repeat(64)}`,
+  },
 
   // The decrypt agents' protocol (bearer token)
   'POST /api/agent/claim': { access: 'agent', example: { url: '/api/agent/claim', payload: {} } },

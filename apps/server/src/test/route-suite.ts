@@ -2,7 +2,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { InjectOptions } from 'fastify';
 import { startItunesServer, type ItunesServer } from '../dev/itunes-server.js';
+import { randomUUID } from 'node:crypto';
 import * as catalog from '../modules/catalog/queries.js';
+import * as devices from '../modules/devices/queries.js';
+import * as signs from '../modules/sign/queries.js';
 import { createTestApp, fixturesDir, signedInUser, type DatabaseKind, type TestApp } from './harness.js';
 import { ROUTE_ACCESS, routeKey, type Fixtures, type RouteAccess } from './route-access.js';
 
@@ -74,6 +77,10 @@ export async function openRouteSuite(kind: DatabaseKind, configuration: Configur
     admin: await signedInUser(t, users.admin, 1),
   };
 
+  // `user` has a Registered device, so the sign routes have something to sign for.
+  const udid = '00008110-000A1B2C3D4E5F60';
+  await devices.insertDevice(t.database.db, { userId: users.user, product: 'iPhone15,2', udid, status: 'Registered' });
+
   const madeAgent = await t.app.inject({
     method: 'POST',
     url: '/api/admin/agents',
@@ -112,9 +119,30 @@ export async function openRouteSuite(kind: DatabaseKind, configuration: Configur
       const res = await t.app.inject({ url: '/api/pay/service/5', headers: { cookie: cookies.user, ...SAME_ORIGIN } });
       checkout = new URL((res.json() as { url: string }).url).pathname.split('/').at(-1)!;
     }
+    // A current artifact of `user` for the Done version, mode 0 (its file need not exist for these suites).
+    const artifactId = randomUUID();
+    await signs.insertSign(t.database.db, {
+      userId: users.user,
+      source: 'version',
+      appId: base,
+      appVerId: base + 100,
+      signType: 0,
+      status: 'Done',
+      state: 'idle',
+      title: `Route App ${base}`,
+      requestedAt: now,
+      updatedAt: now,
+      artifactId,
+      fileKey: `signed/route/${artifactId}.ipa`,
+      signedAt: now,
+      udids: [udid],
+      bundleId: `com.example.route${base}`,
+      bundleVersion: '1.0',
+    });
     return {
       users,
       freshId: `fresh_${tag}_${n}`,
+      signed: { appId: base, appVerId: base + 100, type: 0, artifactId },
       done: { appId: base, appVerId: base + 100 },
       queued: { appId: base + 1, appVerId: base + 101 },
       appLevel: { appId: base + 2 },

@@ -10,7 +10,7 @@ import { readEmbeddedEntitlements } from '../sign/read-signature.js';
 import { signBinaryStreaming, spoolBinary, type SpooledBinary } from './stream-binary.js';
 import { createEntryDigests, readCachedDigests, writeCachedDigests, type FileDigests } from '../digest/index.js';
 import { digestBuffer, digestStream } from './hashes.js';
-import { planSigning, type BundlePlan } from './plan.js';
+import { planSigning, type BundlePlan, type SigningPlan } from './plan.js';
 import { applyDup, applyInjection, validateModeOptions, type ModeOptions } from './modes.js';
 import { createSignedZipWriter, type SignedZipWriter, type ZipEntryWriter } from '../zip/writer.js';
 import { copyUnchanged } from './write-zip.js';
@@ -67,6 +67,21 @@ export interface SignIpaReport {
 const DEFAULT_STREAM_ABOVE_BYTES = 8 * 1024 * 1024;
 
 const relative = (bundle: BundlePlan, path: string) => path.slice(bundle.dir.length + 1);
+
+/** Archive paths of every Mach-O signing signs: executables and loose dylibs. */
+const codeEntries = (plan: SigningPlan) => new Set(plan.inOrder.flatMap((b) => [...(b.executable ? [b.executable] : []), ...b.looseCode]));
+
+/**
+ * The entries whose digests CodeResources needs: the app's regular files that signing leaves as
+ * they are (not code, not a file it replaces, not an old signature). Their set is the digest
+ * cache's key, so it differs by mode only where a mode replaces files (DUP's Info.plists).
+ */
+export function resourceEntries(archive: ZipArchive, plan: SigningPlan, replaced: { has(name: string): boolean }): ZipEntry[] {
+  const code = codeEntries(plan);
+  return archive.entries.filter(
+    (e) => !e.isDirectory && !e.isSymlink && e.name.startsWith(`${plan.app.dir}/`) && !code.has(e.name) && !replaced.has(e.name) && !e.name.includes('/_CodeSignature/'),
+  );
+}
 
 /**
  * Re-signs an IPA for an identity and provisioning profile: nested code first, each bundle's
@@ -166,10 +181,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       if (bundle.isMain) replaced.set(`${bundle.dir}/embedded.mobileprovision`, options.profile);
     }
     // Every resource that signing leaves as it is, digested as it is copied (or read from the cache).
-    const code = new Set(plan.inOrder.flatMap((b) => [...(b.executable ? [b.executable] : []), ...b.looseCode]));
-    const resources = archive.entries.filter(
-      (e) => !e.isDirectory && !e.isSymlink && e.name.startsWith(`${plan.app.dir}/`) && !code.has(e.name) && !replaced.has(e.name) && !e.name.includes('/_CodeSignature/'),
-    );
+    const code = codeEntries(plan);
+    const resources = resourceEntries(archive, plan, replaced);
     const cached = options.cacheDir === undefined ? undefined : await readCachedDigests(options.cacheDir, resources);
     // Unchanged entries go out first, as their raw stored bytes; the resources among them are
     // digested from the same reads unless their digests were cached. Signed code and the new

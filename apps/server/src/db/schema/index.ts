@@ -3,3 +3,4 @@ export * from './catalog.js';
 export * from './billing.js';
 export * from './devices.js';
 export * from './decrypt.js';
+export * from './sign.js';

@@ -7,13 +7,7 @@ export type JobRow = typeof jobs.$inferSelect;
 
 export const ACTIVE_STATUSES = ['Pending', 'Downloading', 'Downloaded', 'Process'] as const;
 
-/** The unique-violation code of PostgreSQL (and PGlite): a concurrent request made the same row. */
-export const isUniqueViolation = (err: unknown) => {
-  for (let e = err as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (e.code === '23505') return true;
-  }
-  return false;
-};
+export { isUniqueViolation } from '../../db/client.js';
 
 // ---- decrypt entries ----
 

@@ -1,11 +1,10 @@
-import path from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import send from '@fastify/send';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { decryptAnswer, urlAnswer, versionHistoryAnswer, appList } from '@sideport/contracts';
 import { currentUser, type Guards } from '../auth/guard.js';
 import { AppError } from '../../platform/errors.js';
-import { contentDisposition, type FileStore } from '../../platform/storage.js';
+import { baseUrlOf, checkSignedUrl, sendLocalFile } from '../../platform/serve-file.js';
+import type { FileStore } from '../../platform/storage.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { DecryptService } from './service.js';
 import { appParams, appVersionParams, signedQuery, versionParams } from './schemas.js';
@@ -19,12 +18,10 @@ export interface DecryptRoutesDeps {
   publicUrl?: string | undefined;
 }
 
-const linkRefused = () => new AppError(403, 'LINK_REFUSED', 'This download link is not valid or has expired. Ask for a new one.');
-
 export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, files, urls, publicUrl }: DecryptRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const signedIn = guards.requireUser;
-  const baseUrl = (request: FastifyRequest) => new URL(publicUrl ?? `${request.protocol}://${request.host}`).origin;
+  const baseUrl = (request: FastifyRequest) => baseUrlOf(request, publicUrl);
 
   r.get(
     '/api/decrypt/:country/:app_id',
@@ -81,26 +78,12 @@ export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, fil
     { schema: { params: versionParams, querystring: signedQuery, hide: true } },
     async (request, reply) => {
       const { app_id, app_ver_id } = request.params;
-      const verdict = urls.verify(`/files/ipa/${app_id}/${app_ver_id}`, request.query);
-      if (verdict !== 'ok') {
-        request.log.info({ verdict }, 'download link refused');
-        throw linkRefused();
-      }
+      checkSignedUrl(urls, request, `/files/ipa/${app_id}/${app_ver_id}`, request.query);
+      const gone = new AppError(404, 'NOT_DECRYPTED', 'This version is no longer available.');
       const file = await decrypt.downloadable(app_id, app_ver_id);
       const local = file && files.localPath(file.fileKey);
-      if (!file || !local) throw new AppError(404, 'NOT_DECRYPTED', 'This version is no longer available.');
-      const sent = await send(request.raw, path.basename(local), { root: path.dirname(local), dotfiles: 'deny', index: false });
-      if (sent.type === 'error' && sent.statusCode === 416) {
-        throw new AppError(416, 'RANGE_NOT_SATISFIABLE', 'The requested range is outside the file.');
-      }
-      if (sent.type !== 'file') throw new AppError(404, 'NOT_DECRYPTED', 'This version is no longer available.');
-      return reply
-        .code(sent.statusCode)
-        .headers(sent.headers)
-        .header('content-type', 'application/octet-stream')
-        .header('content-disposition', contentDisposition(file.fileName))
-        .header('cache-control', 'private, no-store')
-        .send(sent.stream);
+      if (!file || !local) throw gone;
+      return sendLocalFile(request, reply, local, { fileName: file.fileName, gone });
     },
   );
 }

@@ -285,6 +285,14 @@ export function createDecryptService(deps: DecryptServiceDeps) {
       return { fileKey: entry.fileKey, fileName: ipaFileName(app.name, entry.version ?? app.version) };
     },
 
+    /** What the sign service signs: a Done version's stored file and the app's name. */
+    async signable(appId: number, appVerId: number) {
+      const entry = await q.findByAppVerId(db, appId, appVerId);
+      if (!entry || entry.status !== 'Done' || !entry.fileKey) return undefined;
+      const app = await catalog.lookupApp(entry.country, entry.appId);
+      return { fileKey: entry.fileKey, title: app.name };
+    },
+
     /** After an admin delete: the stored files go, and open pages hear of it. */
     async afterRemoved(removed: RemovedEntry[]) {
       for (const entry of removed) {

@@ -165,6 +165,13 @@ export function createSigningService({ db, clock, identity }: SigningServiceDeps
     async identityDetails(): Promise<IdentityDetails> {
       return identity.details ? identity.details() : { teamId: null, certificateName: null, certificateExpiresAt: null };
     },
+
+    /** The user's Registered devices and when each became so (check-sign compares an artifact with them). */
+    async registeredDevices(userId: string): Promise<Array<{ udid: string; registeredAt: Date | null }>> {
+      return (await q.listDevicesOf(db, userId))
+        .filter((d) => d.status === 'Registered')
+        .map((d) => ({ udid: d.udid, registeredAt: d.registeredAt }));
+    },
   };
 }
 

@@ -1,0 +1,31 @@
+import forge from 'node-forge';
+import yazl from 'yazl';
+import { loadIdentity } from '@sideport/ipa';
+import type { SigningMaterial } from '../devices/signing.js';
+
+/**
+ * A PKCS#12 of the signing identity under `password`, with its issuers. Triple DES and SHA-1 (the
+ * PKCS#12 every iOS version and Feather import), not OpenSSL 3's AES default.
+ */
+export function exportP12(identity: SigningMaterial['identity'], password: string): Buffer {
+  const loaded = loadIdentity(identity);
+  const asn1 = forge.pkcs12.toPkcs12Asn1(loaded.privateKey, [loaded.certificate, ...loaded.chain], password, {
+    algorithm: '3des',
+    friendlyName: String(loaded.certificate.subject.getField('CN')?.value ?? 'Sideport'),
+  });
+  return Buffer.from(forge.asn1.toDer(asn1).getBytes(), 'binary');
+}
+
+/** GET /api/feather/cert's file: the .p12 and the user's .mobileprovision, for Feather to sign with. */
+export function featherCertZip(material: SigningMaterial, password: string): Promise<Buffer> {
+  const zip = new yazl.ZipFile();
+  zip.addBuffer(exportP12(material.identity, password), 'sideport.p12');
+  zip.addBuffer(material.profile, 'sideport.mobileprovision');
+  zip.end();
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    zip.outputStream.on('data', (c: Buffer) => chunks.push(c));
+    zip.outputStream.on('end', () => resolve(Buffer.concat(chunks)));
+    zip.outputStream.on('error', reject);
+  });
+}

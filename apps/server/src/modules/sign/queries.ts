@@ -1,0 +1,187 @@
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import type { Database } from '../../db/client.js';
+import { signRequests, type SignSource } from '../../db/schema/index.js';
+
+export type SignRow = typeof signRequests.$inferSelect;
+
+/** One sign of one user: a version in a mode, or Feather (app ids 0, mode 0). */
+export interface SignKey {
+  userId: string;
+  source: SignSource;
+  appId: number;
+  appVerId: number;
+  signType: number;
+}
+
+/** The lease a worker holds: the row, the worker and the attempt it claimed. */
+export interface Lease {
+  id: number;
+  worker: string;
+  attempt: number;
+}
+
+const keyIs = (key: SignKey) =>
+  and(
+    eq(signRequests.userId, key.userId),
+    eq(signRequests.source, key.source),
+    eq(signRequests.appId, key.appId),
+    eq(signRequests.appVerId, key.appVerId),
+    eq(signRequests.signType, key.signType),
+  );
+
+const held = (lease: Lease) =>
+  and(
+    eq(signRequests.id, lease.id),
+    eq(signRequests.worker, lease.worker),
+    eq(signRequests.attempts, lease.attempt),
+    eq(signRequests.state, 'leased'),
+  );
+
+export async function findSign(db: Database, key: SignKey): Promise<SignRow | undefined> {
+  const [row] = await db.select().from(signRequests).where(keyIs(key));
+  return row;
+}
+
+/** The row of `key`, locked for the caller's transaction. */
+export async function lockSign(tx: Database, key: SignKey): Promise<SignRow | undefined> {
+  const [row] = await tx.select().from(signRequests).where(keyIs(key)).for('update');
+  return row;
+}
+
+export async function insertSign(tx: Database, row: typeof signRequests.$inferInsert): Promise<SignRow> {
+  const [inserted] = await tx.insert(signRequests).values(row).returning();
+  return inserted!;
+}
+
+export async function updateSign(tx: Database, id: number, set: Partial<typeof signRequests.$inferInsert>): Promise<SignRow | undefined> {
+  const [row] = await tx.update(signRequests).set(set).where(eq(signRequests.id, id)).returning();
+  return row;
+}
+
+export async function findArtifact(db: Database, artifactId: string): Promise<SignRow | undefined> {
+  const [row] = await db.select().from(signRequests).where(eq(signRequests.artifactId, artifactId));
+  return row;
+}
+
+/** The statuses of a user's signs of these versions (rows that exist; the rest are No). */
+export async function signsOfVersions(db: Database, userId: string, appVerIds: number[]) {
+  if (appVerIds.length === 0) return [];
+  return db
+    .select({ appId: signRequests.appId, appVerId: signRequests.appVerId, signType: signRequests.signType, status: signRequests.status })
+    .from(signRequests)
+    .where(and(eq(signRequests.userId, userId), eq(signRequests.source, 'version'), inArray(signRequests.appVerId, appVerIds)));
+}
+
+/**
+ * Takes the next sign for `worker` in one statement: the oldest queued one, or one whose worker
+ * let its lease run out with attempts left. The row becomes Process under a new lease and attempt.
+ */
+export async function claimNextSign(
+  db: Database,
+  claim: { worker: string; now: Date; leaseSeconds: number; maxAttempts: number },
+): Promise<SignRow | undefined> {
+  const now = claim.now.toISOString();
+  const next = sql`(
+    select id from ${signRequests}
+    where state = 'queued'
+       or (state = 'leased' and lease_expires_at < ${now} and attempts < ${claim.maxAttempts})
+    order by requested_at, id
+    limit 1
+    for update skip locked)`;
+  const [row] = await db
+    .update(signRequests)
+    .set({
+      state: 'leased',
+      status: 'Process',
+      worker: claim.worker,
+      attempts: sql`${signRequests.attempts} + 1`,
+      leaseExpiresAt: new Date(claim.now.getTime() + claim.leaseSeconds * 1000),
+      updatedAt: claim.now,
+    })
+    .where(eq(signRequests.id, next))
+    .returning();
+  return row;
+}
+
+/** Renews a lease the worker still holds; false when it lost it (expired and taken, or the row went). */
+export async function renewLease(db: Database, lease: Lease, until: Date): Promise<boolean> {
+  const renewed = await db
+    .update(signRequests)
+    .set({ leaseExpiresAt: until })
+    .where(held(lease))
+    .returning({ id: signRequests.id });
+  return renewed.length === 1;
+}
+
+/**
+ * Commits a finished sign while the lease is held: the row becomes Done with the new artifact.
+ * Returns the row and the key of the artifact it replaced, or undefined when the lease was lost.
+ */
+export async function commitArtifact(
+  tx: Database,
+  lease: Lease,
+  artifact: Pick<SignRow, 'artifactId' | 'fileKey' | 'signedAt' | 'udids' | 'bundleId' | 'bundleVersion' | 'sizeBytes' | 'sourceTag' | 'updatedAt'>,
+): Promise<{ row: SignRow; previousKey: string | null } | undefined> {
+  const [previous] = await tx.select({ fileKey: signRequests.fileKey }).from(signRequests).where(held(lease)).for('update');
+  if (!previous) return undefined;
+  const [row] = await tx
+    .update(signRequests)
+    .set({ ...artifact, status: 'Done', state: 'idle', worker: null, leaseExpiresAt: null, lastReason: null })
+    .where(eq(signRequests.id, lease.id))
+    .returning();
+  return { row: row!, previousKey: previous.fileKey };
+}
+
+/**
+ * An attempt that ended without an artifact: back to the queue (Pending), or, when `final`, given
+ * up: Done again when an earlier artifact remains, No otherwise. undefined when the lease was lost.
+ */
+export async function endAttempt(tx: Database, lease: Lease, outcome: { reason: string; final: boolean; now: Date }) {
+  const [row] = await tx
+    .update(signRequests)
+    .set({
+      state: outcome.final ? 'idle' : 'queued',
+      status: outcome.final ? sql`case when ${signRequests.fileKey} is null then 'No' else 'Done' end` : 'Pending',
+      worker: null,
+      leaseExpiresAt: null,
+      lastReason: outcome.reason,
+      updatedAt: outcome.now,
+    })
+    .where(held(lease))
+    .returning();
+  return row;
+}
+
+/** A job taken back from a worker that stops: queued again, the attempt not counted. */
+export async function releaseLease(db: Database, lease: Lease, now: Date) {
+  const [row] = await db
+    .update(signRequests)
+    .set({ state: 'queued', status: 'Pending', worker: null, leaseExpiresAt: null, attempts: sql`${signRequests.attempts} - 1`, updatedAt: now })
+    .where(held(lease))
+    .returning();
+  return row;
+}
+
+/** Leases that ran out on their last attempt: given up (claims take the others). */
+export async function giveUpExpired(db: Database, now: Date, maxAttempts: number, reason: string): Promise<SignRow[]> {
+  return db
+    .update(signRequests)
+    .set({
+      state: 'idle',
+      status: sql`case when ${signRequests.fileKey} is null then 'No' else 'Done' end`,
+      worker: null,
+      leaseExpiresAt: null,
+      lastReason: reason,
+      updatedAt: now,
+    })
+    .where(and(eq(signRequests.state, 'leased'), sql`${signRequests.leaseExpiresAt} < ${now.toISOString()}`, sql`${signRequests.attempts} >= ${maxAttempts}`))
+    .returning();
+}
+
+/** Every sign of a version, removed with it (an admin deleted the version). */
+export async function deleteSignsOfVersion(db: Database, appId: number, appVerId: number) {
+  return db
+    .delete(signRequests)
+    .where(and(eq(signRequests.source, 'version'), eq(signRequests.appId, appId), eq(signRequests.appVerId, appVerId)))
+    .returning();
+}

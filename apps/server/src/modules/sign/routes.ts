@@ -1,0 +1,108 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { featherCertAnswer, signAnswer, signCheckAnswer, signRequest, urlAnswer } from '@sideport/contracts';
+import { currentUser, type Guards } from '../auth/guard.js';
+import { AppError } from '../../platform/errors.js';
+import { opaqueIdParam, sealedTokenParam, signedQuery, signTypeParam, versionParams } from '../../platform/params.js';
+import { baseUrlOf, checkSignedUrl, sendLocalFile } from '../../platform/serve-file.js';
+import type { UrlSigner } from '../../platform/signed-urls.js';
+import type { FileStore } from '../../platform/storage.js';
+import type { SignService } from './service.js';
+
+export interface SignRoutesDeps {
+  sign: SignService;
+  guards: Guards;
+  files: FileStore;
+  urls: UrlSigner;
+  publicUrl?: string | undefined;
+}
+
+const signedParams = versionParams.extend({ type: signTypeParam });
+const artifactParams = z.object({ artifact_id: opaqueIdParam('artifact') });
+const artifactGone = () => new AppError(404, 'NOT_SIGNED', 'This signed app is no longer available. Ask for a new install link.');
+
+/**
+ * The sign service's routes: spec section 7's sign, check-sign, install and Feather calls for the
+ * signed-in owner, and the manifest, IPA and certificate files on signed, expiring URLs that need
+ * no cookie (iOS fetches manifests and IPAs without one), outside /api.
+ */
+export async function signRoutes(app: FastifyInstance, { sign, guards, files, urls, publicUrl }: SignRoutesDeps) {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const signedIn = guards.requireUser;
+
+  r.put(
+    '/api/sign/:app_id/:app_ver_id',
+    { schema: { params: versionParams, body: signRequest, response: { 200: signAnswer } }, onRequest: signedIn },
+    async (request) => sign.request(currentUser(request).id, request.params.app_id, request.params.app_ver_id, request.body.type),
+  );
+
+  r.get(
+    '/api/check/sign/:app_id/:app_ver_id/:type',
+    { schema: { params: signedParams, response: { 200: signCheckAnswer } }, onRequest: signedIn },
+    async (request) => {
+      const { app_id, app_ver_id, type } = request.params;
+      return sign.check(currentUser(request).id, app_id, app_ver_id, type);
+    },
+  );
+
+  r.get(
+    '/api/install/:app_id/:app_ver_id/:type',
+    { schema: { params: signedParams, response: { 200: urlAnswer } }, onRequest: signedIn },
+    async (request) => {
+      const { app_id, app_ver_id, type } = request.params;
+      return sign.install(currentUser(request).id, app_id, app_ver_id, type, baseUrlOf(request, publicUrl));
+    },
+  );
+
+  r.get('/api/feather/install', { schema: { response: { 200: urlAnswer } }, onRequest: signedIn }, async (request) =>
+    sign.featherInstall(currentUser(request).id, baseUrlOf(request, publicUrl)),
+  );
+
+  r.get('/api/feather/cert', { schema: { response: { 200: featherCertAnswer } }, onRequest: signedIn }, async (request, reply) => {
+    // The password is in this answer: no cache keeps it.
+    reply.header('cache-control', 'no-store');
+    return sign.featherCert(currentUser(request).id, baseUrlOf(request, publicUrl));
+  });
+
+  r.get(
+    '/files/sign/:artifact_id/manifest.plist',
+    { schema: { params: artifactParams, querystring: signedQuery, hide: true } },
+    async (request, reply) => {
+      const { artifact_id } = request.params;
+      checkSignedUrl(urls, request, `/files/sign/${artifact_id}/manifest.plist`, request.query);
+      const manifest = await sign.manifest(artifact_id, baseUrlOf(request, publicUrl));
+      if (manifest === undefined) throw artifactGone();
+      return reply.type('text/xml; charset=utf-8').header('cache-control', 'private, no-store').send(manifest);
+    },
+  );
+
+  r.get(
+    '/files/sign/:artifact_id/app.ipa',
+    { schema: { params: artifactParams, querystring: signedQuery, hide: true } },
+    async (request, reply) => {
+      const { artifact_id } = request.params;
+      checkSignedUrl(urls, request, `/files/sign/${artifact_id}/app.ipa`, request.query);
+      const file = await sign.artifactFile(artifact_id);
+      const local = file && files.localPath(file.fileKey);
+      if (!file || !local) throw artifactGone();
+      return sendLocalFile(request, reply, local, { fileName: file.fileName, gone: artifactGone() });
+    },
+  );
+
+  r.get(
+    '/files/feather/cert/:token',
+    { schema: { params: z.object({ token: sealedTokenParam }), querystring: signedQuery, hide: true } },
+    async (request, reply) => {
+      const { token } = request.params;
+      checkSignedUrl(urls, request, `/files/feather/cert/${token}`, request.query);
+      const zip = await sign.featherCertFile(token);
+      if (!zip) throw new AppError(404, 'CERT_GONE', 'This certificate is no longer available. Ask for a new one on My Page.');
+      return reply
+        .type('application/zip')
+        .header('content-disposition', 'attachment; filename="sideport-feather-cert.zip"')
+        .header('cache-control', 'private, no-store')
+        .send(zip);
+    },
+  );
+}

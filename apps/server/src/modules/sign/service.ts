@@ -1,0 +1,258 @@
+import { randomInt } from 'node:crypto';
+import type { FeatherCertAnswer, SignAnswer, SignCheckAnswer, SignType } from '@sideport/contracts';
+import { isUniqueViolation, type Database } from '../../db/client.js';
+import type { SignSource } from '../../db/schema/index.js';
+import { AppError, forbidden } from '../../platform/errors.js';
+import { waitForEvent, type EventBus } from '../../platform/events.js';
+import type { SecretBox } from '../../platform/secrets.js';
+import type { UrlSigner } from '../../platform/signed-urls.js';
+import type { FileStore } from '../../platform/storage.js';
+import type { SignStatuses } from '../catalog/service.js';
+import type { SigningService } from '../devices/signing.js';
+import { featherCertZip } from './feather-cert.js';
+import { installManifest } from './manifest.js';
+import * as q from './queries.js';
+import type { SignCache } from './sign-cache.js';
+import { publishSign } from './sign-events.js';
+import { fileTag } from './worker.js';
+
+export interface SignSettings {
+  /** Lifetime of manifest, IPA and certificate URLs (DOWNLOAD_URL_TTL_SECONDS). */
+  urlTtlSeconds: number;
+  /** Which injection modes have their dylibs configured. */
+  hasDylibs: { iap: boolean; igg: boolean };
+  /** FEATHER_IPA: Feather is offered only with it. */
+  featherIpa?: string | undefined;
+  /** How long GET /api/feather/install waits for a sign under way before asking to come back. */
+  featherWaitMs: number;
+}
+
+export interface SignServiceDeps {
+  db: Database;
+  clock: () => Date;
+  bus: EventBus;
+  files: FileStore;
+  urls: UrlSigner;
+  secrets: SecretBox;
+  signing: Pick<SigningService, 'signingMaterial' | 'registeredDevices'>;
+  cache: Pick<SignCache, 'drop'>;
+  /** A Done version's stored file and the name its manifest shows; undefined when not Done. */
+  signable: (appId: number, appVerId: number) => Promise<{ fileKey: string; title: string } | undefined>;
+  settings: SignSettings;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+}
+
+const STATUS_FIELDS = ['normal_sign', 'iap_sign', 'igg_sign', 'both_sign', 'dup_sign'] as const;
+const MODE_NAMES = ['normal', 'IAP', 'IGG', 'IAP + IGG', 'DUP'] as const;
+const FEATHER_TITLE = 'Feather';
+const FEATHER_CERT_PURPOSE = 'feather-cert';
+
+const noDevice = () => forbidden('Register a device first on My Page.');
+const notSigned = () => new AppError(404, 'NOT_SIGNED', 'This app is not signed for your devices yet. Request a sign first.');
+const featherNotOffered = () => new AppError(404, 'FEATHER_NOT_OFFERED', 'Feather is not offered on this server.');
+const PASSWORD_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
+
+/** Whether an artifact still serves every Registered device of its owner (check-sign's 200). */
+export function isCurrent(row: q.SignRow, devices: Array<{ udid: string; registeredAt: Date | null }>): boolean {
+  if (!row.fileKey || !row.signedAt) return false;
+  const listed = new Set(row.udids ?? []);
+  return devices.every((d) => listed.has(d.udid) && (d.registeredAt === null || d.registeredAt <= row.signedAt!));
+}
+
+/**
+ * The sign service as people use it (spec section 7, DESIGN.md section 10): sign requests, the
+ * per-user sign statuses of the version list, check-sign, OTA install manifests and artifacts on
+ * signed URLs, and Feather. Workers (worker.ts) do the signing.
+ */
+export function createSignService(deps: SignServiceDeps) {
+  const { db, clock, bus, files, urls, secrets, signing, settings } = deps;
+
+  /** Retries once when a concurrent request made the same row first. */
+  async function once<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      return work();
+    }
+  }
+
+  /**
+   * Queues a sign unless one is under way or the artifact there still serves every device: a new
+   * row, or the existing one set Pending again (its artifact stays served until a new one commits).
+   */
+  async function enqueue(key: q.SignKey, fields: { sourceKey: string | null; title: string; sourceTag?: string | null }) {
+    const devices = await signing.registeredDevices(key.userId);
+    if (devices.length === 0) throw noDevice();
+    return once(() =>
+      db.transaction(async (tx) => {
+        const now = clock();
+        const existing = await q.lockSign(tx, key);
+        if (existing && existing.state !== 'idle') return existing;
+        const sameSource = fields.sourceTag === undefined || existing?.sourceTag === fields.sourceTag;
+        if (existing && isCurrent(existing, devices) && sameSource) return existing;
+        const queued = { status: 'Pending' as const, state: 'queued' as const, attempts: 0, lastReason: null, requestedAt: now, updatedAt: now };
+        const row = existing
+          ? (await q.updateSign(tx, existing.id, { ...queued, sourceKey: fields.sourceKey, title: fields.title }))!
+          : await q.insertSign(tx, { ...key, ...queued, sourceKey: fields.sourceKey, title: fields.title });
+        await publishSign(bus, row, tx);
+        return row;
+      }),
+    );
+  }
+
+  const versionKey = (userId: string, appId: number, appVerId: number, type: number): q.SignKey => ({
+    userId,
+    source: 'version' as SignSource,
+    appId,
+    appVerId,
+    signType: type,
+  });
+
+  const featherKey = (userId: string): q.SignKey => ({ userId, source: 'feather', appId: 0, appVerId: 0, signType: 0 });
+
+  /** The caller's artifact, or 404 (another user's artifact is simply not theirs to find). */
+  async function artifactOf(key: q.SignKey) {
+    const row = await q.findSign(db, key);
+    if (!row?.fileKey || !row.artifactId) throw notSigned();
+    return row;
+  }
+
+  function installUrl(row: q.SignRow, baseUrl: string) {
+    const manifest = new URL(urls.sign(`/files/sign/${row.artifactId}/manifest.plist`, settings.urlTtlSeconds), baseUrl).toString();
+    return { url: `itms-services://?action=download-manifest&url=${encodeURIComponent(manifest)}` };
+  }
+
+  function refuseUnconfiguredMode(type: SignType) {
+    const needs = { iap: type === 1 || type === 3, igg: type === 2 || type === 3 };
+    if ((needs.iap && !settings.hasDylibs.iap) || (needs.igg && !settings.hasDylibs.igg)) {
+      throw forbidden(`${MODE_NAMES[type]} signing is not offered on this server.`);
+    }
+  }
+
+  function requireFeather() {
+    if (!settings.featherIpa) throw featherNotOffered();
+    return settings.featherIpa;
+  }
+
+  return {
+    /** PUT /api/sign/{app_id}/{app_ver_id}. */
+    async request(userId: string, appId: number, appVerId: number, type: SignType): Promise<SignAnswer> {
+      refuseUnconfiguredMode(type);
+      const version = await deps.signable(appId, appVerId);
+      if (!version) throw new AppError(404, 'NOT_DECRYPTED', 'This version is not decrypted yet.');
+      const row = await enqueue(versionKey(userId, appId, appVerId, type), { sourceKey: version.fileKey, title: version.title });
+      return { app_id: String(appId), app_ver_id: String(appVerId), type, status: row.status };
+    },
+
+    /** The caller's five sign statuses per version, for the version list (No where nothing was asked). */
+    async statusesOf(userId: string, versions: Array<{ appId: number; appVerId: number }>): Promise<Map<number, SignStatuses>> {
+      const rows = await q.signsOfVersions(db, userId, versions.map((v) => v.appVerId));
+      const wanted = new Set(versions.map((v) => `${v.appId}/${v.appVerId}`));
+      const result = new Map<number, SignStatuses>();
+      for (const row of rows) {
+        if (!wanted.has(`${row.appId}/${row.appVerId}`)) continue;
+        const statuses = result.get(row.appVerId) ?? { normal_sign: 'No', iap_sign: 'No', igg_sign: 'No', both_sign: 'No', dup_sign: 'No' };
+        statuses[STATUS_FIELDS[row.signType]!] = row.status;
+        result.set(row.appVerId, statuses);
+      }
+      return result;
+    },
+
+    /** GET /api/check/sign/...: 406 when a device of the caller is newer than the artifact. */
+    async check(userId: string, appId: number, appVerId: number, type: SignType): Promise<SignCheckAnswer> {
+      const row = await artifactOf(versionKey(userId, appId, appVerId, type));
+      if (!isCurrent(row, await signing.registeredDevices(userId))) {
+        throw new AppError(406, 'SIGNED_BEFORE_DEVICE', 'This app was signed before Registered on one of your devices.');
+      }
+      return { status: 'Done', signed_at: row.signedAt!.toISOString(), udids: row.udids ?? [] };
+    },
+
+    /** GET /api/install/...: the itms-services URL of the artifact's manifest. */
+    async install(userId: string, appId: number, appVerId: number, type: SignType, baseUrl: string) {
+      return installUrl(await artifactOf(versionKey(userId, appId, appVerId, type)), baseUrl);
+    },
+
+    /** The manifest a signed URL names, or undefined when its artifact was replaced or removed. */
+    async manifest(artifactId: string, baseUrl: string): Promise<string | undefined> {
+      const row = await q.findArtifact(db, artifactId);
+      if (!row?.fileKey) return undefined;
+      const fileName = `${row.title}.ipa`;
+      const presigned = await files.presignGet(row.fileKey, { expiresInSeconds: settings.urlTtlSeconds, fileName });
+      const ipaUrl = presigned ?? new URL(urls.sign(`/files/sign/${artifactId}/app.ipa`, settings.urlTtlSeconds), baseUrl).toString();
+      return installManifest({ ipaUrl, bundleId: row.bundleId ?? '', bundleVersion: row.bundleVersion ?? '1.0', title: row.title });
+    },
+
+    /** The stored artifact a signed URL names. */
+    async artifactFile(artifactId: string) {
+      const row = await q.findArtifact(db, artifactId);
+      return row?.fileKey ? { fileKey: row.fileKey, fileName: `${row.title}.ipa` } : undefined;
+    },
+
+    /**
+     * GET /api/feather/install: the operator's Feather signed for the caller's devices. A sign
+     * under way is waited for (a Feather IPA is small); past the wait the caller is asked to retry.
+     */
+    async featherInstall(userId: string, baseUrl: string) {
+      const feather = requireFeather();
+      const sourceTag = await fileTag(feather);
+      let row = await enqueue(featherKey(userId), { sourceKey: null, title: FEATHER_TITLE, sourceTag });
+      if (row.state !== 'idle') {
+        const settled = waitForEvent(bus, (e) => e.kind === 'sign-settled' && e.id === row.id, settings.featherWaitMs);
+        // Looked at again after listening: it may have settled in between.
+        const now = await q.findSign(db, featherKey(userId));
+        if (now && now.state !== 'idle') await settled;
+        else void settled.catch(() => {});
+        row = (await q.findSign(db, featherKey(userId))) ?? row;
+      }
+      if (row.state !== 'idle') {
+        throw new AppError(409, 'FEATHER_SIGNING', 'Feather is still being signed for your devices. Try again in a minute.');
+      }
+      if (!row.fileKey || row.sourceTag !== sourceTag) {
+        throw new AppError(409, 'FEATHER_FAILED', `Feather could not be signed${row.lastReason ? `: ${row.lastReason.replace(/\.$/, '')}` : ''}. Please retry later.`);
+      }
+      return installUrl(row, baseUrl);
+    },
+
+    /**
+     * GET /api/feather/cert: a URL of a zip with a .p12 of the signing identity and the caller's
+     * profile, and the .p12's password, new each time. The URL carries the password sealed, so
+     * nothing is stored and the zip is made when it is fetched.
+     */
+    async featherCert(userId: string, baseUrl: string): Promise<FeatherCertAnswer> {
+      requireFeather();
+      if (!(await signing.signingMaterial(userId))) throw noDevice();
+      const password = Array.from({ length: 16 }, () => PASSWORD_ALPHABET[randomInt(PASSWORD_ALPHABET.length)]).join('');
+      const token = secrets.seal(JSON.stringify({ u: userId, p: password }), FEATHER_CERT_PURPOSE);
+      const url = new URL(urls.sign(`/files/feather/cert/${token}`, settings.urlTtlSeconds), baseUrl).toString();
+      return { url, password };
+    },
+
+    /** The zip a Feather cert URL names; undefined when its token does not open or its user has no device now. */
+    async featherCertFile(token: string): Promise<Buffer | undefined> {
+      if (!settings.featherIpa) return undefined;
+      let sealed: { u: string; p: string };
+      try {
+        sealed = JSON.parse(secrets.open(token, FEATHER_CERT_PURPOSE).toString('utf8')) as typeof sealed;
+      } catch {
+        return undefined;
+      }
+      const material = await signing.signingMaterial(sealed.u);
+      return material ? featherCertZip(material, sealed.p) : undefined;
+    },
+
+    /** After an admin delete: the version's signs, their artifacts and its digest cache go too. */
+    async afterRemoved(removed: Array<{ appId: number; appVerId: number | null }>) {
+      for (const entry of removed) {
+        if (entry.appVerId === null) continue;
+        const rows = await q.deleteSignsOfVersion(db, entry.appId, entry.appVerId);
+        for (const row of rows) {
+          if (row.fileKey) await files.delete(row.fileKey).catch((err: unknown) => deps.log.warn({ err, key: row.fileKey }, 'could not delete a signed file'));
+        }
+        await deps.cache.drop(entry.appId, entry.appVerId).catch(() => {});
+      }
+    },
+  };
+}
+
+export type SignService = ReturnType<typeof createSignService>;

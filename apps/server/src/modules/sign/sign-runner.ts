@@ -1,0 +1,79 @@
+/**
+ * The signing process: a child a sign worker starts for each task, with SIGN_PROCESS_TUNING, so
+ * signing's CPU and memory stay out of the API process and all of it goes back when it ends. It
+ * takes one task over IPC, answers once and exits; it also exits when its parent goes (a worker
+ * killed mid-sign leaves nothing running).
+ */
+import { readFile } from 'node:fs/promises';
+import {
+  createMachOSigner,
+  describeBundle,
+  findAppBundle,
+  isIpaError,
+  loadIdentity,
+  openZip,
+  readInfoPlist,
+  signIpa,
+  warmDigestCache,
+  type InjectedDylib,
+} from '@sideport/ipa';
+import type { RunnerResult, RunnerTask } from './runner-protocol.js';
+
+/** What the app says it is, before signing renames anything. */
+async function readApp(input: string) {
+  const archive = await openZip(input);
+  try {
+    const bundle = findAppBundle(archive.entries);
+    return { dir: bundle.dir, ...describeBundle(await readInfoPlist(archive, bundle.dir), `${bundle.dir}/Info.plist`) };
+  } finally {
+    archive.close();
+  }
+}
+
+const loadDylib = async (file: { name: string; path: string }): Promise<InjectedDylib> => ({ name: file.name, bytes: await readFile(file.path) });
+
+async function run(task: RunnerTask): Promise<RunnerResult> {
+  if (task.kind === 'warm') {
+    const warmed = await warmDigestCache(task.input, { cacheDir: task.cacheDir });
+    return { ok: true, kind: 'warm', fromCache: warmed.fromCache };
+  }
+  const app = await readApp(task.input);
+  const identity = loadIdentity({
+    ...('p12' in task.identity
+      ? { p12: Buffer.from(task.identity.p12), password: task.identity.password }
+      : { certPem: task.identity.certPem, keyPem: task.identity.keyPem }),
+    chain: (task.identity.chain ?? []).map((c) => Buffer.from(c)),
+  });
+  const inject = await Promise.all(task.inject.map(loadDylib));
+  const report = await signIpa({
+    input: task.input,
+    output: task.output,
+    identity,
+    profile: Buffer.from(task.profile),
+    signer: createMachOSigner(identity),
+    mode: task.mode,
+    ...(inject.length ? { inject } : {}),
+    ...(task.substrate && inject.length ? { substrate: await loadDylib(task.substrate) } : {}),
+    ...(task.dupTag !== undefined ? { bundleIdPrefix: `${app.bundleId}.${task.dupTag}` } : {}),
+    cacheDir: task.cacheDir,
+  });
+  const main = report.bundles.find((b) => b.dir === app.dir)!;
+  return {
+    ok: true,
+    kind: 'sign',
+    bundleId: main.bundleId,
+    bundleVersion: app.shortVersion ?? app.bundleVersion ?? '1.0',
+    displayName: app.displayName ?? null,
+  };
+}
+
+process.on('disconnect', () => process.exit(1));
+process.once('message', (task: RunnerTask) => {
+  run(task)
+    .catch((err: unknown): RunnerResult => ({
+      ok: false,
+      message: err instanceof Error ? err.message : String(err),
+      ...(isIpaError(err) ? { code: err.code } : {}),
+    }))
+    .then((result) => process.send!(result, () => process.exit(0)));
+});

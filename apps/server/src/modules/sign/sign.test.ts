@@ -1,0 +1,356 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SignEvent } from '@sideport/contracts';
+import { check, parsePlist, parseProfile, type PlistObject } from '@sideport/ipa';
+import { buildDylib, objdumpHeaders } from '@sideport/ipa/test-support/toolchain';
+import { opensslVerifies, pageHashesMatch, readSignatures } from '@sideport/ipa/test-support/verify-signature';
+import type { ItunesServer } from '../../dev/itunes-server.js';
+import { buildIpa, storeApp, storeWith } from '../../test/decrypt-support.js';
+import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { eq } from 'drizzle-orm';
+import * as schema from '../../db/schema/index.js';
+import * as devices from '../devices/queries.js';
+
+const APP_ID = 6100;
+const APP_VER_ID = 861000001;
+const BUNDLE_ID = 'com.example.signme';
+const APP_NAME = `App ${APP_ID}`;
+const UDID_A = '00008110-000A1B2C3D4E5F60';
+const UDID_B = '00008120-001122334455667A';
+const MODES = [0, 1, 2, 3, 4] as const;
+const PUBLIC_URL = 'https://sideport.example';
+
+const work = mkdtempSync(path.join(tmpdir(), 'sideport-sign-test-'));
+// The operator's dylibs, built as packages/ipa's tests build them.
+const iapDylib = path.join(work, 'libiap.dylib');
+const iggDylib = path.join(work, 'libigg.dylib');
+writeFileSync(iapDylib, readFileSync(buildDylib(work, 'iap', 'int iap(void) { return 1; }\n', '@rpath/libiap.dylib')));
+writeFileSync(iggDylib, readFileSync(buildDylib(work, 'igg', 'int igg(void) { return 2; }\n', '@rpath/libigg.dylib')));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** The path and query of an absolute URL the server made, for inject. */
+const local = (url: string) => {
+  const u = new URL(url);
+  expect(u.origin).toBe(PUBLIC_URL);
+  return `${u.pathname}${u.search}`;
+};
+
+/** The same link with one character of its signature changed. */
+const tamperSignature = (url: string) => url.replace(/sig=([0-9a-f])/, (_, c: string) => `sig=${c === '0' ? '1' : '0'}`);
+
+/** The manifest URL inside an itms-services link. */
+function manifestUrlOf(link: string) {
+  const match = /^itms-services:\/\/\?action=download-manifest&url=(.+)$/.exec(link);
+  expect(match, link).not.toBeNull();
+  return decodeURIComponent(match![1]!);
+}
+
+/** An IPA unzipped into a fresh folder: its app folder and every Mach-O's path. */
+async function unpack(ipa: Buffer, name: string) {
+  const file = path.join(work, `${name}.ipa`);
+  writeFileSync(file, ipa);
+  const report = await check(file);
+  const dir = path.join(work, name);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir);
+  execFileSync('unzip', ['-q', file, '-d', dir]);
+  const appDir = path.join(dir, path.dirname(report.machOs[0]!.path));
+  return { report, dir, appDir, machOs: report.machOs.map((m) => path.join(dir, m.path)) };
+}
+
+/** Every slice of every Mach-O carries a signature whose pages match and whose CMS openssl verifies. */
+function expectEverySignatureVerifies(machOs: string[], caPem: string) {
+  expect(machOs.length).toBeGreaterThan(0);
+  for (const file of machOs) {
+    const bytes = readFileSync(file);
+    for (const signature of readSignatures(bytes)) {
+      expect(pageHashesMatch(bytes, signature), file).toBe(true);
+      expect(opensslVerifies(signature, caPem).ok, file).toBe(true);
+    }
+  }
+}
+
+describe.each(databaseKinds)('sign service on %s', (kind) => {
+  let store: ItunesServer;
+  let t: TestApp;
+  let now = Date.now();
+  let alice: string;
+  let bob: string;
+  let caPem: string;
+  const events: SignEvent[] = [];
+
+  const get = (url: string, cookie?: string) => t.app.inject({ url, headers: cookie ? { cookie } : {} });
+  const put = (url: string, payload: unknown, cookie: string) => t.app.inject({ method: 'PUT', url, payload: payload as object, headers: { cookie } });
+  const requestSign = (type: number, cookie = alice, appVerId = APP_VER_ID) => put(`/api/sign/${APP_ID}/${appVerId}`, { type }, cookie);
+
+  /** Resolves when `user`'s sign of the version in `type` reaches `status`, as the owner's live events tell it. */
+  function reached(type: number, status: SignEvent['status'], from = 0) {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`sign ${type} did not reach ${status}: ${JSON.stringify(events.slice(from))}`)), 60_000);
+      const poll = setInterval(() => {
+        if (events.slice(from).some((e) => e.sign_type === type && e.status === status)) {
+          clearInterval(poll);
+          clearTimeout(timer);
+          resolve();
+        }
+      }, 20);
+    });
+  }
+
+  async function signedIpa(type: number, cookie = alice) {
+    const install = await get(`/api/install/${APP_ID}/${APP_VER_ID}/${type}`, cookie);
+    expect(install.statusCode, install.body).toBe(200);
+    const manifestUrl = manifestUrlOf((install.json() as { url: string }).url);
+    expect(manifestUrl.startsWith(`${PUBLIC_URL}/files/sign/`)).toBe(true);
+    // iOS fetches the manifest and the IPA with no cookie.
+    const manifest = await get(local(manifestUrl));
+    expect(manifest.statusCode, manifest.body).toBe(200);
+    expect(manifest.headers['content-type']).toMatch(/^text\/xml/);
+    const [item] = (parsePlist(Buffer.from(manifest.body)) as { items: PlistObject[] }).items;
+    const asset = (item!.assets as PlistObject[])[0]!;
+    expect(asset.kind).toBe('software-package');
+    const ipa = await get(local(asset.url as string));
+    expect(ipa.statusCode).toBe(200);
+    return { manifestUrl, metadata: item!.metadata as PlistObject, ipaUrl: asset.url as string, ipa: ipa.rawPayload };
+  }
+
+  beforeAll(async () => {
+    store = await storeWith([storeApp(APP_ID, BUNDLE_ID), storeApp(APP_ID + 1, `${BUNDLE_ID}.other`)]);
+    const feather = await buildIpa({ bundleId: 'kh.crysalis.feather', version: '2.0', displayName: 'Feather' });
+    t = await createTestApp(kind, {
+      env: {
+        ITUNES_BASE_URL: store.url,
+        PUBLIC_URL,
+        SIGN_DYLIBS_IAP: iapDylib,
+        SIGN_DYLIBS_IGG: iggDylib,
+        FEATHER_IPA: feather,
+        SIGN_IN_LIMIT_PER_ADDRESS: '10000',
+      },
+      clock: () => new Date(now),
+    });
+    alice = await signedInUser(t, `alice_${kind}`);
+    bob = await signedInUser(t, `bob_${kind}`);
+    t.services.bus.subscribe((message) => {
+      if (message.kind === 'live' && message.event.type === 'sign' && message.userId === `alice_${kind}`) events.push(message.event);
+    });
+    const ipa = await buildIpa({ bundleId: BUNDLE_ID, version: '1.0', appVerId: String(APP_VER_ID) });
+    await t.services.jobs.importIpa(ipa, { country: 'KR', appId: APP_ID });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await store?.close();
+  });
+
+  it("fills the version's digest cache when it becomes Done, for the normal modes and DUP", () => {
+    const folder = path.join(t.dataDir, 'sign-cache', 'versions', `${APP_ID}-${APP_VER_ID}`, 'resource-digests');
+    expect(readdirSync(folder).filter((n) => n.endsWith('.json'))).toHaveLength(2);
+  });
+
+  it('asks for a Registered device first, and changes nothing', async () => {
+    const res = await requestSign(0);
+    expect(res.statusCode).toBe(403);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    expect(res.body).toBe('Register a device first on My Page.');
+    expect((await get(`/api/check/sign/${APP_ID}/${APP_VER_ID}/0`, alice)).statusCode).toBe(404);
+    const feather = await get('/api/feather/install', alice);
+    expect([feather.statusCode, feather.body]).toEqual([403, 'Register a device first on My Page.']);
+  });
+
+  it('signs in each of the five modes for the Registered device: Pending, Process, Done, live', async () => {
+    await devices.insertDevice(t.database.db, { userId: `alice_${kind}`, product: 'iPhone15,2', udid: UDID_A, status: 'Registered' });
+    // The dev identity's CA: what the signatures chain to.
+    caPem = (await t.services.signing.signingMaterial(`alice_${kind}`))!.identity.chain![0]!.toString('utf8');
+    for (const type of MODES) {
+      const res = await requestSign(type);
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toEqual({ app_id: String(APP_ID), app_ver_id: String(APP_VER_ID), type, status: 'Pending' });
+    }
+    await Promise.all(MODES.map((type) => reached(type, 'Done')));
+    for (const type of MODES) {
+      expect(events.filter((e) => e.sign_type === type).map((e) => e.status)).toEqual(['Pending', 'Process', 'Done']);
+    }
+    const list = await get(`/api/version/KR/${APP_ID}`, alice);
+    expect(list.json()).toEqual([
+      expect.objectContaining({ app_ver_id: String(APP_VER_ID), normal_sign: 'Done', iap_sign: 'Done', igg_sign: 'Done', both_sign: 'Done', dup_sign: 'Done' }),
+    ]);
+    // Sign statuses are the caller's own.
+    expect((await get(`/api/version/KR/${APP_ID}`, bob)).json()).toEqual([expect.objectContaining({ normal_sign: 'No', dup_sign: 'No' })]);
+  });
+
+  it('serves each mode through its manifest: signed for the UDID, every Mach-O verified, the dylibs loaded, DUP renamed', async () => {
+    const dupIds: string[] = [];
+    for (const type of MODES) {
+      const checked = await get(`/api/check/sign/${APP_ID}/${APP_VER_ID}/${type}`, alice);
+      expect(checked.statusCode, checked.body).toBe(200);
+      expect(checked.json()).toMatchObject({ status: 'Done', udids: [UDID_A] });
+      const { metadata, ipa } = await signedIpa(type);
+      const { appDir, machOs, report } = await unpack(ipa, `mode-${type}-${kind}`);
+      expect(parseProfile(readFileSync(path.join(appDir, 'embedded.mobileprovision'))).provisionedDevices).toEqual([UDID_A]);
+      expectEverySignatureVerifies(machOs, caPem);
+      expect(metadata).toEqual({ 'bundle-identifier': report.bundleId, 'bundle-version': '1.0', kind: 'software', title: APP_NAME });
+      if (type === 4) dupIds.push(report.bundleId);
+      else expect(report.bundleId).toBe(BUNDLE_ID);
+      const headers = objdumpHeaders(path.join(appDir, report.executable));
+      const loads = (name: string) => new RegExp(`cmd LC_LOAD_DYLIB[\\s\\S]*?name @executable_path/Frameworks/${name.replace('.', '\\.')}`).test(headers);
+      expect([loads('libiap.dylib'), loads('libigg.dylib')], `mode ${type}`).toEqual([type === 1 || type === 3, type === 2 || type === 3]);
+    }
+    // DUP: a bundle id of its own, stable for this user and app.
+    expect(dupIds[0]).not.toBe(BUNDLE_ID);
+    expect(dupIds[0]!.startsWith(`${BUNDLE_ID}.dup`)).toBe(true);
+  });
+
+  it('answers Done without signing again while the artifact lists every device', async () => {
+    const before = await get(`/api/install/${APP_ID}/${APP_VER_ID}/0`, alice);
+    const from = events.length;
+    const res = await requestSign(0);
+    expect(res.json()).toMatchObject({ status: 'Done' });
+    const after = await get(`/api/install/${APP_ID}/${APP_VER_ID}/0`, alice);
+    // The same artifact: its manifest path has not changed.
+    expect(new URL(manifestUrlOf(after.json().url)).pathname).toBe(new URL(manifestUrlOf(before.json().url)).pathname);
+    expect(events.slice(from)).toEqual([]);
+  });
+
+  it('answers 406 once a second device is registered, and a new sign lists both', async () => {
+    now += 1000;
+    await devices.insertDevice(t.database.db, { userId: `alice_${kind}`, product: 'iPad13,1', udid: UDID_B, status: 'Registered' });
+    for (const type of [0, 4]) {
+      const stale = await get(`/api/check/sign/${APP_ID}/${APP_VER_ID}/${type}`, alice);
+      expect([stale.statusCode, stale.body]).toEqual([406, 'This app was signed before Registered on one of your devices.']);
+    }
+    const { ipaUrl: oldIpa } = await signedIpa(4);
+    const from = events.length;
+    expect((await requestSign(4)).json()).toMatchObject({ status: 'Pending' });
+    await reached(4, 'Done', from);
+    const checked = await get(`/api/check/sign/${APP_ID}/${APP_VER_ID}/4`, alice);
+    expect(checked.statusCode).toBe(200);
+    expect(checked.json()).toMatchObject({ udids: [UDID_A, UDID_B].sort() });
+    const { ipa, metadata } = await signedIpa(4);
+    const { appDir, machOs, report } = await unpack(ipa, `resigned-${kind}`);
+    expect([...parseProfile(readFileSync(path.join(appDir, 'embedded.mobileprovision'))).provisionedDevices].sort()).toEqual([UDID_A, UDID_B].sort());
+    expectEverySignatureVerifies(machOs, caPem);
+    // The same DUP id as before: it is the user's copy of this app.
+    expect(metadata['bundle-identifier']).toBe(report.bundleId);
+    expect(report.bundleId.startsWith(`${BUNDLE_ID}.dup`)).toBe(true);
+    // The replaced artifact is gone; its old links find nothing.
+    expect((await get(local(oldIpa))).statusCode).toBe(404);
+    // The registration time counts too: a device re-registered after the sign makes it stale again.
+    await t.database.db.update(schema.devices).set({ registeredAt: new Date(now + 5000) }).where(eq(schema.devices.udid, UDID_B));
+    expect((await get(`/api/check/sign/${APP_ID}/${APP_VER_ID}/4`, alice)).statusCode).toBe(406);
+  });
+
+  it("keeps a user's artifacts from everyone else, and refuses tampered or expired links", async () => {
+    for (const url of [`/api/check/sign/${APP_ID}/${APP_VER_ID}/0`, `/api/install/${APP_ID}/${APP_VER_ID}/0`]) {
+      const res = await get(url, bob);
+      expect([res.statusCode, res.body]).toEqual([404, 'This app is not signed for your devices yet. Request a sign first.']);
+    }
+    const { manifestUrl, ipaUrl } = await signedIpa(0);
+    const manifestPath = local(manifestUrl);
+    // Another artifact's id under this signature, a changed signature, a changed expiry.
+    const otherManifest = local(manifestUrlOf((await get(`/api/install/${APP_ID}/${APP_VER_ID}/1`, alice)).json().url));
+    expect((await get(otherManifest)).statusCode).toBe(200);
+    const artifactOf = (url: string) => /\/files\/sign\/([^/]+)\//.exec(url)![1]!;
+    const [artifact, otherArtifact] = [artifactOf(manifestPath), artifactOf(otherManifest)];
+    const tampered = [
+      manifestPath.replace(artifact, otherArtifact),
+      tamperSignature(manifestPath),
+      manifestPath.replace(/expires=(\d+)/, (_, e: string) => `expires=${Number(e) + 1}`),
+      local(ipaUrl).replace('/app.ipa', '/manifest.plist'),
+      manifestPath.split('?')[0]!,
+    ];
+    for (const url of tampered) {
+      const res = await get(url, alice);
+      expect([res.statusCode, res.body], url).toEqual([403, 'This download link is not valid or has expired. Ask for a new one.']);
+    }
+    now += 3600_000;
+    for (const url of [manifestPath, local(ipaUrl)]) expect((await get(url)).statusCode).toBe(403);
+  });
+
+  it('refuses bad input with a sentence and changes nothing', async () => {
+    const cases: Array<[string, unknown, number, string]> = [
+      [`/api/sign/${APP_ID}/${APP_VER_ID}`, { type: 5 }, 400, 'type must be 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.'],
+      [`/api/sign/${APP_ID}/${APP_VER_ID}`, { type: '0' }, 400, 'type must be 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.'],
+      [`/api/sign/${APP_ID}/${APP_VER_ID}`, [], 400, 'Send a JSON object with type: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.'],
+      [`/api/sign/${APP_ID}/999`, { type: 0 }, 404, 'This version is not decrypted yet.'],
+      [`/api/sign/${APP_ID}/x`, { type: 0 }, 400, 'app_ver_id must be a whole number from 0 to 9007199254740991.'],
+    ];
+    const from = events.length;
+    for (const [url, payload, status, body] of cases) {
+      const res = await put(url, payload, alice);
+      expect([res.statusCode, res.body], JSON.stringify(payload)).toEqual([status, body]);
+    }
+    const badType = await get(`/api/check/sign/${APP_ID}/${APP_VER_ID}/9`, alice);
+    expect([badType.statusCode, badType.body]).toEqual([400, 'Sign type must be one of 0, 1, 2, 3, 4.']);
+    expect(events.slice(from)).toEqual([]);
+  });
+
+  it("signs the operator's Feather for the user's devices, and hands out a certificate with a fresh password", async () => {
+    const res = await get('/api/feather/install', alice);
+    expect(res.statusCode, res.body).toBe(200);
+    const manifest = await get(local(manifestUrlOf(res.json().url)));
+    const [item] = (parsePlist(Buffer.from(manifest.body)) as { items: PlistObject[] }).items;
+    expect(item!.metadata).toMatchObject({ 'bundle-identifier': 'kh.crysalis.feather', title: 'Feather' });
+    const ipa = await get(local(((item!.assets as PlistObject[])[0]!.url as string)));
+    const { appDir, machOs } = await unpack(ipa.rawPayload, `feather-${kind}`);
+    expect([...parseProfile(readFileSync(path.join(appDir, 'embedded.mobileprovision'))).provisionedDevices].sort()).toEqual([UDID_A, UDID_B].sort());
+    expectEverySignatureVerifies(machOs, caPem);
+
+    const first = await get('/api/feather/cert', alice);
+    const second = await get('/api/feather/cert', alice);
+    expect(first.statusCode, first.body).toBe(200);
+    const { url, password } = first.json() as { url: string; password: string };
+    expect(password).toMatch(/^[A-Za-z0-9]{16}$/);
+    expect(second.json().password).not.toBe(password);
+    const zip = await get(local(url));
+    expect(zip.statusCode).toBe(200);
+    expect(zip.headers['content-type']).toBe('application/zip');
+    const dir = path.join(work, `cert-${kind}`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'cert.zip'), zip.rawPayload);
+    execFileSync('unzip', ['-q', '-o', 'cert.zip'], { cwd: dir });
+    const material = (await t.services.signing.signingMaterial(`alice_${kind}`))!;
+    expect(readFileSync(path.join(dir, 'sideport.mobileprovision')).equals(material.profile)).toBe(true);
+    // openssl opens the .p12 with the password it came with, and with no other.
+    const certs = execFileSync('openssl', ['pkcs12', '-in', 'sideport.p12', '-nokeys', '-passin', `pass:${password}`], { cwd: dir, encoding: 'utf8' });
+    expect(certs).toContain('BEGIN CERTIFICATE');
+    expect(() => execFileSync('openssl', ['pkcs12', '-in', 'sideport.p12', '-nokeys', '-passin', `pass:${second.json().password}`], { cwd: dir, stdio: 'pipe' })).toThrow();
+    // The link is the owner's: changed, it is refused.
+    expect((await get(tamperSignature(local(url)))).statusCode).toBe(403);
+  });
+
+  it("removes a version's signs and their files with the version", async () => {
+    const admin = await signedInUser(t, `admin_${kind}`, 1);
+    const { manifestUrl } = await signedIpa(0);
+    now = Date.now();
+    const rows = await t.database.db.select().from(schema.signRequests).where(eq(schema.signRequests.appVerId, APP_VER_ID));
+    expect(rows.length).toBeGreaterThan(0);
+    const removed = await t.app.inject({ method: 'DELETE', url: `/api/app/${APP_ID}/${APP_VER_ID}`, headers: { cookie: admin } });
+    expect(removed.statusCode, removed.body).toBe(204);
+    expect((await get(`/api/check/sign/${APP_ID}/${APP_VER_ID}/0`, alice)).statusCode).toBe(404);
+    expect((await get(local(manifestUrl))).statusCode).toBe(404);
+    for (const row of rows) expect(existsSync(path.join(t.dataDir, 'files', row.fileKey!)), row.fileKey!).toBe(false);
+    expect(existsSync(path.join(t.dataDir, 'sign-cache', 'versions', `${APP_ID}-${APP_VER_ID}`))).toBe(false);
+  });
+});
+
+describe('sign service without dylibs or Feather', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp('pglite');
+  });
+  afterAll(() => t.close());
+
+  it('refuses the injection modes and Feather with a sentence', async () => {
+    const cookie = await signedInUser(t, 'plain_user');
+    const sign = (type: number) => t.app.inject({ method: 'PUT', url: '/api/sign/1/2', payload: { type }, headers: { cookie } });
+    expect([(await sign(1)).statusCode, (await sign(1)).body]).toEqual([403, 'IAP signing is not offered on this server.']);
+    expect((await sign(2)).body).toBe('IGG signing is not offered on this server.');
+    expect((await sign(3)).body).toBe('IAP + IGG signing is not offered on this server.');
+    for (const url of ['/api/feather/install', '/api/feather/cert']) {
+      const res = await t.app.inject({ url, headers: { cookie } });
+      expect([res.statusCode, res.body]).toEqual([404, 'Feather is not offered on this server.']);
+    }
+  });
+});

@@ -1,0 +1,275 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import type { SignMode } from '@sideport/ipa';
+import type { Database } from '../../db/client.js';
+import { waitForEvent, type EventBus } from '../../platform/events.js';
+import type { FileStore } from '../../platform/storage.js';
+import type { SigningService } from '../devices/signing.js';
+import * as q from './queries.js';
+import type { RunnerIdentity, RunnerTask } from './runner-protocol.js';
+import { TaskAborted, type RunTask } from './run-task.js';
+import type { SignCache } from './sign-cache.js';
+import { publishSign } from './sign-events.js';
+
+export interface SignWorkerSettings {
+  leaseSeconds: number;
+  maxAttempts: number;
+  /** Where artifacts are written before they are stored. */
+  tmpDir: string;
+  /** SIGN_DYLIBS_IAP and SIGN_DYLIBS_IGG: absolute paths. */
+  dylibs: { iap: readonly string[]; igg: readonly string[] };
+  /** FEATHER_IPA, when this machine has it. */
+  featherIpa?: string | undefined;
+  /** How often an idle worker looks for work nobody announced (a lease that ran out). */
+  pollMs?: number;
+}
+
+export interface SignWorkerDeps {
+  db: Database;
+  clock: () => Date;
+  bus: EventBus;
+  files: FileStore;
+  signing: Pick<SigningService, 'signingMaterial'>;
+  cache: SignCache;
+  run: RunTask;
+  settings: SignWorkerSettings;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+}
+
+const REASON_LEASE_EXPIRED = 'The sign worker stopped before it finished.';
+const REASON_NO_DEVICE = 'You have no Registered device to sign for.';
+const REASON_NO_FEATHER = 'This worker has no Feather IPA (FEATHER_IPA).';
+/** A sign that runs longer than this is stuck: its process is ended and the attempt fails. */
+const MAX_SIGN_MS = 60 * 60_000;
+
+const isSubstrate = (file: string) => /^(libsubstrate\.dylib|CydiaSubstrate.*)$/.test(path.basename(file));
+
+/** The dylibs a mode injects, in load order, and a bundled substrate among them (DESIGN.md section 10). */
+export function modeDylibs(mode: number, dylibs: SignWorkerSettings['dylibs']) {
+  const paths = [...new Set([...(mode === 1 || mode === 3 ? dylibs.iap : []), ...(mode === 2 || mode === 3 ? dylibs.igg : [])])];
+  const substrate = paths.find(isSubstrate);
+  return {
+    inject: paths.filter((p) => !isSubstrate(p)).map((p) => ({ name: path.basename(p), path: p })),
+    ...(substrate ? { substrate: { name: path.basename(substrate), path: substrate } } : {}),
+  };
+}
+
+/** DUP's new bundle id segment: the same for a user and an app every time, different between users. */
+export const dupTag = (userId: string, appId: number) =>
+  `dup${createHash('sha256').update(`sideport-dup\0${userId}\0${appId}`).digest('hex').slice(0, 10)}`;
+
+const contentTags = new Map<string, Promise<string>>();
+
+/**
+ * What a file holds, for "is the artifact made from this file": a SHA-256 of its content, so
+ * workers on other machines with their own copy agree. Hashed once per process for each size and
+ * modification time.
+ */
+export async function fileTag(file: string): Promise<string> {
+  const s = await stat(file);
+  const key = `${file}\0${s.size}\0${s.mtimeMs}`;
+  let tag = contentTags.get(key);
+  if (!tag) {
+    tag = (async () => {
+      const hash = createHash('sha256');
+      for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+      return hash.digest('hex');
+    })();
+    tag.catch(() => contentTags.delete(key));
+    contentTags.set(key, tag);
+  }
+  return tag;
+}
+
+const toRunnerIdentity = (identity: Awaited<ReturnType<SigningService['signingMaterial']>> & object): RunnerIdentity => {
+  const source = identity.identity;
+  return {
+    ...('p12' in source ? { p12: source.p12, password: source.password } : { certPem: source.certPem, keyPem: source.keyPem }),
+    ...(source.chain ? { chain: [...source.chain] } : {}),
+  };
+};
+
+/**
+ * Sign workers: each slot claims one sign at a time under a lease it renews while a signing
+ * process works, stores the artifact under a new key and commits the row only while it still holds
+ * the lease (a worker that died or lost its lease commits nothing; its job is claimed again when
+ * the lease runs out). Runs inside an API process (SIGN_WORKERS) and in `sideport worker`.
+ */
+export function createSignWorkers(deps: SignWorkerDeps) {
+  const { db, clock, bus, files, signing, cache, run, settings, log } = deps;
+  const processTag = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const pollMs = settings.pollMs ?? Math.min(5000, (settings.leaseSeconds * 1000) / 2);
+  let stopping = false;
+  const stopped = new AbortController();
+  const whenStopped = new Promise<void>((resolve) => stopped.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const running = new Set<Promise<void>>();
+
+  async function endAttempt(lease: q.Lease, reason: string, final: boolean) {
+    await db.transaction(async (tx) => {
+      const row = await q.endAttempt(tx, lease, { reason, final, now: clock() });
+      if (row) await publishSign(bus, row, tx);
+    });
+  }
+
+  /** The file to sign, as a local path for the task. */
+  async function sourceOf(row: q.SignRow) {
+    if (row.source === 'feather') {
+      if (!settings.featherIpa) return undefined;
+      return { path: settings.featherIpa, tag: await fileTag(settings.featherIpa), release: async () => {} };
+    }
+    return { ...(await cache.localSource(row.sourceKey!)), tag: null };
+  }
+
+  async function signOne(row: q.SignRow, worker: string) {
+    const lease: q.Lease = { id: row.id, worker, attempt: row.attempts };
+    await publishSign(bus, row);
+    const abort = new AbortController();
+    const renew = setInterval(() => {
+      q.renewLease(db, lease, new Date(clock().getTime() + settings.leaseSeconds * 1000))
+        .then((held) => {
+          if (!held) abort.abort();
+        })
+        .catch((err: unknown) => log.warn({ err, sign: row.id }, 'could not renew a sign lease'));
+    }, (settings.leaseSeconds * 1000) / 3);
+    const stuck = setTimeout(() => abort.abort(), MAX_SIGN_MS);
+    const output = path.join(settings.tmpDir, `signed-${randomUUID()}.ipa`);
+    let source: Awaited<ReturnType<typeof sourceOf>>;
+    const started = Date.now();
+    try {
+      const material = await signing.signingMaterial(row.userId);
+      if (!material) return await endAttempt(lease, REASON_NO_DEVICE, true);
+      // The devices the artifact is for are those of this moment: one registered later is not in it.
+      const signedAt = clock();
+      source = await sourceOf(row);
+      if (!source) return await endAttempt(lease, REASON_NO_FEATHER, true);
+      const cacheDir =
+        row.source === 'version' ? await cache.versionCache(row.appId, row.appVerId) : { dir: cache.featherDir, wasEmpty: false };
+      await mkdir(settings.tmpDir, { recursive: true });
+      log.info({ sign: row.id, worker, attempt: row.attempts, mode: row.signType }, `sign ${row.id}: signing`);
+      const task: RunnerTask = {
+        kind: 'sign',
+        input: source.path,
+        output,
+        identity: toRunnerIdentity(material),
+        profile: material.profile,
+        mode: row.signType as SignMode,
+        ...modeDylibs(row.signType, settings.dylibs),
+        ...(row.signType === 4 ? { dupTag: dupTag(row.userId, row.appId) } : {}),
+        cacheDir: cacheDir.dir,
+      };
+      const result = await run(task, AbortSignal.any([abort.signal, stopped.signal]));
+      if (!result.ok) return await endAttempt(lease, result.message, result.code !== undefined || row.attempts >= settings.maxAttempts);
+      if (result.kind !== 'sign') throw new Error('The signing process answered another task.');
+      const sizeBytes = (await stat(output)).size;
+      const artifactId = randomUUID();
+      const fileKey = `signed/${row.id}/${artifactId}.ipa`;
+      // Stored before the row names it, under a key nothing else uses: nobody is served half a file.
+      await files.putFile(fileKey, output);
+      const committed = await db.transaction(async (tx) => {
+        const done = await q.commitArtifact(tx, lease, {
+          artifactId,
+          fileKey,
+          signedAt,
+          udids: material.udids,
+          bundleId: result.bundleId,
+          bundleVersion: result.bundleVersion,
+          sizeBytes,
+          sourceTag: source!.tag,
+          updatedAt: clock(),
+        });
+        if (done) await publishSign(bus, done.row, tx);
+        return done;
+      });
+      if (!committed) {
+        await files.delete(fileKey);
+        log.info({ sign: row.id, worker }, `sign ${row.id}: lease lost; artifact dropped`);
+        return;
+      }
+      if (committed.previousKey) await files.delete(committed.previousKey).catch(() => {});
+      if (row.source === 'version' && cacheDir.wasEmpty) await cache.afterColdSign(row.appId, row.appVerId);
+      log.info({ sign: row.id, worker, ms: Date.now() - started, sizeBytes }, `sign ${row.id}: signed`);
+    } catch (err) {
+      if (err instanceof TaskAborted) {
+        // Stopping: the job goes back at once. A lost lease: someone else has it, nothing to do.
+        if (stopped.signal.aborted) await q.releaseLease(db, lease, clock()).then((r) => r && publishSign(bus, r));
+        log.info({ sign: row.id, worker }, `sign ${row.id}: stopped`);
+        return;
+      }
+      log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`);
+      await endAttempt(lease, 'The sign failed on the server. Please retry later.', row.attempts >= settings.maxAttempts).catch(
+        (e: unknown) => log.warn({ err: e, sign: row.id }, 'could not record a failed sign'),
+      );
+    } finally {
+      clearInterval(renew);
+      clearTimeout(stuck);
+      await rm(output, { force: true });
+      await source?.release();
+    }
+  }
+
+  async function slot(worker: string) {
+    while (!stopping) {
+      // Listen before looking, so a sign queued between the look and the wait is not missed.
+      const queued = waitForEvent(bus, (e) => e.kind === 'sign-queued', pollMs);
+      let row: q.SignRow | undefined;
+      try {
+        row = await q.claimNextSign(db, { worker, now: clock(), leaseSeconds: settings.leaseSeconds, maxAttempts: settings.maxAttempts });
+      } catch (err) {
+        log.warn({ err, worker }, 'sign claim failed');
+      }
+      if (row) {
+        void queued.catch(() => {});
+        // A failure outside the sign (the database gone a moment) loses this lease, not the slot.
+        await signOne(row, worker).catch((err: unknown) => log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`));
+        continue;
+      }
+      await Promise.race([queued, whenStopped]);
+    }
+  }
+
+  /** Gives up signs whose lease ran out on their last attempt (the claim takes the others back). */
+  async function sweep() {
+    const given = await q.giveUpExpired(db, clock(), settings.maxAttempts, REASON_LEASE_EXPIRED);
+    for (const row of given) await publishSign(bus, row);
+    return given.length;
+  }
+
+  /**
+   * Removes what signing processes of a worker killed mid-sign left in the temp folder. Other
+   * processes may share the folder, so only files older than any sign is let run.
+   */
+  async function removeLeftovers() {
+    const names = await readdir(settings.tmpDir).catch(() => [] as string[]);
+    for (const name of names.filter((n) => /^(signed|source)-[0-9a-f-]{36}\.ipa(\.partial-.+)?$/.test(n))) {
+      const file = path.join(settings.tmpDir, name);
+      const age = Date.now() - (await stat(file).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs;
+      if (age > MAX_SIGN_MS) await rm(file, { force: true });
+    }
+  }
+
+  return {
+    sweep,
+
+    /** Starts `count` slots in this process. */
+    start(count: number) {
+      if (count > 0) void removeLeftovers().catch((err: unknown) => log.warn({ err }, 'could not clear old sign files'));
+      for (let i = 0; i < count; i++) {
+        const loop = slot(`${processTag}:${i + 1}`).catch((err: unknown) => log.warn({ err }, 'a sign worker stopped after an error'));
+        running.add(loop);
+        void loop.finally(() => running.delete(loop));
+      }
+    },
+
+    /** Stops claiming; signs under way are ended and go back to the queue at once. */
+    async stop() {
+      stopping = true;
+      stopped.abort();
+      await Promise.all(running);
+    },
+  };
+}
+
+export type SignWorkers = ReturnType<typeof createSignWorkers>;

@@ -1,0 +1,155 @@
+/**
+ * Sign service benchmark (issue 12): ten users sign the same version of about 300 MB of content
+ * through the service, one after another, each from PUT /api/sign to its Done event: the first
+ * sign and the median of the next nine. In the same run, alternating with them, `sideport-ipa
+ * sign` (the CLI, a process of its own) on the same file with the same identity and a profile of
+ * the same devices: a first sign with an empty digest cache, and a sign whose cache is filled.
+ *
+ *   npm run bench:sign-service       (BENCH_SIZE_MB=300 BENCH_USERS=10 to change)
+ *
+ * The service runs as built (`npm run build` first, which the script does): the embedded default,
+ * PGlite and local disk, one in-process sign worker whose signing processes start with
+ * SIGN_PROCESS_TUNING, the version's digest cache filled when it became Done.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from '../../apps/server/dist/app.js';
+import { openDatabase } from '../../apps/server/dist/db/client.js';
+import { startItunesServer } from '../../apps/server/dist/dev/itunes-server.js';
+import * as devices from '../../apps/server/dist/modules/devices/queries.js';
+import { exportP12 } from '../../apps/server/dist/modules/sign/feather-cert.js';
+import { loadConfig } from '../../apps/server/dist/platform/config.js';
+import { makeBenchIpa } from '../sign/make-ipa.js';
+
+const SIZE_MB = Number(process.env.BENCH_SIZE_MB ?? 300);
+const USERS = Number(process.env.BENCH_USERS ?? 10);
+const root = path.resolve(import.meta.dirname, '../..');
+const fixture = path.join(root, 'fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
+const cli = path.join(root, 'packages/ipa/bin/sideport-ipa.js');
+const work = mkdtempSync(path.join(tmpdir(), 'sideport-bench-sign-service-'));
+const APP_ID = 9_100_001;
+const APP_VER_ID = 910_000_001;
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const md5 = (text: string) => createHash('md5').update(text).digest('hex');
+const udidOf = (n: number) => `00008110-${String(n).padStart(16, '0')}`;
+
+async function main() {
+  console.log(`building an IPA of ${SIZE_MB} MB of content ...`);
+  const input = path.join(work, 'app.ipa');
+  await makeBenchIpa(fixture, input, SIZE_MB * 1024 * 1024);
+  const ipaMB = statSync(input).size / 1024 / 1024;
+
+  // The store knows the app: a record of the fixture's bundle id (the recorded Facebook answer's shape).
+  const record = JSON.parse(readFileSync(path.join(root, 'fixtures/itunes/fastlane_itunesLookup-284882215.json'), 'utf8')).results[0];
+  const store = await startItunesServer({
+    records: [{ ...record, trackId: APP_ID, bundleId: 'org.fastlane.very-capable-app', trackName: 'Bench App', version: '1.0', price: 0 }],
+  });
+  const dataDir = path.join(work, 'data');
+  const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, WEB_DIST_DIR: dataDir, ITUNES_BASE_URL: store.url, SIGN_IN_LIMIT_PER_ADDRESS: '1000' });
+  const database = await openDatabase({ pgliteDir: path.join(dataDir, 'db') });
+  await database.migrate();
+  const { app, services } = await buildApp({ config, database });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+
+  try {
+    console.log('importing it as a Done version (its digest cache is filled then) ...');
+    const importStarted = performance.now();
+    await services.jobs.importIpa(input, { country: 'KR', appId: APP_ID, appVerId: APP_VER_ID });
+    const importMs = performance.now() - importStarted;
+
+    // When each sign became Done, as the owner's live events tell it.
+    const doneAt = new Map<string, number>();
+    services.bus.subscribe((m) => {
+      if (m.kind === 'live' && m.event.type === 'sign' && m.event.status === 'Done' && m.userId) doneAt.set(m.userId, performance.now());
+    });
+
+    // The CLI signs with the service's own identity and a profile of the same kind (one device).
+    await signUp(base, 'benchcli');
+    await devices.insertDevice(database.db, { userId: 'benchcli', product: 'iPhone15,2', udid: udidOf(0), status: 'Registered' });
+    const material = (await services.signing.signingMaterial('benchcli'))!;
+    const p12 = path.join(work, 'id.p12');
+    const profile = path.join(work, 'cli.mobileprovision');
+    writeFileSync(p12, exportP12(material.identity, 'bench-password'));
+    writeFileSync(profile, material.profile);
+    let coldCaches = 0;
+    const cliSign = (cacheDir: string) => {
+      const started = performance.now();
+      execFileSync(cli, ['sign', input, '-o', path.join(work, 'cli-out.ipa'), '--p12', p12, '--password-env', 'BENCH_P12_PW', '--profile', profile, '--cache-dir', cacheDir], {
+        env: { ...process.env, BENCH_P12_PW: 'bench-password' },
+        stdio: 'ignore',
+      });
+      return performance.now() - started;
+    };
+    const cliCold = () => cliSign(path.join(work, `cli-cold-${coldCaches++}`));
+    const warmCache = path.join(work, 'cli-warm');
+    cliSign(warmCache); // fills the CLI's own cache
+
+    const users = await Promise.all(Array.from({ length: USERS }, async (_, i) => {
+      const id = `benchuser${i}`;
+      const cookie = await signUp(base, id);
+      await devices.insertDevice(database.db, { userId: id, product: 'iPhone15,2', udid: udidOf(i + 1), status: 'Registered' });
+      return { id, cookie };
+    }));
+
+    const service: number[] = [];
+    const cached: number[] = [];
+    const cold: number[] = [cliCold()];
+    for (const [i, user] of users.entries()) {
+      const started = performance.now();
+      const res = await fetch(`${base}/api/sign/${APP_ID}/${APP_VER_ID}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', cookie: user.cookie },
+        body: JSON.stringify({ type: 0 }),
+      });
+      if (res.status !== 200) throw new Error(`sign request refused: ${res.status} ${await res.text()}`);
+      while (!doneAt.has(user.id)) await new Promise((resolve) => setTimeout(resolve, 5));
+      service.push(doneAt.get(user.id)! - started);
+      console.log(`  user ${i + 1}: ${s(service.at(-1)!)}`);
+      cached.push(cliSign(warmCache));
+      if (i % 4 === 3) cold.push(cliCold());
+    }
+
+    const [first, ...rest] = service;
+    const next = median(rest);
+    const cliCachedMs = median(cached);
+    const cliColdMs = median(cold);
+    console.log(`\nsign service, ${USERS} users signing one version (${SIZE_MB} MB of content, ${ipaMB.toFixed(0)} MB IPA), mode 0:`);
+    console.log(`  import as a Done version (check, store, digest cache filled): ${s(importMs)}`);
+    console.log(`  first sign through the service (PUT to Done):   ${s(first!)}`);
+    console.log(`  median of the next ${rest.length}:                       ${s(next)}  (min ${s(Math.min(...rest))}, max ${s(Math.max(...rest))})`);
+    console.log(`  sideport-ipa sign, empty digest cache (median of ${cold.length}): ${s(cliColdMs)}`);
+    console.log(`  sideport-ipa sign, filled digest cache (median of ${cached.length}): ${s(cliCachedMs)}`);
+    console.log('ratios:');
+    console.log(`  service first / CLI empty cache:  ${(first! / cliColdMs).toFixed(2)}`);
+    console.log(`  service first / CLI filled cache: ${(first! / cliCachedMs).toFixed(2)}`);
+    console.log(`  service next  / CLI filled cache: ${(next / cliCachedMs).toFixed(2)}`);
+  } finally {
+    await app.close();
+    await database.close();
+    await store.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+async function signUp(base: string, id: string) {
+  const res = await fetch(`${base}/api/sign-up`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ id, pw: md5('bench-password') }),
+  });
+  if (res.status !== 200) throw new Error(`sign-up failed: ${res.status} ${await res.text()}`);
+  return res.headers.getSetCookie()[0]!.split(';')[0]!;
+}
+
+await main();
