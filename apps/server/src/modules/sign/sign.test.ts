@@ -12,7 +12,7 @@ import { buildIpa, storeApp, storeWith } from '../../test/decrypt-support.js';
 import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
 import { eq } from 'drizzle-orm';
 import * as schema from '../../db/schema/index.js';
-import * as devices from '../devices/queries.js';
+import { deviceInfo, enrollDevice, payForDevice } from '../../test/device-flow.js';
 
 const APP_ID = 6100;
 const APP_VER_ID = 861000001;
@@ -100,6 +100,14 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     });
   }
 
+  /** The user's way to a Registered device: enrolled as a device answers, paid in test mode, registered by the dev identity. */
+  async function registerDevice(udid: string, product: string) {
+    await enrollDevice(t, alice, { UDID: udid, PRODUCT: product });
+    const index = (await deviceInfo(t, alice)).findIndex((d) => d.UDID === udid);
+    await payForDevice(t, alice, index);
+    await expect.poll(async () => (await deviceInfo(t, alice))[index]?.status, { timeout: 20_000, interval: 50 }).toBe('Registered');
+  }
+
   async function signedIpa(type: number, cookie = alice) {
     const install = await get(`/api/install/${APP_ID}/${APP_VER_ID}/${type}`, cookie);
     expect(install.statusCode, install.body).toBe(200);
@@ -159,8 +167,8 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     expect([feather.statusCode, feather.body]).toEqual([403, 'Register a device first on My Page.']);
   });
 
-  it('signs in each of the five modes for the Registered device: Pending, Process, Done, live', async () => {
-    await devices.insertDevice(t.database.db, { userId: `alice_${kind}`, product: 'iPhone15,2', udid: UDID_A, status: 'Registered' });
+  it('signs in each of the five modes once a device is enrolled, paid and Registered: Pending, Process, Done, live', async () => {
+    await registerDevice(UDID_A, 'iPhone15,2');
     // The dev identity's CA: what the signatures chain to.
     caPem = (await t.services.signing.signingMaterial(`alice_${kind}`))!.identity.chain![0]!.toString('utf8');
     for (const type of MODES) {
@@ -215,7 +223,7 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
 
   it('answers 406 once a second device is registered, and a new sign lists both', async () => {
     now += 1000;
-    await devices.insertDevice(t.database.db, { userId: `alice_${kind}`, product: 'iPad13,1', udid: UDID_B, status: 'Registered' });
+    await registerDevice(UDID_B, 'iPad13,1');
     for (const type of [0, 4]) {
       const stale = await get(`/api/check/sign/${APP_ID}/${APP_VER_ID}/${type}`, alice);
       expect([stale.statusCode, stale.body]).toEqual([406, 'This app was signed before Registered on one of your devices.']);
