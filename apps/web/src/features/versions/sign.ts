@@ -31,9 +31,12 @@ export const SIGN_BUTTON_LABELS: Record<SignStatus, string> = {
   Done: 'Install',
 };
 
-/** 'Really want request sign' with the mode in parentheses and the app name (spec section 5). */
+/**
+ * Spec section 5, to the letter: 'Really want request sign' plus the mode in parentheses (IAP, IGG,
+ * IAP + IGG or DUP; normal names none) and the app name.
+ */
 export const signQuestion = (mode: SignMode, appName: string) =>
-  `Really want request sign${mode.confirmName ? ` (${mode.confirmName})` : ''} '${appName}'?`;
+  `Really want request sign${mode.confirmName ? ` (${mode.confirmName})` : ''} ${appName}`;
 
 type Version = Pick<AppEntry, 'app_id' | 'app_ver_id' | 'name'>;
 
