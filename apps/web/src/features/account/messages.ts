@@ -4,3 +4,6 @@ export const MAC_WARNING =
 export const ADD_DEVICE_NOTICE =
   'The profile is downloaded and must be installed from Settings within 10 minutes.';
 
+/** Spec section 5's notice about the cert password: the .p12 in the zip opens with it, and it is not kept. */
+export const certPasswordNotice = (password: string) =>
+  `The cert password is ${password}. Enter it when Feather imports the certificate; it is shown only this once.`;
