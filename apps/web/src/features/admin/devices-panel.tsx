@@ -14,7 +14,7 @@ const DEVICE_COLUMNS = [
   { label: 'Status' },
   { label: 'Reason' },
   { label: 'Paid', isWideOnly: true },
-  { label: 'Actions', isLabelHidden: true },
+  { label: 'Actions', isLabelHidden: true, isWideOnly: true },
 ];
 
 /** What the Status cell says: the spec's status, and what the device waits for. */
@@ -89,6 +89,8 @@ export function DevicesPanel() {
               </div>
               {device.name && <div className="small">{device.name}</div>}
               <div className="small text-body-secondary font-monospace text-break">{device.udid}</div>
+              {/* On a phone the action sits under the device, not at the far end of a scrolled table. */}
+              <div className="d-md-none mt-1">{actionOf(device)}</div>
             </td>
             <td>{device.user}</td>
             <td>
@@ -102,7 +104,7 @@ export function DevicesPanel() {
             <td className="d-none d-md-table-cell text-nowrap small">
               {device.paid_years} {device.paid_years === 1 ? 'year' : 'years'}
             </td>
-            <td className="text-end">{actionOf(device)}</td>
+            <td className="d-none d-md-table-cell text-end">{actionOf(device)}</td>
           </tr>
         ))}
       </AdminTable>

@@ -22,7 +22,8 @@ export function IdentityCard() {
       <div className="d-flex flex-wrap align-items-center gap-2 mb-1">
         <strong>Signing identity</strong>
         {info.kind === 'dev' ? (
-          <Badge bg="warning" text="dark">
+          // A badge does not wrap by itself: on a phone this one is wider than the screen.
+          <Badge bg="warning" text="dark" className="text-wrap text-start">
             Dev identity: real devices will not install its apps
           </Badge>
         ) : (
