@@ -6,7 +6,6 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devices } from '../../db/schema/index.js';
-import { waitForEvent } from '../../platform/events.js';
 import { deviceInfo, enrollDevice, payForDevice, yearsAfter } from '../../test/device-flow.js';
 import { createTestApp, databaseKinds, sessionCookie, signedInUser, type TestApp } from '../../test/harness.js';
 import * as q from './queries.js';
