@@ -5,7 +5,10 @@ import { featherCertAnswer, urlAnswer, type FeatherCertAnswer } from '@sideport/
 import { alertFailure, api } from '../../lib/api';
 import { certPasswordNotice } from './messages';
 
-/** Feather Install: the operator's Feather signed for the person's devices, as an itms-services URL. */
+/**
+ * Feather Install: the operator's Feather signed for the person's devices, as an itms-services URL.
+ * The server may wait for that sign (up to a minute) before it answers.
+ */
 async function installFeather() {
   try {
     const { url } = urlAnswer.parse(await api<unknown>('/api/feather/install'));
@@ -23,25 +26,34 @@ async function installFeather() {
  */
 export function FeatherButtons() {
   const [cert, setCert] = useState<FeatherCertAnswer | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [busy, setBusy] = useState<'install' | 'cert' | null>(null);
+  const whileBusy = (which: 'install' | 'cert', work: () => Promise<void>) => {
+    setBusy(which);
+    void work().finally(() => setBusy(null));
+  };
 
   const fetchCert = async () => {
-    setBusy(true);
     try {
       setCert(featherCertAnswer.parse(await api<unknown>('/api/feather/cert')));
     } catch (error) {
       alertFailure(error);
-    } finally {
-      setBusy(false);
     }
   };
 
   return (
     <>
-      <Button variant="outline-secondary" onClick={() => void installFeather()}>
+      <Button
+        variant="outline-secondary"
+        disabled={busy === 'install'}
+        onClick={() => whileBusy('install', installFeather)}
+      >
         Feather Install
       </Button>
-      <Button variant="outline-secondary" disabled={busy} onClick={() => void fetchCert()}>
+      <Button
+        variant="outline-secondary"
+        disabled={busy === 'cert'}
+        onClick={() => whileBusy('cert', fetchCert)}
+      >
         Feather Cert
       </Button>
       <Modal show={cert !== null} onHide={() => setCert(null)} aria-labelledby="feather-cert-title">
