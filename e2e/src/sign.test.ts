@@ -222,6 +222,24 @@ describe('the sign service in the browser', () => {
     await s.context.close();
   });
 
+  it("goes to Feather's install URL on Feather Install, once it is signed for the person's devices", async () => {
+    const cookie = await sessionCookie(server, 'featherinstaller');
+    await registeredDevice(server, cookie, IPHONE);
+    const s = await signedIn('featherinstaller');
+    await s.page.goto('/my');
+    await s.page.getByRole('tab', { name: 'Device' }).click();
+    const requested = await watchNavigation(s);
+    const button = s.page.getByRole('button', { name: 'Feather Install' });
+    await button.click();
+    await expect.poll(() => requested.length, { timeout: 20_000 }).toBe(1);
+    expect(requested[0]).toMatch(/^itms-services:\/\/\?action=download-manifest&url=/);
+    const manifest = await fetch(new URL(requested[0]!).searchParams.get('url')!);
+    expect(await manifest.text()).toContain('<string>com.example.feather</string>');
+    expect(s.dialogs).toEqual([]);
+    await expect.poll(() => button.isEnabled()).toBe(true);
+    await s.context.close();
+  });
+
   it('shows the cert password with its notice on Feather Cert, beside the certificate', async () => {
     const cookie = await sessionCookie(server, 'featherer');
     await registeredDevice(server, cookie, IPHONE);
