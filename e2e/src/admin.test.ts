@@ -109,7 +109,7 @@ describe('the admin console', () => {
   it('fits a 375 px screen, its tables scrolling inside the page', async () => {
     const s = await adminSession({ width: 375, height: 800 });
     await s.page.goto('/admin');
-    for (const tab of ['Agents', 'Queue', 'Audit log']) {
+    for (const tab of ['Agents', 'Queue', 'Devices', 'Audit log']) {
       await openTab(s, tab);
       await expect
         .poll(() => s.page.locator('.tab-pane.active table, .tab-pane.active p').count())

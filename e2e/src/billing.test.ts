@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAC_WARNING } from '../../apps/web/src/features/account/messages.js';
 import { seedUserDevice } from './seed.js';
 import {
   expectDialog,
@@ -134,10 +133,7 @@ describe('paying in test mode', () => {
     expect(await s.page.getByText('Add device first.').isVisible()).toBe(true);
     s.answers.push(false);
     await s.page.getByRole('button', { name: 'Add Device' }).click();
-    await expectDialog(
-      s,
-      'The device profile will be downloaded. Install it from Settings within 10 minutes.',
-    );
+    await expectDialog(s, 'The profile is downloaded and must be installed from Settings within 10 minutes.');
     expect(new URL(s.page.url()).pathname).toBe('/my');
     await s.context.close();
   });
@@ -172,7 +168,10 @@ describe('paying for a device', () => {
       await expect.poll(() => row.innerText()).toContain('00008103-000A1B2C3D4E5F60');
       s.answers.push(false);
       await row.getByRole('button', { name: 'Register $19.99/year' }).click();
-      await expectDialog(s, MAC_WARNING);
+      await expectDialog(
+        s,
+        'Only M1/M2 Macs are supported, an extra process follows payment, and payment is non-refundable for unsupported devices.',
+      );
       expect(new URL(s.page.url()).pathname).toBe('/my');
       s.answers.push(true);
       await row.getByRole('button', { name: 'Register $19.99/year' }).click();

@@ -142,15 +142,18 @@ describe('the version modal', () => {
     await expect
       .poll(() => s.dialogs)
       .toEqual([
-        `Really want request sign (IAP) '${READY.name}'?`,
-        `Really want request sign (IGG) '${READY.name}'?`,
-        `Really want request sign (IAP + IGG) '${READY.name}'?`,
-        `Really want request sign (DUP) '${READY.name}'?`,
+        `Really want request sign (IAP) ${READY.name}`,
+        `Really want request sign (IGG) ${READY.name}`,
+        `Really want request sign (IAP + IGG) ${READY.name}`,
+        `Really want request sign (DUP) ${READY.name}`,
       ]);
-    // Until the sign service lands the server has no such route; its sentence is shown as is.
-    await card.getByRole('group', { name: 'Normal' }).getByRole('button').click();
-    await expectDialog(s, `Really want request sign '${READY.name}'?`);
-    await expectDialog(s, `There is no PUT /api/sign/${READY.id}/${READY.appVerId} here.`);
+    // Nothing to sign for without a Registered device: the server's sentence is shown as is, and
+    // the button is back to Sign.
+    const normal = card.getByRole('group', { name: 'Normal' }).getByRole('button');
+    await normal.click();
+    await expectDialog(s, `Really want request sign ${READY.name}`);
+    await expectDialog(s, 'Register a device first on My Page.');
+    await expect.poll(() => normal.innerText()).toBe('Sign');
     await s.context.close();
   });
 

@@ -2,7 +2,15 @@ import { readFile } from 'node:fs/promises';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADD_DEVICE_NOTICE } from '../../apps/web/src/features/account/messages.js';
-import { expectDialog, launchBrowser, newDataDir, openSession, startServer, submitSignUp, type RunningServer } from './harness.js';
+import {
+  expectDialog,
+  launchBrowser,
+  newDataDir,
+  openSession,
+  startServer,
+  submitSignUp,
+  type RunningServer,
+} from './harness.js';
 
 let server: RunningServer;
 let browser: Browser;
@@ -36,11 +44,30 @@ describe('adding a device', () => {
     expect(profile.suggestedFilename()).toBe('sideport-device.mobileconfig');
     const text = await readFile((await profile.path())!, 'utf8');
     expect(text).toContain('<string>Profile Service</string>');
-    expect(text).toMatch(new RegExp(`<key>URL</key>\\s*<string>${server.url}/api/udid/enroll/[A-Za-z0-9_-]{43}</string>`));
-    expect(new URL(s.page.url()).pathname).toBe('/udid');
-    expect(await s.page.getByRole('link', { name: 'Download the device profile again' }).getAttribute('href')).toBe(
-      '/api/udid/profile',
+    expect(text).toMatch(
+      new RegExp(`<key>URL</key>\\s*<string>${server.url}/api/udid/enroll/[A-Za-z0-9_-]{43}</string>`),
     );
+    expect(new URL(s.page.url()).pathname).toBe('/udid');
+    expect(
+      await s.page.getByRole('link', { name: 'Download the device profile again' }).getAttribute('href'),
+    ).toBe('/api/udid/profile');
+    await s.context.close();
+  });
+
+  it("shows the server's sentence on Feather Install and Feather Cert when Feather is not offered", async () => {
+    const s = await openSession(browser, server.url);
+    await submitSignUp(s, 'featherless');
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await s.page.goto('/my');
+    await s.page.getByRole('tab', { name: 'Device' }).click();
+    await s.page.getByRole('button', { name: 'Feather Install' }).click();
+    await expectDialog(s, 'Feather is not offered on this server.');
+    await s.page.getByRole('button', { name: 'Feather Cert' }).click();
+    await expect
+      .poll(() => s.dialogs)
+      .toEqual(['Feather is not offered on this server.', 'Feather is not offered on this server.']);
+    expect(await s.page.getByRole('dialog').count()).toBe(0);
+    expect(new URL(s.page.url()).pathname).toBe('/my');
     await s.context.close();
   });
 });

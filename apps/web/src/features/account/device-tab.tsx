@@ -1,20 +1,11 @@
 import Button from 'react-bootstrap/Button';
 import Table from 'react-bootstrap/Table';
 import type { AccountInfo, Device } from '@sideport/contracts';
-import { alertFailure, api } from '../../lib/api';
 import { formatDate, goToCheckout } from './product-tab';
+import { FeatherButtons } from './feather-buttons';
 import { ADD_DEVICE_NOTICE, MAC_WARNING } from './messages';
 
 const isMac = (device: Device) => /mac/i.test(device.Product);
-
-async function openUrl(path: string) {
-  try {
-    const { url } = await api<{ url: string }>(path);
-    window.location.assign(url);
-  } catch (error) {
-    alertFailure(error);
-  }
-}
 
 function DeviceAction({ device, index }: { device: Device; index: number }) {
   const pay = () => {
@@ -66,12 +57,7 @@ export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
       <h2 className="fs-5">Devices - Sign Service</h2>
       <div className="d-flex flex-wrap gap-2 mb-3">
         <Button onClick={addDevice}>Add Device</Button>
-        <Button variant="outline-secondary" onClick={() => void openUrl('/api/feather/install')}>
-          Feather Install
-        </Button>
-        <Button variant="outline-secondary" onClick={() => void openUrl('/api/feather/cert')}>
-          Feather Cert
-        </Button>
+        <FeatherButtons />
       </div>
       {devices.length === 0 ? (
         <p className="text-body-secondary">Add device first.</p>

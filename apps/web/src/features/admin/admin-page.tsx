@@ -2,9 +2,13 @@ import Tab from 'react-bootstrap/Tab';
 import Tabs from 'react-bootstrap/Tabs';
 import { AgentsPanel } from './agents-panel';
 import { AuditPanel } from './audit-panel';
+import { DevicesPanel } from './devices-panel';
 import { QueuePanel } from './queue-panel';
 
-/** /admin (grade above 0; the server checks every call): agents, the queue and the audit log. */
+/**
+ * /admin (grade above 0; the server checks every call): agents, the queue, devices waiting for
+ * registration with the signing identity, and the audit log.
+ */
 export function AdminPage() {
   return (
     <section aria-labelledby="admin-title">
@@ -17,6 +21,9 @@ export function AdminPage() {
         </Tab>
         <Tab eventKey="queue" title="Queue">
           <QueuePanel />
+        </Tab>
+        <Tab eventKey="devices" title="Devices">
+          <DevicesPanel />
         </Tab>
         <Tab eventKey="audit" title="Audit log">
           <AuditPanel />

@@ -1,5 +1,11 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
-import { adminQueueEntry, agentSummary, auditEntry } from '@sideport/contracts';
+import {
+  adminDevice,
+  adminQueueEntry,
+  agentSummary,
+  auditEntry,
+  signingIdentityInfo,
+} from '@sideport/contracts';
 import { api } from '../../lib/api';
 
 /** The admin API answers pages of this many rows; a shorter page is the last. */
@@ -35,6 +41,25 @@ export const auditQuery = infiniteQueryOptions({
     entries: auditEntry.array().parse(await api<unknown>(`/api/admin/audit/${pageParam}`)),
   }),
   getNextPageParam: nextPage,
+  retry: false,
+});
+
+/**
+ * Devices waiting for registration: paid ones Pending (with Apple's reason when an attempt failed)
+ * and Macs in Process for a confirmation. Device events go to their owners only, so this asks again
+ * now and then, and after each action here.
+ */
+export const adminDevicesQuery = queryOptions({
+  queryKey: ['admin', 'devices'],
+  queryFn: async () => adminDevice.array().parse(await api<unknown>('/api/admin/devices')),
+  retry: false,
+  refetchInterval: 15_000,
+});
+
+/** The signing identity in use: the Apple developer account, or the dev identity. */
+export const identityQuery = queryOptions({
+  queryKey: ['admin', 'identity'],
+  queryFn: async () => signingIdentityInfo.parse(await api<unknown>('/api/admin/identity')),
   retry: false,
 });
 

@@ -164,6 +164,19 @@ describe('sign and device events', () => {
     });
   });
 
+  it('leaves a status that is ahead alone when told to go only forward', () => {
+    const client = clientWith([
+      [['versions', 'KR', '1'], [{ ...entry('1', '10', 'Done'), normal_sign: 'Process' }]],
+    ]);
+    const sign = { app_id: '1', app_ver_id: '10', sign_type: 0 } as const;
+    applySignEvent(client, { ...sign, status: 'Pending' }, { onlyForward: true });
+    expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])![0]!.normal_sign).toBe('Process');
+    applySignEvent(client, { ...sign, status: 'Done' }, { onlyForward: true });
+    expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])![0]!.normal_sign).toBe('Done');
+    applySignEvent(client, { ...sign, status: 'Pending' });
+    expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])![0]!.normal_sign).toBe('Pending');
+  });
+
   it('refetches the account (its devices) on a device event', () => {
     const client = clientWith([[['info'], { Id: 'x' }]]);
     applyLiveEvent(client, { type: 'device' });

@@ -1,5 +1,5 @@
 import type { QueryClient } from '@tanstack/react-query';
-import type { AppEntry, LiveEvent, SignEvent, SignType, VersionEvent } from '@sideport/contracts';
+import type { AppEntry, LiveEvent, SignEvent, SignStatus, SignType, VersionEvent } from '@sideport/contracts';
 import { editEntryCaches, type CachedEntry, type EntryEdit } from './entry-caches';
 
 /** The cached field of each sign type (spec section 3). */
@@ -99,14 +99,28 @@ export function removeEntry(queryClient: QueryClient, ref: EntryRef) {
   });
 }
 
-/** A signing status of the caller changed: the version modal's buttons follow. */
-export function applySignEvent(queryClient: QueryClient, event: Omit<SignEvent, 'type'>) {
+const SIGN_ORDER: Record<SignStatus, number> = { No: 0, Pending: 1, Process: 2, Done: 3 };
+
+/**
+ * A signing status of the caller changed: the version modal's buttons follow. With `onlyForward`
+ * a status behind the one shown is ignored: an answer that left the server before a live event
+ * arrived must not take the button back.
+ */
+export function applySignEvent(
+  queryClient: QueryClient,
+  event: Omit<SignEvent, 'type'>,
+  { onlyForward = false }: { onlyForward?: boolean } = {},
+) {
   const field = SIGN_FIELDS[event.sign_type as SignType];
+  const isBehind = (e: CachedEntry) => {
+    const shown = (e as Partial<Record<typeof field, SignStatus>>)[field];
+    return onlyForward && shown !== undefined && SIGN_ORDER[shown] >= SIGN_ORDER[event.status];
+  };
   editEntryCaches(queryClient, (cache) =>
     cache === 'versions' || cache === 'history'
       ? {
           map: (e) =>
-            e.app_id === event.app_id && e.app_ver_id === event.app_ver_id
+            e.app_id === event.app_id && e.app_ver_id === event.app_ver_id && !isBehind(e)
               ? ({ ...e, [field]: event.status } as CachedEntry)
               : e,
         }

@@ -1,5 +1,5 @@
 import type { QueryClient } from '@tanstack/react-query';
-import type { AppEntry, SignStatus, SignType } from '@sideport/contracts';
+import { signAnswer, urlAnswer, type AppEntry, type SignStatus, type SignType } from '@sideport/contracts';
 import { alertFailure, api, ApiError } from '../../lib/api';
 import { applySignEvent, SIGN_FIELDS } from '../live/apply-event';
 import { RESIGN_QUESTION } from './messages';
@@ -31,30 +31,46 @@ export const SIGN_BUTTON_LABELS: Record<SignStatus, string> = {
   Done: 'Install',
 };
 
-/** 'Really want request sign' with the mode in parentheses and the app name (spec section 5). */
+/**
+ * Spec section 5, to the letter: 'Really want request sign' plus the mode in parentheses (IAP, IGG,
+ * IAP + IGG or DUP; normal names none) and the app name.
+ */
 export const signQuestion = (mode: SignMode, appName: string) =>
-  `Really want request sign${mode.confirmName ? ` (${mode.confirmName})` : ''} '${appName}'?`;
+  `Really want request sign${mode.confirmName ? ` (${mode.confirmName})` : ''} ${appName}`;
 
 type Version = Pick<AppEntry, 'app_id' | 'app_ver_id' | 'name'>;
 
-async function putSign(queryClient: QueryClient, entry: Version, mode: SignMode) {
+/**
+ * PUT /api/sign. Spec section 4: requesting sets the mode Pending locally, at once; live events
+ * take it on (Process, Done). The answer is applied only where it is ahead of what is shown: Done
+ * at once when the artifact there still serves every device, or a sign already under way, neither
+ * of which any event will announce again. A refusal puts back what was shown before.
+ */
+async function putSign(queryClient: QueryClient, entry: Version, mode: SignMode, before: SignStatus) {
+  const show = (status: SignStatus, onlyForward = false) =>
+    applySignEvent(
+      queryClient,
+      { app_id: entry.app_id, app_ver_id: entry.app_ver_id!, sign_type: mode.type, status },
+      { onlyForward },
+    );
+  show('Pending');
   try {
-    await api(`/api/sign/${entry.app_id}/${entry.app_ver_id}`, { method: 'PUT', body: { type: mode.type } });
-    // Spec section 4: a requested sign shows Pending at once.
-    applySignEvent(queryClient, {
-      app_id: entry.app_id,
-      app_ver_id: entry.app_ver_id!,
-      sign_type: mode.type,
-      status: 'Pending',
-    });
+    const answer = signAnswer.parse(
+      await api<unknown>(`/api/sign/${entry.app_id}/${entry.app_ver_id}`, {
+        method: 'PUT',
+        body: { type: mode.type },
+      }),
+    );
+    show(answer.status, true);
   } catch (error) {
+    show(before);
     alertFailure(error);
   }
 }
 
 export async function requestSign(queryClient: QueryClient, entry: Version, mode: SignMode) {
   if (!window.confirm(signQuestion(mode, entry.name))) return;
-  await putSign(queryClient, entry, mode);
+  await putSign(queryClient, entry, mode, 'No');
 }
 
 /**
@@ -67,11 +83,12 @@ export async function installSigned(queryClient: QueryClient, entry: Version, mo
     await api(`/api/check/sign/${path}`);
   } catch (error) {
     if (!(error instanceof ApiError && error.status === 406)) return alertFailure(error);
-    if (window.confirm(RESIGN_QUESTION)) await putSign(queryClient, entry, mode);
+    if (window.confirm(RESIGN_QUESTION)) await putSign(queryClient, entry, mode, 'Done');
     return;
   }
   try {
-    const { url } = await api<{ url: string }>(`/api/install/${path}`);
+    const { url } = urlAnswer.parse(await api<unknown>(`/api/install/${path}`));
+    // An itms-services URL: iOS asks to install; the page stays where it is.
     window.location.assign(url);
   } catch (error) {
     alertFailure(error);

@@ -1,0 +1,79 @@
+import { useState } from 'react';
+import Button from 'react-bootstrap/Button';
+import Modal from 'react-bootstrap/Modal';
+import { featherCertAnswer, urlAnswer, type FeatherCertAnswer } from '@sideport/contracts';
+import { alertFailure, api } from '../../lib/api';
+import { certPasswordNotice } from './messages';
+
+/**
+ * Feather Install: the operator's Feather signed for the person's devices, as an itms-services URL.
+ * The server may wait for that sign (up to a minute) before it answers.
+ */
+async function installFeather() {
+  try {
+    const { url } = urlAnswer.parse(await api<unknown>('/api/feather/install'));
+    window.location.assign(url);
+  } catch (error) {
+    alertFailure(error);
+  }
+}
+
+/**
+ * 'Feather Install' and 'Feather Cert' (spec section 2). The cert is a zip of a .p12 and the
+ * person's profile; its password is new each time and only in this answer, so it stays on screen
+ * with the spec's cert-password notice until closed, beside the zip's link. Without Feather on the
+ * server, its sentence is shown as any failure is.
+ */
+export function FeatherButtons() {
+  const [cert, setCert] = useState<FeatherCertAnswer | null>(null);
+  const [busy, setBusy] = useState<'install' | 'cert' | null>(null);
+  const whileBusy = (which: 'install' | 'cert', work: () => Promise<void>) => {
+    setBusy(which);
+    void work().finally(() => setBusy(null));
+  };
+
+  const fetchCert = async () => {
+    try {
+      setCert(featherCertAnswer.parse(await api<unknown>('/api/feather/cert')));
+    } catch (error) {
+      alertFailure(error);
+    }
+  };
+
+  return (
+    <>
+      <Button
+        variant="outline-secondary"
+        disabled={busy === 'install'}
+        onClick={() => whileBusy('install', installFeather)}
+      >
+        Feather Install
+      </Button>
+      <Button
+        variant="outline-secondary"
+        disabled={busy === 'cert'}
+        onClick={() => whileBusy('cert', fetchCert)}
+      >
+        Feather Cert
+      </Button>
+      <Modal show={cert !== null} onHide={() => setCert(null)} aria-labelledby="feather-cert-title">
+        <Modal.Header closeButton>
+          <Modal.Title id="feather-cert-title" className="fs-5">
+            Feather Cert
+          </Modal.Title>
+        </Modal.Header>
+        {cert && (
+          <Modal.Body>
+            <p data-testid="cert-password-notice">{certPasswordNotice(cert.password)}</p>
+            <p className="font-monospace fs-5 user-select-all" aria-label="Cert password">
+              {cert.password}
+            </p>
+            <Button as="a" href={cert.url} download>
+              Download the certificate
+            </Button>
+          </Modal.Body>
+        )}
+      </Modal>
+    </>
+  );
+}

@@ -1,0 +1,40 @@
+import Alert from 'react-bootstrap/Alert';
+import Badge from 'react-bootstrap/Badge';
+import { useQuery } from '@tanstack/react-query';
+import { useFailureAlert } from '../../lib/use-failure-alert';
+import { formatTime, identityQuery } from './queries';
+
+/**
+ * The identity that registers devices and signs: the operator's Apple developer account, or the
+ * dev identity, which runs the whole pipeline but whose output real devices will not install. The
+ * latter is marked so nobody takes a working pipeline for working installs.
+ */
+export function IdentityCard() {
+  const identity = useQuery(identityQuery);
+  useFailureAlert(identity.error);
+  const info = identity.data;
+  if (!info) return null;
+  const certificate = info.certificate_name
+    ? `${info.certificate_name}, until ${formatTime(info.certificate_expires_at)}`
+    : 'made on first use';
+  return (
+    <Alert variant={info.installable ? 'light' : 'warning'} data-testid="signing-identity" className="mb-3">
+      <div className="d-flex flex-wrap align-items-center gap-2 mb-1">
+        <strong>Signing identity</strong>
+        {info.kind === 'dev' ? (
+          // A badge does not wrap by itself: on a phone this one is wider than the screen.
+          <Badge bg="warning" text="dark" className="text-wrap text-start">
+            Dev identity: real devices will not install its apps
+          </Badge>
+        ) : (
+          <Badge bg="success">Apple developer account</Badge>
+        )}
+      </div>
+      <div>{info.description}</div>
+      <div className="small text-body-secondary">
+        {info.team_id && <>Team {info.team_id} · </>}
+        Certificate: {certificate}
+      </div>
+    </Alert>
+  );
+}
