@@ -135,8 +135,9 @@ describe('the sign service in the browser', () => {
     await s.page.waitForURL('**/billing/dev-checkout/**');
     expect(s.dialogs).toEqual([]);
     await s.page.getByRole('button', { name: 'Pay' }).click();
-    await s.page.waitForURL('**/my?checkout=success');
-    await s.page.getByRole('tab', { name: 'Device' }).click();
+    // Back on the Device tab, where the payment's device is.
+    await s.page.waitForURL('**/my?checkout=success&tab=device');
+    expect(await s.page.getByRole('tab', { name: 'Device' }).getAttribute('aria-selected')).toBe('true');
     const inAYear = new Date();
     inAYear.setUTCFullYear(inAYear.getUTCFullYear() + 1);
     // Registered at once with the dev identity; the tab follows without a reload.

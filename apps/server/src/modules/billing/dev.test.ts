@@ -194,7 +194,10 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
     });
     const path = await checkout('/api/pay/device/0', cookie);
     expect((await get(path, cookie)).body).toContain('$19.99');
-    expect((await post(`${path}/pay`, cookie)).statusCode).toBe(303);
+    const paid = await post(`${path}/pay`, cookie);
+    expect(paid.statusCode).toBe(303);
+    // Back to My page's Device tab, where the device's status follows.
+    expect(paid.headers.location).toBe('http://localhost/my?checkout=success&tab=device');
     expect((await get('/api/info', cookie)).json()).toMatchObject({
       device_info: [{ Product: 'iPhone16,1', UDID: '00008120-0001', status: 'Pending' }],
     });

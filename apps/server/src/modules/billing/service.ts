@@ -358,8 +358,9 @@ export function createBillingService(deps: BillingServiceDeps) {
         user,
         item,
         replaces,
-        successUrl: `${baseUrl}/my?checkout=success`,
-        cancelUrl: `${baseUrl}/my?checkout=canceled`,
+        // A device payment returns to the Device tab, where its status follows.
+        successUrl: `${baseUrl}/my?checkout=success${item.kind === 'device' ? '&tab=device' : ''}`,
+        cancelUrl: `${baseUrl}/my?checkout=canceled${item.kind === 'device' ? '&tab=device' : ''}`,
       });
     },
 

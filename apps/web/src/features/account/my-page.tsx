@@ -15,7 +15,7 @@ export const infoQuery = {
   queryFn: async () => accountInfo.parse(await api<unknown>('/api/info')),
 };
 
-/** /my: titled with the user's id; 'Billing Portal' and the Product (default) and Device tabs. */
+/** /my: titled with the user's id; 'Billing Portal' and the Product (default) and Device (`?tab=device`) tabs. */
 export function MyPage() {
   const info = useQuery(infoQuery);
   // Checkout returns here with ?checkout=success|canceled; the state shown is fetched fresh.
@@ -54,7 +54,7 @@ export function MyPage() {
           Payment canceled.
         </Alert>
       )}
-      <Tabs defaultActiveKey="product" id="my-tabs" className="mb-3">
+      <Tabs defaultActiveKey={params.get('tab') === 'device' ? 'device' : 'product'} id="my-tabs" className="mb-3">
         <Tab eventKey="product" title="Product">
           <ProductTab info={info.data} />
         </Tab>
