@@ -178,8 +178,8 @@ describe('paying for a device', () => {
       await s.page.waitForURL('**/billing/dev-checkout/**');
       expect(await s.page.locator('body').innerText()).toContain('19.99');
       await s.page.getByRole('button', { name: 'Pay' }).click();
-      await s.page.waitForURL('**/my?checkout=success');
-      await s.page.getByRole('tab', { name: 'Device' }).click();
+      // Back on the Device tab, where the Mac's status follows.
+      await s.page.waitForURL('**/my?checkout=success&tab=device');
       await expect
         .poll(() =>
           s.page
