@@ -119,7 +119,7 @@ function printBreakdown(stages: Record<string, Stage>, first: Run[]) {
   const table = stages['entry table']?.retainedMB ?? 0;
   console.log(
     `  peak RSS ${mb(peak)}: node and the package's code ${mb(base)} before signing; at their peaks, the JS heap ${mb(heap)} ` +
-      `(the entry table ${table.toFixed(1)} MB of it) and buffers outside it ${mb(buffers)}, live and not yet collected; no worker heaps (no worker threads)`,
+      `(the entry table ${table.toFixed(1)} MB of it) and buffers outside it ${mb(buffers)}, live and not yet collected, on the main thread; the digest thread's heap is not in these`,
   );
 }
 

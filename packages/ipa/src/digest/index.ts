@@ -1,6 +1,4 @@
 export { digestEntries } from './pool.js';
 export type { DigestOptions, FileDigests } from './pool.js';
 export { digestEntriesCached, readCachedDigests, versionKey, writeCachedDigests } from './cache.js';
-export { createEntryDigests } from './entry-digests.js';
-export type { DigestSink, EntryDigests } from './entry-digests.js';
 export type { CachedDigestOptions } from './cache.js';

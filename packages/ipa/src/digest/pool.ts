@@ -1,46 +1,140 @@
 /**
- * Digests (SHA-1 and SHA-256) of many zip entries' contents, read straight from the file: each
- * entry's stored bytes go through createEntryDigests (inflated on libuv's pool, hashed here).
- * Signing digests its resources in the pass that copies them instead (sign-ipa.ts); this is for
- * callers that only need the digests.
+ * Digests (SHA-1 and SHA-256) of many zip entries' contents, on a digest thread (see
+ * worker-source.ts) that reads them from the file itself: hashing a gigabyte of resources takes a
+ * core for over a second, and on the main thread it held up the copy that runs beside it. One
+ * thread by default, so one more V8 heap (some 8 MB); its young generation is kept small.
  */
-import { open } from 'node:fs/promises';
+import { Worker } from 'node:worker_threads';
 import { IpaError } from '../errors.js';
-import { createBlockReader, gridChunks } from '../zip/block-reader.js';
 import { centralFieldsOf, type ZipEntry } from '../zip/index.js';
 import { LOCAL_SIGNATURE } from '../zip/records.js';
-import { createEntryDigests, type FileDigests } from './entry-digests.js';
+import { DIGEST_BYTES, DIGEST_WORKER_SOURCE, TASK_FIELDS } from './worker-source.js';
 
-export type { FileDigests } from './entry-digests.js';
+export interface FileDigests {
+  readonly sha1: Buffer;
+  readonly sha256: Buffer;
+}
 
 export interface DigestOptions {
-  /** Deflated entries inflating at once on libuv's pool (three by default). */
+  /** Digest threads (one by default): each takes batches of entries in turn. */
   workers?: number;
-  /** Called as entries finish with the count so far. */
+  /** Called as batches finish, with the count of entries so far. */
   onProgress?: (done: number, total: number) => void;
+  /** Stops the threads and rejects, when aborted before the digests are done. */
+  signal?: AbortSignal;
 }
+
+// A batch: a few MiB of stored bytes or a few hundred entries; few messages, and the last
+// batches finish close together when there are several threads.
+const BATCH_BYTES = 8 * 1024 * 1024;
+const BATCH_ENTRIES = 256;
+// Batches waiting in a thread's queue beside the one it digests, so it never waits for the next.
+const QUEUED_PER_WORKER = 2;
+const MAX_WORKERS = 8;
 
 /** Digests of `entries` (regular files of the archive at `path`), by entry name. */
 export async function digestEntries(path: string, entries: readonly ZipEntry[], options: DigestOptions = {}): Promise<Map<string, FileDigests>> {
-  const handle = await open(path, 'r');
+  const result = new Map<string, FileDigests>();
+  options.signal?.throwIfAborted();
+  if (entries.length === 0) return result;
+  // In file order, so the reads go forward through the file.
+  const inFileOrder = [...entries].sort((a, b) => centralFieldsOf(a).relativeOffsetOfLocalHeader - centralFieldsOf(b).relativeOffsetOfLocalHeader);
+  const batches = toBatches(inFileOrder);
+  const workerCount = Math.max(1, Math.min(options.workers ?? 1, MAX_WORKERS, batches.length));
+  const workers: Worker[] = [];
+  let next = 0;
+  let done = 0;
   try {
-    const block = createBlockReader(handle);
-    const digests = createEntryDigests({
-      ...(options.workers === undefined ? {} : { inflatesInFlight: options.workers }),
-      ...(options.onProgress === undefined ? {} : { onProgress: (done: number) => options.onProgress!(done, entries.length) }),
+    await new Promise<void>((resolve, reject) => {
+      let running = workerCount;
+      let settled = false;
+      const fail = (err: unknown): void => {
+        if (settled) return;
+        settled = true;
+        reject(err);
+      };
+      const onAbort = (): void => fail(options.signal!.reason);
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      const finish = (): void => {
+        options.signal?.removeEventListener('abort', onAbort);
+        if (!settled) {
+          settled = true;
+          resolve();
+        }
+      };
+      for (let w = 0; w < workerCount; w++) {
+        // A small young generation: the thread makes few JS objects, and its dead buffers go
+        // with the young generation's collections.
+        const worker = new Worker(DIGEST_WORKER_SOURCE, { eval: true, workerData: { path }, resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 } });
+        workers.push(worker);
+        const sent: ZipEntry[][] = [];
+        const send = (): void => {
+          const batch = batches[next++];
+          if (batch === undefined) return;
+          sent.push(batch);
+          worker.postMessage({ tasks: tasksOf(batch) });
+        };
+        worker.on('message', (message: { digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string }) => {
+          const batch = sent.shift()!;
+          if ('failed' in message) return fail(refusal(batch[message.failed]!, message.kind, message.found));
+          const bytes = Buffer.from(message.digests.buffer, message.digests.byteOffset, message.digests.byteLength);
+          batch.forEach((entry, i) => {
+            const at = i * DIGEST_BYTES;
+            result.set(entry.name, { sha1: bytes.subarray(at, at + 20), sha256: bytes.subarray(at + 20, at + DIGEST_BYTES) });
+          });
+          done += batch.length;
+          options.onProgress?.(done, entries.length);
+          send();
+          if (sent.length === 0 && --running === 0) finish();
+        });
+        worker.on('error', fail);
+        worker.on('exit', (code) => {
+          if (sent.length > 0) fail(new Error(`The digest thread stopped (exit code ${code}) with ${sent.length} batches unanswered.`));
+        });
+        for (let i = 0; i <= QUEUED_PER_WORKER; i++) send();
+        if (sent.length === 0 && --running === 0) finish();
+      }
     });
-    // In file order, so the block reader reads ahead instead of seeking back and forth.
-    const inFileOrder = [...entries].sort((a, b) => centralFieldsOf(a).relativeOffsetOfLocalHeader - centralFieldsOf(b).relativeOffsetOfLocalHeader);
-    for (const entry of inFileOrder) {
-      const start = await entryDataStart(block, entry);
-      const sink = await digests.begin(entry);
-      for (const [at, length] of gridChunks(start, start + entry.compressedSizeBytes)) await sink.push(await block.read(at, length));
-      sink.end();
-    }
-    return await digests.finish();
   } finally {
-    await handle.close();
+    await Promise.all(workers.map((worker) => worker.terminate()));
   }
+  return result;
+}
+
+function toBatches(entries: readonly ZipEntry[]): ZipEntry[][] {
+  const batches: ZipEntry[][] = [];
+  let batch: ZipEntry[] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    batch.push(entry);
+    bytes += entry.compressedSizeBytes;
+    if (batch.length >= BATCH_ENTRIES || bytes >= BATCH_BYTES) {
+      batches.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
+
+function tasksOf(batch: readonly ZipEntry[]): Float64Array {
+  const tasks = new Float64Array(batch.length * TASK_FIELDS);
+  batch.forEach((entry, i) => {
+    const raw = centralFieldsOf(entry);
+    tasks.set(
+      [raw.relativeOffsetOfLocalHeader, raw.fileNameRaw?.length ?? Buffer.byteLength(entry.name), entry.compressedSizeBytes, entry.uncompressedSizeBytes, entry.compressionMethod, entry.crc32 >>> 0],
+      i * TASK_FIELDS,
+    );
+  });
+  return tasks;
+}
+
+function refusal(entry: ZipEntry, kind: 'invalid' | 'truncated', found: string): IpaError {
+  if (kind === 'truncated') {
+    return new IpaError('ZIP_TRUNCATED', `Expected the stored bytes of "${entry.name}" in the archive, found ${found}.`);
+  }
+  return new IpaError('ZIP_INVALID', `Expected "${entry.name}" to inflate to the ${entry.uncompressedSizeBytes} bytes and CRC-32 its header records, found: ${found}.`);
 }
 
 /** Where an entry's stored bytes start: after its local header's name and extra field (APPNOTE 4.3.7). */

@@ -8,7 +8,7 @@ import { openZip, type ZipArchive, type ZipEntry } from '../zip/index.js';
 import { createGroupRemap, mergeEntitlements } from '../sign/entitlements.js';
 import { readEmbeddedEntitlements } from '../sign/read-signature.js';
 import { signBinaryStreaming, spoolBinary, type SpooledBinary } from './stream-binary.js';
-import { createEntryDigests, readCachedDigests, writeCachedDigests, type FileDigests } from '../digest/index.js';
+import { digestEntries, readCachedDigests, writeCachedDigests, type FileDigests } from '../digest/index.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan, type SigningPlan } from './plan.js';
 import { applyDup, applyInjection, validateModeOptions, type ModeOptions } from './modes.js';
@@ -54,7 +54,7 @@ export interface SignIpaOptions extends ModeOptions {
   streamAboveBytes?: number;
   /** Keeps each version's resource digests, so signing it again skips inflating its resources. */
   cacheDir?: string;
-  /** Resources inflating at once on libuv's thread pool while they are copied (three by default). */
+  /** Threads that digest the resources while they are copied (one by default; each is a V8 heap more). */
   digestWorkers?: number;
   onProgress?: (step: { bundle: string; done: number; total: number }) => void;
 }
@@ -98,6 +98,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
   // Where signed code and new files go: after the copied entries (see below).
   let out: ZipEntryWriter | undefined;
   const spools = new Map<string, Promise<SpooledBinary>>();
+  // Stops the digest threads when signing fails, and the copy when digesting does.
+  const stop = new AbortController();
   try {
     const plan = await planSigning(archive);
     const replaced = new Map<string, Buffer>();
@@ -184,10 +186,14 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     const code = codeEntries(plan);
     const resources = resourceEntries(archive, plan, replaced);
     const cached = options.cacheDir === undefined ? undefined : await readCachedDigests(options.cacheDir, resources);
-    // Unchanged entries go out first, as their raw stored bytes; the resources among them are
-    // digested from the same reads unless their digests were cached. Signed code and the new
-    // files follow them: knowing where the copies end, they are written as soon as they are
-    // ready, during the copy when no digest is missing.
+    // Without cached digests, digest threads read and hash the resources while the main thread
+    // copies them: two cores at work.
+    const digesting =
+      cached === undefined ? digestEntries(options.input, resources, { ...(options.digestWorkers === undefined ? {} : { workers: options.digestWorkers }), signal: stop.signal }) : undefined;
+    digesting?.catch((err: unknown) => stop.abort(err));
+    // Unchanged entries go out first, as their raw stored bytes. Signed code and the new files
+    // follow them: knowing where the copies end, they are written as soon as they are ready,
+    // during the copy when no digest is missing.
     writer = await createSignedZipWriter(options.input, options.output);
     const rewritten = new Set([...code, ...replaced.keys(), ...plan.inOrder.map((b) => `${b.dir}/_CodeSignature/CodeResources`)]);
     const keep = (entry: ZipEntry) => !rewritten.has(entry.name);
@@ -227,14 +233,12 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       }
       for (const [name, bytes] of [...replaced]) await emit(name, bytes);
     };
+    const copying = copyUnchanged(writer, archive, keep, stop.signal);
+    copying.catch((err: unknown) => stop.abort(err));
     if (cached !== undefined) {
-      const results = await Promise.allSettled([copyUnchanged(writer, archive, keep), signAll(cached)]);
-      const failed = results.find((result) => result.status === 'rejected');
-      if (failed !== undefined) throw failed.reason;
+      await settleAll([copying, signAll(cached)]);
     } else {
-      const entryDigests = createEntryDigests(options.digestWorkers === undefined ? {} : { inflatesInFlight: options.digestWorkers });
-      await copyUnchanged(writer, archive, keep, { entries: new Set(resources), digests: entryDigests });
-      const digests = await entryDigests.finish();
+      const [, digests] = await settleAll([copying, digesting!]);
       if (options.cacheDir !== undefined) await writeCachedDigests(options.cacheDir, resources, digests);
       await signAll(digests);
     }
@@ -245,6 +249,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       profile: { name: profile.name, uuid: profile.uuid, teamId: profile.teamId, expirationDate: profile.expirationDate },
     };
   } catch (err) {
+    stop.abort(err);
     await writer?.abort();
     throw err;
   } finally {
@@ -252,6 +257,17 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     await Promise.all([...spools.values()].map((spooled) => spooled.then((s) => s.close(), () => undefined)));
     archive.close();
   }
+}
+
+/**
+ * Waits for every one of the promises, then answers their values or throws the first failure
+ * (the others, stopped by it, fail with the same reason or a consequence of it).
+ */
+async function settleAll<T extends readonly unknown[]>(work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const results = await Promise.allSettled(work);
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return results.map((result) => (result as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
 
 /** Under DUP, how ids inside entitlements and app group names follow the app. */

@@ -10,7 +10,7 @@ import { resourceEntries } from './sign-ipa.js';
 
 export interface WarmDigestOptions {
   readonly cacheDir: string;
-  /** Deflated resources inflating at once on libuv's pool (three by default). */
+  /** Threads that read and digest the resources (one by default; each is a V8 heap more). */
   readonly digestWorkers?: number;
 }
 

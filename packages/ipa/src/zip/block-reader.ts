@@ -81,3 +81,121 @@ async function readExactly(handle: FileHandle, offset: number, length: number): 
   return bytes;
 }
 
+/** A range of the source inside one block, valid until `release` (the block's buffer is then reused). */
+export interface HeldBytes {
+  readonly bytes: Buffer;
+  release(): void;
+}
+
+export interface BlockWindow {
+  /** The block size: ranges passed to `hold` must not cross a multiple of it. */
+  readonly blockBytes: number;
+  /**
+   * Bytes of the source inside one block, held until released. Moving to another block lets go
+   * of the last one (the window's own hold; ranges still held keep it), so waiting here while
+   * holding ranges of blocks behind can run out of buffers: release or hand them on first.
+   */
+  hold(offset: number, length: number): Promise<HeldBytes>;
+  /** Lets go of every block (ranges still held keep theirs until released). */
+  close(): void;
+}
+
+interface WindowBlock {
+  readonly index: number;
+  readonly buffer: Buffer;
+  readonly data: Promise<Buffer>;
+  holds: number;
+}
+
+/**
+ * Reads the source through a few large blocks that the bytes are used from in place: a range
+ * stays valid while held (say, until a write of it completes), so a copy needs no second buffer.
+ * The block after the one in use is read ahead when a buffer is free.
+ */
+export function createBlockWindow(handle: FileHandle, blockBytes: number, maxBlocks: number): BlockWindow {
+  const free: Buffer[] = [];
+  const waiting: Array<() => void> = [];
+  let allocated = 0;
+  let current: WindowBlock | undefined;
+  let ahead: WindowBlock | undefined;
+
+  const giveBack = (block: WindowBlock): void => {
+    if (--block.holds > 0) return;
+    free.push(block.buffer);
+    waiting.shift()?.();
+  };
+  const freeBuffer = (): Buffer | undefined => {
+    const buffer = free.pop();
+    if (buffer !== undefined || allocated >= maxBlocks) return buffer;
+    allocated++;
+    return Buffer.allocUnsafe(blockBytes);
+  };
+  const load = (index: number, buffer: Buffer): WindowBlock => {
+    const data = readUpTo(handle, index * blockBytes, blockBytes, buffer);
+    data.catch(() => undefined); // a read-ahead nobody uses must not become an unhandled rejection
+    return { index, buffer, data, holds: 1 };
+  };
+  const blockAt = async (index: number): Promise<WindowBlock> => {
+    if (current?.index === index) return current;
+    if (current !== undefined) giveBack(current);
+    current = undefined;
+    if (ahead?.index === index) {
+      current = ahead;
+      ahead = undefined;
+    } else {
+      if (ahead !== undefined) giveBack(ahead);
+      ahead = undefined;
+      let buffer = freeBuffer();
+      while (buffer === undefined) {
+        await new Promise<void>((resolve) => waiting.push(resolve));
+        buffer = freeBuffer();
+      }
+      current = load(index, buffer);
+    }
+    if (ahead === undefined) {
+      // Past the end of the file, a read-ahead finds nothing, at the cost of one call.
+      const buffer = freeBuffer();
+      if (buffer !== undefined) ahead = load(index + 1, buffer);
+    }
+    return current;
+  };
+
+  return {
+    blockBytes,
+    async hold(offset, length) {
+      const index = Math.floor(offset / blockBytes);
+      if (Math.floor((offset + length - 1) / blockBytes) !== index && length > 0) throw new Error(`block window: ${offset}+${length} crosses a block`);
+      const block = await blockAt(index);
+      const data = await block.data;
+      const from = offset - index * blockBytes;
+      if (data.length < from + length) {
+        throw new IpaError('ZIP_TRUNCATED', `Expected ${length} bytes at offset ${offset} of the source archive, found the file ends first.`);
+      }
+      block.holds++;
+      let released = false;
+      return {
+        bytes: data.subarray(from, from + length),
+        release: () => {
+          if (released) return;
+          released = true;
+          giveBack(block);
+        },
+      };
+    },
+    close() {
+      if (current !== undefined) giveBack(current);
+      if (ahead !== undefined) giveBack(ahead);
+      current = undefined;
+      ahead = undefined;
+    },
+  };
+}
+
+/** Splits [start, end) at multiples of `blockBytes`. */
+export function* blockChunks(start: number, end: number, blockBytes: number): Generator<[number, number]> {
+  for (let at = start; at < end; ) {
+    const next = Math.min(end, (Math.floor(at / blockBytes) + 1) * blockBytes);
+    yield [at, next - at];
+    at = next;
+  }
+}

@@ -11,7 +11,7 @@ import { constants as zlibConstants, crc32, deflateRaw, deflateRawSync } from 'n
 import { promisify } from 'node:util';
 import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from './archive.js';
-import { createBlockReader, gridChunks } from './block-reader.js';
+import { blockChunks, createBlockWindow, type HeldBytes } from './block-reader.js';
 import { FLAG_UTF8, LOCAL_SIGNATURE, MADE_BY_UNIX, MAX_32, centralHeader, dosDateTime, endRecords, localHeader, type CentralRecord } from './records.js';
 
 const deflateRawAsync = promisify(deflateRaw);
@@ -20,6 +20,14 @@ const FINAL_EMPTY_BLOCK = deflateRawSync(Buffer.alloc(0));
 
 const WRITE_BUFFER_BYTES = 1024 * 1024;
 const MAX_WRITES_IN_FLIGHT = 2;
+// Copies read the source through a few blocks this large and write from them in place: one read
+// and one write per block, and no second copy in memory. Each call through libuv's pool wakes a
+// thread, which costs more in a virtual machine than copying a MiB.
+const COPY_BLOCK_BYTES = 2 * 1024 * 1024;
+// One block read ahead, one in use, two being written.
+const COPY_BLOCKS = 4;
+// The kernel takes at most 1024 pieces per call (IOV_MAX); libuv splits larger writes.
+const MAX_PIECES_PER_WRITE = 1024;
 const DEFLATES_IN_FLIGHT = 3;
 
 export interface ZipWriterOptions {
@@ -37,11 +45,14 @@ export interface NewEntryOptions {
 
 /** Writes entries into one stretch of the output. */
 export interface ZipEntryWriter {
+  /** Copies an entry of the source archive without inflating it (see copyAll). */
+  copy(entry: ZipEntry): Promise<void>;
   /**
-   * Copies an entry of the source archive without inflating it; `observe` sees each piece of its
-   * stored bytes on the way (valid until its promise resolves).
+   * Copies entries of the source archive (directories too) in order, without inflating them:
+   * their stored bytes are written straight from the blocks read, several entries per write.
+   * Stops, with the signal's reason, once `signal` is aborted.
    */
-  copy(entry: ZipEntry, observe?: (chunk: Buffer) => Promise<void>): Promise<void>;
+  copyAll(entries: Iterable<ZipEntry>, signal?: AbortSignal): Promise<void>;
   add(name: string, content: Buffer, options?: NewEntryOptions): Promise<void>;
   /**
    * Adds an entry whose content `produce` hands to its sink chunk by chunk (a binary signed as it
@@ -87,15 +98,15 @@ export async function createSignedZipWriter(source: string, output: string, opti
   const out = await open(temporary, 'w');
   const level = options.level ?? 1;
   const names = new Set<string>();
-  const block = createBlockReader(input);
   const claim = (name: string): void => {
     if (names.has(name)) throw new IpaError('ZIP_DUPLICATE_NAME', `Expected each output entry once, found "${name}" twice.`);
     names.add(name);
   };
-  const regions = [createRegion({ out, block, level, claim }, 0)];
+  const regions = [createRegion({ out, input, level, claim }, 0)];
 
   return {
-    copy: (entry, observe) => regions[0]!.copy(entry, observe),
+    copy: (entry) => regions[0]!.copy(entry),
+    copyAll: (entries, signal) => regions[0]!.copyAll(entries, signal),
     add: (name, content, entryOptions) => regions[0]!.add(name, content, entryOptions),
     addStream: (name, produce, entryOptions) => regions[0]!.addStream(name, produce, entryOptions),
     addDirectory: (name, unixMode) => regions[0]!.addDirectory(name, unixMode),
@@ -104,7 +115,7 @@ export async function createSignedZipWriter(source: string, output: string, opti
       return localHeader(copyRecord(entry)).length + entry.compressedSizeBytes;
     },
     from(start) {
-      const region = createRegion({ out, block, level, claim }, start);
+      const region = createRegion({ out, input, level, claim }, start);
       regions.push(region);
       return region;
     },
@@ -190,12 +201,13 @@ const at = (r: Omit<CentralRecord, 'offset'>, offset: number): CentralRecord => 
 
 interface RegionContext {
   out: FileHandle;
-  block: ReturnType<typeof createBlockReader>;
+  /** The source archive. */
+  input: FileHandle;
   level: number;
   claim: (name: string) => void;
 }
 
-function createRegion({ out, block, level, claim }: RegionContext, start: number): Region {
+function createRegion({ out, input, level, claim }: RegionContext, start: number): Region {
   const records: CentralRecord[] = [];
   let position = start;
   // Buffers are reused, not left to the collector: on a 1 GB copy the garbage otherwise piles up
@@ -208,15 +220,19 @@ function createRegion({ out, block, level, claim }: RegionContext, start: number
   // block overlaps writing the last one.
   let flushedTo = start;
   const inFlight = new Set<Promise<void>>();
-  const writeAt = async (bytes: Buffer, release?: Buffer): Promise<void> => {
+  /** Writes `bytes` (one buffer, or several written as one) next; `done` runs once they are written. */
+  const writeAt = async (bytes: Buffer | readonly Buffer[], done?: () => void): Promise<void> => {
+    const length = Buffer.isBuffer(bytes) ? bytes.length : bytes.reduce((sum, piece) => sum + piece.length, 0);
     const at = flushedTo;
-    flushedTo += bytes.length;
+    flushedTo += length;
     while (inFlight.size >= MAX_WRITES_IN_FLIGHT) await Promise.race(inFlight);
-    const done = writeAll(out, bytes, at).finally(() => {
-      inFlight.delete(done);
-      if (release !== undefined && spare.length < MAX_WRITES_IN_FLIGHT + 1) spare.push(release);
+    const written = (Buffer.isBuffer(bytes) ? writeAll(out, bytes, at) : writevAll(out, bytes, at)).finally(() => {
+      inFlight.delete(written);
+      done?.();
     });
-    inFlight.add(done);
+    // A failure surfaces from the next wait for a write (or settle); not before it is awaited.
+    written.catch(() => undefined);
+    inFlight.add(written);
   };
   const drain = async (): Promise<void> => {
     await Promise.all(inFlight);
@@ -226,8 +242,11 @@ function createRegion({ out, block, level, claim }: RegionContext, start: number
     if (pendingLength === 0 || pending === undefined) return;
     const full = pending;
     pending = undefined;
-    await writeAt(full.subarray(0, pendingLength), full);
+    const length = pendingLength;
     pendingLength = 0;
+    await writeAt(full.subarray(0, length), () => {
+      if (spare.length < MAX_WRITES_IN_FLIGHT + 1) spare.push(full);
+    });
   };
   /** Copies into the pending buffer (so a caller's buffer, such as a read block, is free at once). */
   const write = async (bytes: Buffer): Promise<void> => {
@@ -258,22 +277,76 @@ function createRegion({ out, block, level, claim }: RegionContext, start: number
       await flush();
       await drain();
     },
-    async copy(entry, observe) {
-      claim(entry.name);
-      const raw = centralFieldsOf(entry);
-      // The local header's own name and extra lengths locate the data (APPNOTE 4.3.7).
-      const header = await block.read(raw.relativeOffsetOfLocalHeader, 30);
-      if (header.readUInt32LE(0) !== LOCAL_SIGNATURE) {
-        throw new IpaError('ZIP_INVALID', `Expected a local file header for "${entry.name}" at offset ${raw.relativeOffsetOfLocalHeader}, found 0x${header.readUInt32LE(0).toString(16)}.`);
-      }
-      const dataStart = raw.relativeOffsetOfLocalHeader + 30 + header.readUInt16LE(26) + header.readUInt16LE(28);
-      await writeEntry(copyRecord(entry), async (sink) => {
-        for (const [at, length] of gridChunks(dataStart, dataStart + entry.compressedSizeBytes)) {
-          const chunk = await block.read(at, length);
-          if (observe !== undefined) await observe(chunk);
-          await sink(chunk);
+    copy(entry) {
+      return this.copyAll([entry]);
+    },
+    async copyAll(entries, signal) {
+      // What is buffered goes first: from here on, pieces are written where `position` says.
+      await flush();
+      const window = createBlockWindow(input, COPY_BLOCK_BYTES, COPY_BLOCKS);
+      // The next write: headers and held ranges of the source, in output order.
+      let pieces: Buffer[] = [];
+      let held: HeldBytes[] = [];
+      const send = async (): Promise<void> => {
+        if (pieces.length === 0) return;
+        const releases = held;
+        const batch = pieces;
+        pieces = [];
+        held = [];
+        await writeAt(batch, () => {
+          for (const range of releases) range.release();
+        });
+      };
+      let block = -1;
+      /** A range inside one block; the write so far goes out before the window moves on. */
+      const hold = async (offset: number, length: number): Promise<HeldBytes> => {
+        const index = Math.floor(offset / COPY_BLOCK_BYTES);
+        if (index !== block || pieces.length >= MAX_PIECES_PER_WRITE) await send();
+        block = index;
+        return window.hold(offset, length);
+      };
+      try {
+        for (const entry of entries) {
+          signal?.throwIfAborted();
+          if (entry.isDirectory) {
+            const record = directoryRecord(entry.name, entry.unixMode ?? 0o040755);
+            claim(record.name.toString('utf8'));
+            const header = localHeader(record);
+            records.push(at(record, position));
+            pieces.push(header);
+            position += header.length;
+            continue;
+          }
+          claim(entry.name);
+          const offset = centralFieldsOf(entry).relativeOffsetOfLocalHeader;
+          // The local header's own name and extra lengths locate the data (APPNOTE 4.3.7).
+          const local = Buffer.alloc(30);
+          for (const [from, length] of blockChunks(offset, offset + 30, COPY_BLOCK_BYTES)) {
+            const range = await hold(from, length);
+            range.bytes.copy(local, from - offset);
+            range.release();
+          }
+          if (local.readUInt32LE(0) !== LOCAL_SIGNATURE) {
+            throw new IpaError('ZIP_INVALID', `Expected a local file header for "${entry.name}" at offset ${offset}, found 0x${local.readUInt32LE(0).toString(16)}.`);
+          }
+          const dataStart = offset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
+          const record = copyRecord(entry);
+          const header = localHeader(record);
+          records.push(at(record, position));
+          pieces.push(header);
+          position += header.length;
+          for (const [from, length] of blockChunks(dataStart, dataStart + entry.compressedSizeBytes, COPY_BLOCK_BYTES)) {
+            const range = await hold(from, length);
+            pieces.push(range.bytes);
+            held.push(range);
+            position += length;
+          }
         }
-      });
+        await send();
+      } finally {
+        for (const range of held) range.release();
+        window.close();
+      }
     },
     async add(name, content, entryOptions = {}) {
       claim(name);
@@ -389,6 +462,22 @@ export function deflatesWell(piece: Buffer, level: number): boolean {
     sampled += deflateRawSync(piece.subarray(at, at + SAMPLE_BYTES), { level }).length;
   }
   return sampled < 3 * SAMPLE_BYTES * 0.95;
+}
+
+/** Writes several buffers as one, with one call unless the kernel takes less than all of them. */
+async function writevAll(handle: FileHandle, buffers: readonly Buffer[], position: number): Promise<void> {
+  let skip = (await handle.writev(buffers as Buffer[], position)).bytesWritten;
+  let at = position + skip;
+  for (const buffer of buffers) {
+    if (skip >= buffer.length) {
+      skip -= buffer.length;
+      continue;
+    }
+    const rest = buffer.subarray(skip);
+    skip = 0;
+    await writeAll(handle, rest, at);
+    at += rest.length;
+  }
 }
 
 async function writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
