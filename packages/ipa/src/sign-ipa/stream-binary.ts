@@ -14,6 +14,7 @@ import { IpaError } from '../errors.js';
 import type { PlistObject } from '../plist.js';
 import { readEmbeddedEntitlementsAt } from '../sign/read-signature.js';
 import { createBlockReader, gridChunks } from '../zip/block-reader.js';
+import { discard } from '../zip/discard.js';
 import type { ZipArchive, ZipEntry } from '../zip/index.js';
 import type { ZipEntryWriter } from '../zip/writer.js';
 import type { MachOSigner, MachOSignRequest } from './sign-ipa.js';
@@ -128,7 +129,11 @@ async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Pro
     } else {
       const inflater = createInflateRaw({ chunkSize: SPOOL_CHUNK_BYTES });
       const written = (async () => {
-        for await (const piece of inflater) await take(piece as Buffer);
+        for await (const piece of inflater) {
+          await take(piece as Buffer);
+          // A piece that ends zlib's output buffer is its last: the buffer is free once written.
+          if ((piece as Buffer).byteOffset + (piece as Buffer).length === (piece as Buffer).buffer.byteLength) discard(piece as Buffer);
+        }
       })();
       written.catch(() => undefined); // handled below; a failure may come before it is awaited
       try {

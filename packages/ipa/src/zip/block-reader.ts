@@ -1,6 +1,7 @@
 /** Sequential reads of the source archive for the zip writer's raw copies. */
 import type { FileHandle } from 'node:fs/promises';
 import { IpaError } from '../errors.js';
+import { discard } from './discard.js';
 
 export const READ_BLOCK_BYTES = 1024 * 1024;
 
@@ -119,8 +120,14 @@ export function createBlockWindow(handle: FileHandle, blockBytes: number, maxBlo
   let current: WindowBlock | undefined;
   let ahead: WindowBlock | undefined;
 
+  let closed = false;
   const giveBack = (block: WindowBlock): void => {
     if (--block.holds > 0) return;
+    if (closed) {
+      // Once its read is over: the kernel may still be filling a block read ahead.
+      void block.data.then(() => discard(block.buffer), () => discard(block.buffer));
+      return;
+    }
     free.push(block.buffer);
     waiting.shift()?.();
   };
@@ -183,6 +190,9 @@ export function createBlockWindow(handle: FileHandle, blockBytes: number, maxBlo
       };
     },
     close() {
+      // Blocks still held go when their last range is released.
+      closed = true;
+      for (const buffer of free.splice(0)) discard(buffer);
       if (current !== undefined) giveBack(current);
       if (ahead !== undefined) giveBack(ahead);
       current = undefined;

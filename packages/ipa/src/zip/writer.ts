@@ -7,11 +7,12 @@
  * IPAs hold tens of thousands, so the copy path is done here.
  */
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
-import { constants as zlibConstants, crc32, deflateRaw, deflateRawSync } from 'node:zlib';
+import { constants as zlibConstants, crc32, createDeflateRaw, deflateRaw, deflateRawSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from './archive.js';
 import { blockChunks, createBlockWindow, type HeldBytes } from './block-reader.js';
+import { discard } from './discard.js';
 import { FLAG_UTF8, LOCAL_SIGNATURE, MADE_BY_UNIX, MAX_32, centralHeader, dosDateTime, endRecords, localHeader, type CentralRecord } from './records.js';
 
 const deflateRawAsync = promisify(deflateRaw);
@@ -397,12 +398,16 @@ function createRegion({ out, input, level, claim }: RegionContext, start: number
       // The producer may reuse its chunk once the sink resolves, so each piece is deflated from
       // a copy in one of a few buffers kept for this entry: fresh multi-MiB buffers per chunk
       // would leave the collector and malloc tens of MB behind.
-      const queue: Promise<Buffer>[] = [];
+      const queue: Promise<Buffer[]>[] = [];
       const copies: Buffer[] = [];
       const writeNext = async (): Promise<void> => {
-        const piece = await queue.shift()!;
-        compressedSize += piece.length;
-        await write(piece);
+        const parts = await queue.shift()!;
+        for (const part of parts) {
+          compressedSize += part.length;
+          await write(part);
+        }
+        // write() copied them; they share zlib's output buffer, which nothing else holds.
+        if (parts[0] !== undefined) discard(parts[0]);
       };
       try {
         await produce(async (chunk) => {
@@ -414,8 +419,7 @@ function createRegion({ out, input, level, claim }: RegionContext, start: number
           const held = copy;
           const piece = held.subarray(0, chunk.length);
           queue.push(
-            // chunkSize leaves room for the output in one buffer: no pieces for zlib to join.
-            deflateRawAsync(piece, { level: deflatesWell(piece, level) ? level : 0, finishFlush: zlibConstants.Z_SYNC_FLUSH, chunkSize: piece.length + 4096 }).finally(() => {
+            deflatePiece(piece, deflatesWell(piece, level) ? level : 0).finally(() => {
               if (copies.length < DEFLATES_IN_FLIGHT) copies.push(held);
             }),
           );
@@ -445,6 +449,23 @@ function createRegion({ out, input, level, claim }: RegionContext, start: number
       await writeEntry(record, Buffer.alloc(0));
     },
   };
+}
+
+/**
+ * A piece deflated on libuv's pool as one raw stream ending in a sync flush, answered as the parts
+ * zlib wrote: the bytes deflateRaw answers, without its joined copy of them. chunkSize leaves room
+ * for the whole output in one buffer, so the parts share it and zlib sees the calls deflateRaw
+ * makes.
+ */
+function deflatePiece(piece: Buffer, level: number): Promise<Buffer[]> {
+  return new Promise((resolve, reject) => {
+    const engine = createDeflateRaw({ level, finishFlush: zlibConstants.Z_SYNC_FLUSH, chunkSize: piece.length + 4096 });
+    const parts: Buffer[] = [];
+    engine.on('data', (part: Buffer) => parts.push(part));
+    engine.on('error', reject);
+    engine.on('end', () => resolve(parts));
+    engine.end(piece);
+  });
 }
 
 const SAMPLE_BYTES = 8 * 1024;
