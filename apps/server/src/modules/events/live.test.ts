@@ -88,6 +88,23 @@ describe.each(databaseKinds)('live status on %s', (kind) => {
     stream.close();
   });
 
+  it("tells an admin of everyone's device changes, and a user of their own only", async () => {
+    const userStream = await openStream(baseUrl, user);
+    const adminStream = await openStream(baseUrl, admin);
+    try {
+      // Someone else's device, then the user's own: in that order on every stream.
+      await t.services.bus.publish({ kind: 'live', event: { type: 'device' }, userId: `someone_${kind}` });
+      await t.services.bus.publish({ kind: 'live', event: { type: 'device' }, userId: `live_${kind}` });
+      await userStream.next((e) => e.type === 'device');
+      await adminStream.next(() => adminStream.events.filter((e) => e.type === 'device').length === 2);
+      expect(userStream.events.filter((e) => e.type === 'device')).toEqual([{ type: 'device' }]);
+      expect(adminStream.events.filter((e) => e.type === 'device')).toEqual([{ type: 'device' }, { type: 'device' }]);
+    } finally {
+      userStream.close();
+      adminStream.close();
+    }
+  });
+
   it('answers 401 to a stream without a session', async () => {
     const response = await fetch(`${baseUrl}/api/events`);
     expect(response.status).toBe(401);

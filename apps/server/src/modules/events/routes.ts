@@ -11,7 +11,8 @@ export interface EventRoutesDeps {
 
 /**
  * GET /api/events: Server-Sent Events for one signed-in tab (DESIGN.md section 6). Decrypt entry
- * changes go to everyone; sign and device changes only to their owner. Events come from every API
+ * changes go to everyone; sign and device changes only to their owner (device changes, which carry
+ * no data, to admins too). Events come from every API
  * process through the database's LISTEN/NOTIFY, so the process a tab is connected to does not matter.
  */
 export async function eventRoutes(app: FastifyInstance, { guards, bus, keepAliveMs = 20_000 }: EventRoutesDeps) {
@@ -36,7 +37,9 @@ export async function eventRoutes(app: FastifyInstance, { guards, bus, keepAlive
     res.write('retry: 2000\n\n');
     const unsubscribe = bus.subscribe((message) => {
       if (message.kind !== 'live') return;
-      if (message.userId !== undefined && message.userId !== user.id) return;
+      // Device changes carry no data: admins get everyone's, so the devices waiting follow live.
+      const forAdmin = message.event.type === 'device' && (user.grade ?? 0) > 0;
+      if (message.userId !== undefined && message.userId !== user.id && !forAdmin) return;
       res.write(`data: ${JSON.stringify(message.event)}\n\n`);
     });
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), keepAliveMs);

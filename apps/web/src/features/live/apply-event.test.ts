@@ -177,9 +177,15 @@ describe('sign and device events', () => {
     expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])![0]!.normal_sign).toBe('Pending');
   });
 
-  it('refetches the account (its devices) on a device event', () => {
-    const client = clientWith([[['info'], { Id: 'x' }]]);
+  it("refetches the account (its devices) and an admin's devices waiting on a device event", () => {
+    const client = clientWith([
+      [['info'], { Id: 'x' }],
+      [['admin', 'devices'], []],
+      [['admin', 'queue'], []],
+    ]);
     applyLiveEvent(client, { type: 'device' });
     expect(isStale(client, ['info'])).toBe(true);
+    expect(isStale(client, ['admin', 'devices'])).toBe(true);
+    expect(isStale(client, ['admin', 'queue'])).toBe(false);
   });
 });

@@ -131,7 +131,11 @@ export function applySignEvent(
 export function applyLiveEvent(queryClient: QueryClient, event: LiveEvent) {
   if (event.type === 'version') applyVersionEvent(queryClient, event);
   else if (event.type === 'sign') applySignEvent(queryClient, event);
-  else void queryClient.invalidateQueries({ queryKey: ['info'] });
+  else {
+    // A device changed: the user's own list, and for an admin the devices waiting.
+    void queryClient.invalidateQueries({ queryKey: ['info'] });
+    void queryClient.invalidateQueries({ queryKey: ['admin', 'devices'] });
+  }
 }
 
 /** After the stream dropped, events may have been missed: everything shown is asked again. */
