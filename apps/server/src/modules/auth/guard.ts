@@ -20,10 +20,10 @@ export function createGuards(auth: Pick<AuthService, 'authenticate'>) {
     if (!user) throw unauthorized();
     request.user = user;
   }
-  /** Grade above 0 is admin (spec section 6), checked on the server for every admin call. */
+  /** Checked on the server for every admin call. */
   async function requireAdmin(request: FastifyRequest, reply: FastifyReply) {
     await requireUser(request, reply);
-    if ((request.user?.grade ?? 0) <= 0) throw forbidden('Do not have permission.');
+    if (!isAdmin(currentUser(request))) throw forbidden('Do not have permission.');
   }
   return { requireUser, requireAdmin };
 }
@@ -31,6 +31,9 @@ export function createGuards(auth: Pick<AuthService, 'authenticate'>) {
 export type Guards = ReturnType<typeof createGuards>;
 
 /** The signed-in user of a request that passed requireUser. */
+/** A grade above 0 is admin (spec section 6). */
+export const isAdmin = (user: SessionUser): boolean => user.grade > 0;
+
 export function currentUser(request: FastifyRequest): SessionUser {
   if (!request.user) throw unauthorized();
   return request.user;

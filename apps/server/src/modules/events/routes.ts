@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { currentUser, type Guards } from '../auth/guard.js';
+import { currentUser, isAdmin, type Guards } from '../auth/guard.js';
 import type { EventBus } from '../../platform/events.js';
 
 export interface EventRoutesDeps {
@@ -38,7 +38,7 @@ export async function eventRoutes(app: FastifyInstance, { guards, bus, keepAlive
     const unsubscribe = bus.subscribe((message) => {
       if (message.kind !== 'live') return;
       // Device changes carry no data: admins get everyone's, so the devices waiting follow live.
-      const forAdmin = message.event.type === 'device' && (user.grade ?? 0) > 0;
+      const forAdmin = message.event.type === 'device' && isAdmin(user);
       if (message.userId !== undefined && message.userId !== user.id && !forAdmin) return;
       res.write(`data: ${JSON.stringify(message.event)}\n\n`);
     });
