@@ -354,13 +354,14 @@ export function createBillingService(deps: BillingServiceDeps) {
     async startCheckout(user: { id: string }, ask: CheckoutAsk, baseUrl: string) {
       const item = await resolveItem(user.id, ask);
       const replaces = item.kind === 'plan' ? await plansReplacedBy(user.id, item.plan) : [];
+      // A device payment returns to the Device tab, where its status follows.
+      const tab = item.kind === 'device' ? '&tab=device' : '';
       return provider.createCheckout({
         user,
         item,
         replaces,
-        // A device payment returns to the Device tab, where its status follows.
-        successUrl: `${baseUrl}/my?checkout=success${item.kind === 'device' ? '&tab=device' : ''}`,
-        cancelUrl: `${baseUrl}/my?checkout=canceled${item.kind === 'device' ? '&tab=device' : ''}`,
+        successUrl: `${baseUrl}/my?checkout=success${tab}`,
+        cancelUrl: `${baseUrl}/my?checkout=canceled${tab}`,
       });
     },
 
