@@ -33,6 +33,40 @@ describe('digestEntries', () => {
     }
   });
 
+  // Enough entries for a dozen batches: this thread takes some once it is told to help.
+  const many = Array.from({ length: 3000 }, (_, i) => ({ name: `many/${i}.txt`, data: Buffer.concat([randomBytes(200 + (i % 7) * 300), Buffer.alloc(i % 5000, 'x')]) }));
+  const manyZip = join(dir, 'many.zip');
+  writeFileSync(manyZip, buildZip(many));
+
+  it('digests with this thread helping a digest thread, the same as threads alone', async () => {
+    const archive = await openZip(manyZip);
+    try {
+      const helped = await digestEntries(manyZip, archive.entries, { helpWhen: Promise.resolve() });
+      expect(helped.size).toBe(many.length);
+      for (const file of many) expect(helped.get(file.name)).toEqual(expected(file.data));
+    } finally {
+      archive.close();
+    }
+  });
+
+  it('refuses a damaged entry that this thread digests: ZIP_INVALID', async () => {
+    const bytes = buildZip(many);
+    // The last entry's central record gets a wrong CRC-32. Batches go in file order and the digest
+    // thread starts with the first few, so the last is most likely this thread's; either way it is refused.
+    const end = bytes.length - 22;
+    let at = bytes.readUInt32LE(end + 16);
+    for (let i = 0; i < many.length - 1; i++) at += 46 + bytes.readUInt16LE(at + 28) + bytes.readUInt16LE(at + 30) + bytes.readUInt16LE(at + 32);
+    bytes.writeUInt32LE((bytes.readUInt32LE(at + 16) ^ 1) >>> 0, at + 16);
+    const path = join(dir, 'many-bad.zip');
+    writeFileSync(path, bytes);
+    const archive = await openZip(path);
+    try {
+      await expect(digestEntries(path, archive.entries, { helpWhen: Promise.resolve() })).rejects.toMatchObject({ code: 'ZIP_INVALID', message: expect.stringContaining(many.at(-1)!.name) });
+    } finally {
+      archive.close();
+    }
+  });
+
   it('refuses an entry whose content does not match its CRC-32: ZIP_INVALID', async () => {
     const bytes = buildZip([{ name: 'a.txt', data: Buffer.from('hello '.repeat(1000)), method: 0 }]);
     bytes[40]! ^= 0xff; // a byte of the stored data (30-byte header + 5-byte name)

@@ -4,11 +4,13 @@
  * core for over a second, and on the main thread it held up the copy that runs beside it. One
  * thread by default, so one more V8 heap (some 8 MB); its young generation is kept small.
  */
+import { createRequire } from 'node:module';
+import { runInThisContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from '../zip/index.js';
 import { LOCAL_SIGNATURE } from '../zip/records.js';
-import { DIGEST_BYTES, DIGEST_WORKER_SOURCE, TASK_FIELDS } from './worker-source.js';
+import { DIGEST_BYTES, DIGEST_WORKER_SOURCE, DIGESTER_SOURCE, TASK_FIELDS } from './worker-source.js';
 
 export interface FileDigests {
   readonly sha1: Buffer;
@@ -18,6 +20,12 @@ export interface FileDigests {
 export interface DigestOptions {
   /** Digest threads (one by default): each takes batches of entries in turn. */
   workers?: number;
+  /**
+   * Once this resolves (say, when a copy that shares the cores is done), this thread digests
+   * batches too, beside the digest threads, if enough is left: a second core at work without a
+   * second thread's heap. Each batch runs here for some tens of milliseconds at a time.
+   */
+  helpWhen?: Promise<unknown>;
   /** Called as batches finish, with the count of entries so far. */
   onProgress?: (done: number, total: number) => void;
   /** Stops the threads and rejects, when aborted before the digests are done. */
@@ -31,6 +39,8 @@ const BATCH_ENTRIES = 256;
 // Batches waiting in a thread's queue beside the one it digests, so it never waits for the next.
 const QUEUED_PER_WORKER = 2;
 const MAX_WORKERS = 8;
+// This thread helps only when this many batches are still unclaimed.
+const MIN_BATCHES_TO_HELP = 2;
 
 /** Digests of `entries` (regular files of the archive at `path`), by entry name. */
 export async function digestEntries(path: string, entries: readonly ZipEntry[], options: DigestOptions = {}): Promise<Map<string, FileDigests>> {
@@ -46,7 +56,6 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
   let done = 0;
   try {
     await new Promise<void>((resolve, reject) => {
-      let running = workerCount;
       let settled = false;
       const fail = (err: unknown): void => {
         if (settled) return;
@@ -62,6 +71,18 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
           resolve();
         }
       };
+      type Answer = { digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string };
+      const take = (batch: readonly ZipEntry[], answer: Answer): void => {
+        if ('failed' in answer) return fail(refusal(batch[answer.failed]!, answer.kind, answer.found));
+        const bytes = Buffer.from(answer.digests.buffer, answer.digests.byteOffset, answer.digests.byteLength);
+        batch.forEach((entry, i) => {
+          const at = i * DIGEST_BYTES;
+          result.set(entry.name, { sha1: bytes.subarray(at, at + 20), sha256: bytes.subarray(at + 20, at + DIGEST_BYTES) });
+        });
+        done += batch.length;
+        options.onProgress?.(done, entries.length);
+        if (done === entries.length) finish();
+      };
       for (let w = 0; w < workerCount; w++) {
         // A small young generation: the thread makes few JS objects, and its dead buffers go
         // with the young generation's collections.
@@ -74,31 +95,50 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
           sent.push(batch);
           worker.postMessage({ tasks: tasksOf(batch) });
         };
-        worker.on('message', (message: { digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string }) => {
-          const batch = sent.shift()!;
-          if ('failed' in message) return fail(refusal(batch[message.failed]!, message.kind, message.found));
-          const bytes = Buffer.from(message.digests.buffer, message.digests.byteOffset, message.digests.byteLength);
-          batch.forEach((entry, i) => {
-            const at = i * DIGEST_BYTES;
-            result.set(entry.name, { sha1: bytes.subarray(at, at + 20), sha256: bytes.subarray(at + 20, at + DIGEST_BYTES) });
-          });
-          done += batch.length;
-          options.onProgress?.(done, entries.length);
+        worker.on('message', (answer: Answer) => {
+          take(sent.shift()!, answer);
           send();
-          if (sent.length === 0 && --running === 0) finish();
         });
         worker.on('error', fail);
         worker.on('exit', (code) => {
           if (sent.length > 0) fail(new Error(`The digest thread stopped (exit code ${code}) with ${sent.length} batches unanswered.`));
         });
         for (let i = 0; i <= QUEUED_PER_WORKER; i++) send();
-        if (sent.length === 0 && --running === 0) finish();
       }
+      options.helpWhen?.then(async () => {
+        if (settled || batches.length - next < MIN_BATCHES_TO_HELP) return;
+        const digester = localDigester(path);
+        try {
+          while (!settled && next < batches.length) {
+            const batch = batches[next++]!;
+            take(batch, await digester.run(tasksOf(batch)));
+            // Between batches, what waits on this thread (answers from the threads, writes) runs.
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+        } finally {
+          digester.close();
+        }
+      }, () => undefined).catch(fail);
     });
   } finally {
     await Promise.all(workers.map((worker) => worker.terminate()));
   }
   return result;
+}
+
+interface Digester {
+  run(tasks: Float64Array): Promise<{ digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string }>;
+  close(): void;
+}
+
+let makeDigester: ((path: string) => Digester) | undefined;
+
+/** The digest threads' code, compiled once in this thread. */
+function localDigester(path: string): Digester {
+  makeDigester ??= (runInThisContext(`(function (require) {\n${DIGESTER_SOURCE}\nreturn createDigester;\n})`, { filename: 'sideport-digester.js' }) as (
+    require: NodeRequire,
+  ) => (path: string) => Digester)(createRequire(import.meta.url));
+  return makeDigester(path);
 }
 
 function toBatches(entries: readonly ZipEntry[]): ZipEntry[][] {

@@ -1,6 +1,7 @@
 /**
- * The digest thread, as source text run with `new Worker(code, { eval: true })`, so the same code
- * runs from the TypeScript sources (tests) and from the build.
+ * The digester, as source text: run by digest threads (`new Worker(code, { eval: true })`), and
+ * by a thread that helps them once its own work is done (DIGESTER_SOURCE, compiled in place), so
+ * the same code runs from the TypeScript sources (tests) and from the build.
  *
  * It takes batches of entries (in file order) and answers their SHA-1 and SHA-256, reading their
  * stored bytes from the file itself with synchronous reads: this thread has nothing else to do,
@@ -9,15 +10,16 @@
  * through an inflater on libuv's pool, their pieces hashed here as they come back. Each entry's
  * size and CRC-32 are checked against its central record.
  *
- * Messages in: { tasks: Float64Array } with FIELDS numbers per entry. Out: { digests: Uint8Array }
- * (SHA-1 then SHA-256, DIGEST_BYTES per entry, in the batch's order) or { failed, kind, found }.
+ * createDigester(path).run(tasks) takes a Float64Array with FIELDS numbers per entry and answers
+ * { digests: Uint8Array } (SHA-1 then SHA-256, DIGEST_BYTES per entry, in the batch's order) or
+ * { failed, kind, found }; a thread gets the tasks and posts the answer as messages.
  */
 export const TASK_FIELDS = 6; // local header offset, name length, compressed size, size, method, CRC-32
 export const DIGEST_BYTES = 20 + 32;
 
-export const DIGEST_WORKER_SOURCE = String.raw`
-const { parentPort, workerData } = require('node:worker_threads');
-const { openSync, readSync } = require('node:fs');
+/** Defines createDigester(path) with `require` in scope. */
+export const DIGESTER_SOURCE = String.raw`
+const { openSync, readSync, closeSync } = require('node:fs');
 const { createHash } = require('node:crypto');
 const zlib = require('node:zlib');
 const v8 = require('node:v8');
@@ -35,173 +37,185 @@ const HEAD_SLACK = 30 + 128;
 const LOCAL_SIGNATURE = 0x04034b50;
 const COLLECT_EVERY_BYTES = 4 << 20;
 
-const fd = openSync(workerData.path, 'r');
-// Two, so a streamed entry reads its next block while zlib still holds the last one.
-const blocks = [Buffer.allocUnsafe(READ_BYTES + HEAD_SLACK), Buffer.allocUnsafe(READ_BYTES)];
+function createDigester(path) {
+  const fd = openSync(path, 'r');
+  // Two, so a streamed entry reads its next block while zlib still holds the last one.
+  const blocks = [Buffer.allocUnsafe(READ_BYTES + HEAD_SLACK), Buffer.allocUnsafe(READ_BYTES)];
 
-class Refusal extends Error {
-  constructor(kind, found) {
-    super(found);
-    this.kind = kind;
+  class Refusal extends Error {
+    constructor(kind, found) {
+      super(found);
+      this.kind = kind;
+    }
   }
-}
 
-/** Reads up to length bytes at position into buffer; fewer only at the end of the file. */
-function readUpTo(buffer, length, position) {
-  let done = 0;
-  while (done < length) {
-    const n = readSync(fd, buffer, done, length - done, position + done);
-    if (n === 0) break;
-    done += n;
+  /** Reads up to length bytes at position into buffer; fewer only at the end of the file. */
+  function readUpTo(buffer, length, position) {
+    let done = 0;
+    while (done < length) {
+      const n = readSync(fd, buffer, done, length - done, position + done);
+      if (n === 0) break;
+      done += n;
+    }
+    return buffer.subarray(0, done);
   }
-  return buffer.subarray(0, done);
-}
 
-function readExactly(buffer, length, position) {
-  const bytes = readUpTo(buffer, length, position);
-  if (bytes.length < length) throw new Refusal('truncated', 'the file ends at offset ' + (position + bytes.length));
-  return bytes;
-}
-
-// Inflated pieces are buffers outside V8's heap, freed when the collector finds them dead; their
-// small JS objects barely fill the young generation, so dead ones would pile up (tens of MB)
-// before a collection. After every few MiB of them, short-lived objects that fill what is left of
-// the young generation bring one collection about: one, so the piece zlib is filling survives it
-// in the young generation rather than being promoted to the old one.
-let fresh = 0;
-let sink;
-function made(bytes) {
-  fresh += bytes;
-  if (fresh < COLLECT_EVERY_BYTES) return;
-  fresh = 0;
-  const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
-  if (young === undefined) return;
-  // { a } is 32 bytes on a 64-bit heap; a few more than fit.
-  for (let i = Math.ceil(young.space_available_size / 32) + 64; i > 0; i--) sink = { a: i };
-  sink = undefined;
-}
-
-function hasher(task) {
-  const sha1 = createHash('sha1');
-  const sha256 = createHash('sha256');
-  let crc = 0;
-  let length = 0;
-  return {
-    update(bytes) {
-      sha1.update(bytes);
-      sha256.update(bytes);
-      crc = zlib.crc32(bytes, crc);
-      length += bytes.length;
-      if (length > task.size) throw new Refusal('invalid', 'more than the ' + task.size + ' bytes recorded');
-    },
-    finish(out, at) {
-      if (length !== task.size) throw new Refusal('invalid', 'inflated to ' + length + ' bytes, expected ' + task.size);
-      if ((crc >>> 0) !== task.crc) throw new Refusal('invalid', 'CRC-32 0x' + (crc >>> 0).toString(16) + ', expected 0x' + task.crc.toString(16));
-      sha1.digest().copy(out, at);
-      sha256.digest().copy(out, at + 20);
-    },
-  };
-}
-
-/** Where an entry's stored bytes start: after its local header's name and extra field (APPNOTE 4.3.7). */
-function dataStart(head, task) {
-  if (head.length < 30 || head.readUInt32LE(0) !== LOCAL_SIGNATURE) {
-    throw new Refusal('invalid', 'no local file header at offset ' + task.offset);
+  function readExactly(buffer, length, position) {
+    const bytes = readUpTo(buffer, length, position);
+    if (bytes.length < length) throw new Refusal('truncated', 'the file ends at offset ' + (position + bytes.length));
+    return bytes;
   }
-  return 30 + head.readUInt16LE(26) + head.readUInt16LE(28);
-}
 
-async function digest(task, out, at) {
-  const hash = hasher(task);
-  if (task.method !== 0 && task.method !== 8) throw new Refusal('invalid', 'unsupported compression method ' + task.method);
-  const wanted = 30 + task.nameLength + task.compressedSize + HEAD_SLACK;
-  if (wanted <= blocks[0].length && (task.method === 0 || task.size <= WHOLE_BYTES)) {
-    // Small: header and data in one read (the slack covers the extra field; past it, read again).
-    const got = readUpTo(blocks[0], wanted, task.offset);
-    const start = dataStart(got, task);
-    const data = start + task.compressedSize <= got.length ? got.subarray(start, start + task.compressedSize) : readExactly(blocks[1], task.compressedSize, task.offset + start);
-    if (data.length < task.compressedSize) throw new Refusal('truncated', 'the file ends inside it');
-    if (task.method === 0) hash.update(data);
-    else if (task.compressedSize > 0) hash.update(inflateWhole(data, task));
-    // A deflated entry with no data at all is empty content, which only an empty entry may have.
+  // Inflated pieces are buffers outside V8's heap, freed when the collector finds them dead; their
+  // small JS objects barely fill the young generation, so dead ones would pile up (tens of MB)
+  // before a collection. After every few MiB of them, short-lived objects that fill what is left of
+  // the young generation bring one collection about: one, so the piece zlib is filling survives it
+  // in the young generation rather than being promoted to the old one.
+  let fresh = 0;
+  let sink;
+  function made(bytes) {
+    fresh += bytes;
+    if (fresh < COLLECT_EVERY_BYTES) return;
+    fresh = 0;
+    const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
+    if (young === undefined) return;
+    // { a } is 32 bytes on a 64-bit heap; a few more than fit.
+    for (let i = Math.ceil(young.space_available_size / 32) + 64; i > 0; i--) sink = { a: i };
+    sink = undefined;
+  }
+
+  function hasher(task) {
+    const sha1 = createHash('sha1');
+    const sha256 = createHash('sha256');
+    let crc = 0;
+    let length = 0;
+    return {
+      update(bytes) {
+        sha1.update(bytes);
+        sha256.update(bytes);
+        crc = zlib.crc32(bytes, crc);
+        length += bytes.length;
+        if (length > task.size) throw new Refusal('invalid', 'more than the ' + task.size + ' bytes recorded');
+      },
+      finish(out, at) {
+        if (length !== task.size) throw new Refusal('invalid', 'inflated to ' + length + ' bytes, expected ' + task.size);
+        if ((crc >>> 0) !== task.crc) throw new Refusal('invalid', 'CRC-32 0x' + (crc >>> 0).toString(16) + ', expected 0x' + task.crc.toString(16));
+        sha1.digest().copy(out, at);
+        sha256.digest().copy(out, at + 20);
+      },
+    };
+  }
+
+  /** Where an entry's stored bytes start: after its local header's name and extra field (APPNOTE 4.3.7). */
+  function dataStart(head, task) {
+    if (head.length < 30 || head.readUInt32LE(0) !== LOCAL_SIGNATURE) {
+      throw new Refusal('invalid', 'no local file header at offset ' + task.offset);
+    }
+    return 30 + head.readUInt16LE(26) + head.readUInt16LE(28);
+  }
+
+  async function digest(task, out, at) {
+    const hash = hasher(task);
+    if (task.method !== 0 && task.method !== 8) throw new Refusal('invalid', 'unsupported compression method ' + task.method);
+    const wanted = 30 + task.nameLength + task.compressedSize + HEAD_SLACK;
+    if (wanted <= blocks[0].length && (task.method === 0 || task.size <= WHOLE_BYTES)) {
+      // Small: header and data in one read (the slack covers the extra field; past it, read again).
+      const got = readUpTo(blocks[0], wanted, task.offset);
+      const start = dataStart(got, task);
+      const data = start + task.compressedSize <= got.length ? got.subarray(start, start + task.compressedSize) : readExactly(blocks[1], task.compressedSize, task.offset + start);
+      if (data.length < task.compressedSize) throw new Refusal('truncated', 'the file ends inside it');
+      if (task.method === 0) hash.update(data);
+      else if (task.compressedSize > 0) hash.update(inflateWhole(data, task));
+      // A deflated entry with no data at all is empty content, which only an empty entry may have.
+      return hash.finish(out, at);
+    }
+    const start = task.offset + dataStart(readExactly(blocks[0], 30, task.offset), task);
+    if (task.method === 0) {
+      for (let done = 0; done < task.compressedSize; done += READ_BYTES) {
+        hash.update(readExactly(blocks[0], Math.min(READ_BYTES, task.compressedSize - done), start + done));
+      }
+      return hash.finish(out, at);
+    }
+    await inflateStreamed(task, start, hash);
     return hash.finish(out, at);
   }
-  const start = task.offset + dataStart(readExactly(blocks[0], 30, task.offset), task);
-  if (task.method === 0) {
-    for (let done = 0; done < task.compressedSize; done += READ_BYTES) {
-      hash.update(readExactly(blocks[0], Math.min(READ_BYTES, task.compressedSize - done), start + done));
-    }
-    return hash.finish(out, at);
-  }
-  await inflateStreamed(task, start, hash);
-  return hash.finish(out, at);
-}
 
-function inflateWhole(data, task) {
-  try {
-    // One output buffer with a byte to spare: no pieces for zlib to join, and too much shows.
-    const content = zlib.inflateRawSync(data, { chunkSize: Math.max(64, task.size + 1), maxOutputLength: task.size + 1 });
-    made(content.length);
-    return content;
-  } catch (err) {
-    throw new Refusal('invalid', err.code === 'ERR_BUFFER_TOO_LARGE' ? 'more than the ' + task.size + ' bytes recorded' : err.message);
-  }
-}
-
-/** Inflates on libuv's pool, block by block; pieces are hashed here as they come back. */
-async function inflateStreamed(task, start, hash) {
-  const inflater = zlib.createInflateRaw({ chunkSize: INFLATE_CHUNK_BYTES });
-  let failure;
-  inflater.on('data', (piece) => {
+  function inflateWhole(data, task) {
     try {
-      hash.update(piece);
-      made(piece.length);
+      // One output buffer with a byte to spare: no pieces for zlib to join, and too much shows.
+      const content = zlib.inflateRawSync(data, { chunkSize: Math.max(64, task.size + 1), maxOutputLength: task.size + 1 });
+      made(content.length);
+      return content;
     } catch (err) {
-      failure = failure || err;
-      inflater.destroy();
+      throw new Refusal('invalid', err.code === 'ERR_BUFFER_TOO_LARGE' ? 'more than the ' + task.size + ' bytes recorded' : err.message);
     }
-  });
-  const ended = new Promise((resolve, reject) => {
-    inflater.on('end', resolve);
-    inflater.on('close', resolve);
-    inflater.on('error', reject);
-  });
-  ended.catch(() => undefined);
-  try {
-    for (let done = 0, i = 0; done < task.compressedSize && failure === undefined && !inflater.destroyed; done += READ_BYTES, i++) {
-      const chunk = readExactly(blocks[i & 1], Math.min(READ_BYTES, task.compressedSize - done), start + done);
-      // zlib reads the chunk on the pool until the write's callback; the other block is read meanwhile.
-      // Should the inflater be destroyed meanwhile, 'close' ends the wait instead.
-      await Promise.race([new Promise((resolve) => inflater.write(chunk, () => resolve())), ended]);
-    }
-    if (failure === undefined && !inflater.destroyed) inflater.end();
-    await ended;
-  } catch (err) {
-    throw err instanceof Refusal ? err : new Refusal('invalid', err.message);
   }
-  if (failure !== undefined) throw failure;
-}
 
-async function run({ tasks }) {
-  const count = tasks.length / FIELDS;
-  const digests = new Uint8Array(count * DIGEST_BYTES);
-  const out = Buffer.from(digests.buffer);
-  for (let i = 0; i < count; i++) {
-    const f = i * FIELDS;
-    const task = { offset: tasks[f], nameLength: tasks[f + 1], compressedSize: tasks[f + 2], size: tasks[f + 3], method: tasks[f + 4], crc: tasks[f + 5] };
+  /** Inflates on libuv's pool, block by block; pieces are hashed here as they come back. */
+  async function inflateStreamed(task, start, hash) {
+    const inflater = zlib.createInflateRaw({ chunkSize: INFLATE_CHUNK_BYTES });
+    let failure;
+    inflater.on('data', (piece) => {
+      try {
+        hash.update(piece);
+        made(piece.length);
+      } catch (err) {
+        failure = failure || err;
+        inflater.destroy();
+      }
+    });
+    const ended = new Promise((resolve, reject) => {
+      inflater.on('end', resolve);
+      inflater.on('close', resolve);
+      inflater.on('error', reject);
+    });
+    ended.catch(() => undefined);
     try {
-      await digest(task, out, i * DIGEST_BYTES);
+      for (let done = 0, i = 0; done < task.compressedSize && failure === undefined && !inflater.destroyed; done += READ_BYTES, i++) {
+        const chunk = readExactly(blocks[i & 1], Math.min(READ_BYTES, task.compressedSize - done), start + done);
+        // zlib reads the chunk on the pool until the write's callback; the other block is read meanwhile.
+        // Should the inflater be destroyed meanwhile, 'close' ends the wait instead.
+        await Promise.race([new Promise((resolve) => inflater.write(chunk, () => resolve())), ended]);
+      }
+      if (failure === undefined && !inflater.destroyed) inflater.end();
+      await ended;
     } catch (err) {
-      parentPort.postMessage({ failed: i, kind: err instanceof Refusal ? err.kind : 'invalid', found: String((err && err.message) || err) });
-      return;
+      throw err instanceof Refusal ? err : new Refusal('invalid', err.message);
     }
+    if (failure !== undefined) throw failure;
   }
-  parentPort.postMessage({ digests }, [digests.buffer]);
-}
 
+  async function run(tasks) {
+    const count = tasks.length / FIELDS;
+    const digests = new Uint8Array(count * DIGEST_BYTES);
+    const out = Buffer.from(digests.buffer);
+    for (let i = 0; i < count; i++) {
+      const f = i * FIELDS;
+      const task = { offset: tasks[f], nameLength: tasks[f + 1], compressedSize: tasks[f + 2], size: tasks[f + 3], method: tasks[f + 4], crc: tasks[f + 5] };
+      try {
+        await digest(task, out, i * DIGEST_BYTES);
+      } catch (err) {
+        return { failed: i, kind: err instanceof Refusal ? err.kind : 'invalid', found: String((err && err.message) || err) };
+      }
+    }
+    return { digests };
+  }
+
+  return { run, close: () => closeSync(fd) };
+}
+`;
+
+/** A digest thread: batches in as messages, answers out. */
+export const DIGEST_WORKER_SOURCE = String.raw`
+const { parentPort, workerData } = require('node:worker_threads');
+${DIGESTER_SOURCE}
+const digester = createDigester(workerData.path);
 // One batch at a time: they share the read blocks.
 let queue = Promise.resolve();
-parentPort.on('message', (message) => {
-  queue = queue.then(() => run(message));
+parentPort.on('message', ({ tasks }) => {
+  queue = queue.then(async () => {
+    const answer = await digester.run(tasks);
+    parentPort.postMessage(answer, answer.digests ? [answer.digests.buffer] : []);
+  });
 });
 `;

@@ -186,10 +186,18 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     const code = codeEntries(plan);
     const resources = resourceEntries(archive, plan, replaced);
     const cached = options.cacheDir === undefined ? undefined : await readCachedDigests(options.cacheDir, resources);
-    // Without cached digests, digest threads read and hash the resources while the main thread
-    // copies them: two cores at work.
+    // Without cached digests, a digest thread reads and hashes the resources while this thread
+    // copies them: two cores at work. Once the copy is done, this thread digests beside it.
+    let copied!: () => void;
+    const copyDone = new Promise<void>((resolve) => (copied = resolve));
     const digesting =
-      cached === undefined ? digestEntries(options.input, resources, { ...(options.digestWorkers === undefined ? {} : { workers: options.digestWorkers }), signal: stop.signal }) : undefined;
+      cached === undefined
+        ? digestEntries(options.input, resources, {
+            ...(options.digestWorkers === undefined ? {} : { workers: options.digestWorkers }),
+            helpWhen: copyDone,
+            signal: stop.signal,
+          })
+        : undefined;
     digesting?.catch((err: unknown) => stop.abort(err));
     // Unchanged entries go out first, as their raw stored bytes. Signed code and the new files
     // follow them: knowing where the copies end, they are written as soon as they are ready,
@@ -234,6 +242,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       for (const [name, bytes] of [...replaced]) await emit(name, bytes);
     };
     const copying = copyUnchanged(writer, archive, keep, stop.signal);
+    void copying.then(copied, () => undefined);
     copying.catch((err: unknown) => stop.abort(err));
     if (cached !== undefined) {
       await settleAll([copying, signAll(cached)]);

@@ -14,7 +14,7 @@ import { IpaError } from '../errors.js';
 import type { PlistObject } from '../plist.js';
 import { readEmbeddedEntitlementsAt } from '../sign/read-signature.js';
 import { createBlockReader, gridChunks } from '../zip/block-reader.js';
-import { discard } from '../zip/discard.js';
+import { collectYoung, discard } from '../zip/discard.js';
 import type { ZipArchive, ZipEntry } from '../zip/index.js';
 import type { ZipEntryWriter } from '../zip/writer.js';
 import type { MachOSigner, MachOSignRequest } from './sign-ipa.js';
@@ -151,6 +151,8 @@ async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Pro
         throw first instanceof IpaError ? first : damaged(entry, (first as Error).message);
       }
     }
+    // The pieces, discarded as they were written, go now: this thread may wait a while next.
+    collectYoung();
     if (position !== entry.uncompressedSizeBytes) throw damaged(entry, `${position} bytes`);
     if (crc >>> 0 !== entry.crc32 >>> 0) throw damaged(entry, `CRC-32 0x${(crc >>> 0).toString(16).padStart(8, '0')}`);
   } finally {

@@ -68,7 +68,8 @@ export interface CodeDirectoryInput {
   readonly teamId?: string;
   /** Hashes of special slots 1..n (index 0 is slot 1); undefined slots are zero-filled. */
   readonly specialHashes: readonly (Buffer | undefined)[];
-  readonly pageHashes: readonly Buffer[];
+  /** Every page's hash, one after another (hashSize bytes each). */
+  readonly pageHashes: Buffer;
   readonly codeLimit: number;
   readonly execSegBase: number;
   readonly execSegLimit: number;
@@ -92,7 +93,9 @@ export function buildCodeDirectory(input: CodeDirectoryInput): Buffer {
   const identOffset = CD_HEADER_BYTES;
   const teamOffset = input.teamId === undefined ? 0 : identOffset + identifier.length;
   const hashOffset = identOffset + identifier.length + team.length + specialCount * hashSize;
-  const length = hashOffset + input.pageHashes.length * hashSize;
+  if (input.pageHashes.length % hashSize !== 0) throw new Error(`page hashes of ${input.pageHashes.length} bytes are not whole ${hashSize}-byte hashes`);
+  const pageCount = input.pageHashes.length / hashSize;
+  const length = hashOffset + input.pageHashes.length;
   const cd = Buffer.alloc(length);
   cd.writeUInt32BE(CSMAGIC_CODEDIRECTORY, 0); // magic
   cd.writeUInt32BE(length, 4); // length
@@ -101,7 +104,7 @@ export function buildCodeDirectory(input: CodeDirectoryInput): Buffer {
   cd.writeUInt32BE(hashOffset, 16); // hashOffset: slot 0; special slot -i sits at hashOffset - i*hashSize
   cd.writeUInt32BE(identOffset, 20); // identOffset
   cd.writeUInt32BE(specialCount, 24); // nSpecialSlots
-  cd.writeUInt32BE(input.pageHashes.length, 28); // nCodeSlots
+  cd.writeUInt32BE(pageCount, 28); // nCodeSlots
   cd.writeUInt32BE(input.codeLimit, 32); // codeLimit (32-bit; codeLimit64 is for files over 4 GiB)
   cd.writeUInt8(hashSize, 36); // hashSize
   cd.writeUInt8(HASH_TYPE[input.hash], 37); // hashType
@@ -122,7 +125,7 @@ export function buildCodeDirectory(input: CodeDirectoryInput): Buffer {
     if (hash.length !== hashSize) throw new Error(`special slot ${i + 1} hash has ${hash.length} bytes, expected ${hashSize}`);
     hash.copy(cd, hashOffset - (i + 1) * hashSize);
   });
-  input.pageHashes.forEach((hash, i) => hash.copy(cd, hashOffset + i * hashSize));
+  input.pageHashes.copy(cd, hashOffset);
   return cd;
 }
 

@@ -3,12 +3,11 @@
  * size costs a few MiB of memory. The output is byte for byte what signMachO builds in memory:
  * the same plan per slice, the same fat layout, pages hashed as they pass.
  */
-import { createHash } from 'node:crypto';
 import { IpaError } from '../errors.js';
 import { FAT_MAGIC, FAT_MAGIC_64, MH_MAGIC, MH_MAGIC_64 } from '../macho/constants.js';
 import { parseSliceHead } from '../macho/parse.js';
-import { PAGE_SIZE } from './blobs.js';
-import { planSlice, type CodeSignInput, type SlicePlan } from './macho-sign.js';
+import { HASH_SIZE, PAGE_SIZE } from './blobs.js';
+import { hashPages, planSlice, type CodeSignInput, type SlicePlan } from './macho-sign.js';
 
 /** Reads a range; the buffer it answers may be reused by the next read, so use it before then. */
 export type ReadAt = (offset: number, length: number) => Promise<Buffer>;
@@ -111,8 +110,9 @@ async function planJob(read: ReadAt, offset: number, size: number, where: string
 /** Streams one slice: its code with the header edits, hashed page by page, then its signature. */
 async function streamSlice(read: ReadAt, job: SliceJob, sink: Sink): Promise<void> {
   const { plan } = job;
-  const sha1: Buffer[] = [];
-  const sha256: Buffer[] = [];
+  const pageCount = Math.ceil(plan.codeLimit / PAGE_SIZE);
+  const sha1 = Buffer.alloc(pageCount * HASH_SIZE.sha1);
+  const sha256 = Buffer.alloc(pageCount * HASH_SIZE.sha256);
   // One buffer for every chunk: the sink is done with a chunk when its promise resolves.
   const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, plan.codeLimit));
   for (let at = 0; at < plan.codeLimit; at += CHUNK_BYTES) {
@@ -123,11 +123,9 @@ async function streamSlice(read: ReadAt, job: SliceJob, sink: Sink): Promise<voi
     // Past the slice's end (a signature added after __LINKEDIT's padding) the code is zeros.
     chunk.fill(0, available);
     if (at < plan.head.length) plan.head.copy(chunk, 0, at, Math.min(plan.head.length, at + length));
-    for (let page = 0; page < length; page += PAGE_SIZE) {
-      const bytes = chunk.subarray(page, Math.min(page + PAGE_SIZE, length));
-      sha1.push(createHash('sha1').update(bytes).digest());
-      sha256.push(createHash('sha256').update(bytes).digest());
-    }
+    const page = at / PAGE_SIZE;
+    hashPages(chunk, 'sha1', sha1, page * HASH_SIZE.sha1);
+    hashPages(chunk, 'sha256', sha256, page * HASH_SIZE.sha256);
     await sink(chunk);
   }
   const { signature, cdHash } = plan.finish({ sha1, sha256 });

@@ -11,7 +11,7 @@ import { buildXmlPlist, type PlistObject } from '../plist.js';
 import {
   CSSLOT_ALTERNATE_CODEDIRECTORIES, CSSLOT_CODEDIRECTORY, CSSLOT_DER_ENTITLEMENTS, CSSLOT_ENTITLEMENTS,
   CSSLOT_REQUIREMENTS, CSSLOT_SIGNATURESLOT, CS_EXECSEG_ALLOW_UNSIGNED, CS_EXECSEG_MAIN_BINARY, PAGE_SIZE,
-  buildCodeDirectory, buildSuperBlob, codeDirectorySize, derEntitlementsBlob, entitlementsBlob, signatureBlob,
+  buildCodeDirectory, HASH_SIZE, buildSuperBlob, codeDirectorySize, derEntitlementsBlob, entitlementsBlob, signatureBlob,
   type HashName,
 } from './blobs.js';
 import type { CmsSigner } from './cms.js';
@@ -77,7 +77,8 @@ export interface SlicePlan {
   readonly signatureSize: number;
   /** The slice's first bytes with the header edits (LC_CODE_SIGNATURE, __LINKEDIT sizes) applied. */
   readonly head: Buffer;
-  finish(pageHashes: { sha1: readonly Buffer[]; sha256: readonly Buffer[] }): { signature: Buffer; cdHash: Buffer };
+  /** Takes every page's SHA-1 and SHA-256, each kind in one buffer (see hashPages). */
+  finish(pageHashes: { sha1: Buffer; sha256: Buffer }): { signature: Buffer; cdHash: Buffer };
 }
 
 /**
@@ -166,7 +167,7 @@ export function planSlice(bytes: Buffer, sliceSizeBytes: number, slice: MachOSli
   const text = slice.segments.find((s) => s.name === '__TEXT');
   const isMain = input.isMainBinary && slice.fileType === MH_EXECUTE;
   const getTaskAllow = input.entitlements?.['get-task-allow'] === true;
-  const directory = (hash: HashName, pageHashes: readonly Buffer[]): Buffer =>
+  const directory = (hash: HashName, pageHashes: Buffer): Buffer =>
     buildCodeDirectory({
       hash,
       identifier: input.identifier,
@@ -183,8 +184,8 @@ export function planSlice(bytes: Buffer, sliceSizeBytes: number, slice: MachOSli
     signatureSize,
     head: out,
     finish(pageHashes) {
-      if (pageHashes.sha1.length !== pageCount || pageHashes.sha256.length !== pageCount) {
-        throw new Error(`expected ${pageCount} page hashes of ${where}, got ${pageHashes.sha1.length} and ${pageHashes.sha256.length}`);
+      if (pageHashes.sha1.length !== pageCount * HASH_SIZE.sha1 || pageHashes.sha256.length !== pageCount * HASH_SIZE.sha256) {
+        throw new Error(`expected ${pageCount} page hashes of ${where}, got ${pageHashes.sha1.length} and ${pageHashes.sha256.length} bytes of them`);
       }
       const cd1 = directory('sha1', pageHashes.sha1);
       const cd256 = directory('sha256', pageHashes.sha256);
@@ -228,8 +229,15 @@ export function digest(hash: HashName, bytes: Buffer): Buffer {
   return createHash(hash).update(bytes).digest();
 }
 
-export function hashPages(code: Buffer, hash: HashName): Buffer[] {
-  const hashes: Buffer[] = [];
-  for (let at = 0; at < code.length; at += PAGE_SIZE) hashes.push(digest(hash, code.subarray(at, Math.min(at + PAGE_SIZE, code.length))));
+/**
+ * The hash of every page of `code`, one after another in one buffer (into `out` at `at` when
+ * given): two small objects per 4 KiB page would weigh some 10 MB on the heap for a 64 MB binary.
+ */
+export function hashPages(code: Buffer, hash: HashName, out?: Buffer, at = 0): Buffer {
+  const size = HASH_SIZE[hash];
+  const hashes = out ?? Buffer.alloc(Math.ceil(code.length / PAGE_SIZE) * size);
+  for (let page = 0, to = at; page < code.length; page += PAGE_SIZE, to += size) {
+    createHash(hash).update(code.subarray(page, Math.min(page + PAGE_SIZE, code.length))).digest().copy(hashes, to);
+  }
   return hashes;
 }

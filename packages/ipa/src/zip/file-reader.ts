@@ -39,7 +39,7 @@ function createFileReader(fd: number): yauzl.RandomAccessReader {
   reader.read = (buffer: Buffer, offset: number, length: number, position: number, callback: (err: Error | null) => void): void => {
     if (position >= windowStart && position + length <= windowStart + window.length) {
       window.copy(buffer, offset, position - windowStart, position - windowStart + length);
-      setImmediate(() => callback(null));
+      queueMicrotask(() => callback(null));
       return;
     }
     if (length > SMALL_READ_BYTES) {

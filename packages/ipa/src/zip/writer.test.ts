@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { EXECUTABLE_MODE, SYMLINK_MODE, buildZip } from '../test-support/build-zip.js';
 import { openZip } from './archive.js';
 import { createSignedZipWriter } from './writer.js';
+import { FLAG_UTF8, MADE_BY_UNIX, MAX_32, localHeader, localHeaderLength } from './records.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ipa-writer-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -115,5 +116,14 @@ describe('createSignedZipWriter', () => {
     await expect(writer.add('a', Buffer.from('2'))).rejects.toMatchObject({ code: 'ZIP_DUPLICATE_NAME' });
     await writer.abort();
     expect(readdirSync(dir).filter((name) => name.startsWith('dup.zip'))).toEqual([]);
+  });
+});
+
+describe('localHeaderLength', () => {
+  it('is the length of the header localHeader writes, with and without zip64 sizes', () => {
+    const record = { name: Buffer.from('Payload/A.app/naïve.txt'), flags: FLAG_UTF8, method: 8, dosTime: 0, dosDate: 0, crc: 0, externalAttributes: 0, versionMadeBy: MADE_BY_UNIX };
+    for (const [compressedSize, uncompressedSize] of [[10, 20], [1000, MAX_32 + 5], [MAX_32, MAX_32 + 1]] as const) {
+      expect(localHeaderLength({ ...record, compressedSize, uncompressedSize })).toBe(localHeader({ ...record, compressedSize, uncompressedSize }).length);
+    }
   });
 });

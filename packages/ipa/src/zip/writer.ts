@@ -12,8 +12,8 @@ import { promisify } from 'node:util';
 import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from './archive.js';
 import { blockChunks, createBlockWindow, type HeldBytes } from './block-reader.js';
-import { discard } from './discard.js';
-import { FLAG_UTF8, LOCAL_SIGNATURE, MADE_BY_UNIX, MAX_32, centralHeader, dosDateTime, endRecords, localHeader, type CentralRecord } from './records.js';
+import { collectYoung, discard } from './discard.js';
+import { FLAG_UTF8, LOCAL_SIGNATURE, MADE_BY_UNIX, MAX_32, centralHeader, dosDateTime, endRecords, localHeader, localHeaderLength, type CentralRecord } from './records.js';
 
 const deflateRawAsync = promisify(deflateRaw);
 // BFINAL set, fixed Huffman, end of block: closes a stream of sync-flushed pieces.
@@ -112,8 +112,8 @@ export async function createSignedZipWriter(source: string, output: string, opti
     addStream: (name, produce, entryOptions) => regions[0]!.addStream(name, produce, entryOptions),
     addDirectory: (name, unixMode) => regions[0]!.addDirectory(name, unixMode),
     copiedSize(entry) {
-      if (entry.isDirectory) return localHeader(directoryRecord(entry.name, 0)).length;
-      return localHeader(copyRecord(entry)).length + entry.compressedSizeBytes;
+      if (entry.isDirectory) return localHeaderLength(directoryRecord(entry.name, 0));
+      return localHeaderLength(copyRecord(entry)) + entry.compressedSizeBytes;
     },
     from(start) {
       const region = createRegion({ out, input, level, claim }, start);
@@ -344,10 +344,13 @@ function createRegion({ out, input, level, claim }: RegionContext, start: number
           }
         }
         await send();
+        // Every block is free once its writes are done: closing the window then lets them all go.
+        await drain();
       } finally {
         for (const range of held) range.release();
         window.close();
       }
+      collectYoung();
     },
     async add(name, content, entryOptions = {}) {
       claim(name);
