@@ -53,15 +53,39 @@ export async function spoolBinary(archive: ZipArchive, entry: ZipEntry): Promise
     throw err;
   }
   const file = handle;
-  // The signer copies or parses what it reads before reading again, so one buffer serves.
-  const scratch = Buffer.alloc(READ_WINDOW_BYTES);
+  const readInto = async (buffer: Buffer, offset: number, length: number): Promise<Buffer> => {
+    const { bytesRead } = await file.read(buffer, 0, length, offset);
+    return buffer.subarray(0, bytesRead);
+  };
+  // The signer copies or parses what it reads before reading again, so two buffers serve: the
+  // one answered, and the other, into which the range after it is read meanwhile (the signer
+  // mostly reads on, and hashes a chunk while the next one is read).
+  const buffers = [Buffer.alloc(READ_WINDOW_BYTES), Buffer.alloc(READ_WINDOW_BYTES)] as const;
+  let answered = 1;
+  let ahead: { offset: number; length: number; bytes: Promise<Buffer> } | undefined;
   return {
     async readAt(offset, length) {
-      const buffer = length <= READ_WINDOW_BYTES ? scratch.subarray(0, length) : Buffer.alloc(length);
-      const { bytesRead } = await file.read(buffer, 0, length, offset);
-      return buffer.subarray(0, bytesRead);
+      if (length > READ_WINDOW_BYTES) return readInto(Buffer.alloc(length), offset, length);
+      const prefetched = ahead;
+      ahead = undefined;
+      let bytes: Buffer;
+      if (prefetched !== undefined && prefetched.offset === offset && prefetched.length === length) {
+        bytes = await prefetched.bytes;
+      } else {
+        await prefetched?.bytes.catch(() => undefined);
+        bytes = await readInto(buffers[answered ^ 1]!.subarray(0, length), offset, length);
+      }
+      answered ^= 1;
+      if (bytes.length === length) {
+        ahead = { offset: offset + length, length, bytes: readInto(buffers[answered ^ 1]!.subarray(0, length), offset + length, length) };
+        ahead.bytes.catch(() => undefined); // a failure surfaces if that range is asked for
+      }
+      return bytes;
     },
-    close,
+    async close() {
+      await ahead?.bytes.catch(() => undefined);
+      await close();
+    },
   };
 }
 
