@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type forge from 'node-forge';
 import { afterAll, describe, expect, it } from 'vitest';
 import { IpaError } from './errors.js';
-import { loadIdentity } from './identity.js';
+import { loadIdentity, withNativePbkdf2 } from './identity.js';
 import { fixturesDir } from './test-support/fixtures.js';
 import { createTestChain } from './test-support/pki.js';
 
@@ -93,5 +93,20 @@ describe('loadIdentity', () => {
     expect(() => loadIdentity({ certPem: file('cert.pem').toString(), keyPem: file('ca-key.pem').toString() })).toThrow(
       new IpaError('IDENTITY_INVALID', 'Expected a certificate matching the private key, found 1 certificate(s) for other keys.'),
     );
+  });
+});
+
+describe('withNativePbkdf2', () => {
+  it("derives forge's own keys, with OpenSSL doing the rounds", async () => {
+    const { default: realForge } = await import('node-forge');
+    const js = realForge.pkcs5.pbkdf2;
+    const native = withNativePbkdf2(js);
+    const salt = Buffer.from('0011223344556677', 'hex').toString('binary');
+    // One byte per character, as forge holds strings: a Latin-1 password stays the same bytes.
+    for (const password of ['secret', 'pâsswörd']) {
+      for (const md of [undefined, 'sha1', realForge.md.sha256.create(), 'sha512'] as const) {
+        expect(native(password, salt, 2048, 32, md as never)).toBe(js(password, salt, 2048, 32, md as never));
+      }
+    }
   });
 });

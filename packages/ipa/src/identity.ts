@@ -1,3 +1,4 @@
+import { pbkdf2Sync } from 'node:crypto';
 import forge from 'node-forge';
 import { IpaError } from './errors.js';
 
@@ -87,6 +88,23 @@ function readCertificates(bytes: Buffer, what: string): forge.pki.Certificate[] 
   }
 }
 
+const NATIVE_PBKDF2_HASHES = new Set(['sha1', 'sha256', 'sha384', 'sha512']);
+
+/**
+ * node-forge's PBKDF2, done by OpenSSL when it is asked synchronously for a hash Node knows. A
+ * p12 from OpenSSL 3 or a recent Keychain (PBES2, 2,048 rounds of HMAC-SHA-256 per bag) otherwise
+ * costs some 70 ms of JavaScript hashing each time an identity is opened, once per sign job. The
+ * bytes are forge's: its strings hold one byte per character ('binary').
+ */
+export function withNativePbkdf2(js: typeof forge.pkcs5.pbkdf2): typeof forge.pkcs5.pbkdf2 {
+  return function pbkdf2(this: unknown, ...args: unknown[]) {
+    const [password, salt, iterations, keyLength, md, callback] = args as [string, string, number, number, string | { algorithm?: string } | undefined, unknown];
+    const hash = typeof md === 'object' && md !== null ? md.algorithm : (md ?? 'sha1');
+    if (callback !== undefined || hash === undefined || !NATIVE_PBKDF2_HASHES.has(hash)) return (js as (...a: unknown[]) => unknown).apply(this, args);
+    return pbkdf2Sync(Buffer.from(password, 'binary'), Buffer.from(salt, 'binary'), iterations, keyLength, hash).toString('binary');
+  } as typeof forge.pkcs5.pbkdf2;
+}
+
 function loadFromP12(bytes: Buffer, password: string): SigningIdentity {
   let asn1: forge.asn1.Asn1;
   try {
@@ -96,7 +114,9 @@ function loadFromP12(bytes: Buffer, password: string): SigningIdentity {
     throw new IpaError('P12_INVALID', `Expected a PKCS#12 (.p12) file, found ${found} that are not DER.`, { cause: err });
   }
   let p12: forge.pkcs12.Pkcs12Pfx;
+  const jsPbkdf2 = forge.pkcs5.pbkdf2;
   try {
+    forge.pkcs5.pbkdf2 = withNativePbkdf2(jsPbkdf2);
     p12 = forge.pkcs12.pkcs12FromAsn1(asn1, false, password);
   } catch (err) {
     const message = (err as Error).message;
@@ -108,6 +128,8 @@ function loadFromP12(bytes: Buffer, password: string): SigningIdentity {
     throw new IpaError('P12_INVALID', `Expected a PKCS#12 (.p12) file node-forge can read, found one that fails: ${message}.`, {
       cause: err,
     });
+  } finally {
+    forge.pkcs5.pbkdf2 = jsPbkdf2;
   }
   const oids = forge.pki.oids as Record<'certBag' | 'pkcs8ShroudedKeyBag' | 'keyBag', string>;
   const certificates = bagsOf(p12, oids.certBag)
