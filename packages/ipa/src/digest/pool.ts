@@ -71,8 +71,7 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
           resolve();
         }
       };
-      type Answer = { digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string };
-      const take = (batch: readonly ZipEntry[], answer: Answer): void => {
+      const take = (batch: readonly ZipEntry[], answer: DigestAnswer): void => {
         if ('failed' in answer) return fail(refusal(batch[answer.failed]!, answer.kind, answer.found));
         const bytes = Buffer.from(answer.digests.buffer, answer.digests.byteOffset, answer.digests.byteLength);
         batch.forEach((entry, i) => {
@@ -95,7 +94,7 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
           sent.push(batch);
           worker.postMessage({ tasks: tasksOf(batch) });
         };
-        worker.on('message', (answer: Answer) => {
+        worker.on('message', (answer: DigestAnswer) => {
           take(sent.shift()!, answer);
           send();
         });
@@ -126,8 +125,11 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
   return result;
 }
 
+/** A batch's digests, or which of its entries failed and why (worker-source.ts). */
+type DigestAnswer = { digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string };
+
 interface Digester {
-  run(tasks: Float64Array): Promise<{ digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string }>;
+  run(tasks: Float64Array): Promise<DigestAnswer>;
   close(): void;
 }
 

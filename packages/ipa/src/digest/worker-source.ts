@@ -4,8 +4,8 @@
  * the same code runs from the TypeScript sources (tests) and from the build.
  *
  * It takes batches of entries (in file order) and answers their SHA-1 and SHA-256, reading their
- * stored bytes from the file itself with synchronous reads: this thread has nothing else to do,
- * and a round trip through libuv's pool per small file (a thread woken, a callback queued) costs
+ * stored bytes from the file itself with synchronous reads: a digest thread has nothing else to do
+ * (a helping thread yields between batches), and a round trip through libuv's pool per small file (a thread woken, a callback queued) costs
  * more than hashing the file. Small deflated entries inflate here in one call; large ones stream
  * through an inflater on libuv's pool, their pieces hashed here as they come back. Each entry's
  * size and CRC-32 are checked against its central record.
