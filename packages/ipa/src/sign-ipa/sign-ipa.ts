@@ -182,14 +182,24 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     for (const bundle of plan.inOrder) {
       if (bundle.isMain) replaced.set(`${bundle.dir}/embedded.mobileprovision`, options.profile);
     }
-    // Every resource that signing leaves as it is, digested as it is copied (or read from the cache).
     const code = codeEntries(plan);
     const resources = resourceEntries(archive, plan, replaced);
+    // Unchanged entries go out first, as their raw stored bytes, from now on. Signed code and the
+    // new files follow them: knowing where the copies end, they are written as soon as they are
+    // ready, during the copy when no digest is missing.
+    writer = await createSignedZipWriter(options.input, options.output);
+    const rewritten = new Set([...code, ...replaced.keys(), ...plan.inOrder.map((b) => `${b.dir}/_CodeSignature/CodeResources`)]);
+    const keep = (entry: ZipEntry) => !rewritten.has(entry.name);
+    const copiedBytes = archive.entries.reduce((sum, entry) => (keep(entry) ? sum + writer!.copiedSize(entry) : sum), 0);
+    out = writer.from(copiedBytes);
+    const copying = copyUnchanged(writer, archive, keep, stop.signal);
+    copying.catch((err: unknown) => stop.abort(err));
+    const copyDone = copying.then(() => undefined, () => undefined);
+    // Every resource that signing leaves as it is: digested as it is copied, or read from the cache
+    // (while the copy runs).
     const cached = options.cacheDir === undefined ? undefined : await readCachedDigests(options.cacheDir, resources);
-    // Without cached digests, a digest thread reads and hashes the resources while this thread
-    // copies them: two cores at work. Once the copy is done, this thread digests beside it.
-    let copied!: () => void;
-    const copyDone = new Promise<void>((resolve) => (copied = resolve));
+    // Without cached digests, a digest thread reads and hashes the resources while the copy runs:
+    // two cores at work. Once the copy is done, this thread digests beside it.
     const digesting =
       cached === undefined
         ? digestEntries(options.input, resources, {
@@ -199,14 +209,6 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
           })
         : undefined;
     digesting?.catch((err: unknown) => stop.abort(err));
-    // Unchanged entries go out first, as their raw stored bytes. Signed code and the new files
-    // follow them: knowing where the copies end, they are written as soon as they are ready,
-    // during the copy when no digest is missing.
-    writer = await createSignedZipWriter(options.input, options.output);
-    const rewritten = new Set([...code, ...replaced.keys(), ...plan.inOrder.map((b) => `${b.dir}/_CodeSignature/CodeResources`)]);
-    const keep = (entry: ZipEntry) => !rewritten.has(entry.name);
-    const copiedBytes = archive.entries.reduce((sum, entry) => (keep(entry) ? sum + writer!.copiedSize(entry) : sum), 0);
-    out = writer.from(copiedBytes);
     if (cached === undefined) {
       // Signing waits for the digests: meanwhile, spool what it will stream. (With cached digests
       // signing runs beside the copy from the start.)
@@ -241,9 +243,6 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       }
       for (const [name, bytes] of [...replaced]) await emit(name, bytes);
     };
-    const copying = copyUnchanged(writer, archive, keep, stop.signal);
-    void copying.then(copied, () => undefined);
-    copying.catch((err: unknown) => stop.abort(err));
     if (cached !== undefined) {
       await settleAll([copying, signAll(cached)]);
     } else {
