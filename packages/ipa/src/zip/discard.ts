@@ -1,4 +1,5 @@
 import { getHeapSpaceStatistics } from 'node:v8';
+
 /**
  * Lets go of a large buffer's memory at the next collection of the young generation.
  *
