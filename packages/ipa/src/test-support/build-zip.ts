@@ -12,6 +12,8 @@ export interface TestZipEntry {
   mode?: number;
   /** Deflate (8) by default; 0 stores. */
   method?: 0 | 8;
+  /** zlib's deflate level (6 by default). */
+  level?: number;
 }
 
 export const SYMLINK_MODE = 0o120777;
@@ -31,7 +33,7 @@ export interface ZipRecord {
 export function zipRecord(entry: TestZipEntry): ZipRecord {
   const content = Buffer.from(entry.data ?? '');
   const method = entry.name.endsWith('/') ? 0 : (entry.method ?? 8);
-  const stored = method === 8 ? deflateRawSync(content) : content;
+  const stored = method === 8 ? deflateRawSync(content, { level: entry.level ?? 6 }) : content;
   const name = Buffer.from(entry.name, 'utf8');
   const crc = crc32(content);
   const local = Buffer.alloc(30);

@@ -163,7 +163,7 @@ export async function openZip(path: string, options: OpenZipOptions = {}): Promi
     readRange = reader.readRange;
     return yauzl.fromRandomAccessReaderPromise(reader, size, yauzlOptions);
   };
-  return { ...(await openFrom(open, head, options, (position, length) => readRange!(position, length))), path };
+  return { ...(await openFrom(open, head, options, (position, length, into) => readRange!(position, length, into))), path };
 }
 
 /** The first bytes tell a truncated zip from something that is not a zip at all. */
@@ -193,8 +193,9 @@ export async function openZipFromReader(
   totalSizeBytes: number,
   options: OpenZipOptions = {},
 ): Promise<ZipArchive> {
-  const readRange: ReadRange = (position, length) => {
-    const bytes = Buffer.alloc(Math.max(0, Math.min(length, totalSizeBytes - position)));
+  const readRange: ReadRange = (position, length, into) => {
+    const wanted = Math.max(0, Math.min(length, totalSizeBytes - position));
+    const bytes = into !== undefined && into.length >= wanted ? into.subarray(0, wanted) : Buffer.alloc(wanted);
     return new Promise((resolve, reject) => {
       if (bytes.length === 0) return resolve(bytes);
       reader.read(bytes, 0, bytes.length, position, (err) => (err ? reject(toZipError(err)) : resolve(bytes)));
@@ -495,7 +496,7 @@ function dataStartOf(entry: ZipEntry): number {
  */
 function inflateHead(prefix: Buffer, length: number): Buffer | undefined {
   try {
-    const out = inflateRawSync(prefix, { finishFlush: zlibConstants.Z_SYNC_FLUSH, chunkSize: 4096, maxOutputLength: Math.max(prefix.length * 1032, 4096) });
+    const out = inflateRawSync(prefix, { finishFlush: zlibConstants.Z_SYNC_FLUSH, chunkSize: 1024, maxOutputLength: Math.max(prefix.length * 1032, 1024) });
     return out.length >= length ? Buffer.from(out.subarray(0, length)) : undefined;
   } catch {
     return undefined;

@@ -12,8 +12,8 @@ const SMALL_READ_BYTES = 64 * 1024;
 
 /** yauzl's reader, and plain positional reads of the same file (no window: see layout.ts). */
 export interface FileReader extends yauzl.RandomAccessReader {
-  /** `length` bytes at `position`, fewer only where the file ends. */
-  readRange(position: number, length: number): Promise<Buffer>;
+  /** `length` bytes at `position`, fewer only where the file ends; into `into` when it is large enough. */
+  readRange(position: number, length: number, into?: Buffer): Promise<Buffer>;
 }
 
 export function openFileReader(path: string): Promise<FileReader> {
@@ -81,8 +81,8 @@ function createFileReader(fd: number): FileReader {
     });
   };
   reader.close = (callback) => close(fd, (err) => callback(err ?? null));
-  const readRange = (position: number, length: number): Promise<Buffer> => {
-    const bytes = Buffer.allocUnsafe(length);
+  const readRange = (position: number, length: number, into?: Buffer): Promise<Buffer> => {
+    const bytes = into !== undefined && into.length >= length ? into : Buffer.allocUnsafe(length);
     return new Promise((resolve, reject) => readRaw(bytes, 0, length, position, (err, n) => (err ? reject(err) : resolve(bytes.subarray(0, n)))));
   };
   return Object.assign(reader, { readRange });

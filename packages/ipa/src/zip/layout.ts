@@ -10,8 +10,11 @@
 import { IpaError } from '../errors.js';
 import { LOCAL_SIGNATURE, MAX_32 } from './records.js';
 
-/** Reads `length` bytes at `position` (fewer only where the file ends). */
-export type ReadRange = (position: number, length: number) => Promise<Buffer>;
+/**
+ * Reads `length` bytes at `position` (fewer only where the file ends), into `into` when it is
+ * given and large enough (the answer may then be a view of it).
+ */
+export type ReadRange = (position: number, length: number, into?: Buffer) => Promise<Buffer>;
 
 /** What the layout check needs of an entry: its central directory fields. */
 export interface CentralEntry {
@@ -217,15 +220,19 @@ interface Window {
   at(position: number, length: number, upTo?: boolean): Promise<Buffer>;
 }
 
-/** Serves reads that mostly go forward through the file from one window read at a time. */
+/**
+ * Serves reads that mostly go forward through the file from one window read at a time, into one
+ * buffer: what it answers is valid until the next call.
+ */
 export function createWindow(read: ReadRange, fileSizeBytes: number, windowBytes = WINDOW_BYTES): Window {
   let start = 0;
   let bytes: Buffer = Buffer.alloc(0);
+  const buffer = Buffer.allocUnsafe(windowBytes);
   return {
     async at(position, length, upTo = false) {
       if (position < start || position + length > start + bytes.length) {
         const wanted = Math.max(0, Math.min(Math.max(length, windowBytes), fileSizeBytes - position));
-        bytes = wanted === 0 ? Buffer.alloc(0) : await read(position, wanted);
+        bytes = wanted === 0 ? Buffer.alloc(0) : await read(position, wanted, wanted <= buffer.length ? buffer : undefined);
         start = position;
       }
       const from = position - start;
