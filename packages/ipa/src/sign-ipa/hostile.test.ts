@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IpaError } from '../errors.js';
-import { assembleZip, buildZip, zipRecord, type TestZipEntry } from '../test-support/build-zip.js';
+import { buildZip, withSharedRecord, type TestZipEntry } from '../test-support/build-zip.js';
 import { fixtureExecutablePath } from '../test-support/fixtures.js';
 import { withCryptid, withExtraEncryptionCommand } from '../test-support/macho-bytes.js';
 import { createTestPki, type TestPki } from '../test-support/pki.js';
@@ -66,26 +66,8 @@ async function signRefusal(bytes: Buffer, cacheDir?: string): Promise<{ error: u
 
 describe('signing hostile archives', () => {
   it('refuses an IPA whose entries share one record, writing nothing: ZIP_OVERLAP', async () => {
-    // The probe's shape: more central entries over one resource's record, each copied on signing.
-    const body: Buffer[] = [];
-    const centrals: Buffer[] = [];
-    let offset = 0;
-    let shared: Buffer | undefined;
-    for (const entry of entries) {
-      const record = zipRecord(entry);
-      record.central.writeUInt32LE(offset, 42);
-      if (entry.name === `${APP}/Info.plist`) shared = record.central;
-      body.push(record.local, record.data);
-      centrals.push(record.central);
-      offset += record.local.length + record.data.length;
-    }
-    for (let i = 0; i < 100; i++) {
-      const name = Buffer.from(`${APP}/copy-${i}.plist`);
-      const central = Buffer.concat([shared!.subarray(0, 46), name]);
-      central.writeUInt16LE(name.length, 28);
-      centrals.push(central);
-    }
-    const { error, left } = await signRefusal(assembleZip(Buffer.concat(body), centrals));
+    // The probe's shape: more central entries over one record, each copied on signing.
+    const { error, left } = await signRefusal(withSharedRecord(buildZip(entries), 100));
     expect(error).toBeInstanceOf(IpaError);
     expect((error as IpaError).code).toBe('ZIP_OVERLAP');
     expect(left).toEqual([]);

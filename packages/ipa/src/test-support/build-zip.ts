@@ -86,3 +86,44 @@ export function buildZip(entries: readonly TestZipEntry[]): Buffer {
   }
   return assembleZip(Buffer.concat(body), centrals);
 }
+
+/** An archive's parts (no comment, no zip64): its local records, and each central header. */
+function splitZip(zip: Buffer): { body: Buffer; centrals: Buffer[] } {
+  // End record (APPNOTE 4.3.16): entry count at 10, central directory offset at 16.
+  const end = zip.length - 22;
+  const count = zip.readUInt16LE(end + 10);
+  const centrals: Buffer[] = [];
+  let at = zip.readUInt32LE(end + 16);
+  const body = zip.subarray(0, at);
+  for (let i = 0; i < count; i++) {
+    const length = 46 + zip.readUInt16LE(at + 28) + zip.readUInt16LE(at + 30) + zip.readUInt16LE(at + 32);
+    centrals.push(zip.subarray(at, at + length));
+    at += length;
+  }
+  return { body, centrals };
+}
+
+/** `zip` with `copies` more central entries (named `<name>.copy-N`) over the first file's local record. */
+export function withSharedRecord(zip: Buffer, copies: number): Buffer {
+  const { body, centrals } = splitZip(zip);
+  const source = centrals.find(
+    (central) => !central.toString('utf8', 46, 46 + central.readUInt16LE(28)).endsWith('/'),
+  )!;
+  const name = source.toString('utf8', 46, 46 + source.readUInt16LE(28));
+  const added = Array.from({ length: copies }, (_, i) => {
+    const copy = Buffer.concat([source.subarray(0, 46), Buffer.from(`${name}.copy-${i}`)]);
+    copy.writeUInt16LE(copy.length - 46, 28);
+    copy.writeUInt16LE(0, 30); // no extra field
+    copy.writeUInt16LE(0, 32); // no comment
+    return copy;
+  });
+  return assembleZip(body, [...centrals, ...added]);
+}
+
+/** `zip` with one more entry, its record after the others. */
+export function withEntry(zip: Buffer, entry: TestZipEntry): Buffer {
+  const { body, centrals } = splitZip(zip);
+  const record = zipRecord(entry);
+  record.central.writeUInt32LE(body.length, 42);
+  return assembleZip(Buffer.concat([body, record.local, record.data]), [...centrals, record.central]);
+}
