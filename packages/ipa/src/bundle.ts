@@ -96,7 +96,7 @@ export async function findMachOEntries(
     throw new IpaError('EXECUTABLE_MISSING', `Expected the executable named by CFBundleExecutable at ${mainPath}, found none.`);
   }
   // A symlink's content is its target path (checked to stay inside the bundle), never code.
-  const others = archive.entries.filter((entry) => entry !== main && !entry.isDirectory && !entry.isSymlink && entry.uncompressedSizeBytes > 0);
+  const others = archive.entries.filter((entry) => entry !== main && !entry.isDirectory && !entry.isSymlink);
   const [mainHead, ...heads] = await archive.readEntryHeads([main, ...others], SNIFF_BYTES);
   if (!isMachO(mainHead!)) {
     throw new IpaError(

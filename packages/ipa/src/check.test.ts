@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { check, type CheckProgress } from './check.js';
 import { IpaError } from './errors.js';
 import { buildXmlPlist, parsePlistDict } from './plist.js';
-import { buildZip, type TestZipEntry } from './test-support/build-zip.js';
+import { buildZip, withEntry, type TestZipEntry } from './test-support/build-zip.js';
 import { fixtureExecutablePath, fixtureIpa } from './test-support/fixtures.js';
 import { asArm64e, findCryptidOffset, withCryptid, withExtraEncryptionCommand } from './test-support/macho-bytes.js';
 import { PLAIN_MAIN_SOURCE, buildExecutable, buildFat } from './test-support/toolchain.js';
@@ -143,6 +143,23 @@ describe('check', () => {
       ['fat, listing no architectures', () => Buffer.concat([Buffer.from('cafebabe00000000', 'hex'), plain]), 'MACHO_BAD_MAGIC'],
       ['fat, with a slice outside the file', () => fatOf(plain, { offset: 16384, size: plain.length * 2 }), 'MACHO_TRUNCATED'],
     ];
+    it('refuses an encrypted Mach-O whose headers say it holds no bytes', async () => {
+      // Local and central headers agree on an uncompressed size of 0; the deflated data is a whole
+      // encrypted binary, which an extractor that follows the deflate stream writes out.
+      const zip = withEntry(buildZip(fixtureEntries), { name: `${app}/Resources/empty.dat`, data: withCryptid(plain, 1) });
+      const end = zip.length - 22;
+      const count = zip.readUInt16LE(end + 10);
+      let central = zip.readUInt32LE(end + 16);
+      for (let i = 0; i < count - 1; i++) central += 46 + zip.readUInt16LE(central + 28) + zip.readUInt16LE(central + 30) + zip.readUInt16LE(central + 32);
+      zip.writeUInt32LE(0, central + 24);
+      zip.writeUInt32LE(0, zip.readUInt32LE(central + 42) + 22);
+      const path = join(dir, 'MACHO_TRUNCATED_empty.ipa');
+      await writeFile(path, zip);
+      const error = await check(path).catch((err: unknown) => err);
+      expect(error).toBeInstanceOf(IpaError);
+      expect((error as IpaError).code).toBe('MACHO_TRUNCATED');
+    });
+
     it.each(damaged)('refuses a file that starts like a Mach-O but is %s', async (_, bytes, code) => {
       const path = await variant(`${code}.ipa`, { [`${app}/Resources/blob.dat`]: [bytes(), 0o100644] });
       const error = await check(path).catch((err: unknown) => err);

@@ -195,7 +195,7 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     // Entries copied as they are must hold no encrypted code either: the resources are sniffed as
     // they are digested (or were, for the cache), the few others here.
     const resourceNames = new Set(resources.map((entry) => entry.name));
-    const others = archive.entries.filter((e) => keep(e) && !e.isDirectory && !e.isSymlink && e.uncompressedSizeBytes > 0 && !resourceNames.has(e.name));
+    const others = archive.entries.filter((e) => keep(e) && !e.isDirectory && !e.isSymlink && !resourceNames.has(e.name));
     const otherHeads = await archive.readEntryHeads(others, 4);
     const otherMachOs = others.filter((_, i) => isMachO(otherHeads[i]!));
     const assertCopiedDecrypted = (digests: ReadonlyMap<string, FileDigests>): Promise<void> =>

@@ -424,23 +424,22 @@ function createArchive(zip: yauzl.ZipFile, entries: KeptEntry[], readRange: Read
     for (const index of order) {
       const entry = wanted[index]!;
       const start = dataStartOf(entry);
-      const length = Math.min(byteCount, entry.uncompressedSizeBytes);
-      if (length === 0) {
-        heads[index] = Buffer.alloc(0);
-        continue;
-      }
+      // What an extractor would write, whatever size the headers declare (a streaming one may
+      // not look): the stored bytes, or what the first of them inflate to.
       let head: Buffer | undefined;
       if (entry.compressionMethod === 0) {
-        head = Buffer.from(await window.at(start, length));
+        head = Buffer.from(await window.at(start, Math.min(byteCount, entry.compressedSizeBytes)));
       } else {
         for (const prefixBytes of HEAD_PREFIX_BYTES) {
           const prefix = await window.at(start, Math.min(prefixBytes, entry.compressedSizeBytes));
-          head = inflateHead(prefix, length);
+          const out = inflateHead(prefix, byteCount);
+          // Fewer bytes than asked are the whole content only when the prefix was all of it.
+          if (out !== undefined && (out.length === byteCount || prefix.length === entry.compressedSizeBytes)) head = out;
           if (head !== undefined || prefix.length === entry.compressedSizeBytes) break;
         }
       }
       // Stored bytes that do not inflate to a head here go through the checked stream, which says why.
-      heads[index] = head ?? (await readEntryHead(entry, length));
+      heads[index] = head ?? (await readEntryHead(entry, byteCount));
     }
     return heads;
   };
@@ -489,15 +488,15 @@ function dataStartOf(entry: ZipEntry): number {
 }
 
 /**
- * The first `length` bytes that a deflate stream's first stored bytes inflate to, or undefined
- * when they give fewer (or are not valid deflate data: the stream then says why). A sync flush
- * gives what the prefix holds without asking for the rest; the output is bounded, since a prefix
- * of a deflated run of zeros inflates a thousandfold.
+ * At most the first `length` bytes that the first stored bytes of a deflate stream inflate to, or
+ * undefined when they are not valid deflate data (the stream then says why). A sync flush gives
+ * what the prefix holds without asking for the rest; the output is bounded, since a prefix of a
+ * deflated run of zeros inflates a thousandfold.
  */
 function inflateHead(prefix: Buffer, length: number): Buffer | undefined {
   try {
     const out = inflateRawSync(prefix, { finishFlush: zlibConstants.Z_SYNC_FLUSH, chunkSize: 1024, maxOutputLength: Math.max(prefix.length * 1032, 1024) });
-    return out.length >= length ? Buffer.from(out.subarray(0, length)) : undefined;
+    return Buffer.from(out.subarray(0, length));
   } catch {
     return undefined;
   }
