@@ -93,7 +93,7 @@ describe('findMachOEntries', () => {
     { name: `${app}/icon.png`, data: machO },
   ];
 
-  it('finds the executable first, then every nested Mach-O by its magic', async () => {
+  it('finds the executable first, then every Mach-O by its magic, whatever its name or folder', async () => {
     await withArchive(entries, async (archive) => {
       const found = await findMachOEntries(archive, bundle, 'Demo', looksLikeMachO);
       expect(found.map((e) => e.name.slice(app.length + 1))).toEqual([
@@ -103,6 +103,8 @@ describe('findMachOEntries', () => {
         'PlugIns/Share.appex/Share',
         'Watch/W.app/PlugIns/WK.appex/WK',
         'Watch/W.app/W',
+        '_CodeSignature/CodeResources',
+        'icon.png',
       ]);
     });
   });

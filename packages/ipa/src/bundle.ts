@@ -1,4 +1,3 @@
-import { posix } from 'node:path';
 import { IpaError } from './errors.js';
 import { parsePlistDict, readString, type PlistObject } from './plist.js';
 import type { ZipArchive, ZipEntry } from './zip/index.js';
@@ -21,11 +20,8 @@ export interface BundleInfo {
 
 // Info.plist files are a few KiB; anything far larger is not one.
 const MAX_INFO_PLIST_BYTES = 8 * 1024 * 1024;
-// Mach-O magic and the fat magic fit in 4 bytes; 8 leaves room for cputype.
+// Mach-O magic and the fat magic fit in 4 bytes; 8 also show the error of a main executable.
 const SNIFF_BYTES = 8;
-// Bundle parts that are never code (Apple's code signature, FairPlay's SC_Info).
-const NON_CODE_DIRS = ['_CodeSignature', 'SC_Info'];
-const CODE_EXTENSIONS = new Set(['.dylib', '.so']);
 
 /** The single top-level `Payload/<Name>.app`. Found from every entry's path, since directory entries are optional in zips. */
 export function findAppBundle(entries: readonly ZipEntry[]): AppBundle {
@@ -83,48 +79,32 @@ export function describeBundle(info: PlistObject, where: string): BundleInfo {
 }
 
 /**
- * Entries that might be Mach-O code: the main executable, and inside the bundle every regular
- * file that has the executable bit, no extension (framework, appex and watch app executables) or a
- * .dylib/.so extension. Callers sniff the magic to decide.
+ * Every Mach-O in the archive, found by its magic (thin in either byte order, or fat), whatever
+ * its name, mode or folder: the main executable first (it must be one), then the rest by name.
+ * A loader goes by the bytes, so a check that went by names could be walked around. Each entry's
+ * first bytes are read in one pass through the file (ZipArchive.readEntryHeads).
  */
-export function listCodeCandidates(archive: ZipArchive, bundle: AppBundle, executable: string): ZipEntry[] {
-  const mainPath = `${bundle.dir}/${executable}`;
-  const main = archive.find(mainPath);
-  if (main === undefined || main.isDirectory || main.isSymlink) {
-    throw new IpaError('EXECUTABLE_MISSING', `Expected the executable named by CFBundleExecutable at ${mainPath}, found none.`);
-  }
-  const prefix = `${bundle.dir}/`;
-  const others = archive.entries.filter((entry) => {
-    if (entry === main || entry.isDirectory || entry.isSymlink || !entry.name.startsWith(prefix)) return false;
-    if (entry.uncompressedSizeBytes < 4) return false;
-    const inside = entry.name.slice(prefix.length).split('/');
-    if (inside.some((part) => NON_CODE_DIRS.includes(part))) return false;
-    const extension = posix.extname(entry.name);
-    const isExecutable = entry.unixMode !== undefined && (entry.unixMode & 0o111) !== 0;
-    return isExecutable || extension === '' || CODE_EXTENSIONS.has(extension);
-  });
-  others.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return [main, ...others];
-}
-
-/** Keeps the candidates whose first bytes `isMachO` accepts; the main executable must be one. */
 export async function findMachOEntries(
   archive: ZipArchive,
   bundle: AppBundle,
   executable: string,
   isMachO: (firstBytes: Buffer) => boolean,
 ): Promise<ZipEntry[]> {
-  const [main, ...others] = listCodeCandidates(archive, bundle, executable);
-  const mainHead = await archive.readEntryHead(main!, SNIFF_BYTES);
-  if (!isMachO(mainHead)) {
+  const mainPath = `${bundle.dir}/${executable}`;
+  const main = archive.find(mainPath);
+  if (main === undefined || main.isDirectory || main.isSymlink) {
+    throw new IpaError('EXECUTABLE_MISSING', `Expected the executable named by CFBundleExecutable at ${mainPath}, found none.`);
+  }
+  // A symlink's content is its target path (checked to stay inside the bundle), never code.
+  const others = archive.entries.filter((entry) => entry !== main && !entry.isDirectory && !entry.isSymlink);
+  const [mainHead, ...heads] = await archive.readEntryHeads([main, ...others], SNIFF_BYTES);
+  if (!isMachO(mainHead!)) {
     throw new IpaError(
       'MACHO_BAD_MAGIC',
-      `Expected ${main!.name} to be a Mach-O executable, found bytes 0x${mainHead.toString('hex')}.`,
+      `Expected ${main.name} to be a Mach-O executable, found bytes 0x${mainHead!.toString('hex')}.`,
     );
   }
-  const found = [main!];
-  for (const entry of others) {
-    if (isMachO(await archive.readEntryHead(entry, SNIFF_BYTES))) found.push(entry);
-  }
-  return found;
+  const found = others.filter((_, i) => isMachO(heads[i]!));
+  found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return [main, ...found];
 }

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { check, type CheckProgress } from './check.js';
 import { IpaError } from './errors.js';
 import { buildXmlPlist, parsePlistDict } from './plist.js';
-import { buildZip, type TestZipEntry } from './test-support/build-zip.js';
+import { buildZip, withEntry, type TestZipEntry } from './test-support/build-zip.js';
 import { fixtureExecutablePath, fixtureIpa } from './test-support/fixtures.js';
-import { asArm64e, findCryptidOffset, withCryptid } from './test-support/macho-bytes.js';
+import { asArm64e, findCryptidOffset, withCryptid, withExtraEncryptionCommand } from './test-support/macho-bytes.js';
 import { PLAIN_MAIN_SOURCE, buildExecutable, buildFat } from './test-support/toolchain.js';
 import { readFixtureEntries } from './test-support/read-fixture.js';
 
@@ -27,15 +27,30 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The fixture IPA with some entries replaced or added. */
-async function variant(name: string, changes: Record<string, Buffer | string>): Promise<string> {
-  const entries = fixtureEntries.map((entry) => (entry.name in changes ? { ...entry, data: changes[entry.name]! } : entry));
-  for (const [entryName, data] of Object.entries(changes)) {
-    if (!entries.some((e) => e.name === entryName)) entries.push({ name: entryName, data });
+/** The fixture IPA with some entries replaced or added (with a Unix mode, 0 for none, when given as a pair). */
+async function variant(name: string, changes: Record<string, Buffer | string | [Buffer, number]>): Promise<string> {
+  const entries: TestZipEntry[] = fixtureEntries.map((entry) => (entry.name in changes ? { ...entry, data: changes[entry.name] as Buffer } : entry));
+  for (const [entryName, change] of Object.entries(changes)) {
+    if (entries.some((e) => e.name === entryName)) continue;
+    entries.push(Array.isArray(change) ? { name: entryName, data: change[0], mode: change[1] } : { name: entryName, data: change });
   }
   const path = join(dir, name);
   await writeFile(path, buildZip(entries));
   return path;
+}
+
+/** A fat file (fat_header, one fat_arch for arm64) whose one slice is `slice`, with the table's entry overridden. */
+function fatOf(slice: Buffer, entry: { offset: number; size: number }): Buffer {
+  const header = Buffer.alloc(16384);
+  // fat_header: magic, nfat_arch; fat_arch: cputype, cpusubtype, offset, size, align (big-endian)
+  header.writeUInt32BE(0xcafebabe, 0);
+  header.writeUInt32BE(1, 4);
+  header.writeUInt32BE(0x0100000c, 8);
+  header.writeUInt32BE(0, 12);
+  header.writeUInt32BE(entry.offset, 16);
+  header.writeUInt32BE(entry.size, 20);
+  header.writeUInt32BE(14, 24);
+  return Buffer.concat([header, slice]);
 }
 
 describe('check', () => {
@@ -85,6 +100,72 @@ describe('check', () => {
     const report = await check(path);
     expect(report.machOs).toEqual([{ path: fixtureExecutablePath, slices: [{ arch: 'arm64', cryptid: 0 }, { arch: 'arm64e', cryptid: 1 }] }]);
     expect(report.decrypted).toBe(false);
+  });
+
+  describe('finds encrypted code however it is hidden', () => {
+    let plain: Buffer;
+    beforeAll(() => {
+      plain = readFileSync(buildExecutable(dir, 'hidden', PLAIN_MAIN_SOURCE));
+    });
+
+    it('reports an executable with two encryption commands, the first cryptid 1 and the last 0, as encrypted', async () => {
+      const twice = withExtraEncryptionCommand(withCryptid(plain, 1), 0);
+      const path = await variant('two-commands.ipa', { [fixtureExecutablePath]: twice });
+      const report = await check(path);
+      expect(report.machOs).toEqual([{ path: fixtureExecutablePath, slices: [{ arch: 'arm64', cryptid: 1 }] }]);
+      expect(report.decrypted).toBe(false);
+    });
+
+    const hidden: Array<[string, string, number]> = [
+      ['a .dat name and mode 0644', `${app}/Frameworks/Hidden.framework/Hidden.dat`, 0o100644],
+      ['no Unix mode', `${app}/PlugIns/Ext.appex/Ext.bin`, 0],
+      ['a resource name inside _CodeSignature', `${app}/_CodeSignature/CodeRequirements-1`, 0o100644],
+      ['a place outside the app bundle', 'Payload/Stray/stray', 0o100755],
+    ];
+    it.each(hidden)('reports an encrypted Mach-O with %s as encrypted', async (_, name, mode) => {
+      const path = await variant('hidden.ipa', { [name]: [withCryptid(plain, 1), mode] });
+      const report = await check(path);
+      expect(report.machOs).toContainEqual({ path: name, slices: [{ arch: 'arm64', cryptid: 1 }] });
+      expect(report.decrypted).toBe(false);
+    });
+
+    it('reports the same Mach-O decrypted as decrypted', async () => {
+      const path = await variant('hidden-decrypted.ipa', { [`${app}/Frameworks/Hidden.framework/Hidden.dat`]: [plain, 0o100644] });
+      const report = await check(path);
+      expect(report.machOs.map((m) => m.path)).toEqual([fixtureExecutablePath, `${app}/Frameworks/Hidden.framework/Hidden.dat`]);
+      expect(report.decrypted).toBe(true);
+    });
+
+    const damaged: Array<[string, () => Buffer, string]> = [
+      ['cut short after its magic', () => plain.subarray(0, 6), 'MACHO_TRUNCATED'],
+      ['cut short inside its load commands', () => plain.subarray(0, 100), 'MACHO_TRUNCATED'],
+      ['big-endian', () => Buffer.concat([Buffer.from('feedfacf', 'hex'), plain.subarray(4)]), 'MACHO_UNSUPPORTED'],
+      ['fat, listing no architectures', () => Buffer.concat([Buffer.from('cafebabe00000000', 'hex'), plain]), 'MACHO_BAD_MAGIC'],
+      ['fat, with a slice outside the file', () => fatOf(plain, { offset: 16384, size: plain.length * 2 }), 'MACHO_TRUNCATED'],
+    ];
+    it('refuses an encrypted Mach-O whose headers say it holds no bytes', async () => {
+      // Local and central headers agree on an uncompressed size of 0; the deflated data is a whole
+      // encrypted binary, which an extractor that follows the deflate stream writes out.
+      const zip = withEntry(buildZip(fixtureEntries), { name: `${app}/Resources/empty.dat`, data: withCryptid(plain, 1) });
+      const end = zip.length - 22;
+      const count = zip.readUInt16LE(end + 10);
+      let central = zip.readUInt32LE(end + 16);
+      for (let i = 0; i < count - 1; i++) central += 46 + zip.readUInt16LE(central + 28) + zip.readUInt16LE(central + 30) + zip.readUInt16LE(central + 32);
+      zip.writeUInt32LE(0, central + 24);
+      zip.writeUInt32LE(0, zip.readUInt32LE(central + 42) + 22);
+      const path = join(dir, 'MACHO_TRUNCATED_empty.ipa');
+      await writeFile(path, zip);
+      const error = await check(path).catch((err: unknown) => err);
+      expect(error).toBeInstanceOf(IpaError);
+      expect((error as IpaError).code).toBe('MACHO_TRUNCATED');
+    });
+
+    it.each(damaged)('refuses a file that starts like a Mach-O but is %s', async (_, bytes, code) => {
+      const path = await variant(`${code}.ipa`, { [`${app}/Resources/blob.dat`]: [bytes(), 0o100644] });
+      const error = await check(path).catch((err: unknown) => err);
+      expect(error).toBeInstanceOf(IpaError);
+      expect((error as IpaError).code).toBe(code);
+    });
   });
 
   it('reads an XML Info.plist as well as the binary one', async () => {

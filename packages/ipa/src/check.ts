@@ -2,7 +2,7 @@ import { describeBundle, findAppBundle, findMachOEntries, readInfoPlist } from '
 import { IpaError } from './errors.js';
 import { readSlicesFromStream } from './macho/stream-slices.js';
 import { defaultMachOInspector, type MachOInspector } from './macho-inspector.js';
-import { openZip, type OpenZipOptions } from './zip/index.js';
+import { openZip, type OpenZipOptions, type ZipArchive, type ZipEntry } from './zip/index.js';
 
 export interface SliceReport {
   /** 'arm64', 'arm64e', 'armv7', ... */
@@ -64,9 +64,8 @@ export async function check(ipaPath: string, options: CheckOptions = {}): Promis
         );
       }
       // One Mach-O in memory at a time; the buffer is dropped before the next is read.
-      // The default reader keeps only each slice's header as the binary streams past.
       const slices = options.machO === undefined
-        ? await readSlicesFromStream(await archive.openEntryStream(entry), entry.uncompressedSizeBytes, entry.name)
+        ? await readMachOSlices(archive, entry)
         : inspector.readSlices(await archive.readEntry(entry, maxMachOBytes), entry.name);
       machOs.push({ path: entry.name, slices });
       options.onProgress?.({ done: machOs.length, total: entries.length, path: entry.name });
@@ -83,5 +82,26 @@ export async function check(ipaPath: string, options: CheckOptions = {}): Promis
     };
   } finally {
     archive.close();
+  }
+}
+
+/** Every slice's architecture and cryptid, keeping only each slice's header as the binary streams past. */
+export async function readMachOSlices(archive: ZipArchive, entry: ZipEntry): Promise<SliceReport[]> {
+  return readSlicesFromStream(await archive.openEntryStream(entry), entry.uncompressedSizeBytes, entry.name);
+}
+
+/**
+ * Refuses Mach-O entries of which any slice is encrypted (MACHO_ENCRYPTED); one that does not
+ * parse is refused by the parse. For what signing copies as it is, so it serves no encrypted code.
+ */
+export async function assertMachOsDecrypted(archive: ZipArchive, entries: readonly ZipEntry[]): Promise<void> {
+  for (const entry of entries) {
+    const encrypted = (await readMachOSlices(archive, entry)).find((slice) => slice.cryptid !== 0);
+    if (encrypted !== undefined) {
+      throw new IpaError(
+        'MACHO_ENCRYPTED',
+        `Expected ${entry.name} (${encrypted.arch}) to be decrypted (cryptid 0), found cryptid ${encrypted.cryptid}: decrypt the version first.`,
+      );
+    }
   }
 }

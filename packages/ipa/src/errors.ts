@@ -10,6 +10,12 @@ export type IpaErrorCode =
   | 'ZIP_SLIP'
   | 'ZIP_ABSOLUTE_PATH'
   | 'ZIP_DUPLICATE_NAME'
+  // Two entries share bytes, or an entry runs into the central directory.
+  | 'ZIP_OVERLAP'
+  // A local file header (or data descriptor) says other than its central directory entry.
+  | 'ZIP_HEADER_MISMATCH'
+  // Bytes before the central directory that no entry lists (a record only a streaming reader sees).
+  | 'ZIP_UNLISTED_DATA'
   | 'ZIP_BOMB'
   | 'ZIP_TOO_LARGE'
   | 'SYMLINK_ESCAPES_BUNDLE'
@@ -35,6 +41,8 @@ export type IpaErrorCode =
   | 'MACHO_UNSUPPORTED'
   // Signing
   | 'SIGNATURE_INVALID'
+  // Signing would write more than the input's size plus what signing adds.
+  | 'SIGNED_IPA_TOO_LARGE'
   | 'ENTITLEMENTS_INVALID'
   | 'DYLIB_MISSING'
   | 'BUNDLE_ID_INVALID'

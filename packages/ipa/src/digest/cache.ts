@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import type { ZipEntry } from '../zip/index.js';
 import { digestEntries, type DigestOptions, type FileDigests } from './pool.js';
 
-const FORMAT = 1;
+// 2: each value says whether the file starts like a Mach-O (':m'), which signing checks.
+const FORMAT = 2;
 
 export function versionKey(entries: readonly ZipEntry[]): string {
   const hash = createHash('sha256').update(`sideport-resource-digests-${FORMAT}\n`);
@@ -61,16 +62,16 @@ async function readCache(file: string, entries: readonly ZipEntry[]): Promise<Ma
   const result = new Map<string, FileDigests>();
   for (const entry of entries) {
     const value = parsed.digests[entry.name];
-    const match = value === undefined ? null : /^([0-9a-f]{40}):([0-9a-f]{64})$/.exec(value);
+    const match = value === undefined ? null : /^([0-9a-f]{40}):([0-9a-f]{64})(:m)?$/.exec(value);
     if (match === null) return undefined;
-    result.set(entry.name, { sha1: Buffer.from(match[1]!, 'hex'), sha256: Buffer.from(match[2]!, 'hex') });
+    result.set(entry.name, { sha1: Buffer.from(match[1]!, 'hex'), sha256: Buffer.from(match[2]!, 'hex'), isMachO: match[3] !== undefined });
   }
   return result;
 }
 
 async function writeCache(file: string, digests: Map<string, FileDigests>): Promise<void> {
   const body: Record<string, string> = {};
-  for (const [name, d] of digests) body[name] = `${d.sha1.toString('hex')}:${d.sha256.toString('hex')}`;
+  for (const [name, d] of digests) body[name] = `${d.sha1.toString('hex')}:${d.sha256.toString('hex')}${d.isMachO === true ? ':m' : ''}`;
   const dir = join(file, '..');
   await mkdir(dir, { recursive: true });
   // Written beside and renamed, so a concurrent reader never sees half a file.

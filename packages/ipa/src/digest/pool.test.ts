@@ -17,10 +17,24 @@ const files = [
   { name: 'empty', data: Buffer.alloc(0) },
   // Larger than the worker's in-memory threshold: streamed.
   { name: 'big.txt', data: Buffer.concat(Array.from({ length: 40 }, () => Buffer.concat([randomBytes(100_000), Buffer.alloc(150_000, 'a')]))) },
+  // Contents that start like Mach-O files, stored, deflated and streamed: the digests say so.
+  { name: 'thin.dat', data: Buffer.concat([Buffer.from('cffaedfe0c000001', 'hex'), randomBytes(100)]), method: 0 as const },
+  { name: 'fat', data: Buffer.concat([Buffer.from('cafebabe00000001', 'hex'), Buffer.alloc(5000)]) },
+  { name: 'big-be', data: Buffer.concat([Buffer.from('feedfacf', 'hex'), randomBytes(3_000_000)]) },
 ];
 const ipa = join(dir, 'in.zip');
 writeFileSync(ipa, buildZip(files));
-const expected = (data: Buffer) => ({ sha1: createHash('sha1').update(data).digest(), sha256: createHash('sha256').update(data).digest() });
+const expected = (data: Buffer) => ({
+  sha1: createHash('sha1').update(data).digest(),
+  sha256: createHash('sha256').update(data).digest(),
+  isMachO: data.length >= 4 && [0xfeedface, 0xfeedfacf, 0xcefaedfe, 0xcffaedfe, 0xcafebabe, 0xcafebabf].includes(data.readUInt32BE(0)),
+});
+
+/** Flips a bit of the CRC-32 of the entry whose central record is at `at`, in it and in its local header alike. */
+function damageCrc(bytes: Buffer, at: number): void {
+  const local = bytes.readUInt32LE(at + 42);
+  for (const field of [at + 16, local + 14]) bytes.writeUInt32LE((bytes.readUInt32LE(field) ^ 1) >>> 0, field);
+}
 
 describe('digestEntries', () => {
   it('digests stored, deflated, empty and large entries over worker threads', async () => {
@@ -56,7 +70,7 @@ describe('digestEntries', () => {
     const end = bytes.length - 22;
     let at = bytes.readUInt32LE(end + 16);
     for (let i = 0; i < many.length - 1; i++) at += 46 + bytes.readUInt16LE(at + 28) + bytes.readUInt16LE(at + 30) + bytes.readUInt16LE(at + 32);
-    bytes.writeUInt32LE((bytes.readUInt32LE(at + 16) ^ 1) >>> 0, at + 16);
+    damageCrc(bytes, at);
     const path = join(dir, 'many-bad.zip');
     writeFileSync(path, bytes);
     const archive = await openZip(path);
@@ -81,12 +95,12 @@ describe('digestEntries', () => {
   });
 
   it('refuses a deflated entry, small or streamed, whose content does not match its CRC-32: ZIP_INVALID', async () => {
-    // One entry inflated in one call, one streamed; the central record's CRC-32 (offset 16 of the
-    // record, APPNOTE 4.3.12, which yauzl reads) is off by one bit in both.
+    // One entry inflated in one call, one streamed; the CRC-32 their headers agree on (offset 16 of
+    // the central record, APPNOTE 4.3.12, and 14 of the local one) is off by one bit in both.
     const bytes = buildZip([10_000, 3_000_000].map((size) => ({ name: `${size}.txt`, data: Buffer.concat([randomBytes(size / 2), Buffer.alloc(size / 2, 'a')]) })));
     // The end record (the last 22 bytes) gives where the central directory starts (offset 16).
     for (let at = bytes.readUInt32LE(bytes.length - 22 + 16), i = 0; i < 2; i++) {
-      bytes.writeUInt32LE((bytes.readUInt32LE(at + 16) ^ 1) >>> 0, at + 16);
+      damageCrc(bytes, at);
       at += 46 + bytes.readUInt16LE(at + 28) + bytes.readUInt16LE(at + 30) + bytes.readUInt16LE(at + 32);
     }
     const path = join(dir, 'bad-deflated-crc.zip');

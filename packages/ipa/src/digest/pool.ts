@@ -10,11 +10,13 @@ import { Worker } from 'node:worker_threads';
 import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from '../zip/index.js';
 import { LOCAL_SIGNATURE } from '../zip/records.js';
-import { DIGEST_BYTES, DIGEST_WORKER_SOURCE, DIGESTER_SOURCE, TASK_FIELDS } from './worker-source.js';
+import { DIGEST_BYTES, DIGEST_WORKER_SOURCE, DIGESTER_SOURCE, MACHO_FLAG_AT, TASK_FIELDS } from './worker-source.js';
 
 export interface FileDigests {
   readonly sha1: Buffer;
   readonly sha256: Buffer;
+  /** Set when the content starts with a Mach-O magic (known where the digest was taken from the archive). */
+  readonly isMachO?: boolean;
 }
 
 export interface DigestOptions {
@@ -76,7 +78,7 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
         const bytes = Buffer.from(answer.digests.buffer, answer.digests.byteOffset, answer.digests.byteLength);
         batch.forEach((entry, i) => {
           const at = i * DIGEST_BYTES;
-          result.set(entry.name, { sha1: bytes.subarray(at, at + 20), sha256: bytes.subarray(at + 20, at + DIGEST_BYTES) });
+          result.set(entry.name, { sha1: bytes.subarray(at, at + 20), sha256: bytes.subarray(at + 20, at + 52), isMachO: bytes[at + MACHO_FLAG_AT] === 1 });
         });
         done += batch.length;
         options.onProgress?.(done, entries.length);

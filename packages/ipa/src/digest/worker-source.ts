@@ -15,7 +15,11 @@
  * { failed, kind, found }; a thread gets the tasks and posts the answer as messages.
  */
 export const TASK_FIELDS = 6; // local header offset, name length, compressed size, size, method, CRC-32
-export const DIGEST_BYTES = 20 + 32;
+// Per entry: SHA-1, SHA-256, then one byte that is 1 when the content starts with a Mach-O magic
+// (thin in either byte order, or fat): the content passes here anyway, so signing learns which
+// resources are code without reading them again.
+export const DIGEST_BYTES = 20 + 32 + 1;
+export const MACHO_FLAG_AT = 20 + 32;
 
 /** Defines createDigester(path) with `require` in scope. */
 export const DIGESTER_SOURCE = String.raw`
@@ -26,6 +30,9 @@ const v8 = require('node:v8');
 
 const FIELDS = ${TASK_FIELDS};
 const DIGEST_BYTES = ${DIGEST_BYTES};
+const MACHO_FLAG_AT = ${MACHO_FLAG_AT};
+// MH_MAGIC, MH_MAGIC_64 as a big-endian file starts, MH_CIGAM, MH_CIGAM_64 as a little-endian one does, FAT_MAGIC, FAT_MAGIC_64.
+const MACHO_MAGICS = new Set([0xfeedface, 0xfeedfacf, 0xcefaedfe, 0xcffaedfe, 0xcafebabe, 0xcafebabf]);
 // Reads of the file; an entry whose stored bytes fit is read with its local header in one call.
 const READ_BYTES = 1 << 20;
 // A deflated entry up to this size inflates in one call; larger ones stream.
@@ -89,8 +96,11 @@ function createDigester(path) {
     const sha256 = createHash('sha256');
     let crc = 0;
     let length = 0;
+    // The first bytes, however the content arrives in pieces.
+    const head = Buffer.alloc(4);
     return {
       update(bytes) {
+        if (length < 4) bytes.copy(head, length, 0, Math.min(bytes.length, 4 - length));
         sha1.update(bytes);
         sha256.update(bytes);
         crc = zlib.crc32(bytes, crc);
@@ -102,6 +112,7 @@ function createDigester(path) {
         if ((crc >>> 0) !== task.crc) throw new Refusal('invalid', 'CRC-32 0x' + (crc >>> 0).toString(16) + ', expected 0x' + task.crc.toString(16));
         sha1.digest().copy(out, at);
         sha256.digest().copy(out, at + 20);
+        out[at + MACHO_FLAG_AT] = length >= 4 && MACHO_MAGICS.has(head.readUInt32BE(0)) ? 1 : 0;
       },
     };
   }

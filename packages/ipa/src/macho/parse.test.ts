@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { IpaError } from '../errors.js';
-import { asArm64e, withCryptid } from '../test-support/macho-bytes.js';
+import { asArm64e, withCryptid, withExtraEncryptionCommand } from '../test-support/macho-bytes.js';
 import {
   HELPER_SOURCE, MAIN_SOURCE, OBJDUMP, buildDylib, buildExecutable, buildFat,
 } from '../test-support/toolchain.js';
@@ -102,15 +102,23 @@ describe('parseMachO', () => {
     expect(isMachOHead(app)).toBe(true);
   });
 
-  it('tells a fat header from a Java class file and knows both byte orders of thin headers', () => {
+  it('knows a Mach-O by its magic alone: fat, and thin in both byte orders', () => {
     const head = (hex: string): Buffer => Buffer.from(hex, 'hex');
     expect(isMachO(head('cafebabe00000002'))).toBe(true);
     expect(isMachO(head('cafebabf00000001'))).toBe(true);
-    // A Java 8 class file: minor 0, major 52 where a fat header has nfat_arch.
-    expect(isMachO(head('cafebabe00000034'))).toBe(false);
-    for (const magic of ['cffaedfe', 'cefaedfe', 'feedfacf', 'feedface']) expect(isMachO(head(`${magic}0c000001`))).toBe(true);
-    expect(isMachO(head('cffaedfe'))).toBe(false);
+    // Fat magic with a count no fat file has (a Java class file's version, say) is still parsed, and refused.
+    expect(isMachO(head('cafebabe00000034'))).toBe(true);
+    expect(() => parseMachO(head('cafebabe00000000'))).toThrow(expect.objectContaining({ code: 'MACHO_BAD_MAGIC' }));
+    for (const magic of ['cffaedfe', 'cefaedfe', 'feedfacf', 'feedface']) expect(isMachO(head(magic))).toBe(true);
+    expect(isMachO(head('cffaed'))).toBe(false);
     expect(isMachOHead).toBe(isMachO);
+  });
+
+  it('reports a slice encrypted when any of its encryption commands says so', () => {
+    const twice = withExtraEncryptionCommand(withCryptid(app, 1), 0);
+    expect(parseMachO(twice).slices[0]!.cryptid).toBe(1);
+    expect(parseMachO(withExtraEncryptionCommand(app, 2)).slices[0]!.cryptid).toBe(2);
+    expect(parseMachO(withExtraEncryptionCommand(app, 0)).slices[0]!.cryptid).toBe(0);
   });
 
   it('refuses a big-endian thin file: MACHO_UNSUPPORTED', () => {

@@ -40,7 +40,10 @@ export interface MachOSlice {
   readonly headerSizeBytes: number;
   readonly loadCommands: readonly LoadCommand[];
   readonly segments: readonly Segment[];
-  /** cryptid of LC_ENCRYPTION_INFO(_64); 0 when there is no such command. */
+  /**
+   * 0 when every LC_ENCRYPTION_INFO(_64) of the slice says cryptid 0 (or there is none); else the
+   * first non-zero cryptid. The kernel honours any of them, so one that is not 0 is enough.
+   */
   readonly cryptid: number;
   readonly encryptionCommandOffset?: number;
   readonly codeSignature?: { readonly commandOffset: number; readonly dataOffset: number; readonly dataSize: number };
@@ -61,24 +64,34 @@ export interface MachOFile {
 const FAT_HEADER_BYTES = 8;
 const FAT_ARCH_BYTES = 20;
 const FAT_ARCH_64_BYTES = 32;
-// Java class files share 0xcafebabe; their "count" (the version) is 45 or more.
-const MAX_FAT_ARCHS = 32;
+// The kernel reads a fat header's architecture table from the file's first page (16 KiB on iOS).
+const MAX_FAT_TABLE_BYTES = 16 * 1024;
 
 /**
- * True when the first 8 bytes start a Mach-O file: a thin header in either byte order or a fat
- * header. Java class files share 0xcafebabe; where a fat header has its architecture count they
- * have their version (45 or more), so a small count tells them apart.
+ * The architecture count a fat header may have: at least one, and a table that fits in the first
+ * page. A file with fat magic and another count is a damaged Mach-O, to be refused, not skipped.
+ */
+export function fatTableBytes(count: number, is64: boolean, where: string): number {
+  const bytes = FAT_HEADER_BYTES + count * (is64 ? FAT_ARCH_64_BYTES : FAT_ARCH_BYTES);
+  if (count === 0 || bytes > MAX_FAT_TABLE_BYTES) {
+    const most = Math.floor((MAX_FAT_TABLE_BYTES - FAT_HEADER_BYTES) / (is64 ? FAT_ARCH_64_BYTES : FAT_ARCH_BYTES));
+    throw new IpaError('MACHO_BAD_MAGIC', `Expected ${where} to list 1 to ${most} architectures in its fat header, found ${count}.`);
+  }
+  return bytes;
+}
+
+/**
+ * True when the first 4 bytes are a Mach-O magic: a thin header in either byte order, or a fat
+ * header. Nothing else is asked of the file: one that starts like a Mach-O is code to its loader,
+ * so it is parsed, and refused when damaged. (A Java class file shares 0xcafebabe and is refused
+ * with the damaged ones: telling them apart by the architecture count would let a fat file with
+ * many architectures through unchecked.)
  */
 export function isMachO(head: Buffer): boolean {
-  if (head.length < 8) return false;
+  if (head.length < 4) return false;
   const be = head.readUInt32BE(0);
   // 0xfeedface/0xfeedfacf read big-endian: a big-endian file; 0xcefaedfe/0xcffaedfe: a little-endian one.
-  if (be === C.MH_MAGIC || be === C.MH_MAGIC_64 || be === C.MH_CIGAM || be === C.MH_CIGAM_64) return true;
-  if (be === C.FAT_MAGIC || be === C.FAT_MAGIC_64) {
-    const count = head.readUInt32BE(4);
-    return count > 0 && count <= MAX_FAT_ARCHS;
-  }
-  return false;
+  return be === C.MH_MAGIC || be === C.MH_MAGIC_64 || be === C.MH_CIGAM || be === C.MH_CIGAM_64 || be === C.FAT_MAGIC || be === C.FAT_MAGIC_64;
 }
 
 /** The earlier name of isMachO, kept for existing callers. */
@@ -96,9 +109,7 @@ function parseFat(bytes: Buffer, is64: boolean, where: string): MachOFile {
   need(bytes, 0, FAT_HEADER_BYTES, where, 'a fat header');
   // fat_header: magic, nfat_arch (big-endian)
   const count = bytes.readUInt32BE(4);
-  if (count === 0 || count > MAX_FAT_ARCHS) {
-    throw new IpaError('MACHO_BAD_MAGIC', `Expected ${where} to list 1 to ${MAX_FAT_ARCHS} architectures, found ${count}.`);
-  }
+  const tableBytes = fatTableBytes(count, is64, where);
   const entryBytes = is64 ? FAT_ARCH_64_BYTES : FAT_ARCH_BYTES;
   need(bytes, FAT_HEADER_BYTES, count * entryBytes, where, 'the fat architecture table');
   const slices: MachOSlice[] = [];
@@ -108,6 +119,9 @@ function parseFat(bytes: Buffer, is64: boolean, where: string): MachOFile {
     const offset = is64 ? toSafeNumber(bytes.readBigUInt64BE(at + 8), where) : bytes.readUInt32BE(at + 8);
     const size = is64 ? toSafeNumber(bytes.readBigUInt64BE(at + 16), where) : bytes.readUInt32BE(at + 12);
     need(bytes, offset, size, where, `architecture ${i + 1}`);
+    if (offset < tableBytes) {
+      throw new IpaError('MACHO_TRUNCATED', `Expected architecture ${i + 1} of ${where} to start after the fat header's ${tableBytes} bytes, found it at ${offset}.`);
+    }
     slices.push(parseSlice(bytes, offset, size, where));
   }
   return { isFat: true, fatKind: is64 ? 'fat64' : 'fat32', slices };
@@ -180,8 +194,11 @@ function parseSlice(file: Buffer, offset: number, size: number, where: string): 
       case C.LC_ENCRYPTION_INFO_64:
         // encryption_info_command: cmd, cmdsize, cryptoff, cryptsize, cryptid
         need(command, 0, 20, where, 'LC_ENCRYPTION_INFO');
-        cryptid = command.readUInt32LE(16);
-        encryptionCommandOffset = at;
+        // Every one counts: a later cryptid 0 does not undo an earlier 1.
+        if (encryptionCommandOffset === undefined || (cryptid === 0 && command.readUInt32LE(16) !== 0)) {
+          cryptid = command.readUInt32LE(16);
+          encryptionCommandOffset = at;
+        }
         break;
       case C.LC_CODE_SIGNATURE:
         // linkedit_data_command: cmd, cmdsize, dataoff, datasize

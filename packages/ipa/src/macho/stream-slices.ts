@@ -6,11 +6,12 @@
 import type { Readable } from 'node:stream';
 import { IpaError } from '../errors.js';
 import { FAT_MAGIC, FAT_MAGIC_64 } from './constants.js';
-import { parseSliceHead } from './parse.js';
+import { fatTableBytes, parseSliceHead } from './parse.js';
 
 // A slice's header and load commands; real binaries use a few KiB, lld's -headerpad a few more.
 const SLICE_HEAD_BYTES = 256 * 1024;
-const FAT_HEAD_BYTES = 8 + 32 * 32;
+// fat_header: magic, nfat_arch
+const FAT_HEADER_BYTES = 8;
 
 interface Window {
   readonly start: number;
@@ -50,9 +51,9 @@ export async function readSlicesFromStream(stream: Readable, sizeBytes: number, 
     }
   };
   try {
-    const head: Window = { start: 0, bytes: Buffer.alloc(Math.min(sizeBytes, FAT_HEAD_BYTES)), filled: 0 };
+    const head: Window = { start: 0, bytes: Buffer.alloc(Math.min(sizeBytes, FAT_HEADER_BYTES)), filled: 0 };
     await fill(head);
-    if (head.bytes.length < 8) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold a Mach-O header, found ${sizeBytes} bytes.`);
+    if (head.bytes.length < FAT_HEADER_BYTES) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold a Mach-O header, found ${sizeBytes} bytes.`);
     const magic = head.bytes.readUInt32BE(0);
     if (magic !== FAT_MAGIC && magic !== FAT_MAGIC_64) {
       const thin: Window = { start: 0, bytes: Buffer.alloc(Math.min(sizeBytes, SLICE_HEAD_BYTES)), filled: 0 };
@@ -65,14 +66,17 @@ export async function readSlicesFromStream(stream: Readable, sizeBytes: number, 
     const is64 = magic === FAT_MAGIC_64;
     const count = head.bytes.readUInt32BE(4);
     const entryBytes = is64 ? 32 : 20;
-    if (count === 0 || count > 32 || 8 + count * entryBytes > head.bytes.length) {
-      throw new IpaError('MACHO_BAD_MAGIC', `Expected ${where} to list 1 to 32 architectures, found ${count}.`);
-    }
+    const tableBytes = fatTableBytes(count, is64, where);
+    if (tableBytes > sizeBytes) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold its fat architecture table of ${tableBytes} bytes, found ${sizeBytes} bytes.`);
+    const table: Window = { start: 0, bytes: Buffer.alloc(tableBytes), filled: 0 };
+    head.bytes.copy(table.bytes);
+    table.filled = head.bytes.length;
+    await fill(table);
     const slices = Array.from({ length: count }, (_, i) => {
       const at = 8 + i * entryBytes;
-      const offset = Number(is64 ? head.bytes.readBigUInt64BE(at + 8) : BigInt(head.bytes.readUInt32BE(at + 8)));
-      const size = Number(is64 ? head.bytes.readBigUInt64BE(at + 16) : BigInt(head.bytes.readUInt32BE(at + 12)));
-      if (offset < head.bytes.length || offset + size > sizeBytes) {
+      const offset = Number(is64 ? table.bytes.readBigUInt64BE(at + 8) : BigInt(table.bytes.readUInt32BE(at + 8)));
+      const size = Number(is64 ? table.bytes.readBigUInt64BE(at + 16) : BigInt(table.bytes.readUInt32BE(at + 12)));
+      if (offset < tableBytes || offset + size > sizeBytes) {
         throw new IpaError('MACHO_TRUNCATED', `Expected architecture ${i + 1} of ${where} to lie within its ${sizeBytes} bytes, found ${offset}+${size}.`);
       }
       return { index: i, offset, size };

@@ -14,6 +14,9 @@ import { planSigning, type BundlePlan, type SigningPlan } from './plan.js';
 import { applyDup, applyInjection, validateModeOptions, type ModeOptions } from './modes.js';
 import { createSignedZipWriter, type SignedZipWriter, type ZipEntryWriter } from '../zip/writer.js';
 import { copyUnchanged } from './write-zip.js';
+import { assertMachOsDecrypted } from '../check.js';
+import { isMachO } from '../macho/index.js';
+import { outputBudget } from './output-budget.js';
 
 /** What the engine needs to sign one Mach-O file (every slice of it). */
 export interface MachOSignRequest {
@@ -187,9 +190,24 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     // Unchanged entries go out first, as their raw stored bytes, from now on. Signed code and the
     // new files follow them: knowing where the copies end, they are written as soon as they are
     // ready, during the copy when no digest is missing.
-    writer = await createSignedZipWriter(options.input, options.output);
     const rewritten = new Set([...code, ...replaced.keys(), ...plan.inOrder.map((b) => `${b.dir}/_CodeSignature/CodeResources`)]);
     const keep = (entry: ZipEntry) => !rewritten.has(entry.name);
+    // Entries copied as they are must hold no encrypted code either: the resources are sniffed as
+    // they are digested (or were, for the cache), the few others here.
+    const resourceNames = new Set(resources.map((entry) => entry.name));
+    const others = archive.entries.filter((e) => keep(e) && !e.isDirectory && !e.isSymlink && !resourceNames.has(e.name));
+    const otherHeads = await archive.readEntryHeads(others, 4);
+    const otherMachOs = others.filter((_, i) => isMachO(otherHeads[i]!));
+    const assertCopiedDecrypted = (digests: ReadonlyMap<string, FileDigests>): Promise<void> =>
+      assertMachOsDecrypted(archive, [...resources.filter((entry) => digests.get(entry.name)?.isMachO === true), ...otherMachOs]);
+    const maxOutputBytes = outputBudget({
+      inputBytes: archive.sizeBytes,
+      entries: archive.entries,
+      code: archive.entries.filter((entry) => code.has(entry.name)),
+      addedBytes: [...replaced.values()].map((bytes) => bytes.length),
+      bundleDirs: plan.inOrder.map((bundle) => bundle.dir),
+    });
+    writer = await createSignedZipWriter(options.input, options.output, { maxBytes: maxOutputBytes });
     const copiedBytes = archive.entries.reduce((sum, entry) => (keep(entry) ? sum + writer!.copiedSize(entry) : sum), 0);
     out = writer.from(copiedBytes);
     const copying = copyUnchanged(writer, archive, keep, stop.signal);
@@ -244,9 +262,12 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       for (const [name, bytes] of [...replaced]) await emit(name, bytes);
     };
     if (cached !== undefined) {
-      await settleAll([copying, signAll(cached)]);
+      const signing = assertCopiedDecrypted(cached).then(() => signAll(cached));
+      signing.catch((err: unknown) => stop.abort(err));
+      await settleAll([copying, signing]);
     } else {
       const [, digests] = await settleAll([copying, digesting!]);
+      await assertCopiedDecrypted(digests);
       if (options.cacheDir !== undefined) await writeCachedDigests(options.cacheDir, resources, digests);
       await signAll(digests);
     }

@@ -5,7 +5,7 @@
  */
 import { IpaError } from '../errors.js';
 import { FAT_MAGIC, FAT_MAGIC_64, MH_MAGIC, MH_MAGIC_64 } from '../macho/constants.js';
-import { parseSliceHead } from '../macho/parse.js';
+import { fatTableBytes, parseSliceHead } from '../macho/parse.js';
 import { HASH_SIZE, PAGE_SIZE } from './blobs.js';
 import { hashPages, planSlice, type CodeSignInput, type SlicePlan } from './macho-sign.js';
 
@@ -16,7 +16,6 @@ export type Sink = (chunk: Buffer) => Promise<void>;
 
 // Pages are hashed and written this many at a time.
 const CHUNK_BYTES = 256 * PAGE_SIZE;
-const MAX_FAT_ARCHS = 32;
 
 interface SliceJob {
   readonly offset: number;
@@ -53,11 +52,8 @@ export async function signMachOStream(read: ReadAt, sizeBytes: number, where: st
   // fat_header: magic, nfat_arch; fat_arch (20 bytes) or fat_arch_64 (32 bytes), big-endian
   const is64 = magic === FAT_MAGIC_64;
   const count = first.readUInt32BE(4);
-  if (count === 0 || count > MAX_FAT_ARCHS) {
-    throw new IpaError('MACHO_BAD_MAGIC', `Expected ${where} to list 1 to ${MAX_FAT_ARCHS} architectures, found ${count}.`);
-  }
   const entryBytes = is64 ? 32 : 20;
-  const headerBytes = 8 + count * entryBytes;
+  const headerBytes = fatTableBytes(count, is64, where);
   if (headerBytes > sizeBytes) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold its fat architecture table, found ${sizeBytes} bytes.`);
   const header = Buffer.from(await read(0, headerBytes));
   const jobs: SliceJob[] = [];

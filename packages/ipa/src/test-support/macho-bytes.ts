@@ -36,3 +36,22 @@ export function asArm64e(macho: Buffer): Buffer {
   copy.writeUInt32LE(0x80000002, 8); // CPU_SUBTYPE_ARM64E with the PTRAUTH_ABI capability bit
   return copy;
 }
+
+/**
+ * A copy with one more LC_ENCRYPTION_INFO_64 after the load commands (a copy of the first, saying
+ * `cryptid`): ncmds and sizeofcmds (offsets 16 and 20) grow to cover it. The header padding after
+ * the load commands must have room for it.
+ */
+export function withExtraEncryptionCommand(macho: Buffer, cryptid: number): Buffer {
+  const at = findCryptidOffset(macho);
+  if (at === undefined) throw new Error('fixture has no LC_ENCRYPTION_INFO_64');
+  const command = macho.subarray(at - 16, at - 16 + macho.readUInt32LE(at - 12));
+  const end = 32 + macho.readUInt32LE(20);
+  if (!macho.subarray(end, end + command.length).equals(Buffer.alloc(command.length))) throw new Error('no room after the load commands');
+  const copy = Buffer.from(macho);
+  command.copy(copy, end);
+  copy.writeUInt32LE(cryptid, end + 16);
+  copy.writeUInt32LE(copy.readUInt32LE(16) + 1, 16);
+  copy.writeUInt32LE(copy.readUInt32LE(20) + command.length, 20);
+  return copy;
+}

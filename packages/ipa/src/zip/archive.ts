@@ -1,10 +1,11 @@
 import { open as openFile, stat, type FileHandle } from 'node:fs/promises';
 import { PassThrough, Transform, type Readable } from 'node:stream';
-import { crc32 } from 'node:zlib';
+import { constants as zlibConstants, crc32, inflateRawSync } from 'node:zlib';
 import yauzl from 'yauzl';
 import { IpaError } from '../errors.js';
 import { toZipError } from './errors.js';
 import { openFileReader } from './file-reader.js';
+import { createWindow, FLAG_ENCRYPTED, verifyLayout, type CentralEntry as CentralEntryFields, type ReadRange } from './layout.js';
 import { resolveZipLimits, type ZipLimits } from './limits.js';
 import { assertSafeEntryName, enclosingAppDir, isInside, normalizeEntryKey, resolveSymlink } from './names.js';
 
@@ -52,6 +53,8 @@ export interface CentralFields {
 
 interface KeptEntry extends ZipEntry {
   readonly central: CentralFields;
+  /** Where the entry's stored bytes start, once its local header has been checked (layout.ts). */
+  readonly dataStart: number;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -100,8 +103,9 @@ export function centralFieldsOf(entry: ZipEntry): CentralFields {
   return (entry as Partial<KeptEntry>).central ?? entry.source;
 }
 
-function keepEntry(fields: Omit<ZipEntry, 'source'>, central: CentralFields): ZipEntry {
-  return Object.assign(Object.create(entryPrototype) as KeptEntry, fields, { central });
+function keepEntry(fields: Omit<ZipEntry, 'source'>, central: CentralFields): KeptEntry {
+  // dataStart is known once the layout is checked (openFrom).
+  return Object.assign(Object.create(entryPrototype) as KeptEntry, fields, { central, dataStart: -1 });
 }
 
 export interface OpenEntryOptions {
@@ -120,6 +124,12 @@ export interface ZipArchive {
   readEntry(entry: ZipEntry, maxBytes?: number): Promise<Buffer>;
   /** Reads at most the first byteCount bytes of an entry, then stops inflating. */
   readEntryHead(entry: ZipEntry, byteCount: number): Promise<Buffer>;
+  /**
+   * The first byteCount bytes (fewer for a shorter entry) of each of many entries, in their order:
+   * read in file order through one window and inflated from the first stored bytes, without a
+   * stream per entry, so every entry of a large IPA can be sniffed in little time.
+   */
+  readEntryHeads(entries: readonly ZipEntry[], byteCount: number): Promise<Buffer[]>;
   close(): void;
 }
 
@@ -131,6 +141,9 @@ const UNIX_FILE_TYPE_MASK = 0o170000;
 const UNIX_SYMLINK = 0o120000;
 const UNIX_DIRECTORY = 0o040000;
 const DEFAULT_MAX_READ_BYTES = 16 * 1024 * 1024;
+// The stored bytes tried in turn to inflate an entry's head: a deflate block's code tables come
+// first and take some tens to a few hundred bytes; past the last, the entry is streamed.
+const HEAD_PREFIX_BYTES = [256, 4096, 65536];
 
 const yauzlOptions: yauzl.Options = {
   lazyEntries: true,
@@ -144,8 +157,13 @@ const yauzlOptions: yauzl.Options = {
 export async function openZip(path: string, options: OpenZipOptions = {}): Promise<ZipArchive> {
   const head = await readHead(path);
   const { size } = await stat(path);
-  const open = async (): Promise<yauzl.ZipFile> => yauzl.fromRandomAccessReaderPromise(await openFileReader(path), size, yauzlOptions);
-  return { ...(await openFrom(open, head, options)), path };
+  let readRange: ReadRange | undefined;
+  const open = async (): Promise<yauzl.ZipFile> => {
+    const reader = await openFileReader(path);
+    readRange = reader.readRange;
+    return yauzl.fromRandomAccessReaderPromise(reader, size, yauzlOptions);
+  };
+  return { ...(await openFrom(open, head, options, (position, length, into) => readRange!(position, length, into))), path };
 }
 
 /** The first bytes tell a truncated zip from something that is not a zip at all. */
@@ -165,7 +183,8 @@ async function readHead(path: string): Promise<Buffer> {
 
 /** Opens an IPA held in memory (tests, small uploads). */
 export function openZipFromBuffer(buffer: Buffer, options: OpenZipOptions = {}): Promise<ZipArchive> {
-  return openFrom(() => yauzl.fromBufferPromise(buffer, yauzlOptions), buffer.subarray(0, 4), options);
+  const readRange: ReadRange = (position, length) => Promise.resolve(buffer.subarray(position, position + length));
+  return openFrom(() => yauzl.fromBufferPromise(buffer, yauzlOptions), buffer.subarray(0, 4), options, readRange);
 }
 
 /** Opens an IPA behind any random-access reader (object storage ranges, for example). */
@@ -174,18 +193,23 @@ export async function openZipFromReader(
   totalSizeBytes: number,
   options: OpenZipOptions = {},
 ): Promise<ZipArchive> {
-  const head = Buffer.alloc(Math.min(4, totalSizeBytes));
-  await new Promise<void>((resolve, reject) => {
-    if (head.length === 0) return resolve();
-    reader.read(head, 0, head.length, 0, (err) => (err ? reject(toZipError(err)) : resolve()));
-  });
-  return openFrom(() => yauzl.fromRandomAccessReaderPromise(reader, totalSizeBytes, yauzlOptions), head, options);
+  const readRange: ReadRange = (position, length, into) => {
+    const wanted = Math.max(0, Math.min(length, totalSizeBytes - position));
+    const bytes = into !== undefined && into.length >= wanted ? into.subarray(0, wanted) : Buffer.alloc(wanted);
+    return new Promise((resolve, reject) => {
+      if (bytes.length === 0) return resolve(bytes);
+      reader.read(bytes, 0, bytes.length, position, (err) => (err ? reject(toZipError(err)) : resolve(bytes)));
+    });
+  };
+  const head = await readRange(0, 4);
+  return openFrom(() => yauzl.fromRandomAccessReaderPromise(reader, totalSizeBytes, yauzlOptions), head, options, readRange);
 }
 
 async function openFrom(
   openYauzl: () => Promise<yauzl.ZipFile>,
   head: Buffer,
   options: OpenZipOptions,
+  readRange: ReadRange,
 ): Promise<ZipArchive> {
   let zip: yauzl.ZipFile;
   try {
@@ -195,8 +219,12 @@ async function openFrom(
   }
   try {
     const limits = resolveZipLimits(options.limits);
-    const entries = await listEntries(zip, limits);
-    const archive = createArchive(zip, entries);
+    // yauzl reads the central directory from here on; typed as a boolean by @types/yauzl.
+    const centralStart = (zip as unknown as { readEntryCursor: number }).readEntryCursor;
+    const listed = await listEntries(zip, limits);
+    const dataStarts = await verifyLayout(readRange, zip.fileSize, listed.map(layoutFieldsOf), centralStart);
+    const entries = listed.map((entry, i) => Object.assign(entry, { dataStart: dataStarts[i]! }));
+    const archive = createArchive(zip, entries, readRange);
     const withTargets = await readSymlinkTargets(archive, entries, limits);
     return { ...archive, entries: withTargets, find: createFinder(withTargets) };
   } catch (err) {
@@ -205,7 +233,20 @@ async function openFrom(
   }
 }
 
-function listEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<ZipEntry[]> {
+function layoutFieldsOf(entry: KeptEntry): CentralEntryFields {
+  return {
+    name: entry.name,
+    nameRaw: entry.central.fileNameRaw ?? Buffer.from(entry.name, 'utf8'),
+    flags: entry.central.generalPurposeBitFlag,
+    method: entry.compressionMethod,
+    crc32: entry.crc32,
+    compressedSizeBytes: entry.compressedSizeBytes,
+    uncompressedSizeBytes: entry.uncompressedSizeBytes,
+    localHeaderOffset: entry.central.relativeOffsetOfLocalHeader,
+  };
+}
+
+function listEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<KeptEntry[]> {
   if (zip.entryCount > limits.maxEntryCount) {
     return Promise.reject(
       new IpaError(
@@ -215,15 +256,23 @@ function listEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<ZipEntry[]>
     );
   }
   return new Promise((resolve, reject) => {
-    const entries: ZipEntry[] = [];
+    const entries: KeptEntry[] = [];
     const seen = new Set<string>();
     let totalBytes = 0;
+    let storedBytes = 0;
     const fail = (err: unknown): void => {
       zip.removeAllListeners('entry');
       reject(toZipError(err));
     };
     zip.on('error', fail);
-    zip.on('end', () => resolve(entries));
+    zip.on('end', () => {
+      try {
+        assertSaneArchiveRatio(totalBytes, storedBytes, entries.length, limits);
+        resolve(entries);
+      } catch (err) {
+        fail(err);
+      }
+    });
     zip.on('entry', (raw: yauzl.Entry) => {
       try {
         const entry = describeEntry(raw);
@@ -234,6 +283,7 @@ function listEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<ZipEntry[]>
         seen.add(key);
         assertSaneRatio(entry, limits);
         totalBytes += entry.uncompressedSizeBytes;
+        storedBytes += entry.compressedSizeBytes;
         if (totalBytes > limits.maxTotalUncompressedBytes) {
           throw new IpaError(
             'ZIP_TOO_LARGE',
@@ -250,10 +300,17 @@ function listEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<ZipEntry[]>
   });
 }
 
-function describeEntry(raw: yauzl.Entry): ZipEntry {
+function describeEntry(raw: yauzl.Entry): KeptEntry {
   // decodeStrings:false leaves fileName as bytes; decode it as yauzl would (UTF-8 flag, 0x7075 field).
   const name = yauzl.getFileNameLowLevel(raw.generalPurposeBitFlag, raw.fileNameRaw, raw.extraFields, false);
   assertSafeEntryName(name);
+  // What cannot be inflated here cannot be checked: an IPA's entries are stored or deflated.
+  if ((raw.generalPurposeBitFlag & FLAG_ENCRYPTED) !== 0) {
+    throw new IpaError('ZIP_INVALID', `Expected entries without zip encryption, found "${name}" encrypted.`);
+  }
+  if (raw.compressionMethod !== 0 && raw.compressionMethod !== 8) {
+    throw new IpaError('ZIP_INVALID', `Expected "${name}" to be stored (method 0) or deflated (method 8), found method ${raw.compressionMethod}.`);
+  }
   // Upper 16 bits of the external attributes hold st_mode when made on Unix (APPNOTE 4.4.15).
   const mode = raw.externalFileAttributes >>> 16;
   const unixMode = mode === 0 ? undefined : mode;
@@ -299,12 +356,29 @@ function assertSaneRatio(entry: ZipEntry, limits: ZipLimits): void {
   }
 }
 
+/**
+ * The whole archive's ratio of declared to stored bytes: each entry may stay under the per-entry
+ * threshold while thousands of them inflate to gigabytes. Stored bytes cannot be counted twice,
+ * since the layout check refuses entries that share them.
+ */
+function assertSaneArchiveRatio(totalBytes: number, storedBytes: number, entryCount: number, limits: ZipLimits): void {
+  if (totalBytes <= limits.archiveRatioMinBytes) return;
+  const ratio = totalBytes / Math.max(storedBytes, 1);
+  if (ratio > limits.maxArchiveCompressionRatio) {
+    throw new IpaError(
+      'ZIP_BOMB',
+      `Expected the archive to compress at most ${limits.maxArchiveCompressionRatio}:1 as a whole, found ${Math.round(ratio)}:1 ` +
+        `(${entryCount} entries of ${storedBytes} stored bytes inflating to ${totalBytes}).`,
+    );
+  }
+}
+
 function createFinder(entries: readonly ZipEntry[]): (name: string) => ZipEntry | undefined {
   const byName = new Map(entries.map((entry) => [normalizeEntryKey(entry.name), entry]));
   return (name) => byName.get(normalizeEntryKey(name));
 }
 
-function createArchive(zip: yauzl.ZipFile, entries: ZipEntry[]): ZipArchive {
+function createArchive(zip: yauzl.ZipFile, entries: KeptEntry[], readRange: ReadRange): ZipArchive {
   const openEntryStream = async (entry: ZipEntry, options: OpenEntryOptions = {}): Promise<Readable> => {
     let source: Readable;
     try {
@@ -343,6 +417,33 @@ function createArchive(zip: yauzl.ZipFile, entries: ZipEntry[]): ZipArchive {
     return Buffer.concat(chunks).subarray(0, byteCount);
   };
 
+  const readEntryHeads = async (wanted: readonly ZipEntry[], byteCount: number): Promise<Buffer[]> => {
+    const heads: Buffer[] = new Array(wanted.length);
+    const order = wanted.map((_, i) => i).sort((a, b) => dataStartOf(wanted[a]!) - dataStartOf(wanted[b]!));
+    const window = createWindow(readRange, zip.fileSize);
+    for (const index of order) {
+      const entry = wanted[index]!;
+      const start = dataStartOf(entry);
+      // What an extractor would write, whatever size the headers declare (a streaming one may
+      // not look): the stored bytes, or what the first of them inflate to.
+      let head: Buffer | undefined;
+      if (entry.compressionMethod === 0) {
+        head = Buffer.from(await window.at(start, Math.min(byteCount, entry.compressedSizeBytes)));
+      } else {
+        for (const prefixBytes of HEAD_PREFIX_BYTES) {
+          const prefix = await window.at(start, Math.min(prefixBytes, entry.compressedSizeBytes));
+          const out = inflateHead(prefix, byteCount);
+          // Fewer bytes than asked are the whole content only when the prefix was all of it.
+          if (out !== undefined && (out.length === byteCount || prefix.length === entry.compressedSizeBytes)) head = out;
+          if (head !== undefined || prefix.length === entry.compressedSizeBytes) break;
+        }
+      }
+      // Stored bytes that do not inflate to a head here go through the checked stream, which says why.
+      heads[index] = head ?? (await readEntryHead(entry, byteCount));
+    }
+    return heads;
+  };
+
   return {
     sizeBytes: zip.fileSize,
     entries,
@@ -350,6 +451,7 @@ function createArchive(zip: yauzl.ZipFile, entries: ZipEntry[]): ZipArchive {
     openEntryStream,
     readEntry,
     readEntryHead,
+    readEntryHeads,
     close: () => zip.close(),
   };
 }
@@ -378,6 +480,27 @@ function createCrcCheck(entry: ZipEntry): Transform {
 }
 
 const hex32 = (value: number): string => (value >>> 0).toString(16).padStart(8, '0');
+
+function dataStartOf(entry: ZipEntry): number {
+  const start = (entry as Partial<KeptEntry>).dataStart;
+  if (start === undefined || start < 0) throw new Error(`zip archive: "${entry.name}" is not an entry of this archive`);
+  return start;
+}
+
+/**
+ * At most the first `length` bytes that the first stored bytes of a deflate stream inflate to, or
+ * undefined when they are not valid deflate data (the stream then says why). A sync flush gives
+ * what the prefix holds without asking for the rest; the output is bounded, since a prefix of a
+ * deflated run of zeros inflates a thousandfold.
+ */
+function inflateHead(prefix: Buffer, length: number): Buffer | undefined {
+  try {
+    const out = inflateRawSync(prefix, { finishFlush: zlibConstants.Z_SYNC_FLUSH, chunkSize: 1024, maxOutputLength: Math.max(prefix.length * 1032, 1024) });
+    return Buffer.from(out.subarray(0, length));
+  } catch {
+    return undefined;
+  }
+}
 
 /** A symlink's content is its target; refuse any that resolves outside its app bundle (or the archive). */
 async function readSymlinkTargets(

@@ -10,7 +10,13 @@ import yauzl from 'yauzl';
 const WINDOW_BYTES = 1024 * 1024;
 const SMALL_READ_BYTES = 64 * 1024;
 
-export function openFileReader(path: string): Promise<yauzl.RandomAccessReader> {
+/** yauzl's reader, and plain positional reads of the same file (no window: see layout.ts). */
+export interface FileReader extends yauzl.RandomAccessReader {
+  /** `length` bytes at `position`, fewer only where the file ends; into `into` when it is large enough. */
+  readRange(position: number, length: number, into?: Buffer): Promise<Buffer>;
+}
+
+export function openFileReader(path: string): Promise<FileReader> {
   return new Promise((resolve, reject) => {
     open(path, 'r', (err, fd) => {
       if (err) return reject(err);
@@ -19,7 +25,7 @@ export function openFileReader(path: string): Promise<yauzl.RandomAccessReader> 
   });
 }
 
-function createFileReader(fd: number): yauzl.RandomAccessReader {
+function createFileReader(fd: number): FileReader {
   // The class is abstract in the typings only; yauzl documents subclassing or overriding its methods.
   const reader = new (yauzl.RandomAccessReader as unknown as new () => yauzl.RandomAccessReader)();
   let windowStart = 0;
@@ -75,5 +81,9 @@ function createFileReader(fd: number): yauzl.RandomAccessReader {
     });
   };
   reader.close = (callback) => close(fd, (err) => callback(err ?? null));
-  return reader;
+  const readRange = (position: number, length: number, into?: Buffer): Promise<Buffer> => {
+    const bytes = into !== undefined && into.length >= length ? into : Buffer.allocUnsafe(length);
+    return new Promise((resolve, reject) => readRaw(bytes, 0, length, position, (err, n) => (err ? reject(err) : resolve(bytes.subarray(0, n)))));
+  };
+  return Object.assign(reader, { readRange });
 }

@@ -35,6 +35,8 @@ const DEFLATES_IN_FLIGHT = 3;
 export interface ZipWriterOptions {
   /** Deflate level for new entries; 1 is fast and keeps binaries close to their original size. */
   level?: number;
+  /** Refuse (SIGNED_IPA_TOO_LARGE) to write past this many bytes, before writing them. */
+  maxBytes?: number;
 }
 
 export interface NewEntryOptions {
@@ -99,12 +101,13 @@ export async function createSignedZipWriter(source: string, output: string, opti
   const input = await open(source, 'r');
   const out = await open(temporary, 'w');
   const level = options.level ?? 1;
+  const limit = options.maxBytes ?? Number.MAX_SAFE_INTEGER;
   const names = new Set<string>();
   const claim = (name: string): void => {
     if (names.has(name)) throw new IpaError('ZIP_DUPLICATE_NAME', `Expected each output entry once, found "${name}" twice.`);
     names.add(name);
   };
-  const regions = [createRegion({ out, input, level, claim }, 0)];
+  const regions = [createRegion({ out, input, level, claim, limit }, 0)];
 
   return {
     copy: (entry) => regions[0]!.copy(entry),
@@ -117,7 +120,9 @@ export async function createSignedZipWriter(source: string, output: string, opti
       return localHeaderLength(copyRecord(entry)) + entry.compressedSizeBytes;
     },
     from(start) {
-      const region = createRegion({ out, input, level, claim }, start);
+      // Everything before `start` is the first writer's to write: refuse now rather than after it.
+      if (start > limit) throw tooLarge(limit, start);
+      const region = createRegion({ out, input, level, claim, limit }, start);
       regions.push(region);
       return region;
     },
@@ -202,6 +207,8 @@ const at = (r: Omit<CentralRecord, 'offset'>, offset: number): CentralRecord => 
 });
 
 interface RegionContext {
+  /** The output may not pass this many bytes. */
+  limit: number;
   out: FileHandle;
   /** The source archive. */
   input: FileHandle;
@@ -209,7 +216,14 @@ interface RegionContext {
   claim: (name: string) => void;
 }
 
-function createRegion({ out, input, level, claim }: RegionContext, start: number): Region {
+function tooLarge(limit: number, reaching: number): IpaError {
+  return new IpaError(
+    'SIGNED_IPA_TOO_LARGE',
+    `Expected the signed IPA to stay within ${limit} bytes (its input's size and what signing adds), found it reaching ${reaching} bytes.`,
+  );
+}
+
+function createRegion({ out, input, level, claim, limit }: RegionContext, start: number): Region {
   const records: CentralRecord[] = [];
   let position = start;
   // Buffers are reused, not left to the collector: on a 1 GB copy the garbage otherwise piles up
@@ -252,6 +266,7 @@ function createRegion({ out, input, level, claim }: RegionContext, start: number
   };
   /** Copies into the pending buffer (so a caller's buffer, such as a read block, is free at once). */
   const write = async (bytes: Buffer): Promise<void> => {
+    if (position + bytes.length > limit) throw tooLarge(limit, position + bytes.length);
     for (let at = 0; at < bytes.length; ) {
       if (pendingLength === WRITE_BUFFER_BYTES) await flush();
       pending ??= take();
@@ -334,6 +349,7 @@ function createRegion({ out, input, level, claim }: RegionContext, start: number
           const dataStart = offset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
           const record = copyRecord(entry);
           const header = localHeader(record);
+          if (position + header.length + entry.compressedSizeBytes > limit) throw tooLarge(limit, position + header.length + entry.compressedSizeBytes);
           records.push(at(record, position));
           pieces.push(header);
           position += header.length;

@@ -2,7 +2,9 @@ import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The IPA toolkit's own test zip writer: ordinary writers refuse to make a zip-slip archive.
-import { buildZip } from '../../../../../packages/ipa/src/test-support/build-zip.js';
+import { openZipFromBuffer } from '@sideport/ipa';
+import { buildZip, withEntry, withSharedRecord } from '../../../../../packages/ipa/src/test-support/build-zip.js';
+import { withCryptid } from '../../../../../packages/ipa/src/test-support/macho-bytes.js';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
 import { buildIpa, makeAgent, makePremium, storeApp, storeWith, type AgentClient } from '../../test/decrypt-support.js';
@@ -274,6 +276,31 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     expect(slipped.body).toMatch(/^The IPA is not usable: .*\.\.\/\.\.\/escaped\.txt/);
     expect(storedFiles(t.dataDir)).toEqual(before);
     expect(readdirSync(path.dirname(t.dataDir)).filter((name) => name === 'escaped.txt')).toEqual([]);
+  });
+
+  it('refuses uploads that hide encrypted code or share bytes between entries, storing nothing', async () => {
+    expect((await request(25, await signedInUser(t, `uploader_${kind}`))).statusCode).toBe(200);
+    const job = await claimFor(app(25));
+    const good = readFileSync(await buildIpa({ bundleId: 'com.example.app25', version: '1.25' }));
+    const before = storedFiles(t.dataDir);
+
+    // A decrypted app that also carries an encrypted Mach-O under a resource's name and mode.
+    const sample = await openZipFromBuffer(good);
+    const encrypted = withCryptid(await sample.readEntry(sample.find('Payload/very-capable-app.app/very-capable-app')!), 1);
+    sample.close();
+    const hidden = withEntry(good, { name: 'Payload/very-capable-app.app/Frameworks/Hidden.framework/Hidden.dat', data: encrypted, mode: 0o100644 });
+    const hiding = await agent.call('PUT', `/api/agent/jobs/${job.id}/ipa?app_ver_id=880025`, hidden);
+    expect(hiding.statusCode).toBe(422);
+    expect(hiding.body).toBe('The IPA is still encrypted (cryptid is not 0 in Payload/very-capable-app.app/Frameworks/Hidden.framework/Hidden.dat).');
+
+    // A decrypted app with 100 more central entries over one record (signing copied it once per entry).
+    const again = await claimFor(app(25));
+    const shared = await agent.call('PUT', `/api/agent/jobs/${again.id}/ipa?app_ver_id=880025`, withSharedRecord(good, 100));
+    expect(shared.statusCode).toBe(422);
+    expect(shared.body).toMatch(/^The IPA is not usable: Expected each entry's bytes to follow the previous entry's, found ".*\.copy-0" starting at offset \d+, inside /);
+    expect(storedFiles(t.dataDir)).toEqual(before);
+    const search = await t.app.inject({ url: `/api/search/kr/App ${app(25)}`, headers: { cookie: user } });
+    expect(search.json()).toEqual([expect.objectContaining({ status: 'Not' })]);
   });
 
   it('gives a job whose agent went quiet back to the queue, and refuses the old agent afterwards', async () => {
