@@ -3,7 +3,15 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mainJs, md5, runCli, startServer as start, stopServer as stop } from './test/server-process.js';
+import { until } from './test/agent-process.js';
+import {
+  mainJs,
+  md5,
+  runCli,
+  startServer as start,
+  stopServer as stop,
+  type Running,
+} from './test/server-process.js';
 
 describe('the server process', () => {
   let dataDir: string;
@@ -12,7 +20,10 @@ describe('the server process', () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-main-'));
     webDir = path.join(dataDir, 'web');
     mkdirSync(path.join(webDir, 'assets'), { recursive: true });
-    writeFileSync(path.join(webDir, 'index.html'), '<!doctype html><title>Sideport</title><div id="root"></div>');
+    writeFileSync(
+      path.join(webDir, 'index.html'),
+      '<!doctype html><title>Sideport</title><div id="root"></div>',
+    );
     writeFileSync(path.join(webDir, 'assets', 'app-1234.js'), 'console.log(1)');
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -53,7 +64,9 @@ describe('the server process', () => {
       // The embedded database is one process's: the CLI refuses to open it while the server runs.
       const busy = await runCli(['user:grade', 'survivor', '1'], env);
       expect(busy.code).toBe(1);
-      expect(busy.out).toContain(`is in use by process ${second.child.pid}, which holds the lock on ${path.join(dataDir, 'db', 'sideport.lock')}`);
+      expect(busy.out).toContain(
+        `is in use by process ${second.child.pid}, which holds the lock on ${path.join(dataDir, 'db', 'sideport.lock')}`,
+      );
     } finally {
       expect(await stop(second)).toBe(0);
     }
@@ -65,45 +78,96 @@ describe('the server process', () => {
     expect(unknown.out).toContain('No user with id nobody.');
   });
 
-  it('creates the admin account from ADMIN_ID and ADMIN_PASSWORD; a new password ends its sessions', { timeout: 120_000 }, async () => {
-    const adminEnv = (password: string) => ({ DATA_DIR: dataDir, WEB_DIST_DIR: webDir, ADMIN_ID: 'operator', ADMIN_PASSWORD: password });
-    const signIn = (url: string, password: string) =>
-      fetch(`${url}/api/sign-in`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ id: 'operator', pw: md5(password) }),
+  it(
+    'creates the admin account from ADMIN_ID and ADMIN_PASSWORD; a new password ends its sessions',
+    { timeout: 120_000 },
+    async () => {
+      const adminEnv = (password: string) => ({
+        DATA_DIR: dataDir,
+        WEB_DIST_DIR: webDir,
+        ADMIN_ID: 'operator',
+        ADMIN_PASSWORD: password,
       });
-    const info = (url: string, cookie: string) => fetch(`${url}/api/info`, { headers: { cookie } }).then((r) => r.status);
+      const signIn = (url: string, password: string) =>
+        fetch(`${url}/api/sign-in`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ id: 'operator', pw: md5(password) }),
+        });
+      const info = (url: string, cookie: string) =>
+        fetch(`${url}/api/info`, { headers: { cookie } }).then((r) => r.status);
 
-    let running = await start(adminEnv('operator password'));
-    let cookie: string;
-    try {
-      const res = await signIn(running.url, 'operator password');
-      expect(await res.json()).toEqual({ grade: 1 });
-      cookie = res.headers.get('set-cookie')!.split(';')[0]!;
-      expect(running.output()).not.toContain('operator password');
-    } finally {
-      await stop(running);
-    }
+      let running = await start(adminEnv('operator password'));
+      let cookie: string;
+      try {
+        const res = await signIn(running.url, 'operator password');
+        expect(await res.json()).toEqual({ grade: 1 });
+        cookie = res.headers.get('set-cookie')!.split(';')[0]!;
+        expect(running.output()).not.toContain('operator password');
+      } finally {
+        await stop(running);
+      }
 
-    // The same password at the next start leaves the admin signed in.
-    running = await start(adminEnv('operator password'));
-    try {
-      expect(await info(running.url, cookie)).toBe(200);
-    } finally {
-      await stop(running);
-    }
+      // The same password at the next start leaves the admin signed in.
+      running = await start(adminEnv('operator password'));
+      try {
+        expect(await info(running.url, cookie)).toBe(200);
+      } finally {
+        await stop(running);
+      }
 
-    // A new ADMIN_PASSWORD: whoever signed in with the old one is out, and the old one fails.
-    running = await start(adminEnv('a brand new password'));
-    try {
-      expect(await info(running.url, cookie)).toBe(401);
-      expect((await signIn(running.url, 'operator password')).status).toBe(401);
-      expect((await signIn(running.url, 'a brand new password')).status).toBe(200);
-    } finally {
-      await stop(running);
-    }
-  });
+      // A new ADMIN_PASSWORD: whoever signed in with the old one is out, and the old one fails.
+      running = await start(adminEnv('a brand new password'));
+      try {
+        expect(await info(running.url, cookie)).toBe(401);
+        expect((await signIn(running.url, 'operator password')).status).toBe(401);
+        expect((await signIn(running.url, 'a brand new password')).status).toBe(200);
+      } finally {
+        await stop(running);
+      }
+    },
+  );
+
+  it(
+    'prints a one-time setup link while no admin exists; a restart replaces it',
+    { timeout: 180_000 },
+    async () => {
+      const freshDir = mkdtempSync(path.join(tmpdir(), 'sideport-setup-'));
+      const env = { DATA_DIR: freshDir, WEB_DIST_DIR: webDir };
+      const linkOf = (running: Running) =>
+        until(
+          'the setup link',
+          async () =>
+            /No admin account yet\. Open (http:\/\/localhost:\d+\/setup\/[\w-]+)/.exec(running.output())?.[1],
+        );
+      const createAdmin = (running: Running, link: string) =>
+        fetch(`${running.url}/api${new URL(link).pathname}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ id: 'first-admin', pw: md5('a long password') }),
+        });
+      try {
+        const first = await start(env);
+        const firstLink = await linkOf(first).finally(() => stop(first));
+        expect(new URL(firstLink).port).toBe(new URL(first.url).port);
+        expect(first.output().split('/setup/')).toHaveLength(2);
+
+        const second = await start(env);
+        try {
+          const secondLink = await linkOf(second);
+          expect(secondLink).not.toBe(firstLink);
+          expect((await createAdmin(second, firstLink)).status).toBe(404);
+          const created = await createAdmin(second, secondLink);
+          expect(await created.json()).toEqual({ grade: 1 });
+          expect((await createAdmin(second, secondLink)).status).toBe(410);
+        } finally {
+          await stop(second);
+        }
+      } finally {
+        rmSync(freshDir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('refuses to start on a bad variable, naming it', async () => {
     const result = await new Promise<{ code: number | null; out: string }>((resolve) => {

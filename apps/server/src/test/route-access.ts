@@ -68,6 +68,9 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   // Accounts (spec section 7)
   'POST /api/sign-up': { access: 'public', example: (fx) => ({ url: '/api/sign-up', payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 } }) },
   'POST /api/sign-in': { access: 'public', example: (fx) => ({ url: '/api/sign-in', payload: { id: fx.users.user, pw: SUITE_PASSWORD_MD5 } }) },
+  // The first admin's one-time setup link (the suites have an admin already: the link is closed)
+  'GET /api/setup/:token': { access: 'public', example: `/api/setup/${'A'.repeat(43)}` },
+  'POST /api/setup/:token': { access: 'public', example: (fx) => ({ url: `/api/setup/${'A'.repeat(43)}`, payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 } }) },
   'POST /api/sign-out': { access: 'public', bodyless: true, example: '/api/sign-out' },
   'GET /api/info': { access: 'user', example: '/api/info' },
 
@@ -155,6 +158,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/admin/queue/:page': { access: 'admin', example: '/api/admin/queue/0' },
   'POST /api/admin/queue/:id/retry': { access: 'admin', bodyless: true, example: '/api/admin/queue/999999/retry' },
   'GET /api/admin/audit/:page': { access: 'admin', example: '/api/admin/audit/0' },
+  'GET /api/admin/setup': { access: 'admin', example: '/api/admin/setup' },
 
   // Devices: enrollment (DESIGN.md section 10) and the admin console
   'GET /api/udid/profile': { access: 'user', changesState: true, example: '/api/udid/profile' },
@@ -163,6 +167,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/admin/devices/:id/confirm': { access: 'admin', bodyless: true, example: '/api/admin/devices/999999/confirm' },
   'POST /api/admin/devices/:id/retry': { access: 'admin', bodyless: true, example: '/api/admin/devices/999999/retry' },
   'GET /api/admin/identity': { access: 'admin', example: '/api/admin/identity' },
+  'GET /api/admin/identity/ca.pem': { access: 'admin', example: '/api/admin/identity/ca.pem' },
 
   // Service
   'GET /api/openapi.json': { access: 'public', example: '/api/openapi.json' },
