@@ -200,6 +200,25 @@ export async function parseEnrollmentAnswer(
   return { ...fields, signerSubject: describeName(signer.subject), chainVerified };
 }
 
+/**
+ * What a device reads from a Profile Service .mobileconfig, bare or signed by the operator: the URL
+ * to answer and the challenge to echo (the simulated device of simulated-device.ts reads it so).
+ */
+export function readEnrollmentProfile(profile: Buffer): { url: string; challenge: string } {
+  const xml = looksLikePlist(profile) ? profile : signedContentOf(profile);
+  const content = parsePlistDict(xml, 'the device profile')['PayloadContent'] as { URL?: unknown; Challenge?: unknown } | undefined;
+  if (typeof content?.URL !== 'string' || typeof content.Challenge !== 'string') {
+    throw new EnrollmentError('ENROLLMENT_MALFORMED', 'The device profile names no enrollment URL and challenge.');
+  }
+  return { url: content.URL, challenge: content.Challenge };
+}
+
+function signedContentOf(profile: Buffer): Buffer {
+  const content = readSignedData(profile).encapContentInfo.eContent;
+  if (content === undefined) throw new EnrollmentError('ENROLLMENT_MALFORMED', 'The signed device profile carries no content.');
+  return Buffer.from(content.getValue());
+}
+
 function looksLikePlist(body: Buffer): boolean {
   const head = body
     .subarray(0, 64)
