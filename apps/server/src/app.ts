@@ -195,7 +195,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   });
   afterRemoved.push(sign.afterRemoved);
   await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
-  // In-process sign workers (DESIGN.md section 2); `sideport worker` runs more elsewhere.
+  // In-process sign workers (docs/architecture.md, Topology); `sideport worker` runs more elsewhere.
   signWorkers.start(config.SIGN_WORKERS);
   app.addHook('onClose', () => signWorkers.stop());
   await app.register(agentRoutes, { agents, jobs });

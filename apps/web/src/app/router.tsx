@@ -33,7 +33,7 @@ function NotFound() {
   );
 }
 
-/** Routes of spec section 2; the root path is treated as latest. */
+/** Routes of docs/product.md, Screens; the root path is treated as latest. */
 export const router = createBrowserRouter([
   {
     element: <Layout />,

@@ -1,5 +1,5 @@
 /**
- * UDID enrollment (spec sections 2, 5 and 9; DESIGN.md section 10): a signed-in user downloads a
+ * UDID enrollment (docs/product.md, Screens, Validation and confirmations and Constants; docs/sign-service.md): a signed-in user downloads a
  * Profile Service .mobileconfig carrying a one-time token; the device posts its signed attributes
  * to the token's URL and is added to that user's list with status Add.
  */
@@ -13,7 +13,7 @@ import * as q from './queries.js';
 
 /** Where devices post their answers; the token follows. Exempt from the cross-site check (it is not a browser's). */
 export const ENROLLMENT_PATH = '/api/udid/enroll/';
-/** Spec section 9: 'Profile install window: 10 minutes'. */
+/** docs/product.md, Constants: 'Profile install window: 10 minutes'. */
 export const ENROLLMENT_TOKEN_TTL_MS = 10 * 60_000;
 /** Profiles a user may hold unused at once (two devices enrolling together is normal; a hundred is not). */
 const MAX_LIVE_TOKENS = 10;

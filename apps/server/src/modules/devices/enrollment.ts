@@ -24,7 +24,7 @@ import { signAttachedCms } from './pki.js';
 import { uuidFrom } from './dev-identity.js';
 
 export const MOBILECONFIG_CONTENT_TYPE = 'application/x-apple-aspen-config';
-/** What the device is asked for (DESIGN.md section 10). */
+/** What the device is asked for (docs/sign-service.md). */
 export const DEVICE_ATTRIBUTES = ['UDID', 'PRODUCT', 'VERSION', 'SERIAL', 'DEVICE_NAME'] as const;
 
 export interface EnrollmentProfileRequest {

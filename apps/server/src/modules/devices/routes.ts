@@ -32,7 +32,7 @@ const tokenParams = z.object({
 const idParams = z.object({ id: idParam('id') });
 
 /**
- * Enrollment (DESIGN.md section 10) and the admin console's devices: those waiting for
+ * Enrollment (docs/sign-service.md) and the admin console's devices: those waiting for
  * registration with Apple's reasons, a Mac's confirmation, a retry, and the identity in use.
  */
 export async function deviceRoutes(
@@ -43,7 +43,7 @@ export async function deviceRoutes(
   const r = app.withTypeProvider<ZodTypeProvider>();
   const admin = { onRequest: guards.requireAdmin };
 
-  // A GET that makes a one-time token (spec section 2: navigating to /udid downloads the profile).
+  // A GET that makes a one-time token (docs/product.md, Screens: navigating to /udid downloads the profile).
   r.get('/api/udid/profile', { onRequest: guards.requireUser }, async (request, reply) => {
     const profile = await enrollment.issueProfile(currentUser(request).id, baseUrl(request));
     return reply

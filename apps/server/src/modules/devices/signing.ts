@@ -77,7 +77,7 @@ const DEV_IDENTITY_SETTING = 'dev_identity';
 const DEV_IDENTITY_PURPOSE = 'dev-identity';
 
 /**
- * The dev identity (DESIGN.md section 2, embedded default): made once, sealed with SECRET_KEY and
+ * The dev identity (docs/architecture.md, Topology, embedded default): made once, sealed with SECRET_KEY and
  * kept in the database, so every process and every restart signs with the same one.
  */
 export function createDevIdentityProvider(deps: { db: Database; secrets: SecretBox; clock: () => Date }): SigningIdentityProvider {
