@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
@@ -19,8 +19,7 @@ import { createAuthService } from './modules/auth/service.js';
 import { createSetupLinkService } from './modules/auth/setup-link.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
 import { createDeviceService } from './modules/devices/service.js';
-import { loadProfileSigner } from './modules/devices/enrollment.js';
-import { createEnrollmentService, ENROLLMENT_PATH } from './modules/devices/enrollment-service.js';
+import { createEnrollmentService, ENROLLMENT_PATH, enrollmentSettings } from './modules/devices/enrollment-service.js';
 import { createRegistrationService } from './modules/devices/registration.js';
 import { deviceRoutes } from './modules/devices/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
@@ -210,15 +209,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   await app.register(adminRoutes, { guards, agents, jobs, catalog, checklist });
   await app.register(eventRoutes, { guards, bus });
 
-  const enrollment = createEnrollmentService({
-    db,
-    clock,
-    bus,
-    profileSigner: config.PROFILE_SIGNING_P12
-      ? loadProfileSigner(readFileSync(config.PROFILE_SIGNING_P12), config.PROFILE_SIGNING_P12_PASSWORD ?? '')
-      : undefined,
-    deviceCaPem: config.DEVICE_CA_PEM,
-  });
+  const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
   const registration = createRegistrationService({ db, clock, bus, registrar: signingIdentity, log: app.log });
   await app.register(deviceRoutes, {
     guards,

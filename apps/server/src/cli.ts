@@ -6,8 +6,7 @@ import { startItunesServer } from './dev/itunes-server.js';
 import { createAuthService } from './modules/auth/service.js';
 import { createBillingService } from './modules/billing/service.js';
 import { createBillingProvider } from './modules/billing/setup.js';
-import { loadProfileSigner } from './modules/devices/enrollment.js';
-import { createEnrollmentService } from './modules/devices/enrollment-service.js';
+import { createEnrollmentService, enrollmentSettings } from './modules/devices/enrollment-service.js';
 import { createRegistrationService } from './modules/devices/registration.js';
 import { createDeviceService } from './modules/devices/service.js';
 import { simulateDevice } from './modules/devices/simulate.js';
@@ -203,15 +202,7 @@ program
         const devices = createDeviceService({ db, bus });
         const provider = createBillingProvider(config, { db, clock, log });
         const billing = createBillingService({ db, clock, provider, devices, users: auth, freeDailyLimit: config.FREE_DAILY_LIMIT, log });
-        const enrollment = createEnrollmentService({
-          db,
-          clock,
-          bus,
-          profileSigner: config.PROFILE_SIGNING_P12
-            ? loadProfileSigner(readFileSync(config.PROFILE_SIGNING_P12), config.PROFILE_SIGNING_P12_PASSWORD ?? '')
-            : undefined,
-          deviceCaPem: config.DEVICE_CA_PEM,
-        });
+        const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
         const registration = createRegistrationService({ db, clock, bus, registrar: core.signingIdentity, log });
         const made = await simulateDevice(
           {

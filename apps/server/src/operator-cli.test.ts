@@ -10,6 +10,7 @@ import { openConfiguredDatabase } from './platform/bootstrap.js';
 import { loadConfig } from './platform/config.js';
 import { buildIpa, storeApp, storeWith } from './test/decrypt-support.js';
 import { createPostgresDatabase, databaseKinds, signedInUser } from './test/harness.js';
+import { STRIPE_ENV } from './test/route-suite.js';
 
 // The built CLI, as `npx sideport` runs it (root `npm test` builds dist before the tests).
 const cliJs = path.resolve(import.meta.dirname, '../bin/sideport.js');
@@ -189,15 +190,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
       expect(apple.out).toContain('Simulated devices need the dev identity');
       const stripe = await runCli(['device:simulate', `sim_user_${kind}`, '--paid'], {
         ...env,
-        STRIPE_SECRET_KEY: 'sk_test_cli',
-        STRIPE_WEBHOOK_SECRET: 'whsec_cli',
-        STRIPE_API_URL: 'http://127.0.0.1:9',
-        STRIPE_PRICE_MONTHLY_20: 'p1',
-        STRIPE_PRICE_YEARLY_20: 'p2',
-        STRIPE_PRICE_MONTHLY_50: 'p3',
-        STRIPE_PRICE_YEARLY_50: 'p4',
-        STRIPE_PRICE_RESET: 'p5',
-        STRIPE_PRICE_DEVICE: 'p6',
+        ...STRIPE_ENV,
       });
       expect(stripe.code).toBe(1);
       expect(stripe.out).toContain('--paid needs the test-mode billing provider');

@@ -6,6 +6,7 @@ import { SAMPLE_SOURCE_IPA } from '../../dev/sample-ipa.js';
 import { until } from '../../test/agent-process.js';
 import { makeAgent, storeApp, storeWith } from '../../test/decrypt-support.js';
 import { createTestApp, signedInUser, type TestApp } from '../../test/harness.js';
+import { STRIPE_ENV } from '../../test/route-suite.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 
@@ -18,15 +19,7 @@ const EVERYTHING_SET = {
     .toString(),
   // Nothing listens on these: the checklist reads the settings and asks neither.
   ASC_BASE_URL: 'http://127.0.0.1:9',
-  STRIPE_SECRET_KEY: 'sk_test_checklist',
-  STRIPE_WEBHOOK_SECRET: 'whsec_checklist',
-  STRIPE_API_URL: 'http://127.0.0.1:9',
-  STRIPE_PRICE_MONTHLY_20: 'price_m20',
-  STRIPE_PRICE_YEARLY_20: 'price_y20',
-  STRIPE_PRICE_MONTHLY_50: 'price_m50',
-  STRIPE_PRICE_YEARLY_50: 'price_y50',
-  STRIPE_PRICE_RESET: 'price_reset',
-  STRIPE_PRICE_DEVICE: 'price_device',
+  ...STRIPE_ENV,
   STORAGE_URL: 's3://checklist-bucket?endpoint=http://127.0.0.1:9&region=us-east-1&forcePathStyle=true',
   PUBLIC_URL: 'https://sideport.example',
   FEATHER_IPA: SAMPLE_SOURCE_IPA,
