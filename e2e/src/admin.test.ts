@@ -66,6 +66,8 @@ describe('the admin console', () => {
     await s.context.grantPermissions(['clipboard-read', 'clipboard-write']);
     await s.page.getByRole('link', { name: 'Admin' }).click();
     await s.page.waitForURL('**/admin');
+    // The console opens on the setup checklist; the agents are the next tab.
+    await openTab(s, 'Agents');
     await expect
       .poll(() => cellsOf(s.page, 'agent-row', 'worker'))
       .toEqual(expect.arrayContaining(['worker', '-', '0', '1']));
@@ -83,6 +85,7 @@ describe('the admin console', () => {
     const made = agentClient(server, token);
     expect(await made.claim(['versions'], 0)).toBeNull();
     await s.page.reload();
+    await openTab(s, 'Agents');
     await expect
       .poll(() => cellsOf(s.page, 'agent-row', 'mac mini'))
       .toEqual(expect.arrayContaining(['mac mini', '-', '0', '0']));
@@ -109,7 +112,7 @@ describe('the admin console', () => {
   it('fits a 375 px screen, its tables scrolling inside the page', async () => {
     const s = await adminSession({ width: 375, height: 800 });
     await s.page.goto('/admin');
-    for (const tab of ['Agents', 'Queue', 'Devices', 'Audit log']) {
+    for (const tab of ['Setup', 'Agents', 'Queue', 'Devices', 'Audit log']) {
       await openTab(s, tab);
       await expect
         .poll(() => s.page.locator('.tab-pane.active table, .tab-pane.active p').count())

@@ -187,7 +187,7 @@ describe('paying for a device', () => {
             .getByRole('button')
             .innerText(),
         )
-        // Paid, it goes to registration, where a Mac waits for an admin's confirmation (spec:
+        // Paid, it goes to registration, where a Mac waits for an admin's confirmation (docs/product.md:
         // 'an extra process follows payment'); the tab follows without a reload.
         .toBe('Processing');
       expect(

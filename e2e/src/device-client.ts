@@ -1,11 +1,9 @@
-import { parsePlistDict } from '@sideport/ipa';
 import {
-  ATTRIBUTES,
-  devicePlist,
-  issue,
-  signAnswer,
+  createSimulatedDevice,
+  issueCertificate,
   type Issued,
-} from '../../apps/server/src/test/device-answers.js';
+} from '../../apps/server/src/modules/devices/simulated-device.js';
+import { ATTRIBUTES } from '../../apps/server/src/test/device-answers.js';
 import { caller } from './api-client.js';
 import type { RunningServer } from './harness.js';
 
@@ -24,25 +22,22 @@ export interface DeviceFields {
 
 /** Downloads a profile as `cookie`'s user and answers it as the device: it is then on their list, Add. */
 export async function enrollDevice(server: RunningServer, cookie: string, fields: DeviceFields) {
-  deviceIdentity ??= issue('5D3C9A2B-0000-4000-8000-0000000000E2');
+  deviceIdentity ??= issueCertificate('5D3C9A2B-0000-4000-8000-0000000000E2');
   const profile = await caller(server, cookie).call('GET', '/api/udid/profile');
   if (profile.status !== 200) throw new Error(`profile download: ${profile.status} ${await profile.text()}`);
-  const content = parsePlistDict(Buffer.from(await profile.arrayBuffer()), 'mobileconfig')[
-    'PayloadContent'
-  ] as {
-    URL: string;
-    Challenge: string;
-  };
-  const answer = signAnswer(
-    devicePlist({ ...ATTRIBUTES, ...fields, CHALLENGE: content.Challenge }),
-    deviceIdentity,
-  );
+  const device = createSimulatedDevice({
+    udid: fields.UDID,
+    product: fields.PRODUCT,
+    deviceName: fields.DEVICE_NAME ?? ATTRIBUTES.DEVICE_NAME,
+    identity: deviceIdentity,
+  });
+  const { url, body } = device.answer(Buffer.from(await profile.arrayBuffer()));
   // The device posts without the person's cookie or the site's Origin.
-  const res = await fetch(content.URL, {
+  const res = await fetch(url, {
     method: 'POST',
     redirect: 'manual',
     headers: { 'content-type': 'application/pkcs7-signature' },
-    body: new Uint8Array(answer),
+    body: new Uint8Array(body),
   });
   if (res.status !== 301) throw new Error(`enrollment: ${res.status} ${await res.text()}`);
 }

@@ -8,6 +8,8 @@ import { repoRoot } from './paths.js';
 export interface RunningServer {
   url: string;
   dataDir: string;
+  /** Everything the server printed so far. */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -51,6 +53,7 @@ export async function startServer(
   return {
     url,
     dataDir,
+    output: () => output,
     stop: () =>
       new Promise<void>((resolve) => {
         child.removeAllListeners('exit');

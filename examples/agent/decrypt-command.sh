@@ -1,5 +1,5 @@
 #!/bin/sh
-# An operator command for sideport-agent: the contract of DESIGN.md section 9, annotated.
+# An operator command for sideport-agent: the contract of docs/agent-protocol.md, annotated.
 #
 #   SIDEPORT_AGENT_TOKEN=<token> npx sideport-agent --server https://sideport.example \
 #     --command '/opt/sideport/decrypt-command.sh' \
@@ -29,7 +29,7 @@ output="$SIDEPORT_OUTPUT"         # absolute path: write the decrypted IPA exact
 # ---- 2. Lines on stdout ------------------------------------------------------------------------
 # These four forms are sent to the server (people watching the queue see them at once); any
 # other line is only written to the agent's log. stderr is logged too, and its LAST line is the
-# reason shown if this command fails (section 4).
+# reason shown if this command fails (see 4. below).
 #   status Downloading | status Downloaded | status Process
 #   progress N          (0-100)
 #   app_ver_id N        (the store version id you fetched: needed when $app_ver_id is empty,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# An operator --versions-command for sideport-agent (DESIGN.md section 9), annotated.
+# An operator --versions-command for sideport-agent (docs/agent-protocol.md), annotated.
 #
 # Run when someone opens Downgrade on an app whose version history Sideport does not have (or has
 # had for longer than CATALOG_CACHE_MINUTES). It gets exactly SIDEPORT_COUNTRY (lowercase),

@@ -104,12 +104,12 @@ export function runCommand(command: string, options: CommandOptions): Promise<Co
   });
 }
 
-/** Exit code 3 of the operator's command: the app cannot be done (DESIGN.md section 9). */
+/** Exit code 3 of the operator's command: the app cannot be done (docs/agent-protocol.md). */
 export const EXIT_UNSUPPORTED = 3;
 
 /**
  * The failure a finished command reports, or undefined for exit 0: the last stderr line is the
- * reason (DESIGN.md section 9), with a sentence of ours when it printed none.
+ * reason (docs/agent-protocol.md), with a sentence of ours when it printed none.
  */
 export function failureOf(result: CommandResult): { reason: string; unsupported: boolean } | undefined {
   if (result.startError)

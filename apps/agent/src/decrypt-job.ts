@@ -28,7 +28,7 @@ const isFile = (file: string) =>
   );
 
 /**
- * One decrypt job (DESIGN.md section 9): run the operator's command with the job's environment,
+ * One decrypt job (docs/agent-protocol.md): run the operator's command with the job's environment,
  * forward its report lines as heartbeats, then check the IPA it wrote and upload it, or report why
  * not. Never throws: whatever happens is reported to the server or logged.
  */

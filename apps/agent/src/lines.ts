@@ -13,7 +13,7 @@ export type StdoutLine =
   | { kind: 'text' };
 
 /**
- * One stdout line of the operator's command (DESIGN.md section 9): `status Downloading|Downloaded|Process`,
+ * One stdout line of the operator's command (docs/agent-protocol.md): `status Downloading|Downloaded|Process`,
  * `progress N` (0-100), `app_ver_id N` or `version X` is reported to the server; anything else is
  * only logged.
  */

@@ -40,7 +40,7 @@ function usageError(io: MainIo, message: string) {
   return EXIT_USAGE;
 }
 
-/** The `sideport-agent` command line (DESIGN.md section 9); resolves with the exit code. */
+/** The `sideport-agent` command line (docs/agent-protocol.md); resolves with the exit code. */
 export async function main(argv: string[], io: MainIo): Promise<number> {
   let values;
   try {

@@ -1,11 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyInstance, type FastifyReply, type RouteOptions } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { publicConfig } from '@sideport/contracts';
 import { createCoreServices } from './core-services.js';
 import type { DatabaseHandle } from './db/client.js';
 import { accountRoutes } from './modules/account/routes.js';
@@ -15,13 +16,14 @@ import { billingRoutes } from './modules/billing/routes.js';
 import { createBillingService } from './modules/billing/service.js';
 import { createBillingProvider } from './modules/billing/setup.js';
 import { createAuthService } from './modules/auth/service.js';
+import { createSetupLinkService } from './modules/auth/setup-link.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
 import { createDeviceService } from './modules/devices/service.js';
-import { loadProfileSigner } from './modules/devices/enrollment.js';
-import { createEnrollmentService, ENROLLMENT_PATH } from './modules/devices/enrollment-service.js';
+import { createEnrollmentService, ENROLLMENT_PATH, enrollmentSettings } from './modules/devices/enrollment-service.js';
 import { createRegistrationService } from './modules/devices/registration.js';
 import { deviceRoutes } from './modules/devices/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
+import { createSetupChecklist } from './modules/admin/setup-checklist.js';
 import { agentRoutes } from './modules/agents/routes.js';
 import { decryptRoutes } from './modules/decrypt/routes.js';
 import { signRoutes } from './modules/sign/routes.js';
@@ -112,10 +114,16 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     },
   });
   const guards = createGuards(auth);
-  await app.register(authRoutes, { auth, secureCookies: isHttps });
+  const setup = createSetupLinkService({
+    db,
+    clock,
+    auth,
+    limits: { perAddress: config.SIGN_IN_LIMIT_PER_ADDRESS, windowMinutes: config.SIGN_IN_WINDOW_MINUTES },
+  });
+  await app.register(authRoutes, { auth, setup, secureCookies: isHttps });
   // The catalogue tells the decrypt domain, then the sign service, of admin deletes; both exist after it.
   const afterRemoved: Array<DecryptService['afterRemoved'] | SignService['afterRemoved']> = [];
-  const { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers } =
+  const { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, itunes } =
     await createCoreServices({
       config,
       database,
@@ -186,22 +194,22 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   });
   afterRemoved.push(sign.afterRemoved);
   await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
-  // In-process sign workers (DESIGN.md section 2); `sideport worker` runs more elsewhere.
+  // In-process sign workers (docs/architecture.md, Topology); `sideport worker` runs more elsewhere.
   signWorkers.start(config.SIGN_WORKERS);
   app.addHook('onClose', () => signWorkers.stop());
   await app.register(agentRoutes, { agents, jobs });
-  await app.register(adminRoutes, { guards, agents, jobs, catalog });
+  const checklist = createSetupChecklist({
+    config,
+    itunes,
+    agents,
+    identityKind: signingIdentity.kind,
+    billingProvider: billingProvider.name,
+    storage: files,
+  });
+  await app.register(adminRoutes, { guards, agents, jobs, catalog, checklist });
   await app.register(eventRoutes, { guards, bus });
 
-  const enrollment = createEnrollmentService({
-    db,
-    clock,
-    bus,
-    profileSigner: config.PROFILE_SIGNING_P12
-      ? loadProfileSigner(readFileSync(config.PROFILE_SIGNING_P12), config.PROFILE_SIGNING_P12_PASSWORD ?? '')
-      : undefined,
-    deviceCaPem: config.DEVICE_CA_PEM,
-  });
+  const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
   const registration = createRegistrationService({ db, clock, bus, registrar: signingIdentity, log: app.log });
   await app.register(deviceRoutes, {
     guards,
@@ -227,7 +235,16 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  app.get('/api/config', async () => ({ chatUrl: config.CHAT_URL ?? null, channelUrl: config.CHANNEL_URL ?? null }));
+  // Public, so every page learns whether a decrypt request can move at all (agentsOnline 0: it waits).
+  app.withTypeProvider<ZodTypeProvider>().get('/api/config', { schema: { response: { 200: publicConfig } } }, async () => {
+    const presence = await agents.presence();
+    return {
+      chatUrl: config.CHAT_URL ?? null,
+      channelUrl: config.CHANNEL_URL ?? null,
+      agentsOnline: presence.online,
+      agentLastSeenAt: presence.lastSeenAt?.toISOString() ?? null,
+    };
+  });
 
   app.get('/healthz', async (_request, reply) => {
     try {
@@ -244,7 +261,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   return {
     app,
     routes,
-    services: { auth, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration, sign, signWorkers },
+    services: { auth, setup, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration, sign, signWorkers },
   };
 }
 

@@ -4,6 +4,12 @@ import { COUNTRIES, createAgentRequest, userId } from '@sideport/contracts';
 import { createCoreServices } from './core-services.js';
 import { startItunesServer } from './dev/itunes-server.js';
 import { createAuthService } from './modules/auth/service.js';
+import { createBillingService } from './modules/billing/service.js';
+import { createBillingProvider } from './modules/billing/setup.js';
+import { createEnrollmentService, enrollmentSettings } from './modules/devices/enrollment-service.js';
+import { createRegistrationService } from './modules/devices/registration.js';
+import { createDeviceService } from './modules/devices/service.js';
+import { simulateDevice } from './modules/devices/simulate.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
 import { ConfigError, loadConfig } from './platform/config.js';
 
@@ -170,6 +176,57 @@ program
     console.log(
       `${done.name} ${done.version} (app_id ${done.app_id}, app_ver_id ${done.app_ver_id}, ${done.country}) is Done: ${done.size_bytes} bytes stored.`,
     );
+  });
+
+program
+  .command('device:simulate')
+  .description('enroll a simulated iPhone for a user through the real enrollment path and print its UDID (dev identity only)')
+  .argument('<user-id>', 'the account that gets the device')
+  .option('--paid', 'pay for it on the test-mode checkout, so it is registered at once (test-mode billing only)')
+  .action(async (userId: string, options: { paid?: boolean }) => {
+    const config = loadConfig();
+    const database = await openConfiguredDatabase(config);
+    try {
+      await database.migrate();
+      const clock = () => new Date();
+      const log = { info: () => {}, warn: (_obj: object, msg: string) => console.error(`warning: ${msg}`) };
+      const core = await createCoreServices({ config, database, clock, log });
+      try {
+        const { db } = database;
+        const { bus } = core;
+        const auth = createAuthService({
+          db,
+          clock,
+          limits: { sessionTtlDays: 1, signInPerId: 1, signInPerAddress: 1, signInWindowMinutes: 1 },
+        });
+        const devices = createDeviceService({ db, bus });
+        const provider = createBillingProvider(config, { db, clock, log });
+        const billing = createBillingService({ db, clock, provider, devices, users: auth, freeDailyLimit: config.FREE_DAILY_LIMIT, log });
+        const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
+        const registration = createRegistrationService({ db, clock, bus, registrar: core.signingIdentity, log });
+        const made = await simulateDevice(
+          {
+            identityKind: core.signingIdentity.kind,
+            billingProvider: provider.name,
+            users: auth,
+            enrollment,
+            devices,
+            billing,
+            registration,
+            baseUrl: config.PUBLIC_URL ? new URL(config.PUBLIC_URL).origin : `http://localhost:${config.PORT}`,
+          },
+          userId,
+          { paid: options.paid === true },
+        );
+        console.log(`${made.deviceName} (${made.product}) enrolled for ${userId}: ${made.status}.`);
+        console.log(made.status === 'Registered' ? 'Sign a Done version for it from its version list.' : 'Register it on My page (Device tab), or run this again with --paid.');
+        console.log(made.udid);
+      } finally {
+        await core.bus.close();
+      }
+    } finally {
+      await database.close();
+    }
   });
 
 program

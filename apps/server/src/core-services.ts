@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DatabaseHandle } from './db/client.js';
-import { createAgentService } from './modules/agents/service.js';
+import { AGENT_ONLINE_WITHIN_MS, createAgentService } from './modules/agents/service.js';
 import { createItunesClient } from './modules/catalog/itunes.js';
 import type { RemovedEntry } from './modules/catalog/queries.js';
 import { createCatalogService } from './modules/catalog/service.js';
@@ -77,6 +77,8 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     clock,
     releaseJobsOf: jobs.releaseJobsOf,
     cacheMs: config.SESSION_CACHE_MS,
+    // A busy agent beats every third of its lease: a lease longer than the default stretches "online".
+    onlineWithinMs: Math.max(AGENT_ONLINE_WITHIN_MS, 2 * config.DECRYPT_LEASE_SECONDS * 1000),
   });
   const secrets = createSecretBox(config.SECRET_KEY ?? (await loadOrCreateSecretKey(config.DATA_DIR)));
   const signingIdentity = createSigningIdentity({ config, db, secrets, clock, log });
@@ -99,7 +101,7 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     },
     log,
   });
-  return { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers };
+  return { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, itunes };
 }
 
 /**

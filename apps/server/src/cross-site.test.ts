@@ -41,7 +41,7 @@ const guardedRoutes = Object.entries(ROUTE_ACCESS)
   .filter(({ method, entry }) => changesState(method, entry) && !SELF_AUTHENTICATED.has(entry.access));
 
 describe('the routes the cross-site suite covers', () => {
-  it('include the spec state-changing GETs and every POST, PUT, PATCH and DELETE', () => {
+  it('include the state-changing GETs of docs/product.md and every POST, PUT, PATCH and DELETE', () => {
     const keys = guardedRoutes.map((r) => r.key);
     expect(keys).toEqual(expect.arrayContaining(['GET /api/pay/service/:n', 'GET /api/pay/device/:index', 'GET /api/portal']));
     for (const key of Object.keys(ROUTE_ACCESS)) {

@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mainJs, md5, runCli, startServer as start, stopServer as stop } from './test/server-process.js';
+import { until } from './test/agent-process.js';
+import { mainJs, md5, runCli, startServer as start, stopServer as stop, type Running } from './test/server-process.js';
 
 describe('the server process', () => {
   let dataDir: string;
@@ -104,6 +105,47 @@ describe('the server process', () => {
       await stop(running);
     }
   });
+
+  it(
+    'prints a one-time setup link while no admin exists; a restart replaces it',
+    { timeout: 180_000 },
+    async () => {
+      const freshDir = mkdtempSync(path.join(tmpdir(), 'sideport-setup-'));
+      const env = { DATA_DIR: freshDir, WEB_DIST_DIR: webDir };
+      const linkOf = (running: Running) =>
+        until(
+          'the setup link',
+          async () =>
+            /No admin account yet\. Open (http:\/\/localhost:\d+\/setup\/[\w-]+)/.exec(running.output())?.[1],
+        );
+      const createAdmin = (running: Running, link: string) =>
+        fetch(`${running.url}/api${new URL(link).pathname}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ id: 'first-admin', pw: md5('a long password') }),
+        });
+      try {
+        const first = await start(env);
+        const firstLink = await linkOf(first).finally(() => stop(first));
+        expect(new URL(firstLink).port).toBe(new URL(first.url).port);
+        expect(first.output().split('/setup/')).toHaveLength(2);
+
+        const second = await start(env);
+        try {
+          const secondLink = await linkOf(second);
+          expect(secondLink).not.toBe(firstLink);
+          expect((await createAdmin(second, firstLink)).status).toBe(404);
+          const created = await createAdmin(second, secondLink);
+          expect(await created.json()).toEqual({ grade: 1 });
+          expect((await createAdmin(second, secondLink)).status).toBe(410);
+        } finally {
+          await stop(second);
+        }
+      } finally {
+        rmSync(freshDir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('refuses to start on a bad variable, naming it', async () => {
     const result = await new Promise<{ code: number | null; out: string }>((resolve) => {

@@ -1,5 +1,7 @@
 import closeWithGrace from 'close-with-grace';
+import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
+import { setupUrl } from './modules/auth/setup-link.js';
 import { ConfigError, loadConfig, type Config } from './platform/config.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
 
@@ -43,3 +45,15 @@ app.log.info(
   { address, database: database.description, storage: `local disk ${config.DATA_DIR}/files` },
   `Sideport listening on ${address} (database: ${database.description}; storage: local disk ${config.DATA_DIR}/files)`,
 );
+
+// No admin yet (and none from ADMIN_ID): a one-time link to create one, printed this once.
+const setupToken = await services.setup.issue();
+if (setupToken) {
+  const link = setupUrl(setupToken, {
+    publicUrl: config.PUBLIC_URL,
+    port: (app.server.address() as AddressInfo).port,
+  });
+  app.log.warn(
+    `No admin account yet. Open ${link} to create it (the link works once; a restart prints a new one).`,
+  );
+}

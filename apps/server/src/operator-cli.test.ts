@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { openConfiguredDatabase } from './platform/bootstrap.js';
 import { loadConfig } from './platform/config.js';
 import { buildIpa, storeApp, storeWith } from './test/decrypt-support.js';
 import { createPostgresDatabase, databaseKinds, signedInUser } from './test/harness.js';
+import { STRIPE_ENV } from './test/route-suite.js';
 
 // The built CLI, as `npx sideport` runs it (root `npm test` builds dist before the tests).
 const cliJs = path.resolve(import.meta.dirname, '../bin/sideport.js');
@@ -136,6 +138,64 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
       expect(file.rawPayload.equals(readFileSync(ipa))).toBe(true);
     });
   });
+
+  it(
+    'enrolls a simulated iPhone through the enrollment path, and with --paid registers it',
+    { timeout: 300_000 },
+    async () => {
+      const user = `sim_user_${kind}`;
+      const cookie = await withServer((built) => signedInUser(built, user));
+      const udidOf = (out: string) => /^(00008120-[0-9A-F]{16})$/m.exec(out)?.[1];
+
+      const added = await runCli(['device:simulate', user], env);
+      expect(added.code, added.out).toBe(0);
+      expect(added.out).toContain(`Simulated iPhone (iPhone15,2) enrolled for ${user}: Add.`);
+      const paid = await runCli(['device:simulate', user, '--paid'], env);
+      expect(paid.code, paid.out).toBe(0);
+      expect(paid.out).toContain(`Simulated iPhone (iPhone15,2) enrolled for ${user}: Registered.`);
+      const [first, second] = [udidOf(added.out), udidOf(paid.out)];
+      expect(first).toBeDefined();
+      expect(second).not.toBe(first);
+
+      await withServer(async (built) => {
+        const info = (await built.app.inject({ url: '/api/info', headers: { cookie } })).json() as {
+          device_info: Array<{ Product: string; UDID: string; status: string }>;
+        };
+        expect(info.device_info.map((d) => [d.Product, d.UDID, d.status])).toEqual([
+          ['iPhone15,2', first, 'Add'],
+          ['iPhone15,2', second, 'Registered'],
+        ]);
+      });
+
+      const unknown = await runCli(['device:simulate', 'nobody-here'], env);
+      expect(unknown.code).toBe(1);
+      expect(unknown.out).toContain('No user with id nobody-here.');
+    },
+  );
+
+  it(
+    'simulates devices only with the dev identity, and pays only in test mode',
+    { timeout: 180_000 },
+    async () => {
+      const apple = await runCli(['device:simulate', `sim_user_${kind}`], {
+        ...env,
+        ASC_KEY_ID: 'SIMULATE12',
+        ASC_ISSUER_ID: '69a6de70-03db-47e3-e053-5b8c7c11a4d1',
+        ASC_PRIVATE_KEY: generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+          .privateKey.export({ type: 'pkcs8', format: 'pem' })
+          .toString(),
+        ASC_BASE_URL: 'http://127.0.0.1:9',
+      });
+      expect(apple.code).toBe(1);
+      expect(apple.out).toContain('Simulated devices need the dev identity');
+      const stripe = await runCli(['device:simulate', `sim_user_${kind}`, '--paid'], {
+        ...env,
+        ...STRIPE_ENV,
+      });
+      expect(stripe.code).toBe(1);
+      expect(stripe.out).toContain('--paid needs the test-mode billing provider');
+    },
+  );
 
   it('refuses what the check refuses, an app the store lacks and an unknown version, storing nothing', async () => {
     const before = storedFiles(dataDir);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from './test/harness.js';
 
-// Every route that needs an account, as the spec lists them (section 7) and as they exist so far.
+// Every route that needs an account, as docs/product.md lists them (Calls) and as they exist so far.
 const PROTECTED: Array<[method: 'GET' | 'POST' | 'DELETE', url: string]> = [
   ['GET', '/api/info'],
   ['GET', '/api/search/kr/anything'],

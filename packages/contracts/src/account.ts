@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Spec section 3, Device. status is one of the five spec values. */
+/** docs/product.md, Entities and fields, Device. status is one of its five values. */
 export const deviceStatus = z.enum(['Add', 'Expired', 'Registered', 'Process', 'Pending']);
 export type DeviceStatus = z.infer<typeof deviceStatus>;
 
@@ -13,7 +13,7 @@ export const device = z.object({
 });
 export type Device = z.infer<typeof device>;
 
-/** GET /api/info answer (spec section 3, Account info). */
+/** GET /api/info answer (docs/product.md, Entities and fields, Account info). */
 export const accountInfo = z.object({
   Id: z.string(),
   premium: z.boolean(),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The decrypt agent protocol under /api/agent/ (bearer token). DESIGN.md section 9 fixes what the
+ * The decrypt agent protocol under /api/agent/ (bearer token). docs/agent-protocol.md fixes what the
  * operator's command sees; these payloads are what `sideport-agent` and the server exchange.
  */
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Spec section 5: id is at least 4 characters; we also cap it and keep it to a safe charset. */
+/** docs/product.md, Validation and confirmations: id is at least 4 characters; we also cap it and keep it to a safe charset. */
 export const ID_MIN_LENGTH = 4;
 export const ID_MAX_LENGTH = 32;
 export const PASSWORD_MIN_LENGTH = 8;
@@ -32,7 +32,7 @@ export const isReservedId = (id: string) => RESERVED_IDS.includes(id.toLowerCase
 
 export const userId = z
   .string({ error: (issue) => (issue.input === undefined ? 'Id is required.' : 'Id must be a string.') })
-  // The same sentence the sign-in form shows (spec section 5).
+  // The same sentence the sign-in form shows (docs/product.md, Validation and confirmations).
   .min(ID_MIN_LENGTH, { error: `Please enter at least ${ID_MIN_LENGTH} characters for ID` })
   .max(ID_MAX_LENGTH, { error: `Id must be at most ${ID_MAX_LENGTH} characters.` })
   .regex(ID_PATTERN, { error: 'Id may contain only letters, digits and . _ @ -' })

@@ -17,7 +17,7 @@ export const decryptAnswer = z.object({
 });
 export type DecryptAnswer = z.infer<typeof decryptAnswer>;
 
-/** POST /api/version/{country}/{app_id} (downgrade): spec section 7, `{name, version_list}`. */
+/** POST /api/version/{country}/{app_id} (downgrade): docs/product.md, Calls, `{name, version_list}`. */
 export const versionHistoryAnswer = z.object({
   name: z.string(),
   version_list: z.array(appEntry),

@@ -19,7 +19,7 @@ export const adminDevice = z.object({
   attempts: z.number().int(),
   /** When a failed registration is tried again by itself; null: it waits for an admin's retry. */
   retry_at: z.string().nullable(),
-  /** A Mac in Process waiting for an admin's confirmation (spec: 'an extra process follows payment'). */
+  /** A Mac in Process waiting for an admin's confirmation (docs/product.md: 'an extra process follows payment'). */
   awaiting_confirmation: z.boolean(),
   /** The current expiry, for a renewal. */
   expired_date: z.string().nullable(),

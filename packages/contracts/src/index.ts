@@ -6,3 +6,4 @@ export * from './sign.js';
 export * from './agent.js';
 export * from './admin.js';
 export * from './devices.js';
+export * from './setup.js';

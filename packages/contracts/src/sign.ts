@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { signStatus, signType } from './catalog.js';
 
-/** PUT /api/sign/{app_id}/{app_ver_id} body (spec section 7): the mode of spec section 3. */
+/** PUT /api/sign/{app_id}/{app_ver_id} body (docs/product.md, Calls): the mode of docs/product.md, Entities and fields. */
 export const signRequest = z.object(
   {
     type: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3), z.literal(4)], {

@@ -39,7 +39,7 @@ export type { IdentitySource, SigningIdentity } from './identity.js';
 // Mach-O parsing (src/macho): slices, load commands, encryption and signature commands.
 export * from './macho/index.js';
 
-// Signing whole IPAs: nested code inside-out, CodeResources, the five modes of the spec.
+// Signing whole IPAs: nested code inside-out, CodeResources, the five sign modes (docs/product.md).
 // The service's entry point: identity as PKCS#12 or PEM, mode 0-4, the dylibs named per mode.
 export { dylibsForMode, sign } from './sign-ipa/sign.js';
 export type { ModeDylibs, SignOptions } from './sign-ipa/sign.js';

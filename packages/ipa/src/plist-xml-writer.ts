@@ -11,7 +11,7 @@ export const XML_PLIST_HEADER =
   '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n' +
   '<plist version="1.0">\n';
 
-// Characters XML 1.0 cannot carry at all (section 2.2), even escaped: matching them is the point.
+// Characters XML 1.0 cannot carry at all (its Char production, 2.2), even escaped: matching them is the point.
 // eslint-disable-next-line no-control-regex
 const ILLEGAL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 

@@ -4,7 +4,7 @@
  * the bundle), printing the contract's lines on the way, so the request -> queue -> Done -> download
  * loop runs with no device. `versions` as first argument: a made-up version history, also marked.
  *
- * Reads the job from the SIDEPORT_ variables (DESIGN.md section 9) and the store's record of the app
+ * Reads the job from the SIDEPORT_ variables (docs/agent-protocol.md) and the store's record of the app
  * from the local iTunes server (DEMO_ITUNES_URL); DEMO_STEP_MS paces the steps so a person sees the
  * status change.
  */

@@ -1,5 +1,6 @@
 /** `npm run demo` (see demo.ts). PORT and DATA_DIR choose the port (8080) and the data folder (./data-demo). */
 import { demoInstructions, startDemo } from './demo.js';
+import { runDemoLoop } from './demo-loop.js';
 
 const dataDir = process.env.DATA_DIR || './data-demo';
 const demo = await startDemo({
@@ -10,6 +11,13 @@ const demo = await startDemo({
   print: (line) => console.log(line),
 });
 console.log(demoInstructions(demo, dataDir));
+console.log('The whole loop, step by step (each link opens where a person sees it):');
+try {
+  await runDemoLoop(demo, (line) => console.log(line));
+  console.log('\nThe loop is done. The site stays up for you to try it yourself; Ctrl-C stops everything.');
+} catch (err) {
+  console.error(`The demo loop stopped: ${err instanceof Error ? err.message : String(err)}`);
+}
 
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

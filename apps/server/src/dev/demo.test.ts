@@ -3,10 +3,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findAppBundle, openZip, readInfoPlist, readStoreMetadata } from '@sideport/ipa';
+import { X509Certificate } from 'node:crypto';
+import { findAppBundle, openZip, parseProfile, readInfoPlist, readStoreMetadata } from '@sideport/ipa';
 import type { AppEntry } from '@sideport/contracts';
 import { until } from '../test/agent-process.js';
 import { demoInstructions, startDemo, type Demo } from './demo.js';
+import { DEMO_APP, runDemoLoop } from './demo-loop.js';
 
 const md5 = (s: string) => createHash('md5').update(s).digest('hex');
 
@@ -25,7 +27,8 @@ describe('the demo', () => {
       stepMs: 0,
       print: (line) => printed.push(line),
     });
-  });
+    // Starting a server, a store and an agent process: a loaded machine takes its time.
+  }, 180_000);
   afterAll(async () => {
     await demo?.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -92,6 +95,64 @@ describe('the demo', () => {
       bundleId: 'com.facebook.Facebook',
     });
     // The agent hears Done once the server has also filled the version's sign digest cache.
-    await until('the agent to print Done', async () => /\[agent\] .*Done: store version/.test(printed.join('\n')) || undefined, 25_000, () => printed.join('\n'));
+    await until(
+      'the agent to print Done',
+      async () => /\[agent\] .*Done: store version/.test(printed.join('\n')) || undefined,
+      25_000,
+      () => printed.join('\n'),
+    );
   });
+  it(
+    'runs the whole loop: decrypt, a simulated iPhone, registration, a sign and its install manifest',
+    { timeout: 300_000 },
+    async () => {
+      const steps: string[] = [];
+      const loop = await runDemoLoop(demo, (line) => steps.push(line));
+      // Each step printed its link.
+      expect(steps.filter((line) => /^\d\. /.test(line)).map((line) => line.slice(0, 12))).toEqual([
+        '1. decrypt  ',
+        '2. device   ',
+        '3. paid     ',
+        '4. signed   ',
+        '5. manifest ',
+      ]);
+      expect(steps.join('\n')).toContain(loop.manifestUrl);
+      expect(loop.installUrl).toBe(
+        `itms-services://?action=download-manifest&url=${encodeURIComponent(loop.manifestUrl)}`,
+      );
+
+      // The manifest names the signed IPA; its embedded profile lists the simulated iPhone.
+      const ipa = path.join(dataDir, 'signed.ipa');
+      writeFileSync(ipa, Buffer.from(await (await fetch(loop.ipaUrl)).arrayBuffer()));
+      const archive = await openZip(ipa);
+      let profileBytes: Buffer;
+      try {
+        const bundle = findAppBundle(archive.entries);
+        expect(await readInfoPlist(archive, bundle.dir)).toMatchObject({
+          CFBundleIdentifier: 'com.facebook.Facebook',
+        });
+        profileBytes = await archive.readEntry(archive.find(`${bundle.dir}/embedded.mobileprovision`)!);
+      } finally {
+        archive.close();
+      }
+      const profile = parseProfile(profileBytes);
+      expect(profile.provisionedDevices).toContain(loop.udid);
+      expect(loop.udid).toMatch(/^00008120-[0-9A-F]{16}$/);
+
+      // The dev identity's CA, as the admin identity page offers it, issued the certificate that signed.
+      const signIn = await fetch(`${demo.url}/api/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: demo.admin.id, pw: md5(demo.admin.password) }),
+      });
+      const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
+      const caPem = await (
+        await fetch(`${demo.url}/api/admin/identity/ca.pem`, { headers: { cookie } })
+      ).text();
+      const ca = new X509Certificate(caPem);
+      const [signer] = profile.developerCertificates;
+      expect(new X509Certificate(signer!.der).verify(ca.publicKey)).toBe(true);
+      expect(steps.join('\n')).toContain(`${DEMO_APP.name} for ${loop.udid}`);
+    },
+  );
 });

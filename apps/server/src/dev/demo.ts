@@ -3,6 +3,7 @@
  * wire-format server answers from the repository's recorded store answers (fixtures/itunes), the
  * service runs embedded with its own DATA_DIR and an admin account, and a real `sideport-agent`
  * runs the demo command (demo-command.ts), which hands over the sample app relabelled and marked DEMO.
+ * demo-loop.ts then takes it through a simulated iPhone, signing and the install manifest.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -140,6 +141,7 @@ export function demoInstructions(demo: Demo, dataDir: string) {
     "  then      Decrypt -> Decrypt Queue -> Done -> Download. The IPA is the repository's sample app relabelled",
     '            for the app you asked for and marked DEMO; nothing is downloaded from the store or decrypted.',
     '  premium   Mypage -> a plan -> the TEST MODE checkout: Downgrade then lists a made-up DEMO version history.',
+    '  device    npx sideport device:simulate <user-id> --paid enrolls a simulated iPhone (the demo makes one below).',
     `  data      ${dataDir} (delete it to start afresh). Ctrl-C stops everything.`,
     '',
   ].join('\n');

@@ -66,7 +66,7 @@ const schema = z.object({
   STRIPE_PRICE_RESET: z.string().optional(),
   STRIPE_PRICE_DEVICE: z.string().optional(),
   BILLING_DEV_ALLOWED: bool.default(false),
-  // Decrypt pipeline (DESIGN.md sections 3, 7 and 9).
+  // Decrypt pipeline (docs/architecture.md, Data and state machines and Operator policy; docs/agent-protocol.md).
   /** s3://bucket[/prefix]?endpoint=...&region=...&forcePathStyle=true; files under DATA_DIR/files when unset. */
   STORAGE_URL: z
     .string()
@@ -89,7 +89,7 @@ const schema = z.object({
   DECRYPT_MAX_ATTEMPTS: positiveInt(3),
   /** Largest IPA an agent may upload. */
   DECRYPT_MAX_IPA_MB: positiveInt(4096),
-  // Sign service (DESIGN.md section 10).
+  // Sign service (docs/sign-service.md).
   /**
    * Seals the keys and certificates kept in the database (32+ characters). Made and kept in
    * DATA_DIR/secret-key when unset; required in production and wherever several processes share
@@ -97,7 +97,7 @@ const schema = z.object({
    */
   SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   // Apple developer account (App Store Connect API): registers devices and makes ad-hoc profiles.
-  // All three or none; none means the dev identity (DESIGN.md section 2).
+  // All three or none; none means the dev identity (docs/architecture.md, Topology).
   ASC_KEY_ID: z
     .string()
     .regex(/^[A-Za-z0-9]{6,20}$/, 'must be the key id shown beside the key in App Store Connect (letters and digits)')

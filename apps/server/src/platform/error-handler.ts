@@ -21,7 +21,7 @@ function validationMessage(error: FastifyError): string {
 }
 
 /**
- * One error handler (DESIGN.md section 4): the status carries the class, the body is a short
+ * One error handler (docs/architecture.md, API conventions): the status carries the class, the body is a short
  * text/plain sentence. Anything unexpected is a 500 'Please retry later.' and is logged with the
  * request id; a stack trace never reaches the client.
  */

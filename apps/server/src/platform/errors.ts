@@ -1,6 +1,6 @@
 /**
  * The one error type of the server. `message` is a sentence a person can act on; the error handler
- * sends it as text/plain with `status` (DESIGN.md section 4).
+ * sends it as text/plain with `status` (docs/architecture.md, API conventions).
  */
 export class AppError extends Error {
   constructor(

@@ -30,14 +30,14 @@ export const idParam = (name: string) => {
     .pipe(z.number().max(MAX_ID, { error }));
 };
 
-/** List pages start at 0 (spec section 9); digits only, so '1e3', '0x1F' and ' 1' are refused. */
+/** List pages start at 0 (docs/product.md, Constants); digits only, so '1e3', '0x1F' and ' 1' are refused. */
 export const pageParam = z
   .string()
   .regex(/^\d{1,7}$/, { error: 'Page must be a whole number from 0.' })
   .transform(Number)
   .pipe(z.number().max(100_000, { error: 'Page is too large.' }));
 
-/** A store country in any case (the spec's calls send it lowercase), answered in upper case. */
+/** A store country in any case (the web app's calls send it lowercase), answered in upper case. */
 export const countryParam = z
   .string()
   .transform((c) => c.toUpperCase())
@@ -51,7 +51,7 @@ export const textParam = (sentences: { empty: string; tooLong: string; control: 
     .transform((s) => s.trim())
     .pipe(z.string().min(1, { error: sentences.empty }).max(maxLength, { error: sentences.tooLong }));
 
-/** Keywords of GET /api/search/{country}/{keyword}; the keyword may contain slashes (spec section 2). */
+/** Keywords of GET /api/search/{country}/{keyword}; the keyword may contain slashes (docs/product.md, Screens). */
 export const MAX_KEYWORD_LENGTH = 100;
 export const keywordParam = textParam(
   {
@@ -78,7 +78,7 @@ export const sealedTokenParam = z
 /** The query of a signed, expiring URL (platform/signed-urls.ts): checked by the route, bounded here. */
 export const signedQuery = z.object({ expires: z.string().max(20).optional(), sig: z.string().max(128).optional() });
 
-/** Sign types of spec section 3: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP. */
+/** Sign types of docs/product.md, Entities and fields: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP. */
 export const signTypeParam = z
   .string()
   .regex(/^\d$/, { error: `Sign type must be one of ${SIGN_TYPES.join(', ')}.` })

@@ -1,76 +1,21 @@
 /**
- * Device-style enrollment answers for tests: a throwaway device CA, the certificates it issues, and
- * CMS signatures over attribute plists made the way devices make them (node-forge).
+ * Device-style enrollment answers for tests: the simulated device's certificates and CMS
+ * signatures (modules/devices/simulated-device.ts), an iPhone's attributes, and hostile plists.
  */
 import forge from 'node-forge';
 import { buildXmlPlist, type PlistObject } from '@sideport/ipa';
-import { generateRsaKeyPair } from '../modules/devices/pki.js';
+import type { Issued } from '../modules/devices/simulated-device.js';
 
-export interface Issued {
-  cert: forge.pki.Certificate;
-  key: forge.pki.rsa.PrivateKey;
-  pem: string;
-}
-
-let serial = 1;
-
-/** A certificate for `commonName`, issued by `issuer` (self-signed without one), a CA when `isCa`. */
-export function issue(commonName: string, issuer?: Issued, isCa = false): Issued {
-  const { privateKey: key, publicKey } = generateRsaKeyPair();
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = publicKey;
-  cert.serialNumber = (serial++).toString(16).padStart(2, '0');
-  cert.validity.notBefore = new Date(Date.now() - 86_400_000);
-  cert.validity.notAfter = new Date(Date.now() + 86_400_000);
-  cert.setSubject([{ name: 'commonName', value: commonName }]);
-  cert.setIssuer(issuer ? issuer.cert.subject.attributes : [{ name: 'commonName', value: commonName }]);
-  cert.setExtensions(
-    isCa
-      ? [
-          { name: 'basicConstraints', cA: true, critical: true },
-          { name: 'keyUsage', keyCertSign: true, critical: true },
-        ]
-      : [],
-  );
-  cert.sign(issuer ? issuer.key : key, forge.md.sha256.create());
-  return { cert, key, pem: forge.pki.certificateToPem(cert) };
-}
+export {
+  issueCertificate as issue,
+  signDeviceAnswer as signAnswer,
+  type Issued,
+} from '../modules/devices/simulated-device.js';
 
 /** A PKCS#12 of an issued certificate and its key (3DES, as openssl and Keychain export). */
 export function p12Of(identity: Issued, password: string): Buffer {
   const asn1 = forge.pkcs12.toPkcs12Asn1(identity.key, [identity.cert], password, { algorithm: '3des' });
   return Buffer.from(forge.asn1.toDer(asn1).getBytes(), 'binary');
-}
-
-/** Signs as a device does (SHA-1, no signed attributes) or, with `attributes`, as most CMS tools do. */
-export function signAnswer(
-  content: Buffer | string,
-  signer: Issued,
-  options: {
-    attributes?: boolean;
-    chain?: Issued[];
-    key?: forge.pki.rsa.PrivateKey;
-    withoutCertificate?: boolean;
-    detached?: boolean;
-  } = {},
-): Buffer {
-  const p7 = forge.pkcs7.createSignedData();
-  p7.content = forge.util.createBuffer(Buffer.from(content).toString('binary'));
-  if (!options.withoutCertificate) p7.addCertificate(signer.cert);
-  for (const c of options.chain ?? []) p7.addCertificate(c.cert);
-  p7.addSigner({
-    key: options.key ?? signer.key,
-    certificate: signer.cert,
-    digestAlgorithm: options.attributes ? forge.pki.oids.sha256! : forge.pki.oids.sha1!,
-    authenticatedAttributes: options.attributes
-      ? [
-          { type: forge.pki.oids.contentType!, value: forge.pki.oids.data! },
-          { type: forge.pki.oids.messageDigest! },
-        ]
-      : [],
-  });
-  p7.sign({ detached: options.detached ?? false });
-  return Buffer.from(forge.asn1.toDer(p7.toAsn1()).getBytes(), 'binary');
 }
 
 export const APPLE_DOCTYPE =

@@ -2,8 +2,8 @@
  * A device's way through the real server, for tests: enrolled with a signed answer as a device
  * sends it, paid through the test-mode checkout.
  */
-import { parsePlistDict } from '@sideport/ipa';
-import { ATTRIBUTES, devicePlist, issue, signAnswer, type Issued } from './device-answers.js';
+import { createSimulatedDevice, issueCertificate, type Issued } from '../modules/devices/simulated-device.js';
+import { ATTRIBUTES } from './device-answers.js';
 import type { TestApp } from './harness.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
@@ -15,16 +15,21 @@ export async function enrollDevice(
   cookie: string,
   fields: { UDID: string; PRODUCT: string; DEVICE_NAME?: string },
 ): Promise<void> {
-  deviceIdentity ??= issue('5D3C9A2B-0000-4000-8000-0000000000AA');
+  deviceIdentity ??= issueCertificate('5D3C9A2B-0000-4000-8000-0000000000AA');
   const profile = await t.app.inject({ url: '/api/udid/profile', headers: { cookie, ...SAME_ORIGIN } });
   if (profile.statusCode !== 200) throw new Error(`profile download: ${profile.statusCode} ${profile.body}`);
-  const content = parsePlistDict(profile.rawPayload, 'mobileconfig')['PayloadContent'] as { URL: string; Challenge: string };
-  const answer = signAnswer(devicePlist({ ...ATTRIBUTES, ...fields, CHALLENGE: content.Challenge }), deviceIdentity);
+  const device = createSimulatedDevice({
+    udid: fields.UDID,
+    product: fields.PRODUCT,
+    deviceName: fields.DEVICE_NAME ?? ATTRIBUTES.DEVICE_NAME,
+    identity: deviceIdentity,
+  });
+  const { url, body } = device.answer(profile.rawPayload);
   const res = await t.app.inject({
     method: 'POST',
-    url: new URL(content.URL).pathname,
+    url: new URL(url).pathname,
     headers: { 'content-type': 'application/pkcs7-signature' },
-    payload: answer,
+    payload: body,
   });
   if (res.statusCode !== 301) throw new Error(`enrollment: ${res.statusCode} ${res.body}`);
 }

@@ -48,14 +48,14 @@ export interface RouteAccess {
   access: Access;
   /** A request the allowed caller makes successfully. */
   example: ExampleRequest | ((fx: Fixtures) => ExampleRequest);
-  /** A GET that changes state (spec section 7: decrypt, pay, portal): cross-site checked as a POST is. */
+  /** A GET that changes state (docs/product.md, Calls: decrypt, pay, portal): cross-site checked as a POST is. */
   changesState?: true;
   /**
    * An answer that never ends (Server-Sent Events): refusals are checked as usual, but the allowed
    * caller's request is not, since it would stay open (src/modules/events/live.test.ts covers it).
    */
   stream?: true;
-  /** A POST, PUT or PATCH that takes no body (sign-out, the premium-queue PATCH, the spec's own calls). */
+  /** A POST, PUT or PATCH that takes no body (sign-out, the premium-queue PATCH, the product's own calls). */
   bodyless?: true;
 }
 
@@ -65,9 +65,12 @@ export const SUITE_PASSWORD_MD5 = 'a'.repeat(32);
 export const routeKey = (method: string, url: string) => `${method} ${url}`;
 
 export const ROUTE_ACCESS: Record<string, RouteAccess> = {
-  // Accounts (spec section 7)
+  // Accounts (docs/product.md, Calls)
   'POST /api/sign-up': { access: 'public', example: (fx) => ({ url: '/api/sign-up', payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 } }) },
   'POST /api/sign-in': { access: 'public', example: (fx) => ({ url: '/api/sign-in', payload: { id: fx.users.user, pw: SUITE_PASSWORD_MD5 } }) },
+  // The first admin's one-time setup link (the suites have an admin already: the link is closed)
+  'GET /api/setup/:token': { access: 'public', example: `/api/setup/${'A'.repeat(43)}` },
+  'POST /api/setup/:token': { access: 'public', example: (fx) => ({ url: `/api/setup/${'A'.repeat(43)}`, payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 } }) },
   'POST /api/sign-out': { access: 'public', bodyless: true, example: '/api/sign-out' },
   'GET /api/info': { access: 'user', example: '/api/info' },
 
@@ -90,7 +93,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /billing/dev-checkout/:id/cancel': { access: 'owner', example: (fx) => `/billing/dev-checkout/${fx.checkout}/cancel` },
   'GET /billing/dev-portal': { access: 'user', example: '/billing/dev-portal' },
 
-  // Decrypt requests, versions and downloads (spec section 7)
+  // Decrypt requests, versions and downloads (docs/product.md, Calls)
   'GET /api/decrypt/:country/:app_id': { access: 'user', changesState: true, example: (fx) => `/api/decrypt/kr/${fx.done.appId}` },
   'GET /api/decrypt/:country/:app_id/:app_ver_id': {
     access: 'user',
@@ -112,7 +115,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   },
   'GET /api/events': { access: 'user', stream: true, example: '/api/events' },
 
-  // The sign service (spec section 7, DESIGN.md section 10)
+  // The sign service (docs/product.md, Calls; docs/sign-service.md)
   'PUT /api/sign/:app_id/:app_ver_id': {
     access: 'user',
     example: (fx) => ({ url: `/api/sign/${fx.done.appId}/${fx.done.appVerId}`, payload: { type: 0 } }),
@@ -155,14 +158,16 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/admin/queue/:page': { access: 'admin', example: '/api/admin/queue/0' },
   'POST /api/admin/queue/:id/retry': { access: 'admin', bodyless: true, example: '/api/admin/queue/999999/retry' },
   'GET /api/admin/audit/:page': { access: 'admin', example: '/api/admin/audit/0' },
+  'GET /api/admin/setup': { access: 'admin', example: '/api/admin/setup' },
 
-  // Devices: enrollment (DESIGN.md section 10) and the admin console
+  // Devices: enrollment (docs/sign-service.md) and the admin console
   'GET /api/udid/profile': { access: 'user', changesState: true, example: '/api/udid/profile' },
   'POST /api/udid/enroll/:token': { access: 'enrollment', example: `/api/udid/enroll/${'A'.repeat(43)}` },
   'GET /api/admin/devices': { access: 'admin', example: '/api/admin/devices' },
   'POST /api/admin/devices/:id/confirm': { access: 'admin', bodyless: true, example: '/api/admin/devices/999999/confirm' },
   'POST /api/admin/devices/:id/retry': { access: 'admin', bodyless: true, example: '/api/admin/devices/999999/retry' },
   'GET /api/admin/identity': { access: 'admin', example: '/api/admin/identity' },
+  'GET /api/admin/identity/ca.pem': { access: 'admin', example: '/api/admin/identity/ca.pem' },
 
   // Service
   'GET /api/openapi.json': { access: 'public', example: '/api/openapi.json' },

@@ -17,7 +17,8 @@ import { ROUTE_ACCESS, routeKey, type Fixtures, type RouteAccess } from './route
 export type Configuration = 'dev' | 'stripe';
 export const CONFIGURATIONS: Configuration[] = ['dev', 'stripe'];
 
-const STRIPE_ENV = {
+/** Stripe configured, its API a closed local port: for tests that need the Stripe provider but never its answers. */
+export const STRIPE_ENV = {
   STRIPE_SECRET_KEY: 'sk_test_routes',
   STRIPE_WEBHOOK_SECRET: 'whsec_routes',
   // Nothing listens there: the suites never need Stripe to answer.

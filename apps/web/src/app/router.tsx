@@ -4,6 +4,7 @@ import { AppNavbar } from '../components/navbar';
 import { AuthForm } from '../features/auth/auth-form';
 import { AdminOnly, SignedInOnly, SignedOutOnly } from '../features/auth/route-guards';
 import { AdminPage } from '../features/admin/admin-page';
+import { SetupPage } from '../features/admin/setup-page';
 import { useLiveEvents } from '../features/live/use-live-events';
 import { MyPage } from '../features/account/my-page';
 import { ListPage } from '../features/catalog/list-page';
@@ -32,7 +33,7 @@ function NotFound() {
   );
 }
 
-/** Routes of spec section 2; the root path is treated as latest. */
+/** Routes of docs/product.md, Screens; the root path is treated as latest. */
 export const router = createBrowserRouter([
   {
     element: <Layout />,
@@ -81,6 +82,8 @@ export const router = createBrowserRouter([
           </AdminOnly>
         ),
       },
+      // The first admin's one-time link, printed by the server at its first start.
+      { path: '/setup/:token', element: <SetupPage /> },
       { path: '*', element: <NotFound /> },
     ],
   },

@@ -18,7 +18,7 @@ interface PublicConfig {
   channelUrl: string | null;
 }
 
-/** The navigation bar of spec section 2; below 768 px (Bootstrap's md) it collapses into a side menu. */
+/** The navigation bar of docs/product.md, Screens; below 768 px (Bootstrap's md) it collapses into a side menu. */
 export function AppNavbar() {
   const { isLogin, grade, country, setCountry } = useClientStore();
   const location = useLocation();

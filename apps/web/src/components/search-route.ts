@@ -15,7 +15,7 @@ function decodeKeyword(raw: string): string {
   }
 }
 
-/** Reads /search/{country}/{keyword*}; the keyword may contain slashes (spec section 2). */
+/** Reads /search/{country}/{keyword*}; the keyword may contain slashes (docs/product.md, Screens). */
 export function parseSearchRoute(pathname: string): SearchRoute {
   const match = /^\/search\/([^/]+)\/(.*)$/.exec(pathname);
   if (!match) return {};
@@ -23,7 +23,7 @@ export function parseSearchRoute(pathname: string): SearchRoute {
   return { ...(parsed.success ? { country: parsed.data } : {}), keyword: decodeKeyword(match[2]!) };
 }
 
-/** Spec section 2: a non-empty keyword goes to /search/{country}/{keyword}, an empty one to /latest. */
+/** docs/product.md, Screens: a non-empty keyword goes to /search/{country}/{keyword}, an empty one to /latest. */
 export function searchPath(country: Country, keyword: string): string {
   const trimmed = keyword.trim();
   return trimmed ? `/search/${country}/${encodeURIComponent(trimmed)}` : '/latest';

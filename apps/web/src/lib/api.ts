@@ -16,7 +16,7 @@ export class ApiError extends Error {
   }
 }
 
-/** Clears auth, remembers where the person was and sends them to sign in (spec sections 4 and 8). */
+/** Clears auth, remembers where the person was and sends them to sign in (docs/product.md, States and Errors). */
 export function sendToSignIn() {
   const store = useClientStore.getState();
   store.signedOut();
@@ -80,7 +80,7 @@ export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<Api
 
 export const api = async <T>(path: string, init?: ApiInit) => (await apiFetch<T>(path, init)).data;
 
-/** Spec section 8: show the server's sentence, or 'Please retry later.'; a 401 was already handled. */
+/** docs/product.md, Errors: show the server's sentence, or 'Please retry later.'; a 401 was already handled. */
 export function alertFailure(error: unknown) {
   if (error instanceof ApiError && error.isHandled) return;
   const message = error instanceof ApiError && error.message ? error.message : RETRY_LATER;

@@ -15,7 +15,7 @@ describe('afterSignInPath', () => {
 });
 
 describe('signedOut', () => {
-  it('resets the grade and last_page with the sign-in (spec section 3)', () => {
+  it('resets the grade and last_page with the sign-in (docs/product.md, Entities and fields)', () => {
     const store = useClientStore.getState();
     store.signedIn(2);
     store.setLastPage('/my');

@@ -2,9 +2,9 @@ import { create } from 'zustand';
 import { createJSONStorage, persist } from 'zustand/middleware';
 import { DEFAULT_COUNTRY, type Country } from '@sideport/contracts';
 
-/** The one localStorage key of the client state (spec section 3). */
+/** The one localStorage key of the client state (docs/product.md, Entities and fields). */
 export const STORAGE_KEY = 'sideport';
-/** Spec section 9: persisted state rehydrates within 5000 ms at most. */
+/** docs/product.md, Constants: persisted state rehydrates within 5000 ms at most. */
 export const REHYDRATE_TIMEOUT_MS = 5000;
 
 export interface ClientState {
@@ -36,7 +36,7 @@ export const useClientStore = create<ClientState & ClientActions>()(
     (set) => ({
       ...DEFAULT_STATE,
       signedIn: (grade) => set({ isLogin: true, grade }),
-      // Spec section 3: the grade resets on sign-out; so does last_page, or the next person to sign
+      // docs/product.md, Entities and fields: the grade resets on sign-out; so does last_page, or the next person to sign
       // in on this browser would land on the previous one's page.
       signedOut: () => set({ isLogin: false, grade: -1, last_page: DEFAULT_STATE.last_page }),
       setLastPage: (last_page) => set({ last_page }),
@@ -62,7 +62,7 @@ export function whenRehydrated(): Promise<void> {
   });
 }
 
-/** Where to go after a successful sign-in or sign-up (spec section 4). */
+/** Where to go after a successful sign-in or sign-up (docs/product.md, States). */
 export function afterSignInPath(lastPage: string): string {
   return lastPage.startsWith('/sign-in') || lastPage.startsWith('/sign-up') || !lastPage.startsWith('/')
     ? '/'

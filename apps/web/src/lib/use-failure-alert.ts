@@ -1,7 +1,7 @@
 import { useEffect } from 'react';
 import { alertFailure } from './api';
 
-/** Shows a query's failure once, as spec section 8 asks: the server's sentence or 'Please retry later.'. */
+/** Shows a query's failure once, as docs/product.md (Errors) asks: the server's sentence or 'Please retry later.'. */
 export function useFailureAlert(error: unknown) {
   useEffect(() => {
     if (error) alertFailure(error);

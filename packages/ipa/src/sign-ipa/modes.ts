@@ -4,7 +4,7 @@ import { addDylibLoad, rewriteDylibPath } from '../macho/index.js';
 import { buildBinaryPlist, buildXmlPlist, type PlistObject, type PlistValue } from '../plist.js';
 import type { SigningPlan } from './plan.js';
 
-/** Spec section 3 sign types. */
+/** Sign types (docs/product.md, Entities and fields). */
 export type SignMode = 0 | 1 | 2 | 3 | 4;
 
 /** An operator-supplied dylib to inject (modes 1-3); Sideport ships none. */

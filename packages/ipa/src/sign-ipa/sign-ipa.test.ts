@@ -79,7 +79,7 @@ describe('signIpa', () => {
     verifyApp(unzipTo(second, 'second'), pki, profile);
   });
 
-  it('re-signs the real app in every mode of the spec, each passing the same checks', async () => {
+  it('re-signs the real app in every sign mode, each passing the same checks', async () => {
     const iap = { name: 'libiap.dylib', bytes: readFileSync(buildDylib(dir, 'iap', 'int iap(void) { return 1; }\n', '@rpath/libiap.dylib')) };
     const igg = { name: 'libigg.dylib', bytes: readFileSync(buildDylib(dir, 'igg', 'int igg(void) { return 2; }\n', '@rpath/libigg.dylib')) };
     const profile = pki.profile();

@@ -1,6 +1,6 @@
 /**
  * The signing entry point the service calls: an identity as PKCS#12 or PEM, a profile, a mode of
- * the spec (0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP) and, for modes 1-3, the operator's dylibs
+ * docs/product.md (0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP) and, for modes 1-3, the operator's dylibs
  * named for their mode. Everything else is signIpa's.
  */
 import { IpaError } from '../errors.js';

@@ -37,7 +37,7 @@ export const subscriptions = pgTable(
     subscriptionId: text('subscription_id').primaryKey(),
     provider: text('provider').notNull(),
     userId: userRef(),
-    /** Service number of spec section 7: 0, 1, 3 or 4. */
+    /** Service number of GET /api/pay/service/{n} (docs/product.md, Calls): 0, 1, 3 or 4. */
     plan: integer('plan').notNull(),
     status: text('status').notNull(),
     statusAt: timestamp('status_at', { withTimezone: true }).notNull(),

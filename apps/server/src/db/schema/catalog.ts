@@ -110,7 +110,7 @@ export const blacklist = pgTable(
   (t) => [primaryKey({ columns: [t.country, t.appId] })],
 );
 
-/** Who deleted or blacklisted what, and when (DESIGN.md section 7). */
+/** Who deleted or blacklisted what, and when (docs/architecture.md, Operator policy). */
 export const auditLog = pgTable('audit_log', {
   id: bigserial('id', { mode: 'number' }).primaryKey(),
   actor: text('actor').notNull(),

@@ -3,7 +3,7 @@ import { bigint, bigserial, index, integer, jsonb, pgTable, primaryKey, text, ti
 import { versions } from './catalog.js';
 
 /**
- * A decrypt worker agent (DESIGN.md section 9). The token is shown once when the agent is made;
+ * A decrypt worker agent (docs/agent-protocol.md). The token is shown once when the agent is made;
  * only its sha256 is kept, so a copy of this table lets nobody act as an agent.
  */
 export const agents = pgTable('agents', {

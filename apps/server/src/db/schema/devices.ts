@@ -3,7 +3,7 @@ import { bigserial, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex
 import { users } from './accounts.js';
 
 /**
- * A user's device for the sign service (spec section 3, Device). Status follows DESIGN.md section 3:
+ * A user's device for the sign service (docs/product.md, Entities and fields, Device). Status follows docs/architecture.md, Data and state machines:
  * Add (enrolled, unpaid) -> Pending (paid, waiting) -> Process -> Registered (until expires_at) -> Expired.
  * A device's index in the API is its position in the user's list, ordered by id.
  */
@@ -43,7 +43,7 @@ export const devices = pgTable(
      * null while a Mac waits for an admin's confirmation.
      */
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
-    /** When an admin confirmed this Mac (spec: 'an extra process follows payment'); null otherwise. */
+    /** When an admin confirmed this Mac (docs/product.md, Validation and confirmations: 'an extra process follows payment'); null otherwise. */
     confirmedAt: timestamp('confirmed_at', { withTimezone: true }),
   },
   (t) => [

@@ -6,7 +6,7 @@ export type SignSource = 'version' | 'feather';
 export type SignJobState = 'idle' | 'queued' | 'leased';
 
 /**
- * A user's sign of one Done version in one mode (spec section 3, DESIGN.md section 3), or of the
+ * A user's sign of one Done version in one mode (docs/product.md, Entities and fields; docs/architecture.md, Data and state machines), or of the
  * operator's Feather IPA (source 'feather', app ids 0): the job that makes it and the artifact it
  * made. `status` is what the version list shows (No -> Pending -> Process -> Done); `state` is the
  * job's: queued for a worker, leased by one (renewed while it signs; a lease that runs out puts

@@ -2,17 +2,19 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { idParam, pageParam } from '../../platform/params.js';
-import { adminQueueEntry, agentSummary, auditEntry, createAgentRequest, createdAgent } from '@sideport/contracts';
+import { adminQueueEntry, agentSummary, auditEntry, createAgentRequest, createdAgent, setupChecklist } from '@sideport/contracts';
 import { currentUser, type Guards } from '../auth/guard.js';
 import type { AgentService } from '../agents/service.js';
 import type { CatalogService } from '../catalog/service.js';
 import type { JobService } from '../decrypt/jobs.js';
+import type { SetupChecklist } from './setup-checklist.js';
 
 export interface AdminRoutesDeps {
   guards: Guards;
   agents: AgentService;
   jobs: Pick<JobService, 'retry' | 'queuePage'>;
   catalog: Pick<CatalogService, 'audit' | 'auditPage'>;
+  checklist: SetupChecklist;
 }
 
 const ADMIN_PAGE_SIZE = 50;
@@ -23,9 +25,12 @@ const idParams = z.object({ id: idParam('id') });
  * The admin console's API (grade above 0, checked here for every call): agents and their tokens,
  * the queue with attempts and reasons, and the audit log.
  */
-export async function adminRoutes(app: FastifyInstance, { guards, agents, jobs, catalog }: AdminRoutesDeps) {
+export async function adminRoutes(app: FastifyInstance, { guards, agents, jobs, catalog, checklist }: AdminRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const admin = { onRequest: guards.requireAdmin };
+
+  // What the console opens on: each setup step, done or with the setting that completes it.
+  r.get('/api/admin/setup', { ...admin, schema: { response: { 200: setupChecklist } } }, async () => checklist.items());
 
   r.post('/api/admin/agents', { ...admin, schema: { body: createAgentRequest, response: { 200: createdAgent } } }, async (request) => {
     const made = await agents.create(request.body.name);

@@ -1,4 +1,4 @@
-import { desc, eq, sql } from 'drizzle-orm';
+import { desc, eq, gt, max, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
 import { agents, jobs } from '../../db/schema/index.js';
 
@@ -35,4 +35,15 @@ export async function listAgentsWithJobs(db: Database) {
     .from(agents)
     .leftJoin(jobs, sql`${jobs.agentId} = ${agents.id} and ${jobs.state} = 'leased'`)
     .orderBy(desc(agents.id));
+}
+
+/** How many agents were seen after `since`, and when any agent was last seen. */
+export async function agentPresence(db: Database, since: Date) {
+  const [row] = await db
+    .select({
+      online: sql<number>`count(*) filter (where ${gt(agents.lastSeenAt, since)})::int`,
+      lastSeenAt: max(agents.lastSeenAt),
+    })
+    .from(agents);
+  return { online: row?.online ?? 0, lastSeenAt: row?.lastSeenAt ?? null };
 }

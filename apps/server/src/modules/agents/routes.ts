@@ -38,7 +38,7 @@ function currentAgent(request: FastifyRequest): AgentRef {
 }
 
 /**
- * The decrypt agent protocol (DESIGN.md section 9), exempt from the cross-site check: every call
+ * The decrypt agent protocol (docs/agent-protocol.md), exempt from the cross-site check: every call
  * carries the agent's bearer token instead of a cookie. A token unknown or revoked gets 401.
  */
 export async function agentRoutes(app: FastifyInstance, { agents, jobs }: AgentRoutesDeps) {

@@ -12,15 +12,31 @@ export interface AgentServiceDeps {
   releaseJobsOf: (agentId: number) => Promise<void>;
   /** How long one process trusts a token lookup; revocation on this process is immediate. */
   cacheMs?: number;
+  /** An agent seen within this long counts as online (see presence). */
+  onlineWithinMs?: number;
 }
 
 const TOKEN_PREFIX = 'spa_';
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 /** Last-seen is written at most this often per agent: a busy agent need not write on every call. */
 const TOUCH_EVERY_MS = 5000;
+/**
+ * An idle agent is seen at the end of each long-polled claim (30 s at most) and a busy one at each
+ * heartbeat (a third of the lease): two minutes covers both with room for a slow network.
+ */
+export const AGENT_ONLINE_WITHIN_MS = 120_000;
+/** Every page load asks for presence (GET /api/config): one query per process per this long. */
+const PRESENCE_CACHE_MS = 5000;
 
-export function createAgentService({ db, clock, releaseJobsOf, cacheMs = 2000 }: AgentServiceDeps) {
+export function createAgentService({
+  db,
+  clock,
+  releaseJobsOf,
+  cacheMs = 2000,
+  onlineWithinMs = AGENT_ONLINE_WITHIN_MS,
+}: AgentServiceDeps) {
   const cache = createMicroCache<{ agent: q.AgentRow | undefined }>({ ttlMs: cacheMs, max: 1000 });
+  const presenceCache = createMicroCache<AgentPresence>({ ttlMs: PRESENCE_CACHE_MS, max: 1 });
   const touchedAt = new Map<number, number>();
 
   return {
@@ -49,6 +65,7 @@ export function createAgentService({ db, clock, releaseJobsOf, cacheMs = 2000 }:
       const row = await q.deleteAgent(db, id);
       if (!row) throw notFound('This agent');
       cache.clear();
+      presenceCache.clear();
       return row;
     },
 
@@ -71,7 +88,20 @@ export function createAgentService({ db, clock, releaseJobsOf, cacheMs = 2000 }:
       await q.touchAgent(db, agentId, clock());
     },
 
+    /** How many agents are online and when any was last seen; cached briefly, as every page asks. */
+    presence(): Promise<AgentPresence> {
+      return presenceCache.get('presence', async () => {
+        const found = await q.agentPresence(db, new Date(clock().getTime() - onlineWithinMs));
+        return { online: found.online, lastSeenAt: found.lastSeenAt };
+      });
+    },
+
   };
+}
+
+export interface AgentPresence {
+  online: number;
+  lastSeenAt: Date | null;
 }
 
 export type AgentService = ReturnType<typeof createAgentService>;

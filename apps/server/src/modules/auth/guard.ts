@@ -31,7 +31,7 @@ export function createGuards(auth: Pick<AuthService, 'authenticate'>) {
 export type Guards = ReturnType<typeof createGuards>;
 
 /** The signed-in user of a request that passed requireUser. */
-/** A grade above 0 is admin (spec section 6). */
+/** A grade above 0 is admin (docs/product.md, Roles). */
 export const isAdmin = (user: SessionUser): boolean => user.grade > 0;
 
 export function currentUser(request: FastifyRequest): SessionUser {

@@ -1,6 +1,6 @@
 import { and, eq, gt, lt, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
-import { rateLimits, sessions, users } from '../../db/schema/index.js';
+import { rateLimits, sessions, settings, users } from '../../db/schema/index.js';
 
 export type UserRow = typeof users.$inferSelect;
 
@@ -80,4 +80,33 @@ export async function hitRateLimit(db: Database, key: string, now: Date, windowM
 
 export async function clearRateLimit(db: Database, key: string) {
   await db.delete(rateLimits).where(eq(rateLimits.key, key));
+}
+
+/** Whether any account has a grade above 0. */
+export async function hasAdmin(db: Database): Promise<boolean> {
+  const [row] = await db.select({ id: users.id }).from(users).where(gt(users.grade, 0)).limit(1);
+  return row !== undefined;
+}
+
+/** Keeps `value` under `key`, replacing what was there. */
+export async function putSetting(db: Database, key: string, value: string) {
+  await db.insert(settings).values({ key, value }).onConflictDoUpdate({ target: settings.key, set: { value } });
+}
+
+export async function findSetting(db: Database, key: string): Promise<string | undefined> {
+  const [row] = await db.select({ value: settings.value }).from(settings).where(eq(settings.key, key));
+  return row?.value;
+}
+
+/** Deletes `key` only while it still holds `value`; true when this call deleted it (a use of a one-time value). */
+export async function takeSetting(db: Database, key: string, value: string): Promise<boolean> {
+  const deleted = await db
+    .delete(settings)
+    .where(and(eq(settings.key, key), eq(settings.value, value)))
+    .returning({ key: settings.key });
+  return deleted.length === 1;
+}
+
+export async function deleteSetting(db: Database, key: string) {
+  await db.delete(settings).where(eq(settings.key, key));
 }

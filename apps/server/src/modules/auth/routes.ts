@@ -1,15 +1,24 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { credentials } from '@sideport/contracts';
+import { z } from 'zod';
+import { credentials, gradeAnswer } from '@sideport/contracts';
 import { SESSION_COOKIE } from './guard.js';
 import type { AuthService } from './service.js';
+import { SETUP_TOKEN_PATTERN, type SetupLinkService } from './setup-link.js';
 
 export interface AuthRoutesDeps {
   auth: AuthService;
+  setup: SetupLinkService;
   secureCookies: boolean;
 }
 
-export async function authRoutes(app: FastifyInstance, { auth, secureCookies }: AuthRoutesDeps) {
+const setupParams = z.object({
+  token: z.string().regex(SETUP_TOKEN_PATTERN, {
+    error: 'This setup link is not valid. Use the link the server printed last at start.',
+  }),
+});
+
+export async function authRoutes(app: FastifyInstance, { auth, setup, secureCookies }: AuthRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   function setSession(request: FastifyRequest, reply: FastifyReply, session: { token: string; expiresAt: Date }) {
@@ -33,6 +42,24 @@ export async function authRoutes(app: FastifyInstance, { auth, secureCookies }: 
     setSession(request, reply, result);
     return { grade: result.grade };
   });
+
+  // The first admin (docs/security.md, "The setup link"): the page asks whether its link still
+  // works, then creates the account with it and is signed in.
+  r.get('/api/setup/:token', { schema: { params: setupParams } }, async (request, reply) => {
+    await setup.check(request.params.token);
+    return reply.code(204).send();
+  });
+
+  r.post(
+    '/api/setup/:token',
+    { schema: { params: setupParams, body: credentials, response: { 200: gradeAnswer } } },
+    async (request, reply) => {
+      const result = await setup.createAdmin(request.params.token, request.body, request.ip);
+      request.log.info({ admin: request.body.id }, 'admin account created with the setup link');
+      setSession(request, reply, result);
+      return { grade: result.grade };
+    },
+  );
 
   r.post('/api/sign-out', async (request, reply) => {
     await auth.signOut(request.cookies[SESSION_COOKIE]);

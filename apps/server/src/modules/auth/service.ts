@@ -36,6 +36,9 @@ export const hashToken = (token: string) => createHash('sha256').update(token).d
 /** The client sends md5(password) as hex; case must not matter, so hash its lowercase form. */
 const normalizeMd5 = (pw: string) => pw.toLowerCase();
 
+/** What the database keeps of a password: argon2id of the md5 the client sent. */
+export const hashPassword = (passwordMd5: string) => hash(normalizeMd5(passwordMd5), ARGON2);
+
 export function createAuthService(deps: AuthServiceDeps) {
   const { db, clock, limits } = deps;
   const randomToken = deps.randomToken ?? (() => randomBytes(32).toString('base64url'));
@@ -57,6 +60,9 @@ export function createAuthService(deps: AuthServiceDeps) {
   }
 
   return {
+    /** A new session of `userId` (sign-in, sign-up and the first admin's setup link). */
+    openSession,
+
     async signUp(input: Credentials, address: string) {
       const attempts = await q.hitRateLimit(db, `sign-up:ip:${address}`, clock(), windowMs);
       if (attempts > limits.signInPerAddress) {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Plan numbers of spec section 7 ({n} of GET /api/pay/service/{n}); 5 is the one-time reset. */
+/** Plan numbers of docs/product.md, Calls ({n} of GET /api/pay/service/{n}); 5 is the one-time reset. */
 export type PlanNumber = 0 | 1 | 3 | 4;
 
 export interface PlanTerms {
@@ -11,7 +11,7 @@ export interface PlanTerms {
   amountCents: number;
 }
 
-/** Spec section 9. Labels name the plans wherever a person sees them (checkout, portal, logs). */
+/** Prices of docs/product.md, Constants. Labels name the plans wherever a person sees them (checkout, portal, logs). */
 export const PLANS: Readonly<Record<PlanNumber, PlanTerms>> = Object.freeze({
   0: { label: 'Decrypt Premium monthly, 20 apps/day', dailyLimit: 20, interval: 'month', amountCents: 399 },
   1: { label: 'Decrypt Premium yearly, 20 apps/day', dailyLimit: 20, interval: 'year', amountCents: 3999 },

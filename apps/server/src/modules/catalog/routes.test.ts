@@ -64,7 +64,7 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
   const storeCalls = () => store.requests.length;
 
   describe('search', () => {
-    it('maps the store fields of a real answer to the spec entry fields', async () => {
+    it('maps the store fields of a real answer to the entry fields of docs/product.md', async () => {
       const res = await search('us', 'facebook');
       expect(res.statusCode).toBe(200);
       const [entry] = appList.parse(res.json());

@@ -39,7 +39,7 @@ export const NO_SIGN_STATUSES: SignStatuses = {
 
 const megabytes = (bytes: number | null | undefined) => (bytes == null ? null : Math.round((bytes / MB) * 10) / 10);
 
-/** An app / version entry of spec section 3: the app's store facts, overridden by the entry's own. */
+/** An app / version entry of docs/product.md, Entities and fields: the app's store facts, overridden by the entry's own. */
 export function toEntry(app: q.AppRow, e: EntryFacts, signs: SignStatuses = NO_SIGN_STATUSES): AppEntry {
   return {
     app_id: String(app.appId),
@@ -147,7 +147,7 @@ export function createCatalogService(deps: CatalogServiceDeps) {
       return (await q.findApp(db, country, app.appId))!;
     },
 
-    /** Who did what, and when (DESIGN.md section 7). */
+    /** Who did what, and when (docs/architecture.md, Operator policy). */
     audit: (actor: string, action: string, subject: object) => q.recordAudit(db, actor, action, subject),
     auditPage: (page: number, pageSize: number) => q.auditPage(db, page, pageSize),
 

@@ -51,7 +51,7 @@ export function ipaFileName(name: string, version: string) {
   return `${clean(name)}_${clean(version)}.ipa`;
 }
 
-/** The spec's decrypt requests, version lists and downloads (sections 4-7), for signed-in people. */
+/** Decrypt requests, version lists and downloads (docs/product.md, States to Calls), for signed-in people. */
 export function createDecryptService(deps: DecryptServiceDeps) {
   const { db, clock, bus, files, urls, catalog, billing, settings } = deps;
 
@@ -97,7 +97,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
   async function checkPolicy(country: string, appId: number, app: { price: number | null; version: string }, userId: string) {
     if (await catalog.isBlacklisted(country, appId)) throw forbidden('This app is on the black list and cannot be requested.');
     if (!settings.allowPaid && (app.price ?? 0) > 0) {
-      // DESIGN.md section 7: the entry becomes Not with the reason, so lists show Not Support.
+      // docs/architecture.md, Operator policy: the entry becomes Not with the reason, so lists show Not Support.
       const existing = await q.findByVersionString(db, country, appId, app.version);
       if (!existing) {
         const entry = await q

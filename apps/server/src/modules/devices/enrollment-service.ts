@@ -1,19 +1,21 @@
 /**
- * UDID enrollment (spec sections 2, 5 and 9; DESIGN.md section 10): a signed-in user downloads a
+ * UDID enrollment (docs/product.md, Screens, Validation and confirmations and Constants; docs/sign-service.md): a signed-in user downloads a
  * Profile Service .mobileconfig carrying a one-time token; the device posts its signed attributes
  * to the token's URL and is added to that user's list with status Add.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { SigningIdentity } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import { AppError, tooManyRequests } from '../../platform/errors.js';
 import type { EventBus } from '../../platform/events.js';
-import { buildEnrollmentProfile, parseEnrollmentAnswer } from './enrollment.js';
+import type { Config } from '../../platform/config.js';
+import { buildEnrollmentProfile, loadProfileSigner, parseEnrollmentAnswer } from './enrollment.js';
 import * as q from './queries.js';
 
 /** Where devices post their answers; the token follows. Exempt from the cross-site check (it is not a browser's). */
 export const ENROLLMENT_PATH = '/api/udid/enroll/';
-/** Spec section 9: 'Profile install window: 10 minutes'. */
+/** docs/product.md, Constants: 'Profile install window: 10 minutes'. */
 export const ENROLLMENT_TOKEN_TTL_MS = 10 * 60_000;
 /** Profiles a user may hold unused at once (two devices enrolling together is normal; a hundred is not). */
 const MAX_LIVE_TOKENS = 10;
@@ -39,6 +41,18 @@ const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').
 
 const gone = (message: string) => new AppError(410, 'ENROLLMENT_TOKEN_GONE', message);
 const DOWNLOAD_AGAIN = 'download the device profile again from My page';
+
+/** The operator's enrollment settings, as the server and the CLI both read them. */
+export function enrollmentSettings(
+  config: Pick<Config, 'PROFILE_SIGNING_P12' | 'PROFILE_SIGNING_P12_PASSWORD' | 'DEVICE_CA_PEM'>,
+): Pick<EnrollmentServiceDeps, 'profileSigner' | 'deviceCaPem'> {
+  return {
+    profileSigner: config.PROFILE_SIGNING_P12
+      ? loadProfileSigner(readFileSync(config.PROFILE_SIGNING_P12), config.PROFILE_SIGNING_P12_PASSWORD ?? '')
+      : undefined,
+    deviceCaPem: config.DEVICE_CA_PEM,
+  };
+}
 
 export function createEnrollmentService({ db, clock, bus, profileSigner, deviceCaPem, random = randomBytes }: EnrollmentServiceDeps) {
   return {

@@ -24,7 +24,7 @@ import { signAttachedCms } from './pki.js';
 import { uuidFrom } from './dev-identity.js';
 
 export const MOBILECONFIG_CONTENT_TYPE = 'application/x-apple-aspen-config';
-/** What the device is asked for (DESIGN.md section 10). */
+/** What the device is asked for (docs/sign-service.md). */
 export const DEVICE_ATTRIBUTES = ['UDID', 'PRODUCT', 'VERSION', 'SERIAL', 'DEVICE_NAME'] as const;
 
 export interface EnrollmentProfileRequest {
@@ -198,6 +198,25 @@ export async function parseEnrollmentAnswer(
       : await verifyChain(signer, signed, readPemCertificates(options.deviceCaPem));
   const fields = readFields(Buffer.from(content.getValue()));
   return { ...fields, signerSubject: describeName(signer.subject), chainVerified };
+}
+
+/**
+ * What a device reads from a Profile Service .mobileconfig, bare or signed by the operator: the URL
+ * to answer and the challenge to echo (the simulated device of simulated-device.ts reads it so).
+ */
+export function readEnrollmentProfile(profile: Buffer): { url: string; challenge: string } {
+  const xml = looksLikePlist(profile) ? profile : signedContentOf(profile);
+  const content = parsePlistDict(xml, 'the device profile')['PayloadContent'] as { URL?: unknown; Challenge?: unknown } | undefined;
+  if (typeof content?.URL !== 'string' || typeof content.Challenge !== 'string') {
+    throw new EnrollmentError('ENROLLMENT_MALFORMED', 'The device profile names no enrollment URL and challenge.');
+  }
+  return { url: content.URL, challenge: content.Challenge };
+}
+
+function signedContentOf(profile: Buffer): Buffer {
+  const content = readSignedData(profile).encapContentInfo.eContent;
+  if (content === undefined) throw new EnrollmentError('ENROLLMENT_MALFORMED', 'The signed device profile carries no content.');
+  return Buffer.from(content.getValue());
 }
 
 function looksLikePlist(body: Buffer): boolean {

@@ -1,5 +1,5 @@
 /**
- * Registration of paid devices (DESIGN.md section 3): Pending -> Process -> Registered, with the
+ * Registration of paid devices (docs/architecture.md, Data and state machines): Pending -> Process -> Registered, with the
  * operator's Apple developer account or the dev identity, and Registered -> Expired at expiry.
  *
  * Every API process runs passes (on a timer, and when any process tells of a device change); the

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { adminDevice, signingIdentityInfo, type SigningIdentityInfo } from '@sideport/contracts';
+import { AppError } from '../../platform/errors.js';
 import { idParam } from '../../platform/params.js';
 import { contentDisposition } from '../../platform/storage.js';
 import { currentUser, type Guards } from '../auth/guard.js';
@@ -15,13 +16,14 @@ export interface DeviceRoutesDeps {
   guards: Guards;
   enrollment: EnrollmentService;
   registration: Pick<RegistrationService, 'waiting' | 'confirm' | 'retry'>;
-  signing: Pick<SigningService, 'identityInfo' | 'identityDetails'>;
+  signing: Pick<SigningService, 'identityInfo' | 'identityDetails' | 'identityCaPem'>;
   audit: CatalogService['audit'];
   /** PUBLIC_URL; the request's own origin when unset. */
   publicUrl?: string | undefined;
 }
 
 const PROFILE_FILE_NAME = 'sideport-device.mobileconfig';
+const DEV_CA_FILE_NAME = 'sideport-dev-ca.pem';
 const tokenParams = z.object({
   token: z.string().regex(ENROLLMENT_TOKEN_PATTERN, {
     error: 'This enrollment link is not valid; download the device profile again from My page.',
@@ -30,7 +32,7 @@ const tokenParams = z.object({
 const idParams = z.object({ id: idParam('id') });
 
 /**
- * Enrollment (DESIGN.md section 10) and the admin console's devices: those waiting for
+ * Enrollment (docs/sign-service.md) and the admin console's devices: those waiting for
  * registration with Apple's reasons, a Mac's confirmation, a retry, and the identity in use.
  */
 export async function deviceRoutes(
@@ -41,7 +43,7 @@ export async function deviceRoutes(
   const r = app.withTypeProvider<ZodTypeProvider>();
   const admin = { onRequest: guards.requireAdmin };
 
-  // A GET that makes a one-time token (spec section 2: navigating to /udid downloads the profile).
+  // A GET that makes a one-time token (docs/product.md, Screens: navigating to /udid downloads the profile).
   r.get('/api/udid/profile', { onRequest: guards.requireUser }, async (request, reply) => {
     const profile = await enrollment.issueProfile(currentUser(request).id, baseUrl(request));
     return reply
@@ -86,6 +88,18 @@ export async function deviceRoutes(
     const device = await registration.retry(request.params.id);
     await audit(currentUser(request).id, 'retry-device', { id: device.id, user: device.user, product: device.product });
     return device;
+  });
+
+  // The dev identity's CA, so anyone can check what it signed (openssl cms -verify -CAfile, codesign tools).
+  r.get('/api/admin/identity/ca.pem', admin, async (_request, reply) => {
+    const pem = await signing.identityCaPem();
+    if (pem === undefined) {
+      throw new AppError(404, 'NO_DEV_CA', "Apple's certificates sign here: their CA is Apple's own, not one of this server's.");
+    }
+    return reply
+      .type('application/x-pem-file')
+      .header('content-disposition', contentDisposition(DEV_CA_FILE_NAME))
+      .send(pem);
   });
 
   r.get('/api/admin/identity', { ...admin, schema: { response: { 200: signingIdentityInfo } } }, async (): Promise<SigningIdentityInfo> => {

@@ -47,7 +47,7 @@ export function createDeviceService({ db, bus }: DeviceServiceDeps) {
       return (await listDevices(userId))[index];
     },
 
-    /** device_info of /api/info (spec section 3): expired_date only when Registered. */
+    /** device_info of /api/info (docs/product.md, Entities and fields): expired_date only when Registered. */
     async deviceInfo(userId: string): Promise<Device[]> {
       return (await listDevices(userId)).map((d) => ({
         Product: d.product,

@@ -30,6 +30,8 @@ export interface SigningIdentityProvider {
   registerDevice?(device: DeviceToRegister): Promise<{ appleDeviceId: string }>;
   /** What the admin console shows; never calls Apple. */
   details?(): Promise<IdentityDetails>;
+  /** The CA that issued the signing certificate, PEM: the dev identity's own (Apple's is public). */
+  caCertificatePem?(): Promise<string>;
 }
 
 export interface DeviceToRegister {
@@ -75,7 +77,7 @@ const DEV_IDENTITY_SETTING = 'dev_identity';
 const DEV_IDENTITY_PURPOSE = 'dev-identity';
 
 /**
- * The dev identity (DESIGN.md section 2, embedded default): made once, sealed with SECRET_KEY and
+ * The dev identity (docs/architecture.md, Topology, embedded default): made once, sealed with SECRET_KEY and
  * kept in the database, so every process and every restart signs with the same one.
  */
 export function createDevIdentityProvider(deps: { db: Database; secrets: SecretBox; clock: () => Date }): SigningIdentityProvider {
@@ -89,6 +91,7 @@ export function createDevIdentityProvider(deps: { db: Database; secrets: SecretB
     description: `${DEV_IDENTITY_LABEL}: a local CA made by Sideport. It runs the whole pipeline; real devices will not install what it signs.`,
     source: async () => devIdentitySource(await identity()),
     details: async () => certificateDetails((await identity()).certPem),
+    caCertificatePem: async () => (await identity()).caCertPem,
     async makeProfile({ userId, udids }) {
       const made = createDevProfile(await identity(), {
         devices: udids,
@@ -164,6 +167,11 @@ export function createSigningService({ db, clock, identity }: SigningServiceDeps
     /** identityInfo and the certificate in use, for the admin console. */
     async identityDetails(): Promise<IdentityDetails> {
       return identity.details ? identity.details() : { teamId: null, certificateName: null, certificateExpiresAt: null };
+    },
+
+    /** The dev identity's CA certificate (PEM), which checks its signatures; undefined for Apple's. */
+    async identityCaPem(): Promise<string | undefined> {
+      return identity.caCertificatePem ? identity.caCertificatePem() : undefined;
     },
 
     /** The user's Registered devices and when each became so (check-sign compares an artifact with them). */

@@ -10,7 +10,7 @@ export interface EventRoutesDeps {
 }
 
 /**
- * GET /api/events: Server-Sent Events for one signed-in tab (DESIGN.md section 6). Decrypt entry
+ * GET /api/events: Server-Sent Events for one signed-in tab (docs/architecture.md, Web client). Decrypt entry
  * changes go to everyone; sign and device changes only to their owner (device changes, which carry
  * no data, to admins too). Events come from every API
  * process through the database's LISTEN/NOTIFY, so the process a tab is connected to does not matter.

@@ -1,7 +1,7 @@
 import { buildXmlPlist } from '@sideport/ipa';
 
 /**
- * The OTA install manifest iOS fetches from an itms-services link (DESIGN.md section 10): one item,
+ * The OTA install manifest iOS fetches from an itms-services link (docs/sign-service.md): one item,
  * its IPA as the software-package asset, and what the install dialog shows.
  */
 export function installManifest(item: { ipaUrl: string; bundleId: string; bundleVersion: string; title: string }): string {

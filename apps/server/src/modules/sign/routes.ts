@@ -23,7 +23,7 @@ const artifactParams = z.object({ artifact_id: opaqueIdParam('artifact') });
 const artifactGone = () => new AppError(404, 'NOT_SIGNED', 'This signed app is no longer available. Ask for a new install link.');
 
 /**
- * The sign service's routes: spec section 7's sign, check-sign, install and Feather calls for the
+ * The sign service's routes: the sign, check-sign, install and Feather calls (docs/product.md, Calls) for the
  * signed-in owner, and the manifest, IPA and certificate files on signed, expiring URLs that need
  * no cookie (iOS fetches manifests and IPAs without one), outside /api.
  */

@@ -60,7 +60,7 @@ export function isCurrent(row: q.SignRow, devices: Array<{ udid: string; registe
 }
 
 /**
- * The sign service as people use it (spec section 7, DESIGN.md section 10): sign requests, the
+ * The sign service as people use it (docs/product.md, Calls; docs/sign-service.md): sign requests, the
  * per-user sign statuses of the version list, check-sign, OTA install manifests and artifacts on
  * signed URLs, and Feather. Workers (worker.ts) do the signing.
  */

@@ -95,7 +95,7 @@ export function createSignCache({ files, dir, tmpDir, run, log }: SignCacheDeps)
     },
 
     /**
-     * Fills a version's cache when it becomes Done (DESIGN.md section 10: no user waits for a cold
+     * Fills a version's cache when it becomes Done (docs/sign-service.md: no user waits for a cold
      * sign). Runs in a signing process; the upload's own file is read when it is at hand.
      */
     async warm(done: { appId: number; appVerId: number; fileKey: string; localFile?: string }) {

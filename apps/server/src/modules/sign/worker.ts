@@ -47,7 +47,7 @@ const MAX_SIGN_MS = 60 * 60_000;
 
 const isSubstrate = (file: string) => /^(libsubstrate\.dylib|CydiaSubstrate.*)$/.test(path.basename(file));
 
-/** The dylibs a mode injects, in load order, and a bundled substrate among them (DESIGN.md section 10). */
+/** The dylibs a mode injects, in load order, and a bundled substrate among them (docs/sign-service.md). */
 export function modeDylibs(mode: number, dylibs: SignWorkerSettings['dylibs']) {
   const paths = [...new Set([...(mode === 1 || mode === 3 ? dylibs.iap : []), ...(mode === 2 || mode === 3 ? dylibs.igg : [])])];
   const substrate = paths.find(isSubstrate);

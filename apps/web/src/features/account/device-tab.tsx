@@ -46,7 +46,7 @@ function DeviceAction({ device, index }: { device: Device; index: number }) {
   }
 }
 
-/** My page, Device tab (spec section 2). */
+/** My page, Device tab (docs/product.md, Screens). */
 export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
   const devices = info?.device_info ?? [];
   const addDevice = () => {

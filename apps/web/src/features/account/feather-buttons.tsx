@@ -19,9 +19,9 @@ async function installFeather() {
 }
 
 /**
- * 'Feather Install' and 'Feather Cert' (spec section 2). The cert is a zip of a .p12 and the
+ * 'Feather Install' and 'Feather Cert' (docs/product.md, Screens). The cert is a zip of a .p12 and the
  * person's profile; its password is new each time and only in this answer, so it stays on screen
- * with the spec's cert-password notice until closed, beside the zip's link. Without Feather on the
+ * with the cert-password notice of docs/product.md until closed, beside the zip's link. Without Feather on the
  * server, its sentence is shown as any failure is.
  */
 export function FeatherButtons() {

@@ -3,7 +3,7 @@ import Table from 'react-bootstrap/Table';
 import type { AccountInfo } from '@sideport/contracts';
 import { alertFailure, api } from '../../lib/api';
 
-/** Spec section 9 prices; the server charges through the configured provider's prices. */
+/** The prices of docs/product.md (Constants); the server charges through the configured provider's prices. */
 export const SERVICE_OFFERS = [
   { n: 0, label: '$3.99 / month · 20 App/day' },
   { n: 1, label: '$39.99 / year · 20 App/day' },

@@ -2,11 +2,11 @@ import { useEffect, useRef } from 'react';
 import { Link } from 'react-router';
 import { ADD_DEVICE_NOTICE } from './messages';
 
-/** The enrollment profile: a signed-in GET that makes a one-time token (DESIGN.md section 10). */
+/** The enrollment profile: a signed-in GET that makes a one-time token (docs/sign-service.md). */
 export const PROFILE_URL = '/api/udid/profile';
 
 /**
- * /udid: navigating here downloads the device profile (spec section 2). Signed-in only (the route
+ * /udid: navigating here downloads the device profile (docs/product.md, Screens). Signed-in only (the route
  * sends others to sign in first); the link is there for a browser that held the download back.
  */
 export function UdidPage() {

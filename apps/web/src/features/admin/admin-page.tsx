@@ -4,10 +4,11 @@ import { AgentsPanel } from './agents-panel';
 import { AuditPanel } from './audit-panel';
 import { DevicesPanel } from './devices-panel';
 import { QueuePanel } from './queue-panel';
+import { SetupPanel } from './setup-panel';
 
 /**
- * /admin (grade above 0; the server checks every call): agents, the queue, devices waiting for
- * registration with the signing identity, and the audit log.
+ * /admin (grade above 0; the server checks every call): the setup checklist it opens on, agents,
+ * the queue, devices waiting for registration with the signing identity, and the audit log.
  */
 export function AdminPage() {
   return (
@@ -15,7 +16,10 @@ export function AdminPage() {
       <h1 id="admin-title" className="fs-4 mb-3">
         Admin
       </h1>
-      <Tabs defaultActiveKey="agents" id="admin-tabs" className="mb-3" mountOnEnter>
+      <Tabs defaultActiveKey="setup" id="admin-tabs" className="mb-3" mountOnEnter>
+        <Tab eventKey="setup" title="Setup">
+          <SetupPanel />
+        </Tab>
         <Tab eventKey="agents" title="Agents">
           <AgentsPanel />
         </Tab>

@@ -6,7 +6,7 @@ import { auditQuery, formatTime } from './queries';
 
 const AUDIT_COLUMNS = [{ label: 'When' }, { label: 'Who' }, { label: 'Action' }, { label: 'Subject' }];
 
-/** Admin deletes, blacklists, retries and agent changes: who, what, when (DESIGN.md section 7). */
+/** Admin deletes, blacklists, retries and agent changes: who, what, when (docs/architecture.md, Operator policy). */
 export function AuditPanel() {
   const audit = useInfiniteQuery(auditQuery);
   useFailureAlert(audit.error);

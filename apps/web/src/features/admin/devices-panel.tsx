@@ -17,7 +17,7 @@ const DEVICE_COLUMNS = [
   { label: 'Actions', isLabelHidden: true, isWideOnly: true },
 ];
 
-/** What the Status cell says: the spec's status, and what the device waits for. */
+/** What the Status cell says: the device's status, and what the device waits for. */
 function waitingFor(device: AdminDevice) {
   if (device.awaiting_confirmation) return 'Mac: waits for confirmation';
   if (device.status === 'Process') return 'being registered';
@@ -28,7 +28,7 @@ function waitingFor(device: AdminDevice) {
 
 /**
  * Devices waiting for registration: a paid device Pending, with Apple's reason when an attempt
- * failed (Retry tries it again now), and a Mac held in Process after payment (the spec's 'an extra
+ * failed (Retry tries it again now), and a Mac held in Process after payment (the Mac payment notice's 'an extra
  * process follows payment') until an admin confirms it is an M1/M2 Mac. Above them, the identity
  * that registers and signs.
  */

@@ -4,6 +4,9 @@ import { useQuery } from '@tanstack/react-query';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { formatTime, identityQuery } from './queries';
 
+/** The dev identity's CA certificate, which checks the signatures it makes. */
+export const DEV_CA_URL = '/api/admin/identity/ca.pem';
+
 /**
  * The identity that registers devices and signs: the operator's Apple developer account, or the
  * dev identity, which runs the whole pipeline but whose output real devices will not install. The
@@ -34,6 +37,15 @@ export function IdentityCard() {
       <div className="small text-body-secondary">
         {info.team_id && <>Team {info.team_id} · </>}
         Certificate: {certificate}
+        {info.kind === 'dev' && (
+          <>
+            {' · '}
+            {/* Anyone can then check what it signed: openssl cms -verify -CAfile sideport-dev-ca.pem. */}
+            <a href={DEV_CA_URL} download>
+              Download its CA (PEM)
+            </a>
+          </>
+        )}
       </div>
     </Alert>
   );

@@ -4,6 +4,7 @@ import {
   adminQueueEntry,
   agentSummary,
   auditEntry,
+  setupChecklist,
   signingIdentityInfo,
 } from '@sideport/contracts';
 import { api } from '../../lib/api';
@@ -66,3 +67,12 @@ export const identityQuery = queryOptions({
 /** Times in the viewer's zone, to the minute. */
 export const formatTime = (iso: string | null) =>
   iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'short' }) : 'never';
+
+/** The setup checklist: what this server runs with, and the setting that completes each step. */
+export const setupChecklistQuery = queryOptions({
+  queryKey: ['admin', 'setup'],
+  queryFn: async () => setupChecklist.parse(await api<unknown>('/api/admin/setup')),
+  retry: false,
+  // An agent coming online shows without a reload.
+  refetchInterval: 30_000,
+});

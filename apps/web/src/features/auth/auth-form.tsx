@@ -9,7 +9,7 @@ import { alertFailure, api } from '../../lib/api';
 import { afterSignInPath, useClientStore } from '../../lib/store';
 import { validateAuthForm, type AuthMode } from './validate';
 
-/** The sign-in and sign-up forms (spec section 2): Enter submits; the password travels as its MD5. */
+/** The sign-in and sign-up forms (docs/product.md, Screens): Enter submits; the password travels as its MD5. */
 export function AuthForm({ mode }: { mode: AuthMode }) {
   const navigate = useNavigate();
   const [id, setId] = useState('');

@@ -3,7 +3,7 @@ import { useNavigate } from 'react-router';
 import { api, ApiError, RETRY_LATER } from '../../lib/api';
 import { useClientStore } from '../../lib/store';
 
-/** Sign out after 'Really want sign out?'; a failure alerts 'Please retry later.' (spec section 8). */
+/** Sign out after 'Really want sign out?'; a failure alerts 'Please retry later.' (docs/product.md, Errors). */
 export function useSignOut() {
   const navigate = useNavigate();
   const queryClient = useQueryClient();

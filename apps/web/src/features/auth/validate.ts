@@ -2,7 +2,7 @@ import { ID_MIN_LENGTH, PASSWORD_MIN_LENGTH } from '@sideport/contracts';
 
 export type AuthMode = 'sign-in' | 'sign-up';
 
-/** Spec section 5, checked before anything is sent; the first broken rule is alerted. */
+/** docs/product.md, Validation and confirmations, checked before anything is sent; the first broken rule is alerted. */
 export function validateAuthForm(
   mode: AuthMode,
   id: string,

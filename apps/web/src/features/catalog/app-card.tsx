@@ -16,7 +16,7 @@ export interface AppCardProps {
   onAction: (action: CardAction, entry: AppEntry) => void;
 }
 
-/** One app of a list (spec section 2, App card). */
+/** One app of a list (docs/product.md, Screens, App card). */
 export function AppCard({ entry, list, isAdmin, onAction }: AppCardProps) {
   return (
     <Card className="h-100 app-card" data-testid="app-card" data-app-id={entry.app_id}>

@@ -13,7 +13,7 @@ export function ListPage({ list }: { list: PagedList }) {
   const query = useInfiniteQuery(listQuery(list));
   const end = useRef<HTMLDivElement>(null);
   const entries = query.data?.pages.flatMap((p) => p.entries) ?? [];
-  // A failed load alerts once and stops the scroll (spec section 8).
+  // A failed load alerts once and stops the scroll (docs/product.md, Errors).
   const failed = query.isError;
   useEffect(() => {
     if (failed) alertFailure(new Error(RETRY_LATER));

@@ -4,7 +4,7 @@
  */
 const STAR_ICONS = { full: 'bi-star-fill', half: 'bi-star-half', empty: 'bi-star' } as const;
 
-/** Rating out of 5 in half-star steps (spec section 9), with the number of ratings beside it. */
+/** Rating out of 5 in half-star steps (docs/product.md, Constants), with the number of ratings beside it. */
 export function RatingStars({ rating, count }: { rating: number | null; count: number | null }) {
   const halves = Math.round(Math.min(Math.max(rating ?? 0, 0), 5) * 2);
   const stars = Array.from({ length: 5 }, (_, i) => {

@@ -13,7 +13,7 @@ describe('cardButtons', () => {
     }
   });
 
-  it('shows progress by status, with the spec labels', () => {
+  it('shows progress by status, with the labels of docs/product.md', () => {
     expect(labels('Pending')).toContain('Enqueued...');
     expect(labels('Process')).toContain('Processing...');
     expect(labels('Downloaded')).toContain('Pending...');

@@ -11,7 +11,7 @@ export interface CardButton {
 }
 
 /**
- * The button of an entry on its way through the queue (spec section 4): Pending shows
+ * The button of an entry on its way through the queue (docs/product.md, States): Pending shows
  * 'Enqueued...' (which offers the premium queue), working states show their progress, Not shows
  * 'Not Support'. Available and Done have none here: their buttons depend on where they show.
  */
@@ -33,7 +33,7 @@ export function progressButton(status: DecryptStatus): CardButton | undefined {
 }
 
 /**
- * The buttons of an app card by decrypt status (spec sections 2 and 4): only Available shows
+ * The buttons of an app card by decrypt status (docs/product.md, Screens and States): only Available shows
  * Decrypt; admins get Delete beside View; the rest is the entry's progress.
  */
 export function cardButtons(entry: Pick<AppEntry, 'status'>, list: ListKind, isAdmin: boolean): CardButton[] {

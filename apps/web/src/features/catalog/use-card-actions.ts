@@ -7,7 +7,7 @@ import type { VersionTarget } from '../versions/version-modal';
 import type { CardAction, ListKind } from './status-buttons';
 
 /**
- * What the card buttons do (spec sections 4-8). Anonymous visitors are sent to sign in by any
+ * What the card buttons do (docs/product.md, States, Validation and confirmations, Roles, Calls and Errors). Anonymous visitors are sent to sign in by any
  * action. View opens the version modal; Downgrade too, after the premium check; Decrypt and the
  * premium queue confirm first; admin delete confirms (with the blacklist choice for queue entries).
  */

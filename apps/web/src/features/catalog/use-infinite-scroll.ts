@@ -1,6 +1,6 @@
 import { useEffect, useRef, type RefObject } from 'react';
 
-/** Spec section 9: the next page loads 250 px from the end of the list; scrolling is throttled at 300 ms. */
+/** docs/product.md, Constants: the next page loads 250 px from the end of the list; scrolling is throttled at 300 ms. */
 export const SCROLL_TRIGGER_PX = 250;
 export const SCROLL_THROTTLE_MS = 300;
 

@@ -2,7 +2,7 @@ import type { QueryClient } from '@tanstack/react-query';
 import type { AppEntry, LiveEvent, SignEvent, SignStatus, SignType, VersionEvent } from '@sideport/contracts';
 import { editEntryCaches, type CachedEntry, type EntryEdit } from './entry-caches';
 
-/** The cached field of each sign type (spec section 3). */
+/** The cached field of each sign type (docs/product.md, Entities and fields). */
 export const SIGN_FIELDS = {
   0: 'normal_sign',
   1: 'iap_sign',
@@ -82,7 +82,7 @@ export function applyVersionEvent(queryClient: QueryClient, event: VersionEvent)
   });
 }
 
-/** This tab's own delete: the entry leaves every list at once, search results included (spec section 4). */
+/** This tab's own delete: the entry leaves every list at once, search results included (docs/product.md, States). */
 export function removeEntry(queryClient: QueryClient, ref: EntryRef) {
   editEntryCaches(queryClient, (cache) =>
     cache === 'search'

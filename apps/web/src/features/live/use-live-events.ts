@@ -5,7 +5,7 @@ import { useClientStore } from '../../lib/store';
 import { applyLiveEvent, refreshAfterGap } from './apply-event';
 
 /**
- * One Server-Sent Events stream per signed-in tab (DESIGN.md section 6): every status change the
+ * One Server-Sent Events stream per signed-in tab (docs/architecture.md, Web client): every status change the
  * server publishes updates the cached lists, search results, version modal and admin queue, so
  * nobody reloads to see 'Enqueued...' become Download. EventSource reconnects by itself; after a
  * gap the shown data is refetched, as events may have been missed meanwhile.

@@ -15,7 +15,7 @@ import {
 
 type EntryRef = Pick<AppEntry, 'country' | 'app_id' | 'app_ver_id' | 'name'>;
 
-/** Spec section 6: premium is what GET /api/premium says; any failure means not premium. */
+/** docs/product.md, Roles: premium is what GET /api/premium says; any failure means not premium. */
 export const isPremium = () =>
   api('/api/premium').then(
     () => true,
@@ -40,7 +40,7 @@ function showAnswer(queryClient: QueryClient, entry: EntryRef, data: unknown) {
 }
 
 /**
- * Decrypt (spec sections 4-6): confirm, then free users confirm the slow queue. `scope` 'app' asks
+ * Decrypt (docs/product.md, States, Validation and confirmations and Roles): confirm, then free users confirm the slow queue. `scope` 'app' asks
  * for the store's current version; 'version' for this one, which is premium only.
  */
 export async function requestDecrypt(queryClient: QueryClient, entry: EntryRef, scope: 'app' | 'version') {
@@ -59,7 +59,7 @@ export async function requestDecrypt(queryClient: QueryClient, entry: EntryRef, 
   }
 }
 
-/** 'Enqueued...' offers the premium queue (spec section 4). */
+/** 'Enqueued...' offers the premium queue (docs/product.md, States). */
 export async function moveToPremiumQueue(queryClient: QueryClient, entry: EntryRef) {
   if (!window.confirm(PREMIUM_QUEUE_QUESTION)) return;
   const version = entry.app_ver_id ? `/${entry.app_ver_id}` : '';
@@ -77,7 +77,7 @@ export async function moveToPremiumQueue(queryClient: QueryClient, entry: EntryR
 }
 
 /**
- * Admin delete (spec sections 5, 6 and 8): a decrypted version, or a queue entry with the choice to
+ * Admin delete (docs/product.md, Validation and confirmations, Roles and Errors): a decrypted version, or a queue entry with the choice to
  * blacklist its app; the entry leaves the shown lists; a failure says 'Please retry later.'.
  */
 export async function deleteEntry(queryClient: QueryClient, entry: EntryRef, kind: 'done' | 'queued') {

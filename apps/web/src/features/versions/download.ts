@@ -3,7 +3,7 @@ import { alertFailure, api } from '../../lib/api';
 import { POPUP_BLOCKED } from './messages';
 
 /**
- * Spec section 7: the download URL opens in a new tab. The tab is opened at the click, while the
+ * docs/product.md, Calls: the download URL opens in a new tab. The tab is opened at the click, while the
  * browser still counts it as the person's gesture, and pointed at the signed URL once it is known;
  * when the popup is blocked, the person may open it on the current page instead.
  */

@@ -1,4 +1,4 @@
-/** Confirmations and alerts of spec sections 5, 7 and 8 on the decrypt and version flows, verbatim. */
+/** Confirmations and alerts of docs/product.md, Validation and confirmations, Calls and Errors on the decrypt and version flows, verbatim. */
 export const DECRYPT_WARNING = 'Versions that are too old or certain apps may not work.';
 export const FREE_USER_WARNING =
   'Free users take a long time to decrypt. Service subscription is available on My Page.';

@@ -3,7 +3,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import type { AppEntry } from '@sideport/contracts';
 import { installSigned, requestSign, SIGN_BUTTON_LABELS, SIGN_MODES, signStatusOf } from './sign';
 
-/** One button per signing mode of a Done version, by the caller's status of that mode (spec section 4). */
+/** One button per signing mode of a Done version, by the caller's status of that mode (docs/product.md, States). */
 export function SignButtons({ entry }: { entry: AppEntry }) {
   const queryClient = useQueryClient();
   return (

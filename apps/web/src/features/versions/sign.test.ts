@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SIGN_MODES, signQuestion } from './sign';
 
 describe('signQuestion', () => {
-  it("is 'Really want request sign', the mode in parentheses and the app name (spec section 5)", () => {
+  it("is 'Really want request sign', the mode in parentheses and the app name (docs/product.md, Validation and confirmations)", () => {
     expect(SIGN_MODES.map((mode) => signQuestion(mode, 'Ready App'))).toEqual([
       'Really want request sign Ready App',
       'Really want request sign (IAP) Ready App',

@@ -8,11 +8,11 @@ export interface SignMode {
   type: SignType;
   /** The mode's name on its button group. */
   name: string;
-  /** The mode as the sign confirmation names it (spec section 5); none for normal. */
+  /** The mode as the sign confirmation names it (docs/product.md, Validation and confirmations); none for normal. */
   confirmName?: string;
 }
 
-/** Spec section 3: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP. */
+/** docs/product.md, Entities and fields: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP. */
 export const SIGN_MODES: readonly SignMode[] = [
   { type: 0, name: 'Normal' },
   { type: 1, name: 'IAP', confirmName: 'IAP' },
@@ -23,7 +23,7 @@ export const SIGN_MODES: readonly SignMode[] = [
 
 export const signStatusOf = (entry: AppEntry, type: SignType): SignStatus => entry[SIGN_FIELDS[type]];
 
-/** Spec section 4: No requests, Pending 'Enqueued...', Process 'Processing...', Done 'Install'. */
+/** docs/product.md, States: No requests, Pending 'Enqueued...', Process 'Processing...', Done 'Install'. */
 export const SIGN_BUTTON_LABELS: Record<SignStatus, string> = {
   No: 'Sign',
   Pending: 'Enqueued...',
@@ -32,7 +32,7 @@ export const SIGN_BUTTON_LABELS: Record<SignStatus, string> = {
 };
 
 /**
- * Spec section 5, to the letter: 'Really want request sign' plus the mode in parentheses (IAP, IGG,
+ * docs/product.md, Validation and confirmations, to the letter: 'Really want request sign' plus the mode in parentheses (IAP, IGG,
  * IAP + IGG or DUP; normal names none) and the app name.
  */
 export const signQuestion = (mode: SignMode, appName: string) =>
@@ -41,7 +41,7 @@ export const signQuestion = (mode: SignMode, appName: string) =>
 type Version = Pick<AppEntry, 'app_id' | 'app_ver_id' | 'name'>;
 
 /**
- * PUT /api/sign. Spec section 4: requesting sets the mode Pending locally, at once; live events
+ * PUT /api/sign. docs/product.md, States: requesting sets the mode Pending locally, at once; live events
  * take it on (Process, Done). The answer is applied only where it is ahead of what is shown: Done
  * at once when the artifact there still serves every device, or a sign already under way, neither
  * of which any event will announce again. A refusal puts back what was shown before.
@@ -74,7 +74,7 @@ export async function requestSign(queryClient: QueryClient, entry: Version, mode
 }
 
 /**
- * Install (spec sections 7 and 8): check the sign first; a 406 means a device was registered after
+ * Install (docs/product.md, Calls and Errors): check the sign first; a 406 means a device was registered after
  * it was signed, so a new sign is offered; otherwise go to the install URL.
  */
 export async function installSigned(queryClient: QueryClient, entry: Version, mode: SignMode) {

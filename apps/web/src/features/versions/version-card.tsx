@@ -10,7 +10,7 @@ import type { LiveEntry } from './queries';
 import { SignButtons } from './sign-buttons';
 
 /**
- * One version in the version modal (spec section 2): its number and Close; Done shows Download,
+ * One version in the version modal (docs/product.md, Screens): its number and Close; Done shows Download,
  * Delete for admins and the signing modes; Available (from Downgrade) offers Decrypt; the rest
  * shows where the entry stands in the queue.
  */

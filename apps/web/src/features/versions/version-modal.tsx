@@ -30,7 +30,7 @@ function useVersionList(target: VersionTarget) {
 }
 
 /**
- * The version modal of spec section 2: static (Escape and a click beside it do not close it; each
+ * The version modal of docs/product.md, Screens: static (Escape and a click beside it do not close it; each
  * card's Close does), titled with the app name and the note that the normal version shows once
  * decrypted. Statuses follow live events through the query cache.
  */

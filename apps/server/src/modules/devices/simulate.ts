@@ -1,0 +1,74 @@
+/**
+ * `sideport device:simulate`: a simulated iPhone enrolled for a user through the real enrollment
+ * service (a profile with a one-time token, the device's signed answer, every check an iPhone's
+ * answer gets), and with `paid` paid on the test-mode checkout and registered. Only with the dev
+ * identity: a made-up UDID has no place on an Apple developer account.
+ */
+import { AppError } from '../../platform/errors.js';
+import type { AuthService } from '../auth/service.js';
+import type { BillingService } from '../billing/service.js';
+import type { EnrollmentService } from './enrollment-service.js';
+import type { RegistrationService } from './registration.js';
+import type { DeviceService, DeviceStatus } from './service.js';
+import { createSimulatedDevice, type SimulatedDeviceOptions } from './simulated-device.js';
+
+export interface SimulateDeps {
+  identityKind: 'dev' | 'apple';
+  billingProvider: 'dev' | 'stripe';
+  users: Pick<AuthService, 'findUser'>;
+  enrollment: Pick<EnrollmentService, 'issueProfile' | 'enroll'>;
+  devices: Pick<DeviceService, 'listDevices'>;
+  billing: Pick<BillingService, 'startCheckout' | 'payDevCheckout'>;
+  registration: Pick<RegistrationService, 'runPass'>;
+  /** The site's origin: the profile's enrollment URL and the checkout's return address start with it. */
+  baseUrl: string;
+}
+
+export interface SimulatedEnrollment {
+  udid: string;
+  product: string;
+  deviceName: string;
+  /** Add, or Registered after a payment. */
+  status: DeviceStatus;
+}
+
+const refused = (message: string) => new AppError(409, 'SIMULATION_REFUSED', message);
+
+export async function simulateDevice(
+  deps: SimulateDeps,
+  userId: string,
+  options: { paid?: boolean; device?: SimulatedDeviceOptions } = {},
+): Promise<SimulatedEnrollment> {
+  if (deps.identityKind !== 'dev') {
+    throw refused(
+      'Simulated devices need the dev identity: with an App Store Connect key (ASC_KEY_ID) a made-up UDID would be registered on your Apple developer account.',
+    );
+  }
+  if (options.paid && deps.billingProvider !== 'dev') {
+    throw refused(
+      '--paid needs the test-mode billing provider (STRIPE_SECRET_KEY unset): pay for the device on My page instead.',
+    );
+  }
+  const user = await deps.users.findUser(userId);
+  if (!user) throw new AppError(404, 'NO_SUCH_USER', `No user with id ${userId}.`);
+
+  const device = createSimulatedDevice(options.device);
+  const profile = await deps.enrollment.issueProfile(user.id, deps.baseUrl);
+  const { url, body } = device.answer(profile);
+  await deps.enrollment.enroll(new URL(url).pathname.split('/').at(-1) ?? '', body);
+
+  const index = (await deps.devices.listDevices(user.id)).findIndex((d) => d.udid === device.udid);
+  if (options.paid) {
+    // The test-mode checkout's Pay, as a person presses it: the same payment event a webhook applies.
+    const checkout = await deps.billing.startCheckout(
+      { id: user.id },
+      { kind: 'device', index },
+      deps.baseUrl,
+    );
+    await deps.billing.payDevCheckout(new URL(checkout.url).pathname.split('/').at(-1) ?? '', user.id);
+    // The dev identity registers at once; a pass here saves waiting for a server's worker.
+    await deps.registration.runPass();
+  }
+  const status = (await deps.devices.listDevices(user.id))[index]?.status ?? 'Add';
+  return { udid: device.udid, product: device.product, deviceName: device.deviceName, status };
+}
