@@ -8,6 +8,7 @@ import { createCatalogService } from './modules/catalog/service.js';
 import { createJobService } from './modules/decrypt/jobs.js';
 import type { Config } from './platform/config.js';
 import { createEventBus } from './platform/events.js';
+import { withHeldDeletes } from './platform/backup.js';
 import { createFileStore } from './platform/storage.js';
 import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platform/secrets.js';
 import { createAppleIdentityProvider } from './modules/devices/apple-identity.js';
@@ -48,7 +49,8 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     clock: () => clock().getTime(),
   });
   const bus = await createEventBus(database);
-  const files = createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR });
+  // Deletions can be held while `sideport backup` copies the files (see platform/backup.ts).
+  const files = withHeldDeletes(createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR }));
   const catalog = createCatalogService({
     db,
     itunes,

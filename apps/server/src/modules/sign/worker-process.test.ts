@@ -24,7 +24,8 @@ interface Worker {
   signed(): number[];
 }
 
-const idsOf = (text: string, what: 'signing' | 'signed') => [...text.matchAll(new RegExp(`sign (\\d+): ${what}$`, 'gm'))].map((m) => Number(m[1]));
+// The worker logs JSON lines; each sign's are `"msg":"sign 12: signing"` and `"msg":"sign 12: signed"`.
+const idsOf = (text: string, what: 'signing' | 'signed') => [...text.matchAll(new RegExp(`"msg":"sign (\\d+): ${what}"`, 'g'))].map((m) => Number(m[1]));
 
 /**
  * Sign workers as an operator runs them on other machines: `npx sideport worker` processes against
