@@ -87,7 +87,11 @@ describe.each(databaseKinds)('sideport worker logs and metrics on %s', (kind) =>
 
   beforeAll(async () => {
     store = await storeWith([storeApp(APP_ID, 'com.example.workerops')]);
-    live = await startLiveServer(kind, { ITUNES_BASE_URL: store.url, SIGN_WORKERS: '0', SIGN_IN_LIMIT_PER_ADDRESS: '10000' });
+    live = await startLiveServer(kind, {
+      ITUNES_BASE_URL: store.url,
+      SIGN_WORKERS: '0',
+      SIGN_IN_LIMIT_PER_ADDRESS: '10000',
+    });
     cookie = await signedInUser(live, `worker_ops_${kind}`);
     await enrollDevice(live, cookie, { UDID: '00008110-0000000000000C01', PRODUCT: 'iPhone15,2' });
     await payForDevice(live, cookie, 0);
@@ -96,8 +100,13 @@ describe.each(databaseKinds)('sideport worker logs and metrics on %s', (kind) =>
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // The dev identity is made and sealed with DATA_DIR/secret-key now, as the server makes it on first use.
-    if (!(await live.services.signing.signingMaterial(`worker_ops_${kind}`))) throw new Error('no signing material');
-    const ipa = await buildIpa({ bundleId: 'com.example.workerops', version: '1.0', appVerId: String(APP_VER_ID) });
+    if (!(await live.services.signing.signingMaterial(`worker_ops_${kind}`)))
+      throw new Error('no signing material');
+    const ipa = await buildIpa({
+      bundleId: 'com.example.workerops',
+      version: '1.0',
+      appVerId: String(APP_VER_ID),
+    });
     await live.services.jobs.importIpa(ipa, { country: 'KR', appId: APP_ID });
     await live.stop();
   });
@@ -110,7 +119,12 @@ describe.each(databaseKinds)('sideport worker logs and metrics on %s', (kind) =>
   /** Queues a sign in mode 0 through the API, then stops the API. */
   async function queueSign() {
     await live.start();
-    const res = await live.app.inject({ method: 'PUT', url: `/api/sign/${APP_ID}/${APP_VER_ID}`, payload: { type: 0 }, headers: { cookie } });
+    const res = await live.app.inject({
+      method: 'PUT',
+      url: `/api/sign/${APP_ID}/${APP_VER_ID}`,
+      payload: { type: 0 },
+      headers: { cookie },
+    });
     expect(res.json()).toMatchObject({ status: 'Pending' });
     await live.stop();
   }
@@ -125,45 +139,63 @@ describe.each(databaseKinds)('sideport worker logs and metrics on %s', (kind) =>
     return fetch(url, { headers: { authorization } });
   }
 
-  it('logs a failed sign as JSON with its error, and counts it on its own /metrics', { timeout: 240_000 }, async () => {
-    await queueSign();
-    // Another SECRET_KEY than the one the signing identity was sealed with: an operator's mistake.
-    const worker = startWorker(workerEnv({ SECRET_KEY: 'not-the-key-that-sealed-the-identity-0123', SIGN_MAX_ATTEMPTS: '1' }));
-    workers.push(worker);
-    const started = await until('start-up line', worker, () => worker.lines().find((l) => l.msg.startsWith('Sign worker started')));
-    expect(started.storage).toBe(`local disk ${path.join(live.dataDir, 'files')}`);
-    const failed = await until('failed sign', worker, () => worker.lines().find((l) => /^sign \d+: failed$/.test(l.msg)));
-    expect(failed.level).toBe(40);
-    expect(failed.err).toMatchObject({ type: expect.any(String), message: expect.any(String), stack: expect.stringContaining('\n    at ') });
+  it(
+    'logs a failed sign as JSON with its error, and counts it on its own /metrics',
+    { timeout: 240_000 },
+    async () => {
+      await queueSign();
+      // Another SECRET_KEY than the one the signing identity was sealed with: an operator's mistake.
+      const worker = startWorker(
+        workerEnv({ SECRET_KEY: 'not-the-key-that-sealed-the-identity-0123', SIGN_MAX_ATTEMPTS: '1' }),
+      );
+      workers.push(worker);
+      const started = await until('start-up line', worker, () =>
+        worker.lines().find((l) => l.msg.startsWith('Sign worker started')),
+      );
+      expect(started.storage).toBe(`local disk ${path.join(live.dataDir, 'files')}`);
+      const failed = await until('failed sign', worker, () =>
+        worker.lines().find((l) => /^sign \d+: failed$/.test(l.msg)),
+      );
+      expect(failed.level).toBe(40);
+      expect(failed.err).toMatchObject({
+        type: expect.any(String),
+        message: expect.any(String),
+        stack: expect.stringContaining('\n    at '),
+      });
 
-    const url = started.metrics as string;
-    expect((await scrape(url, 'Bearer wrong')).status).toBe(401);
-    const res = await scrape(url);
-    expect(res.status).toBe(200);
-    const body = await res.text();
-    expect(sampleValue(body, 'sideport_jobs_claimed_total', { queue: 'sign' })).toBe(1);
-    expect(sampleValue(body, 'sideport_jobs_failed_total', { queue: 'sign' })).toBe(1);
-    expect(sampleValue(body, 'sideport_jobs_done_total', { queue: 'sign' })).toBe(0);
-    if (hasPromtool) expect(promtoolCheck(body)).toEqual({ ok: true, output: '' });
+      const url = started.metrics as string;
+      expect((await scrape(url, 'Bearer wrong')).status).toBe(401);
+      const res = await scrape(url);
+      expect(res.status).toBe(200);
+      const body = await res.text();
+      expect(sampleValue(body, 'sideport_jobs_claimed_total', { queue: 'sign' })).toBe(1);
+      expect(sampleValue(body, 'sideport_jobs_failed_total', { queue: 'sign' })).toBe(1);
+      expect(sampleValue(body, 'sideport_jobs_done_total', { queue: 'sign' })).toBe(0);
+      if (hasPromtool) expect(promtoolCheck(body)).toEqual({ ok: true, output: '' });
 
-    expect(await stop(worker)).toBe(0);
-    // Every line, to the last, is JSON; nothing went to stderr.
-    expect(worker.lines().at(-1)!.msg).toBe('Stopping: signs under way go back to the queue.');
-    expect(worker.stderr()).toBe('');
-  });
+      expect(await stop(worker)).toBe(0);
+      // Every line, to the last, is JSON; nothing went to stderr.
+      expect(worker.lines().at(-1)!.msg).toBe('Stopping: signs under way go back to the queue.');
+      expect(worker.stderr()).toBe('');
+    },
+  );
 
   it('counts a sign done, by mode, with the right key', { timeout: 240_000 }, async () => {
     await queueSign();
     const worker = startWorker(workerEnv());
     workers.push(worker);
-    const started = await until('start-up line', worker, () => worker.lines().find((l) => l.msg.startsWith('Sign worker started')));
+    const started = await until('start-up line', worker, () =>
+      worker.lines().find((l) => l.msg.startsWith('Sign worker started')),
+    );
     await until('signed', worker, () => worker.lines().find((l) => /^sign \d+: signed$/.test(l.msg)));
     const body = await (await scrape(started.metrics as string)).text();
     expect(sampleValue(body, 'sideport_jobs_claimed_total', { queue: 'sign' })).toBe(1);
     expect(sampleValue(body, 'sideport_jobs_done_total', { queue: 'sign' })).toBe(1);
     expect(sampleValue(body, 'sideport_jobs_failed_total', { queue: 'sign' })).toBe(0);
     expect(sampleValue(body, 'sideport_sign_duration_seconds_count', { mode: '0' })).toBe(1);
-    expect(sampleValue(body, 'sideport_queue_depth', { queue: 'sign', status: 'queued', lane: 'all' })).toBe(0);
+    expect(sampleValue(body, 'sideport_queue_depth', { queue: 'sign', status: 'queued', lane: 'all' })).toBe(
+      0,
+    );
     expect(sampleValue(body, 'process_resident_memory_bytes')).toBeGreaterThan(0);
     if (hasPromtool) expect(promtoolCheck(body)).toEqual({ ok: true, output: '' });
     expect(await stop(worker)).toBe(0);

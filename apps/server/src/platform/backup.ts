@@ -83,10 +83,12 @@ export function withHeldDeletes(store: FileStore): HoldableFileStore {
 
 /** Every regular file under `root`, as slash-separated paths relative to it; unfinished copies left out. */
 async function listFiles(root: string, dir = ''): Promise<string[]> {
-  const entries = await readdir(path.join(root, dir), { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return [];
-    throw err;
-  });
+  const entries = await readdir(path.join(root, dir), { withFileTypes: true }).catch(
+    (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return [];
+      throw err;
+    },
+  );
   const found: string[] = [];
   for (const entry of entries) {
     const rel = dir ? `${dir}/${entry.name}` : entry.name;
@@ -123,9 +125,15 @@ export async function writeBackup(source: BackupSource, out: Writable): Promise<
 
   const release = source.holdDeletes?.() ?? (async () => {});
   try {
-    await add({ name: MANIFEST, mode: 0o600 }, json({ format: BACKUP_FORMAT, created_at: new Date().toISOString() }));
+    await add(
+      { name: MANIFEST, mode: 0o600 },
+      json({ format: BACKUP_FORMAT, created_at: new Date().toISOString() }),
+    );
     const database = await source.dumpDatabase();
-    await add({ name: DATABASE, size: database.size, mode: 0o600 }, Readable.fromWeb(database.stream() as never));
+    await add(
+      { name: DATABASE, size: database.size, mode: 0o600 },
+      Readable.fromWeb(database.stream() as never),
+    );
     const keyFile = path.join(source.dataDir, SECRET_KEY_FILE);
     const key = await readFile(keyFile).catch(() => undefined);
     if (key) await add({ name: SECRET_KEY, mode: 0o600 }, key);
@@ -140,7 +148,10 @@ export async function writeBackup(source: BackupSource, out: Writable): Promise<
       fileBytes += size;
     }
     const summary = { databaseBytes: database.size, files: files.length, fileBytes };
-    await add({ name: END, mode: 0o600 }, json({ files: summary.files, file_bytes: fileBytes, database_bytes: database.size }));
+    await add(
+      { name: END, mode: 0o600 },
+      json({ files: summary.files, file_bytes: fileBytes, database_bytes: database.size }),
+    );
     pack.finalize();
     await written;
     return summary;
@@ -165,7 +176,10 @@ type BackupPart = { kind: 'database' } | { kind: 'secret-key' } | { kind: 'file'
  * refuses another format, an entry a backup never holds (a path outside `files/`, a link), and a
  * file cut short or damaged (its last entry missing or not matching what came before).
  */
-async function readBackup(input: Readable, onPart: (part: BackupPart, body: Readable) => Promise<void>): Promise<BackupSummary> {
+async function readBackup(
+  input: Readable,
+  onPart: (part: BackupPart, body: Readable) => Promise<void>,
+): Promise<BackupSummary> {
   const extract = tar.extract();
   const reading = pipeline(input, extract);
   reading.catch(() => {});
@@ -175,7 +189,10 @@ async function readBackup(input: Readable, onPart: (part: BackupPart, body: Read
   for await (const entry of extract) {
     const { name, type, size = 0 } = entry.header;
     if (!seenManifest) {
-      const manifest = name === MANIFEST ? (JSON.parse((await readAll(entry)).toString('utf8')) as { format?: unknown }) : undefined;
+      const manifest =
+        name === MANIFEST
+          ? (JSON.parse((await readAll(entry)).toString('utf8')) as { format?: unknown })
+          : undefined;
       if (manifest?.format !== BACKUP_FORMAT) {
         throw new BackupError(
           manifest
@@ -187,7 +204,8 @@ async function readBackup(input: Readable, onPart: (part: BackupPart, body: Read
       continue;
     }
     const key = name.startsWith(FILES) ? name.slice(FILES.length) : undefined;
-    const isSafeKey = key !== undefined && SAFE_KEY.test(key) && !key.split('/').some((p) => p === '..' || p === '.');
+    const isSafeKey =
+      key !== undefined && SAFE_KEY.test(key) && !key.split('/').some((p) => p === '..' || p === '.');
     if (type !== 'file' || end || (key !== undefined && !isSafeKey)) {
       throw new BackupError(`The backup holds ${JSON.stringify(name)} where a Sideport backup never does.`);
     }
@@ -200,12 +218,20 @@ async function readBackup(input: Readable, onPart: (part: BackupPart, body: Read
       seen.files++;
       seen.fileBytes += size;
       await onPart({ kind: 'file', key }, entry);
-    } else throw new BackupError(`The backup holds ${JSON.stringify(name)}, which a Sideport backup never does.`);
+    } else
+      throw new BackupError(`The backup holds ${JSON.stringify(name)}, which a Sideport backup never does.`);
   }
   await reading;
   if (!seenManifest) throw new BackupError('This is not a Sideport backup: it is empty.');
-  if (!end) throw new BackupError(`The backup was cut short: it ends after ${seen.files} files, before its last entry.`);
-  if (end.files !== seen.files || end.file_bytes !== seen.fileBytes || end.database_bytes !== seen.databaseBytes) {
+  if (!end)
+    throw new BackupError(
+      `The backup was cut short: it ends after ${seen.files} files, before its last entry.`,
+    );
+  if (
+    end.files !== seen.files ||
+    end.file_bytes !== seen.fileBytes ||
+    end.database_bytes !== seen.databaseBytes
+  ) {
     throw new BackupError(
       `The backup is damaged: its last entry lists ${String(end.files)} files of ${String(end.file_bytes)} bytes, ` +
         `but it holds ${seen.files} of ${seen.fileBytes}.`,
@@ -233,7 +259,8 @@ export async function restoreBackup(
   let database: Buffer | undefined;
   const summary = await readBackup(input, async (part, body) => {
     if (part.kind === 'database') database = await readAll(body);
-    else if (part.kind === 'secret-key') await writeFile(path.join(dataDir, SECRET_KEY_FILE), await readAll(body), { mode: 0o600 });
+    else if (part.kind === 'secret-key')
+      await writeFile(path.join(dataDir, SECRET_KEY_FILE), await readAll(body), { mode: 0o600 });
     else {
       const target = path.join(dataDir, 'files', part.key);
       await mkdir(path.dirname(target), { recursive: true });

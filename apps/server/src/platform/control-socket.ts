@@ -19,13 +19,24 @@ export interface ControlSocketDeps {
   dataDir: string;
   /** Writes a backup to `out` (the CLI's connection); resolves when written. */
   backup(out: Writable): Promise<BackupSummary>;
-  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  log: {
+    info(obj: object, msg: string): void;
+    warn(obj: object, msg: string): void;
+    error(obj: object, msg: string): void;
+  };
 }
 
-export async function listenControlSocket({ dataDir, backup, log }: ControlSocketDeps): Promise<{ close(): Promise<void> }> {
+export async function listenControlSocket({
+  dataDir,
+  backup,
+  log,
+}: ControlSocketDeps): Promise<{ close(): Promise<void> }> {
   const file = controlSocketPath(dataDir);
   if (Buffer.byteLength(file) > MAX_SOCKET_PATH) {
-    log.warn({ socket: file }, 'DATA_DIR is too long a path for the backup socket: stop the server to run sideport backup');
+    log.warn(
+      { socket: file },
+      'DATA_DIR is too long a path for the backup socket: stop the server to run sideport backup',
+    );
     return { close: async () => {} };
   }
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
@@ -41,13 +52,15 @@ export async function listenControlSocket({ dataDir, backup, log }: ControlSocke
     running++;
     res.writeHead(200, { 'content-type': 'application/x-tar' });
     log.info({}, 'backup: writing a snapshot for sideport backup');
-    backup(res).then(
-      (summary) => log.info({ ...summary }, 'backup: snapshot written'),
-      (err: unknown) => {
-        log.error({ err }, 'backup: the snapshot failed');
-        res.destroy();
-      },
-    ).finally(() => running--);
+    backup(res)
+      .then(
+        (summary) => log.info({ ...summary }, 'backup: snapshot written'),
+        (err: unknown) => {
+          log.error({ err }, 'backup: the snapshot failed');
+          res.destroy();
+        },
+      )
+      .finally(() => running--);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -70,11 +83,14 @@ export async function listenControlSocket({ dataDir, backup, log }: ControlSocke
  */
 export function requestBackup(dataDir: string): Promise<IncomingMessage | undefined> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ socketPath: controlSocketPath(dataDir), method: 'POST', path: '/backup' }, (res) => {
-      if (res.statusCode === 200) return resolve(res);
-      res.resume();
-      reject(new Error(`The running server refused the backup (HTTP ${res.statusCode}).`));
-    });
+    const req = httpRequest(
+      { socketPath: controlSocketPath(dataDir), method: 'POST', path: '/backup' },
+      (res) => {
+        if (res.statusCode === 200) return resolve(res);
+        res.resume();
+        reject(new Error(`The running server refused the backup (HTTP ${res.statusCode}).`));
+      },
+    );
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') resolve(undefined);
       else reject(err);

@@ -20,11 +20,17 @@ export function promtoolCheck(exposition: string): { ok: boolean; output: string
 }
 
 /** The value of the sample `name` whose labels include `labels`, from a text exposition; undefined when absent. */
-export function sampleValue(exposition: string, name: string, labels: Record<string, string> = {}): number | undefined {
+export function sampleValue(
+  exposition: string,
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
   for (const line of exposition.split('\n')) {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!match || match[1] !== name) continue;
-    const have = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    const have = Object.fromEntries(
+      [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+    );
     if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(match[3]);
   }
   return undefined;

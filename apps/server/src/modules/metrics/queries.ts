@@ -7,7 +7,10 @@ import type { QueueLane, QueueStatus, StateSnapshot } from './registry.js';
  * only) and two sums. Read-only, across domains on purpose: it reports on the tables, it changes
  * none.
  */
-export async function readState(db: Database, options: { now: Date; onlineWindowMs: number }): Promise<StateSnapshot> {
+export async function readState(
+  db: Database,
+  options: { now: Date; onlineWindowMs: number },
+): Promise<StateSnapshot> {
   const now = options.now.toISOString();
   const since = new Date(options.now.getTime() - options.onlineWindowMs).toISOString();
   const [jobRows, signRows, agentRows, storageRows] = await Promise.all([
@@ -24,7 +27,10 @@ export async function readState(db: Database, options: { now: Date; onlineWindow
                  count(*)::int as jobs
             from sign_requests where state in ('queued', 'leased') group by 1`,
     ),
-    queryRows<{ online: number }>(db, sql`select count(*)::int as online from agents where last_seen_at >= ${since}`),
+    queryRows<{ online: number }>(
+      db,
+      sql`select count(*)::int as online from agents where last_seen_at >= ${since}`,
+    ),
     queryRows<{ decrypted: string | number; signed: string | number }>(
       db,
       sql`select (select coalesce(sum(size_bytes), 0) from versions where file_key is not null) as decrypted,
@@ -40,7 +46,13 @@ export async function readState(db: Database, options: { now: Date; onlineWindow
     const key = `${entry.queue}\0${entry.status}\0${entry.lane}`;
     (queue.get(key) ?? queue.set(key, entry).get(key)!).jobs += Number(row.jobs);
   }
-  for (const row of signRows) queue.set(`sign\0${row.status}`, { queue: 'sign', status: row.status, lane: 'all', jobs: Number(row.jobs) });
+  for (const row of signRows)
+    queue.set(`sign\0${row.status}`, {
+      queue: 'sign',
+      status: row.status,
+      lane: 'all',
+      jobs: Number(row.jobs),
+    });
   const storage = storageRows[0];
   return {
     queue: [...queue.values()],

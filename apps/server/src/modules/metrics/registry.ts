@@ -53,7 +53,13 @@ const QUEUES: ReadonlyArray<{ queue: JobQueue; lanes: readonly QueueLane[] }> = 
 ];
 const STATUSES: readonly QueueStatus[] = ['queued', 'leased', 'expired'];
 const JOB_EVENTS: readonly JobEvent[] = ['claimed', 'done', 'failed', 'lease_expired'];
-const OUTCOMES: readonly RegistrationOutcome[] = ['registered', 'retrying', 'held', 'awaiting_confirmation', 'expired'];
+const OUTCOMES: readonly RegistrationOutcome[] = [
+  'registered',
+  'retrying',
+  'held',
+  'awaiting_confirmation',
+  'expired',
+];
 const SIGN_MODES = ['0', '1', '2', '3', '4'] as const;
 
 /**
@@ -66,7 +72,11 @@ function processMetrics(): Registry {
     processRegistry = new Registry();
     collectDefaultMetrics({ register: processRegistry });
     // Gauges named like counters, which promtool rejects; the per-type gauges beside them sum to the same.
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+    for (const name of [
+      'nodejs_active_handles_total',
+      'nodejs_active_requests_total',
+      'nodejs_active_resources_total',
+    ]) {
       processRegistry.removeSingleMetric(name);
     }
   }
@@ -91,10 +101,30 @@ export function createMetrics({ readState, clock, stateCacheMs, onStateError }: 
     registers,
   });
   const jobCounters = {
-    claimed: new Counter({ name: 'sideport_jobs_claimed_total', help: 'Jobs claimed in this process (an agent or a sign worker took one).', labelNames: ['queue'] as const, registers }),
-    done: new Counter({ name: 'sideport_jobs_done_total', help: 'Jobs finished with a result in this process.', labelNames: ['queue'] as const, registers }),
-    failed: new Counter({ name: 'sideport_jobs_failed_total', help: 'Job attempts that ended in a failure in this process (retried or given up).', labelNames: ['queue'] as const, registers }),
-    lease_expired: new Counter({ name: 'sideport_jobs_lease_expired_total', help: 'Job leases found run out in this process (the worker stopped answering).', labelNames: ['queue'] as const, registers }),
+    claimed: new Counter({
+      name: 'sideport_jobs_claimed_total',
+      help: 'Jobs claimed in this process (an agent or a sign worker took one).',
+      labelNames: ['queue'] as const,
+      registers,
+    }),
+    done: new Counter({
+      name: 'sideport_jobs_done_total',
+      help: 'Jobs finished with a result in this process.',
+      labelNames: ['queue'] as const,
+      registers,
+    }),
+    failed: new Counter({
+      name: 'sideport_jobs_failed_total',
+      help: 'Job attempts that ended in a failure in this process (retried or given up).',
+      labelNames: ['queue'] as const,
+      registers,
+    }),
+    lease_expired: new Counter({
+      name: 'sideport_jobs_lease_expired_total',
+      help: 'Job leases found run out in this process (the worker stopped answering).',
+      labelNames: ['queue'] as const,
+      registers,
+    }),
   } satisfies Record<JobEvent, Counter<'queue'>>;
   const decryptDuration = new Histogram({
     name: 'sideport_decrypt_duration_seconds',
@@ -156,8 +186,10 @@ export function createMetrics({ readState, clock, stateCacheMs, onStateError }: 
       this.reset();
       const read = await state();
       if (!read) return;
-      for (const { queue, lanes } of QUEUES) for (const lane of lanes) for (const status of STATUSES) this.set({ queue, status, lane }, 0);
-      for (const row of read.queue) this.set({ queue: row.queue, status: row.status, lane: row.lane }, row.jobs);
+      for (const { queue, lanes } of QUEUES)
+        for (const lane of lanes) for (const status of STATUSES) this.set({ queue, status, lane }, 0);
+      for (const row of read.queue)
+        this.set({ queue: row.queue, status: row.status, lane: row.lane }, row.jobs);
     },
   });
   new Gauge({
@@ -195,7 +227,10 @@ export function createMetrics({ readState, clock, stateCacheMs, onStateError }: 
     service,
     /** `route` is the pattern the router matched (`/api/latest/:page`), never the address asked. */
     observeRequest(labels: { method: string; route: string; statusCode: number }, seconds: number) {
-      requestDuration.observe({ method: labels.method, route: labels.route, status_code: String(labels.statusCode) }, seconds);
+      requestDuration.observe(
+        { method: labels.method, route: labels.route, status_code: String(labels.statusCode) },
+        seconds,
+      );
     },
     contentType: registry.contentType,
     /** The exposition text: this app's metrics, then the process's. */

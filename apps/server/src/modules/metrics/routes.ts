@@ -20,7 +20,10 @@ const TEXT = 'text/plain; charset=utf-8';
 export function registerRequestMetrics(app: FastifyInstance, metrics: Pick<Metrics, 'observeRequest'>) {
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    metrics.observeRequest({ method: request.method, route, statusCode: reply.statusCode }, reply.elapsedTime / 1000);
+    metrics.observeRequest(
+      { method: request.method, route, statusCode: reply.statusCode },
+      reply.elapsedTime / 1000,
+    );
   });
 }
 
@@ -44,12 +47,18 @@ export async function metricsRoutes(app: FastifyInstance, { metrics, token }: Me
       },
     },
     async (request, reply) => {
-      const refusal = metricsRefusal(token, { remoteAddress: request.raw.socket.remoteAddress, authorization: request.headers.authorization });
+      const refusal = metricsRefusal(token, {
+        remoteAddress: request.raw.socket.remoteAddress,
+        authorization: request.headers.authorization,
+      });
       if (refusal) {
         if (refusal.status === 401) reply.header('www-authenticate', 'Bearer realm="metrics"');
         return reply.code(refusal.status).type(TEXT).send(refusal.message);
       }
-      return reply.header('cache-control', 'no-store').type(metrics.contentType).send(await metrics.render());
+      return reply
+        .header('cache-control', 'no-store')
+        .type(metrics.contentType)
+        .send(await metrics.render());
     },
   );
 }
@@ -66,16 +75,36 @@ export async function serveMetrics(options: {
   log: { warn(obj: object, msg: string): void };
 }): Promise<{ url: string; close(): Promise<void> }> {
   const { metrics, token, log } = options;
-  const answer = (res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}) => {
+  const answer = (
+    res: ServerResponse,
+    status: number,
+    text: string,
+    headers: Record<string, string> = {},
+  ) => {
     res.writeHead(status, { 'content-type': TEXT, ...headers });
     res.end(text);
   };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const pathname = new URL(req.url ?? '/', 'http://metrics').pathname;
-    if (pathname !== '/metrics') return answer(res, 404, `There is no ${req.method} ${pathname.length > 200 ? 'this address' : pathname} here.`);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return answer(res, 405, 'Only GET reads the metrics.', { allow: 'GET, HEAD' });
-    const refusal = metricsRefusal(token, { remoteAddress: req.socket.remoteAddress, authorization: req.headers.authorization });
-    if (refusal) return answer(res, refusal.status, refusal.message, refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="metrics"' } : {});
+    if (pathname !== '/metrics')
+      return answer(
+        res,
+        404,
+        `There is no ${req.method} ${pathname.length > 200 ? 'this address' : pathname} here.`,
+      );
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return answer(res, 405, 'Only GET reads the metrics.', { allow: 'GET, HEAD' });
+    const refusal = metricsRefusal(token, {
+      remoteAddress: req.socket.remoteAddress,
+      authorization: req.headers.authorization,
+    });
+    if (refusal)
+      return answer(
+        res,
+        refusal.status,
+        refusal.message,
+        refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="metrics"' } : {},
+      );
     const body = await metrics.render();
     res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
     res.end(req.method === 'HEAD' ? undefined : body);
