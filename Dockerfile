@@ -21,7 +21,10 @@ COPY e2e/package.json e2e/
 # Scripts off: the root postinstall builds, which needs the sources copied below.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+# Then only what runs stays: production dependencies (some nested under a workspace), each
+# workspace's build, the migrations and the agent's example commands.
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund \
+ && rm -rf apps/*/src packages/*/src e2e bench fixtures scripts .ci
 
 # ---- run: the built app and its runtime dependencies, as the unprivileged `node` user ----
 FROM ${NODE_IMAGE}
@@ -30,21 +33,7 @@ ENV NODE_ENV=production \
     PORT=8080 \
     DATA_DIR=/data
 WORKDIR /app
-COPY --from=build /app/package.json ./
-COPY --from=build /app/node_modules ./node_modules
-COPY --from=build /app/packages/contracts/package.json /app/packages/contracts/
-COPY --from=build /app/packages/contracts/dist ./packages/contracts/dist
-COPY --from=build /app/packages/ipa/package.json /app/packages/ipa/
-COPY --from=build /app/packages/ipa/dist ./packages/ipa/dist
-COPY --from=build /app/apps/server/package.json /app/apps/server/
-COPY --from=build /app/apps/server/bin ./apps/server/bin
-COPY --from=build /app/apps/server/dist ./apps/server/dist
-COPY --from=build /app/apps/server/drizzle ./apps/server/drizzle
-COPY --from=build /app/apps/web/dist ./apps/web/dist
-COPY --from=build /app/apps/agent/package.json /app/apps/agent/
-COPY --from=build /app/apps/agent/bin ./apps/agent/bin
-COPY --from=build /app/apps/agent/dist ./apps/agent/dist
-COPY --from=build /app/examples ./examples
+COPY --from=build /app /app
 # The embedded database and files live in /data, the one folder the app writes.
 RUN mkdir -p /data && chown node:node /data
 USER node

@@ -109,7 +109,7 @@ describe.each(databaseKinds)('sideport worker logs and metrics on %s', (kind) =>
     });
     await live.services.jobs.importIpa(ipa, { country: 'KR', appId: APP_ID });
     await live.stop();
-  });
+  }, 240_000);
   afterAll(async () => {
     for (const w of workers) w.child.kill('SIGKILL');
     await live?.close();
