@@ -99,7 +99,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
       payload: {},
     });
 
-  it('makes an agent whose token works, lists it, and revokes it', async () => {
+  it('makes an agent whose token works, lists it, and revokes it', { timeout: 180_000 }, async () => {
     const made = await runCli(['agent:create', 'mac-mini'], env);
     expect(made.code, made.out).toBe(0);
     const [, id, token] =
@@ -125,7 +125,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
     expect(again.out).toContain('This agent was not found.');
   });
 
-  it("imports an operator's decrypted IPA as a Done version that answers the waiting request", async () => {
+  it("imports an operator's decrypted IPA as a Done version that answers the waiting request", { timeout: 180_000 }, async () => {
     const ipa = await buildIpa({ bundleId: 'com.example.import1', version: '3.1', appVerId: '930001' });
     const cookie = await withServer(async (built) => {
       const user = await signedInUser(built, `cli_user_${kind}`);
@@ -154,7 +154,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
     });
   });
 
-  it('refuses what the check refuses, an app the store lacks and an unknown version, storing nothing', async () => {
+  it('refuses what the check refuses, an app the store lacks and an unknown version, storing nothing', { timeout: 180_000 }, async () => {
     const before = storedFiles(dataDir);
     const cases: Array<[string[], string]> = [
       [

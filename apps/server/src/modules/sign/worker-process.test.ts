@@ -82,7 +82,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
     await store?.close();
   });
 
-  it('signs 20 jobs once each; a worker killed mid-sign loses its job to the other', async () => {
+  it('signs 20 jobs once each; a worker killed mid-sign loses its job to the other', { timeout: 300_000 }, async () => {
     for (let u = 0; u < 4; u++) {
       const user = `worker_user_${u}`;
       const cookie = await signedInUser(t, user);
