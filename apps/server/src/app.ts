@@ -25,6 +25,8 @@ import { deviceRoutes } from './modules/devices/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { createSetupChecklist } from './modules/admin/setup-checklist.js';
 import { agentRoutes } from './modules/agents/routes.js';
+import { metricsRoutes, registerRequestMetrics } from './modules/metrics/routes.js';
+import { createSideportMetrics } from './modules/metrics/service.js';
 import { decryptRoutes } from './modules/decrypt/routes.js';
 import { signRoutes } from './modules/sign/routes.js';
 import { createSignService, type SignService } from './modules/sign/service.js';
@@ -91,12 +93,19 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  const metrics = createSideportMetrics({ db: database.db, clock, decryptLeaseSeconds: config.DECRYPT_LEASE_SECONDS, log: app.log });
+  registerRequestMetrics(app, metrics);
   await app.register(fastifyCookie);
   // OpenAPI of every route, from the same zod schemas that validate them: GET /api/openapi.json.
   await app.register(fastifySwagger, {
     openapi: {
       info: { title: 'Sideport API', version: '1' },
-      components: { securitySchemes: { session: { type: 'apiKey', in: 'cookie', name: 'sideport_session' } } },
+      components: {
+        securitySchemes: {
+          session: { type: 'apiKey', in: 'cookie', name: 'sideport_session' },
+          metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN (GET /metrics)' },
+        },
+      },
     },
     transform: jsonSchemaTransform,
   });
@@ -132,6 +141,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
       onRemoved: async (removed) => {
         for (const hook of afterRemoved) await hook(removed);
       },
+      metrics: metrics.service,
     });
   app.addHook('onClose', () => bus.close());
   const devices = createDeviceService({ db, bus });
@@ -210,7 +220,14 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   await app.register(eventRoutes, { guards, bus });
 
   const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
-  const registration = createRegistrationService({ db, clock, bus, registrar: signingIdentity, log: app.log });
+  const registration = createRegistrationService({
+    db,
+    clock,
+    bus,
+    registrar: signingIdentity,
+    log: app.log,
+    metrics: metrics.service,
+  });
   await app.register(deviceRoutes, {
     guards,
     enrollment,
@@ -255,6 +272,8 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
       return reply.code(503).type('text/plain; charset=utf-8').send('The database is unreachable.');
     }
   });
+
+  await app.register(metricsRoutes, { metrics, token: config.METRICS_TOKEN });
 
   await registerWeb(app, config.WEB_DIST_DIR);
   // Returned beside the app, not on it: a fastify instance is thenable, so `await` would drop extras.

@@ -1,7 +1,11 @@
-import { readFileSync, statSync } from 'node:fs';
-import { Command, InvalidArgumentError } from 'commander';
+import { createReadStream, createWriteStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { COUNTRIES, createAgentRequest, userId } from '@sideport/contracts';
 import { createCoreServices } from './core-services.js';
+import { openDatabase } from './db/client.js';
 import { startItunesServer } from './dev/itunes-server.js';
 import { createAuthService } from './modules/auth/service.js';
 import { createBillingService } from './modules/billing/service.js';
@@ -10,12 +14,32 @@ import { createEnrollmentService, enrollmentSettings } from './modules/devices/e
 import { createRegistrationService } from './modules/devices/registration.js';
 import { createDeviceService } from './modules/devices/service.js';
 import { simulateDevice } from './modules/devices/simulate.js';
+import { serveMetrics } from './modules/metrics/routes.js';
+import { createSideportMetrics } from './modules/metrics/service.js';
+import { restoreBackup, verifyBackup, writeBackup, type BackupSummary } from './platform/backup.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
-import { ConfigError, loadConfig } from './platform/config.js';
+import { loadConfig, type Config } from './platform/config.js';
+import { requestBackup } from './platform/control-socket.js';
+import { AppError } from './platform/errors.js';
+import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
 
-/** Operator commands. They read the same environment as the server (DATA_DIR or DATABASE_URL). */
-async function withAuth<T>(fn: (auth: ReturnType<typeof createAuthService>) => Promise<T>): Promise<T> {
+/**
+ * Operator commands. They read the same environment as the server (DATA_DIR or DATABASE_URL).
+ * Every log line is JSON (pino), on stderr: stdout carries what a command answers (a token, a
+ * table). `worker` runs as a service and logs to stdout, as the server does.
+ */
+const cli = { log: createProcessLogger({ LOG_LEVEL: 'info' }, 2) };
+logProcessWarnings(() => cli.log);
+
+/** The configuration, and the log level it names (until it is read, the level is info). */
+function commandConfig(): Config {
   const config = loadConfig();
+  cli.log.level = config.LOG_LEVEL;
+  return config;
+}
+
+async function withAuth<T>(fn: (auth: ReturnType<typeof createAuthService>) => Promise<T>): Promise<T> {
+  const config = commandConfig();
   const database = await openConfiguredDatabase(config);
   try {
     await database.migrate();
@@ -32,12 +56,11 @@ async function withAuth<T>(fn: (auth: ReturnType<typeof createAuthService>) => P
 
 /** The services an operator command acts through: the same the admin API uses. */
 async function withServices<T>(fn: (services: Awaited<ReturnType<typeof createCoreServices>>) => Promise<T>): Promise<T> {
-  const config = loadConfig();
+  const config = commandConfig();
   const database = await openConfiguredDatabase(config);
   try {
     await database.migrate();
-    const log = { info: () => {}, warn: (_obj: object, msg: string) => console.error(`warning: ${msg}`) };
-    const services = await createCoreServices({ config, database, clock: () => new Date(), log });
+    const services = await createCoreServices({ config, database, clock: () => new Date(), log: cli.log });
     try {
       return await fn(services);
     } finally {
@@ -68,15 +91,21 @@ const integer = (value: string) => {
 };
 
 const program = new Command('sideport').description('Sideport operator commands');
+// Commander's own refusals (an unknown option, a missing argument) come to the catch below and
+// are logged as JSON like every other failure; subcommands made after this inherit it.
+program.exitOverride().configureOutput({ outputError: () => {} });
 
 program
   .command('migrate')
   .description('apply database migrations (the server also applies them at start)')
   .action(async () => {
-    const config = loadConfig();
+    const config = commandConfig();
     const database = await openConfiguredDatabase(config);
-    await database.migrate();
-    await database.close();
+    try {
+      await database.migrate();
+    } finally {
+      await database.close();
+    }
     console.log(`Migrations applied to ${database.description}.`);
   });
 
@@ -87,11 +116,7 @@ program
   .argument('<grade>', 'grade', integer)
   .action(async (id: string, grade: number) => {
     const found = await withAuth((auth) => auth.setGrade(id, grade));
-    if (!found) {
-      console.error(`No user with id ${id}.`);
-      process.exitCode = 1;
-      return;
-    }
+    if (!found) throw new AppError(404, 'NOT_FOUND', `No user with id ${id}.`);
     console.log(`User ${id} now has grade ${grade}.`);
   });
 
@@ -105,11 +130,7 @@ program
     const checked = userId.safeParse(id);
     const password = process.env[options.passwordEnv];
     if (!checked.success) throw new InvalidArgumentError(checked.error.issues[0]?.message ?? 'bad id');
-    if (!password || password.length < 8) {
-      console.error(`Set ${options.passwordEnv} to a password of at least 8 characters.`);
-      process.exitCode = 1;
-      return;
-    }
+    if (!password || password.length < 8) throw new InvalidArgumentError(`Set ${options.passwordEnv} to a password of at least 8 characters.`);
     await withAuth((auth) => auth.ensureUser(id, md5Hex(password), options.grade));
     console.log(`User ${id} is ready with grade ${options.grade}${options.grade >= ADMIN_GRADE ? ' (admin)' : ''}.`);
   });
@@ -184,12 +205,12 @@ program
   .argument('<user-id>', 'the account that gets the device')
   .option('--paid', 'pay for it on the test-mode checkout, so it is registered at once (test-mode billing only)')
   .action(async (userId: string, options: { paid?: boolean }) => {
-    const config = loadConfig();
+    const config = commandConfig();
     const database = await openConfiguredDatabase(config);
     try {
       await database.migrate();
       const clock = () => new Date();
-      const log = { info: () => {}, warn: (_obj: object, msg: string) => console.error(`warning: ${msg}`) };
+      const log = cli.log;
       const core = await createCoreServices({ config, database, clock, log });
       try {
         const { db } = database;
@@ -234,30 +255,119 @@ program
   .description('run sign workers against this database and storage until stopped (SIGINT or SIGTERM)')
   .option('--workers <n>', 'signs at once in this process (default: SIGN_WORKERS, at least 1)', integer)
   .action(async (options: { workers?: number }) => {
-    const config = loadConfig();
+    // A service: its log goes to stdout, as the server's does.
+    cli.log = createProcessLogger({ LOG_LEVEL: 'info' }, 1);
+    const config = commandConfig();
+    const log = cli.log;
     const count = options.workers ?? Math.max(1, config.SIGN_WORKERS);
     if (count < 1 || count > 64) throw new InvalidArgumentError('--workers must be from 1 to 64');
     const database = await openConfiguredDatabase(config);
     await database.migrate();
-    // One line per event on stdout, for a terminal or a service's journal.
-    const line = (obj: object, msg: string) => console.log(`${new Date().toISOString()} ${msg}`);
-    const log = { info: line, warn: (obj: object, msg: string) => console.error(`${new Date().toISOString()} warning: ${msg}`) };
-    const services = await createCoreServices({ config, database, clock: () => new Date(), log });
+    const clock = () => new Date();
+    const metrics = createSideportMetrics({ db: database.db, clock, decryptLeaseSeconds: config.DECRYPT_LEASE_SECONDS, log });
+    const services = await createCoreServices({ config, database, clock, log, metrics: metrics.service });
+    const served =
+      config.METRICS_PORT === undefined
+        ? undefined
+        : await serveMetrics({ host: config.HOST, port: config.METRICS_PORT, token: config.METRICS_TOKEN, metrics, log });
     services.signWorkers.start(count);
     const sweeper = setInterval(() => {
       services.signWorkers.sweep().catch((err: unknown) => log.warn({ err }, 'sign lease sweep failed'));
     }, 5000);
-    console.log(`Sign worker started: ${count} at once, ${database.description}, storage ${services.files.description}.`);
-    await new Promise<void>((resolve) => {
-      const stop = () => resolve();
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+    log.info(
+      { workers: count, database: database.description, storage: services.files.description, metrics: served?.url ?? null },
+      `Sign worker started: ${count} at once, ${database.description}, storage ${services.files.description}` +
+        (served ? `, metrics on ${served.url}.` : '.'),
+    );
+    const signal = await new Promise<string>((resolve) => {
+      process.once('SIGINT', () => resolve('SIGINT'));
+      process.once('SIGTERM', () => resolve('SIGTERM'));
     });
-    console.log('Stopping: signs under way go back to the queue.');
+    log.info({ signal }, 'Stopping: signs under way go back to the queue.');
     clearInterval(sweeper);
     await services.signWorkers.stop();
+    await served?.close();
     await services.bus.close();
     await database.close();
+  });
+
+/** `backup` and `restore` cover the embedded default; PostgreSQL and S3 have their own tools. */
+function refuseScaled(config: Config, command: string) {
+  const what = [config.DATABASE_URL ? 'DATABASE_URL (use pg_dump)' : '', config.STORAGE_URL ? 'STORAGE_URL (copy the bucket)' : '']
+    .filter(Boolean)
+    .join(' and ');
+  if (what) {
+    throw new InvalidArgumentError(
+      `sideport ${command} covers the embedded database and files in DATA_DIR; with ${what} see the README's Backups section.`,
+    );
+  }
+}
+
+const describeBackup = (summary: BackupSummary) =>
+  `the database (${summary.databaseBytes} bytes) and ${summary.files} stored files (${summary.fileBytes} bytes)`;
+
+program
+  .command('backup')
+  .description('write a snapshot of the embedded database and its files to <file> (the server may be running)')
+  .argument('<file>', 'the backup file to write (it holds secrets: it is made readable by its owner only)')
+  .action(async (file: string) => {
+    const config = commandConfig();
+    refuseScaled(config, 'backup');
+    const target = path.resolve(file);
+    if (existsSync(target)) throw new InvalidArgumentError(`There is already a file at ${target}; name a new one.`);
+    // Written aside and renamed when whole and checked: a file at `target` is always a whole backup.
+    const partial = `${target}.partial-${process.pid}`;
+    try {
+      const out = () => createWriteStream(partial, { flags: 'wx', mode: 0o600 });
+      const fromServer = await requestBackup(config.DATA_DIR);
+      if (fromServer) {
+        cli.log.info({ dataDir: config.DATA_DIR }, 'backup: the server is running; it writes the snapshot');
+        await pipeline(fromServer, out());
+      } else {
+        // No server: this process opens the folder itself (refused, naming the holder, if one does hold it).
+        const database = await openConfiguredDatabase(config);
+        try {
+          await writeBackup({ dataDir: config.DATA_DIR, dumpDatabase: () => database.dumpDataDir!() }, out());
+        } finally {
+          await database.close();
+        }
+      }
+      const summary = await verifyBackup(partial);
+      await rename(partial, target);
+      cli.log.info({ file: target, viaServer: fromServer !== undefined, ...summary }, 'backup written');
+      console.log(`Backup written to ${target}: ${describeBackup(summary)}. It holds secrets: keep it private.`);
+    } catch (err) {
+      await rm(partial, { force: true });
+      throw err;
+    }
+  });
+
+program
+  .command('restore')
+  .description('restore a backup made by sideport backup into an empty DATA_DIR')
+  .argument('<file>', 'the backup file')
+  .action(async (file: string) => {
+    const config = commandConfig();
+    refuseScaled(config, 'restore');
+    if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InvalidArgumentError(`There is no file at ${file}.`);
+    const dir = config.DATA_DIR;
+    const present = existsSync(dir) ? readdirSync(dir) : [];
+    if (present.length > 0) {
+      throw new InvalidArgumentError(`DATA_DIR ${dir} is not empty: restore fills an empty folder only. Move it aside or set DATA_DIR to a new folder.`);
+    }
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    try {
+      const summary = await restoreBackup(createReadStream(file), dir, async (tarball) => {
+        const database = await openDatabase({ pgliteDir: path.join(dir, 'db'), loadDataDir: tarball });
+        await database.close();
+      });
+      cli.log.info({ file: path.resolve(file), dataDir: dir, ...summary }, 'backup restored');
+      console.log(`Restored ${describeBackup(summary)} into ${dir}. Start the server on it.`);
+    } catch (err) {
+      // The folder was empty: what is in it now is this restore's, and half a restore is of no use.
+      for (const name of await readdir(dir)) await rm(path.join(dir, name), { recursive: true, force: true });
+      throw err;
+    }
   });
 
 program
@@ -277,6 +387,10 @@ program
 try {
   await program.parseAsync();
 } catch (err) {
-  console.error(err instanceof ConfigError || err instanceof Error ? err.message : String(err));
-  process.exitCode = 1;
+  if (err instanceof CommanderError && err.exitCode === 0) {
+    // --help or --version: already printed.
+  } else {
+    cli.log.error({ err }, err instanceof Error ? err.message : String(err));
+    process.exitCode = err instanceof CommanderError ? err.exitCode : 1;
+  }
 }

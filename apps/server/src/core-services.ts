@@ -8,6 +8,7 @@ import { createCatalogService } from './modules/catalog/service.js';
 import { createJobService } from './modules/decrypt/jobs.js';
 import type { Config } from './platform/config.js';
 import { createEventBus } from './platform/events.js';
+import { withHeldDeletes } from './platform/backup.js';
 import { createFileStore } from './platform/storage.js';
 import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platform/secrets.js';
 import { createAppleIdentityProvider } from './modules/devices/apple-identity.js';
@@ -20,6 +21,7 @@ import {
 import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
 import { createSignWorkers } from './modules/sign/worker.js';
+import { noMetrics, type ServiceMetrics } from './modules/metrics/registry.js';
 
 export interface CoreServicesDeps {
   config: Config;
@@ -28,6 +30,8 @@ export interface CoreServicesDeps {
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Told of every entry an admin removed (the decrypt service deletes its file). */
   onRemoved?: (removed: RemovedEntry[]) => Promise<void>;
+  /** Counts jobs claimed, done and failed (the server's and the worker's /metrics). */
+  metrics?: ServiceMetrics;
 }
 
 /**
@@ -36,7 +40,7 @@ export interface CoreServicesDeps {
  * signing material and the sign workers. A change an operator makes from the CLI (a revoked
  * agent, an imported IPA) is thus published to running servers like one made through the API.
  */
-export async function createCoreServices({ config, database, clock, log, onRemoved }: CoreServicesDeps) {
+export async function createCoreServices({ config, database, clock, log, onRemoved, metrics = noMetrics }: CoreServicesDeps) {
   const { db } = database;
   const itunes = createItunesClient({
     baseUrl: config.ITUNES_BASE_URL,
@@ -45,7 +49,8 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     clock: () => clock().getTime(),
   });
   const bus = await createEventBus(database);
-  const files = createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR });
+  // Deletions can be held while `sideport backup` copies the files (see platform/backup.ts).
+  const files = withHeldDeletes(createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR }));
   const catalog = createCatalogService({
     db,
     itunes,
@@ -69,6 +74,7 @@ export async function createCoreServices({ config, database, clock, log, onRemov
       tmpDir,
     },
     log,
+    metrics,
     // The sign service's digest cache is filled as soon as a version is Done.
     onVersionDone: (done) => signCache.warm(done),
   });
@@ -100,6 +106,7 @@ export async function createCoreServices({ config, database, clock, log, onRemov
       featherIpa: config.FEATHER_IPA,
     },
     log,
+    metrics,
   });
   return { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, itunes };
 }

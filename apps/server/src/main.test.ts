@@ -155,6 +155,29 @@ describe('the server process', () => {
       child.on('exit', (code) => resolve({ code, out }));
     });
     expect(result.code).toBe(1);
-    expect(result.out).toContain('PORT: must be a number');
+    // One JSON line, the error serialised in it.
+    const line = JSON.parse(result.out) as { level: number; msg: string; err: { type: string; message: string } };
+    expect(line).toMatchObject({ level: 60, err: { type: 'ConfigError' } });
+    expect(line.err.message).toContain('PORT: must be a number');
+  });
+
+  it('names the storage really in use in its start-up line', { timeout: 120_000 }, async () => {
+    const running = await start({
+      DATA_DIR: path.join(dataDir, 's3'),
+      WEB_DIST_DIR: webDir,
+      STORAGE_URL: 's3://ipas/sideport?endpoint=http://127.0.0.1:9&region=us-east-1&forcePathStyle=true',
+    });
+    try {
+      const line = running
+        .output()
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as { msg: string; storage?: string })
+        .find((l) => l.msg.startsWith('Sideport listening'));
+      expect(line?.storage).toBe('S3 bucket ipas at http://127.0.0.1:9');
+      expect(line?.msg).toContain('storage: S3 bucket ipas at http://127.0.0.1:9)');
+    } finally {
+      await stop(running);
+    }
   });
 });

@@ -2,58 +2,75 @@ import closeWithGrace from 'close-with-grace';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
 import { setupUrl } from './modules/auth/setup-link.js';
-import { ConfigError, loadConfig, type Config } from './platform/config.js';
+import { writeBackup } from './platform/backup.js';
+import { loadConfig } from './platform/config.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
+import { listenControlSocket } from './platform/control-socket.js';
+import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
 
-function readConfig(): Config {
-  try {
-    return loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(1);
-    }
-    throw err;
+// Until the app's logger exists, Node's warnings go to one like it (JSON on stdout).
+let warningLog: { warn(obj: object, msg: string): void } = createProcessLogger({ LOG_LEVEL: 'info' }, 1);
+logProcessWarnings(() => warningLog);
+
+async function start() {
+  const config = loadConfig();
+  const database = await openConfiguredDatabase(config);
+  await database.migrate();
+  const { app, services } = await buildApp({ config, database });
+  warningLog = app.log;
+
+  if (config.ADMIN_ID && config.ADMIN_PASSWORD) {
+    await services.auth.ensureUser(config.ADMIN_ID, md5Hex(config.ADMIN_PASSWORD), ADMIN_GRADE);
+    app.log.info({ admin: config.ADMIN_ID }, 'admin account ensured from ADMIN_ID');
+  }
+
+  const purge = setInterval(() => {
+    services.auth.purgeExpiredSessions().catch((err: unknown) => app.log.warn({ err }, 'session purge failed'));
+  }, 3_600_000);
+  purge.unref();
+
+  // The embedded database is this process's alone: `sideport backup` asks it for the snapshot.
+  const dumpDataDir = database.dumpDataDir?.bind(database);
+  const control = dumpDataDir
+    ? await listenControlSocket({
+        dataDir: config.DATA_DIR,
+        backup: (out) => writeBackup({ dataDir: config.DATA_DIR, dumpDatabase: dumpDataDir, holdDeletes: services.files.holdDeletes }, out),
+        log: app.log,
+      })
+    : undefined;
+
+  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'shutting down after an error');
+    else app.log.info({ signal }, 'shutting down');
+    clearInterval(purge);
+    await control?.close();
+    await app.close();
+    await database.close();
+  });
+
+  const address = await app.listen({ port: config.PORT, host: config.HOST });
+  const storage = services.files.description;
+  app.log.info(
+    { address, database: database.description, storage },
+    `Sideport listening on ${address} (database: ${database.description}; storage: ${storage})`,
+  );
+
+  // No admin yet (and none from ADMIN_ID): a one-time link to create one, printed this once.
+  const setupToken = await services.setup.issue();
+  if (setupToken) {
+    const link = setupUrl(setupToken, {
+      publicUrl: config.PUBLIC_URL,
+      port: (app.server.address() as AddressInfo).port,
+    });
+    app.log.warn(`No admin account yet. Open ${link} to create it (the link works once; a restart prints a new one).`);
   }
 }
 
-const config = readConfig();
-const database = await openConfiguredDatabase(config);
-await database.migrate();
-const { app, services } = await buildApp({ config, database });
-
-if (config.ADMIN_ID && config.ADMIN_PASSWORD) {
-  await services.auth.ensureUser(config.ADMIN_ID, md5Hex(config.ADMIN_PASSWORD), ADMIN_GRADE);
-  app.log.info({ admin: config.ADMIN_ID }, 'admin account ensured from ADMIN_ID');
-}
-
-const purge = setInterval(() => {
-  services.auth.purgeExpiredSessions().catch((err: unknown) => app.log.warn({ err }, 'session purge failed'));
-}, 3_600_000);
-purge.unref();
-
-closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
-  if (err) app.log.error({ err }, 'shutting down after an error');
-  else app.log.info({ signal }, 'shutting down');
-  clearInterval(purge);
-  await app.close();
-  await database.close();
-});
-
-const address = await app.listen({ port: config.PORT, host: config.HOST });
-app.log.info(
-  { address, database: database.description, storage: `local disk ${config.DATA_DIR}/files` },
-  `Sideport listening on ${address} (database: ${database.description}; storage: local disk ${config.DATA_DIR}/files)`,
-);
-
-// No admin yet (and none from ADMIN_ID): a one-time link to create one, printed this once.
-const setupToken = await services.setup.issue();
-if (setupToken) {
-  const link = setupUrl(setupToken, {
-    publicUrl: config.PUBLIC_URL,
-    port: (app.server.address() as AddressInfo).port,
-  });
-  app.log.warn(
-    `No admin account yet. Open ${link} to create it (the link works once; a restart prints a new one).`,
-  );
+try {
+  await start();
+} catch (err) {
+  // Before the app's logger exists, or when it cannot start (a bad variable, the data folder in
+  // use, PostgreSQL unreachable, the port taken): one JSON line on stderr that says why.
+  createProcessLogger({ LOG_LEVEL: 'info' }, 2).fatal({ err }, err instanceof Error ? err.message : String(err));
+  process.exit(1);
 }

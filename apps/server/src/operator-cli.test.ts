@@ -15,16 +15,33 @@ import { STRIPE_ENV } from './test/route-suite.js';
 // The built CLI, as `npx sideport` runs it (root `npm test` builds dist before the tests).
 const cliJs = path.resolve(import.meta.dirname, '../bin/sideport.js');
 
+/** A command's run: `out` is stdout and stderr together, `stdout` what it answered, `log` its log lines (stderr). */
 function runCli(args: string[], env: Record<string, string>) {
-  return new Promise<{ code: number | null; out: string }>((resolve) => {
+  return new Promise<{ code: number | null; out: string; stdout: string; log: string }>((resolve) => {
     const child = spawn(process.execPath, [cliJs, ...args], {
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
+      env: { PATH: process.env.PATH ?? '', ...env },
     });
     let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', (code) => resolve({ code, out }));
+    let stdout = '';
+    let log = '';
+    child.stdout.on('data', (c: Buffer) => ((out += c.toString()), (stdout += c.toString())));
+    child.stderr.on('data', (c: Buffer) => ((out += c.toString()), (log += c.toString())));
+    child.on('exit', (code) => resolve({ code, out, stdout, log }));
   });
+}
+
+/** Every line of a command's log, parsed; a line that is not JSON fails the test. */
+function logLines(log: string): Array<{ level: number; msg: string; err?: { type: string; message: string; stack: string } }> {
+  return log
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      try {
+        return JSON.parse(line) as { level: number; msg: string; err?: { type: string; message: string; stack: string } };
+      } catch {
+        throw new Error(`A log line that is not JSON: ${line}`);
+      }
+    });
 }
 
 /** Every file stored under DATA_DIR/files. */
@@ -84,7 +101,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
       payload: {},
     });
 
-  it('makes an agent whose token works, lists it, and revokes it', async () => {
+  it('makes an agent whose token works, lists it, and revokes it', { timeout: 180_000 }, async () => {
     const made = await runCli(['agent:create', 'mac-mini'], env);
     expect(made.code, made.out).toBe(0);
     const [, id, token] =
@@ -110,7 +127,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
     expect(again.out).toContain('This agent was not found.');
   });
 
-  it("imports an operator's decrypted IPA as a Done version that answers the waiting request", async () => {
+  it("imports an operator's decrypted IPA as a Done version that answers the waiting request", { timeout: 180_000 }, async () => {
     const ipa = await buildIpa({ bundleId: 'com.example.import1', version: '3.1', appVerId: '930001' });
     const cookie = await withServer(async (built) => {
       const user = await signedInUser(built, `cli_user_${kind}`);
@@ -197,7 +214,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
     },
   );
 
-  it('refuses what the check refuses, an app the store lacks and an unknown version, storing nothing', async () => {
+  it('refuses what the check refuses, an app the store lacks and an unknown version, storing nothing', { timeout: 180_000 }, async () => {
     const before = storedFiles(dataDir);
     const cases: Array<[string[], string]> = [
       [
@@ -241,6 +258,45 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
       env,
     );
     expect(given.out).toContain('Import App 3.0 (app_id 6601, app_ver_id 930000, KR) is Done');
+  });
+});
+
+describe('the log of every operator command', () => {
+  let dataDir: string;
+  beforeAll(() => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-cli-log-'));
+  });
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('is JSON lines on stderr, with the error serialised when a command fails; answers go to stdout', { timeout: 120_000 }, async () => {
+    const env = { DATA_DIR: dataDir };
+    const failures: Array<[string[], Record<string, string>, string, string]> = [
+      [['migrate'], { PORT: 'x' }, 'ConfigError', 'PORT: must be a number'],
+      [['user:grade', 'nobody', '1'], {}, 'AppError', 'No user with id nobody.'],
+      [['agent:revoke', '999'], {}, 'AppError', 'This agent was not found.'],
+      [['user:create', 'someone', '--password-env', 'NOT_SET'], {}, 'InvalidArgumentError', 'Set NOT_SET to a password of at least 8 characters.'],
+      [['restore', path.join(dataDir, 'no-such.tar')], {}, 'InvalidArgumentError', `There is no file at ${path.join(dataDir, 'no-such.tar')}.`],
+      [['no-such-command'], {}, 'CommanderError', "error: unknown command 'no-such-command'"],
+      [['user:grade', 'nobody'], {}, 'CommanderError', "error: missing required argument 'grade'"],
+    ];
+    for (const [args, extra, type, message] of failures) {
+      const run = await runCli(args, { ...env, ...extra });
+      expect(run.code, run.out).toBe(1);
+      expect(run.stdout, args.join(' ')).toBe('');
+      const lines = logLines(run.log);
+      const said = expect.stringContaining(message);
+      expect(lines.at(-1), args.join(' ')).toMatchObject({ level: 50, msg: said, err: { type, message: said } });
+      expect(lines.at(-1)!.err!.stack).toContain('\n    at ');
+    }
+
+    const migrated = await runCli(['migrate'], env);
+    expect(migrated.code, migrated.out).toBe(0);
+    expect(migrated.stdout).toBe(`Migrations applied to PGlite ${path.join(dataDir, 'db')}.\n`);
+    logLines(migrated.log);
+    const made = await runCli(['agent:create', 'log-test'], env);
+    expect(made.stdout).toMatch(/Its token, shown only this once:\s+spa_\S+/);
+    expect(made.log).not.toContain('spa_');
+    expect(logLines(made.log).every((l) => l.level === 30)).toBe(true);
   });
 });
 

@@ -30,11 +30,17 @@ export interface DatabaseHandle {
    */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
+  /**
+   * PGlite only: a consistent gzipped tarball of the data folder. It is read between two
+   * statements (PGlite runs one at a time), so it holds every committed transaction, as a copy
+   * after a crash would, and opens like one.
+   */
+  dumpDataDir?(): Promise<Blob>;
 }
 
 const migrationsFolder = path.resolve(import.meta.dirname, '../../drizzle');
 
-export type DatabaseOptions = { url: string } | { pgliteDir: string | null };
+export type DatabaseOptions = { url: string } | { pgliteDir: string | null; loadDataDir?: Blob };
 
 /** PostgreSQL when a URL is given; otherwise embedded PGlite in a folder (or in memory for null). */
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
@@ -70,7 +76,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   const lock = dir ? await lockDataFolder(dir) : undefined;
   let client: PGlite;
   try {
-    client = dir ? await PGlite.create(dir) : await PGlite.create();
+    // loadDataDir: a folder restored from dumpDataDir's tarball (the folder must hold no database yet).
+    const from = options.loadDataDir ? { loadDataDir: options.loadDataDir } : {};
+    client = dir ? await PGlite.create(dir, from) : await PGlite.create(from);
   } catch (err) {
     lock?.release();
     throw err;
@@ -92,6 +100,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       await client.close();
       lock?.release();
     },
+    dumpDataDir: () => client.dumpDataDir('gzip'),
   };
 }
 

@@ -140,6 +140,11 @@ const schema = z.object({
   /** The operator's Feather IPA, signed for each user's devices (GET /api/feather/install); Feather is not offered when unset. */
   FEATHER_IPA: z.string().optional(),
   VERSIONS_WAIT_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0).max(120, 'must be at most 120').default(20),
+  // Operations.
+  /** Bearer token that GET /metrics requires of every caller; unset, only this machine (loopback) may read it. */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Port of `sideport worker`'s own GET /metrics (0: any free one, named in its start-up line); unset, the worker serves none. */
+  METRICS_PORT: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be a port number').max(65535, 'must be a port number').optional(),
 });
 
 const STRIPE_REQUIRED = [

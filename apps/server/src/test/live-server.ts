@@ -15,6 +15,8 @@ import { createPostgresDatabase, type DatabaseKind } from './harness.js';
 export interface LiveServer {
   readonly url: string;
   readonly dataDir: string;
+  /** PostgreSQL: the URL of this server's database, for other processes (`sideport worker`). */
+  readonly databaseUrl: string | undefined;
   /** The running server's app and services (new ones after each start). */
   readonly app: Built['app'];
   readonly services: Built['services'];
@@ -66,6 +68,7 @@ export async function startLiveServer(
       return `http://127.0.0.1:${port}`;
     },
     dataDir,
+    databaseUrl: postgres?.url,
     get app() {
       return current().app;
     },

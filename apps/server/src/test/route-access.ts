@@ -174,6 +174,8 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/config': { access: 'public', example: '/api/config' },
 
   'GET /healthz': { access: 'public', example: '/healthz' },
+  // Loopback callers only, or every caller with METRICS_TOKEN (src/modules/metrics/metrics.test.ts); inject is loopback.
+  'GET /metrics': { access: 'public', example: '/metrics' },
 
   // The web app
   'GET /': { access: 'page', example: '/' },

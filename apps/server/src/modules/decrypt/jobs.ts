@@ -17,6 +17,7 @@ import { AppError, conflict, notFound } from '../../platform/errors.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { CatalogService } from '../catalog/service.js';
+import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
 import { entryEvent, publishEntry } from './entry-events.js';
 import * as q from './queries.js';
 import { receiveToFile, uploadTooLarge } from './upload.js';
@@ -37,6 +38,7 @@ export interface JobServiceDeps {
   catalog: Pick<CatalogService, 'lookupApp' | 'lookupAppByBundleId'>;
   settings: JobSettings;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  metrics?: ServiceMetrics;
   /** Called after a version became Done (the sign service warms its digest cache from it). */
   onVersionDone?: (done: { appId: number; appVerId: number; fileKey: string; localFile?: string }) => Promise<void>;
 }
@@ -77,7 +79,7 @@ const REASON_LEASE_EXPIRED = 'The agent stopped answering before it finished.';
 const REASON_REVOKED = 'The agent working on it was revoked.';
 
 export function createJobService(deps: JobServiceDeps) {
-  const { db, clock, bus, files, catalog, settings, log } = deps;
+  const { db, clock, bus, files, catalog, settings, log, metrics = noMetrics } = deps;
   const now = () => clock();
   const leaseUntil = () => new Date(now().getTime() + settings.leaseSeconds * 1000);
 
@@ -113,12 +115,15 @@ export function createJobService(deps: JobServiceDeps) {
 
   /** Puts back (or fails) every job whose lease ran out. Safe to run from every process at once. */
   async function sweepExpiredLeases(): Promise<number> {
-    return db.transaction(async (tx) => {
-      const expired = await q.lockExpiredLeases(tx, now(), 100);
-      for (const job of expired) await endAttempt(tx, job, REASON_LEASE_EXPIRED);
-      if (expired.length) log.info({ jobs: expired.map((j) => j.id) }, 'leases expired; jobs returned to the queue');
-      return expired.length;
+    const expired = await db.transaction(async (tx) => {
+      const locked = await q.lockExpiredLeases(tx, now(), 100);
+      for (const job of locked) await endAttempt(tx, job, REASON_LEASE_EXPIRED);
+      return locked;
     });
+    // Counted once committed: a sweep that rolled back expired nothing.
+    for (const job of expired) metrics.job(job.kind, 'lease_expired');
+    if (expired.length) log.info({ jobs: expired.map((j) => j.id) }, 'leases expired; jobs returned to the queue');
+    return expired.length;
   }
 
   const claims = createClaimBatcher((agentIds, kinds) =>
@@ -133,6 +138,7 @@ export function createJobService(deps: JobServiceDeps) {
   async function claimOnce(agent: AgentRef, kinds: readonly JobKind[]): Promise<AgentJob | undefined> {
     const job = await claims.claim(agent.id, kinds);
     if (!job) return undefined;
+    metrics.job(job.kind, 'claimed');
     const bundleId = job.bundleId ?? (await catalog.lookupApp(job.country, job.appId)).bundleId;
     return {
       id: leaseId(job),
@@ -363,7 +369,12 @@ export function createJobService(deps: JobServiceDeps) {
 
     /** Exit code 3 (`unsupported`) makes the entry Not at once; any other failure is retried. */
     async fail(agent: AgentRef, lease: string, failure: FailRequest) {
-      const status = await withHeldJob(agent, lease, (tx, job) => endAttempt(tx, job, failure.reason, failure.unsupported));
+      let kind: JobKind = 'decrypt';
+      const status = await withHeldJob(agent, lease, (tx, job) => {
+        kind = job.kind;
+        return endAttempt(tx, job, failure.reason, failure.unsupported);
+      });
+      metrics.job(kind, 'failed');
       return { status };
     },
 
@@ -379,6 +390,7 @@ export function createJobService(deps: JobServiceDeps) {
         if (job.agentId !== null) await q.countAgentOutcome(tx, job.agentId, 'done');
         await bus.publish({ kind: 'versions-listed', country: job.country, appId: job.appId }, tx);
       });
+      metrics.job('versions', 'done');
     },
 
     /**
@@ -410,6 +422,7 @@ export function createJobService(deps: JobServiceDeps) {
       try {
         const refuse = async (reason: string): Promise<never> => {
           await withHeldJob(agent, lease, (tx, held) => endAttempt(tx, held, reason));
+          metrics.job('decrypt', 'failed');
           throw new AppError(422, 'RESULT_REFUSED', reason);
         };
         const entry = await q.findEntry(db, job.versionSeq);
@@ -444,6 +457,8 @@ export function createJobService(deps: JobServiceDeps) {
             }),
         });
         log.info({ appId: entry.appId, appVerId: stored.app_ver_id, agent: agent.name }, 'decrypted version accepted');
+        metrics.job('decrypt', 'done');
+        metrics.decryptDuration(job.priority > 0 ? 'premium' : 'free', (now().getTime() - job.createdAt.getTime()) / 1000);
         return { status: 'Done', app_ver_id: stored.app_ver_id, version: stored.version, size_bytes: stored.size_bytes };
       } finally {
         await rm(received.path, { force: true });

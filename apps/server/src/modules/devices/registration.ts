@@ -11,6 +11,7 @@ import type { AdminDevice } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
 import { AppError, conflict, notFound } from '../../platform/errors.js';
 import type { EventBus } from '../../platform/events.js';
+import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
 import { isAscError } from './asc-client.js';
 import * as q from './queries.js';
 import type { SigningIdentityProvider } from './signing.js';
@@ -42,6 +43,7 @@ export interface RegistrationDeps {
   registrar: Pick<SigningIdentityProvider, 'registerDevice'>;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   settings?: Partial<RegistrationSettings>;
+  metrics?: Pick<ServiceMetrics, 'registration'>;
 }
 
 export interface PassOutcome {
@@ -58,7 +60,7 @@ const TOKENS_KEPT_MS = 86_400_000;
 /** Apple's device names are short; the account owner reads them in a list. */
 const APPLE_NAME_MAX = 50;
 
-export function createRegistrationService({ db, clock, bus, registrar, log, settings: overrides }: RegistrationDeps) {
+export function createRegistrationService({ db, clock, bus, registrar, log, settings: overrides, metrics = noMetrics }: RegistrationDeps) {
   const settings = { ...DEFAULT_REGISTRATION_SETTINGS, ...overrides };
   const publish = (userId: string) => bus.publish({ kind: 'live', event: { type: 'device' }, userId });
 
@@ -92,6 +94,7 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
       log.warn({ deviceId: device.id, err, retryAt }, 'device registration failed');
       const failed = await q.failRegistration(db, { id: device.id, lease, reason, retryAt });
       if (!failed) return 'lost';
+      metrics.registration(retryAt ? 'retrying' : 'held');
       await publish(device.userId);
       return 'failed';
     }
@@ -102,6 +105,7 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
       return 'lost';
     }
     log.info({ deviceId: device.id, userId: device.userId, expiresAt: done.expiresAt }, 'device registered');
+    metrics.registration('registered');
     await publish(device.userId);
     return 'registered';
   }
@@ -110,6 +114,7 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
     const outcome: PassOutcome = { registered: 0, failed: 0, awaitingConfirmation: 0, expired: 0 };
     const expiredOwners = await q.expireDevices(db, clock());
     outcome.expired = expiredOwners.length;
+    if (outcome.expired) metrics.registration('expired', outcome.expired);
     for (const userId of new Set(expiredOwners)) await publish(userId);
     await q.deleteEnrollmentTokensBefore(db, new Date(clock().getTime() - TOKENS_KEPT_MS));
 
@@ -121,6 +126,7 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
       await publish(device.userId);
       if (device.leaseExpiresAt === null) {
         outcome.awaitingConfirmation++;
+        metrics.registration('awaiting_confirmation');
         continue;
       }
       const result = await registerOne(device, lease);

@@ -24,7 +24,8 @@ interface Worker {
   signed(): number[];
 }
 
-const idsOf = (text: string, what: 'signing' | 'signed') => [...text.matchAll(new RegExp(`sign (\\d+): ${what}$`, 'gm'))].map((m) => Number(m[1]));
+// The worker logs JSON lines; each sign's are `"msg":"sign 12: signing"` and `"msg":"sign 12: signed"`.
+const idsOf = (text: string, what: 'signing' | 'signed') => [...text.matchAll(new RegExp(`"msg":"sign (\\d+): ${what}"`, 'g'))].map((m) => Number(m[1]));
 
 /**
  * Sign workers as an operator runs them on other machines: `npx sideport worker` processes against
@@ -81,7 +82,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
     await store?.close();
   });
 
-  it('signs 20 jobs once each; a worker killed mid-sign loses its job to the other', async () => {
+  it('signs 20 jobs once each; a worker killed mid-sign loses its job to the other', { timeout: 300_000 }, async () => {
     for (let u = 0; u < 4; u++) {
       const user = `worker_user_${u}`;
       const cookie = await signedInUser(t, user);

@@ -8,6 +8,7 @@ import type { Database } from '../../db/client.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SigningService } from '../devices/signing.js';
+import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
 import * as q from './queries.js';
 import type { RunnerIdentity, RunnerTask } from './runner-protocol.js';
 import { TaskAborted, type RunTask } from './run-task.js';
@@ -37,6 +38,7 @@ export interface SignWorkerDeps {
   run: RunTask;
   settings: SignWorkerSettings;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  metrics?: ServiceMetrics;
 }
 
 const REASON_LEASE_EXPIRED = 'The sign worker stopped before it finished.';
@@ -99,7 +101,7 @@ const toRunnerIdentity = (identity: Awaited<ReturnType<SigningService['signingMa
  * the lease runs out). Runs inside an API process (SIGN_WORKERS) and in `sideport worker`.
  */
 export function createSignWorkers(deps: SignWorkerDeps) {
-  const { db, clock, bus, files, signing, cache, run, settings, log } = deps;
+  const { db, clock, bus, files, signing, cache, run, settings, log, metrics = noMetrics } = deps;
   const processTag = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const pollMs = settings.pollMs ?? Math.min(5000, (settings.leaseSeconds * 1000) / 2);
   let stopping = false;
@@ -112,6 +114,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
       const row = await q.endAttempt(tx, lease, { reason, final, now: clock() });
       if (row) await publishSign(bus, row, tx);
     });
+    metrics.job('sign', 'failed');
   }
 
   /** The file to sign, as a local path for the task. */
@@ -130,7 +133,9 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     const renew = setInterval(() => {
       q.renewLease(db, lease, new Date(clock().getTime() + settings.leaseSeconds * 1000))
         .then((held) => {
-          if (!held) abort.abort();
+          if (held) return;
+          metrics.job('sign', 'lease_expired');
+          abort.abort();
         })
         .catch((err: unknown) => log.warn({ err, sign: row.id }, 'could not renew a sign lease'));
     }, (settings.leaseSeconds * 1000) / 3);
@@ -184,6 +189,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         return done;
       });
       if (!committed) {
+        if (!abort.signal.aborted) metrics.job('sign', 'lease_expired');
         await files.delete(fileKey);
         log.info({ sign: row.id, worker }, `sign ${row.id}: lease lost; artifact dropped`);
         return;
@@ -191,6 +197,8 @@ export function createSignWorkers(deps: SignWorkerDeps) {
       if (committed.previousKey) await files.delete(committed.previousKey).catch(() => {});
       if (row.source === 'version' && cacheDir.wasEmpty) await cache.afterColdSign(row.appId, row.appVerId);
       log.info({ sign: row.id, worker, ms: Date.now() - started, sizeBytes }, `sign ${row.id}: signed`);
+      metrics.job('sign', 'done');
+      metrics.signDuration(row.signType, (Date.now() - started) / 1000);
     } catch (err) {
       if (err instanceof TaskAborted) {
         // Stopping: the job goes back at once. A lost lease: someone else has it, nothing to do.
@@ -221,6 +229,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         log.warn({ err, worker }, 'sign claim failed');
       }
       if (row) {
+        metrics.job('sign', 'claimed');
         void queued.catch(() => {});
         // A failure outside the sign (the database gone a moment) loses this lease, not the slot.
         await signOne(row, worker).catch((err: unknown) => log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`));
@@ -233,6 +242,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
   /** Gives up signs whose lease ran out on their last attempt (the claim takes the others back). */
   async function sweep() {
     const given = await q.giveUpExpired(db, clock(), settings.maxAttempts, REASON_LEASE_EXPIRED);
+    if (given.length) metrics.job('sign', 'lease_expired', given.length);
     for (const row of given) await publishSign(bus, row);
     return given.length;
   }
