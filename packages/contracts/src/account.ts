@@ -1,4 +1,6 @@
-import { z } from 'zod';
+// zod/mini, like catalog.ts: My page parses these in the web app.
+import * as z from 'zod/mini';
+import { signType } from './catalog.js';
 
 /** Spec section 3, Device. status is one of the five spec values. */
 export const deviceStatus = z.enum(['Add', 'Expired', 'Registered', 'Process', 'Pending']);
@@ -9,17 +11,50 @@ export const device = z.object({
   UDID: z.string(),
   status: deviceStatus,
   /** ISO date; only when Registered. */
-  expired_date: z.string().optional(),
+  expired_date: z.optional(z.string()),
+  /** DEVICE_NAME as the device sent it at enrollment ('Ana’s iPhone'); null when it sent none. */
+  name: z.nullable(z.string()),
 });
 export type Device = z.infer<typeof device>;
+
+/** The plans of GET /api/pay/service/{n} (spec section 7): 0 and 1 allow 20 apps a day, 3 and 4 50. */
+export const planNumber = z.union([z.literal(0), z.literal(1), z.literal(3), z.literal(4)]);
+export type PlanNumber = z.infer<typeof planNumber>;
 
 /** GET /api/info answer (spec section 3, Account info). */
 export const accountInfo = z.object({
   Id: z.string(),
   premium: z.boolean(),
-  /** ISO date of the premium expiry, or null when not premium. */
-  expired_date: z.string().nullable(),
-  daily_limit: z.number().int(),
+  /** ISO date of the premium expiry (the current plan's renewal), or null when not premium. */
+  expired_date: z.nullable(z.string()),
+  daily_limit: z.int(),
   device_info: z.array(device),
+  /** The current plan (the service number it was bought as), or null without one. */
+  plan: z.nullable(planNumber),
+  /** Decrypt requests counted today (UTC), against daily_limit. */
+  used_today: z.int(),
 });
 export type AccountInfo = z.infer<typeof accountInfo>;
+
+/**
+ * GET /api/config: the public settings the web app follows. Sign types not in `signTypes` are
+ * refused by this server (their dylibs are not configured); `decryptPaid` false: paid apps are Not.
+ */
+export const publicConfig = z.object({
+  chatUrl: z.nullable(z.string()),
+  channelUrl: z.nullable(z.string()),
+  signTypes: z.array(signType),
+  decryptPaid: z.boolean(),
+});
+export type PublicConfig = z.infer<typeof publicConfig>;
+
+/**
+ * GET /api/queue-status: whether requests wait for an agent. `waiting_for_agent` is true when
+ * entries wait and no agent has called for some minutes (agent_seen_at: the latest call, or null).
+ */
+export const queueStatus = z.object({
+  waiting: z.int(),
+  agent_seen_at: z.nullable(z.string()),
+  waiting_for_agent: z.boolean(),
+});
+export type QueueStatus = z.infer<typeof queueStatus>;

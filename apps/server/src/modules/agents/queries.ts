@@ -18,6 +18,11 @@ export async function touchAgent(db: Database, id: number, now: Date) {
   await db.update(agents).set({ lastSeenAt: now }).where(eq(agents.id, id));
 }
 
+export async function latestSeenAt(db: Database): Promise<Date | null> {
+  const [row] = await db.select({ at: sql<string | null>`max(${agents.lastSeenAt})` }).from(agents);
+  return row?.at == null ? null : new Date(row.at);
+}
+
 export async function deleteAgent(db: Database, id: number) {
   const [row] = await db.delete(agents).where(eq(agents.id, id)).returning();
   return row;

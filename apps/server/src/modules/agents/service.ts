@@ -71,6 +71,9 @@ export function createAgentService({ db, clock, releaseJobsOf, cacheMs = 2000 }:
       await q.touchAgent(db, agentId, clock());
     },
 
+    /** When any agent last called (null: none ever did). */
+    lastSeenAt: () => q.latestSeenAt(db),
+
   };
 }
 

@@ -159,6 +159,21 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
       expect(malformed.statusCode).toBe(502);
     });
 
+    it('says the store could not be reached when it gives no answer, apart from an error it answered', async () => {
+      store.fault = { kind: 'reset' };
+      const unreachable = await search('it', 'rock');
+      expect([unreachable.statusCode, unreachable.body]).toEqual([503, 'The App Store could not be reached. Please retry later.']);
+      store.fault = { kind: 'down' };
+      const answered = await search('it', 'rock');
+      expect([answered.statusCode, answered.body]).toEqual([502, 'The App Store answered with an error. Please retry later.']);
+    });
+
+    it('answers the store\'s http icon addresses as https', async () => {
+      const found = appList.parse((await search('kr', 'facebook')).json());
+      // The recorded answer names http://a1988.phobos.apple.com/...
+      expect(found[0]!.icon).toMatch(/^https:\/\/a1988\.phobos\.apple\.com\//);
+    });
+
     it('answers 503 when the store is slow, without waiting past the timeout', async () => {
       store.fault = { kind: 'hang' };
       const started = Date.now();
