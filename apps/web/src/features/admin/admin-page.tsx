@@ -1,5 +1,6 @@
 import Tab from 'react-bootstrap/Tab';
 import Tabs from 'react-bootstrap/Tabs';
+import { usePageTitle } from '../../lib/page-title';
 import { AgentsPanel } from './agents-panel';
 import { AuditPanel } from './audit-panel';
 import { DevicesPanel } from './devices-panel';
@@ -10,6 +11,7 @@ import { QueuePanel } from './queue-panel';
  * registration with the signing identity, and the audit log.
  */
 export function AdminPage() {
+  usePageTitle('Admin');
   return (
     <section aria-labelledby="admin-title">
       <h1 id="admin-title" className="fs-4 mb-3">
