@@ -42,12 +42,13 @@ describe('the built web app', () => {
     const get = (url: string, acceptEncoding?: string) =>
       t.app.inject({ url, headers: acceptEncoding ? { 'accept-encoding': acceptEncoding } : {} });
     for (const [url, text, type] of [
-      ['/assets/index-abc123.js', SCRIPT, 'text/javascript; charset=utf-8'],
-      ['/', PAGE, 'text/html; charset=utf-8'],
-      ['/latest', PAGE, 'text/html; charset=utf-8'],
+      ['/assets/index-abc123.js', SCRIPT, /^(text|application)\/javascript; charset=utf-8$/],
+      ['/', PAGE, /^text\/html; charset=utf-8$/],
+      ['/latest', PAGE, /^text\/html; charset=utf-8$/],
     ] as const) {
       const br = await get(url, 'gzip, deflate, br, zstd');
-      expect([br.statusCode, br.headers['content-encoding'], br.headers['content-type']], url).toEqual([200, 'br', type]);
+      expect([br.statusCode, br.headers['content-encoding']], url).toEqual([200, 'br']);
+      expect(br.headers['content-type'], url).toMatch(type);
       expect(br.headers.vary, url).toContain('accept-encoding');
       expect(brotliDecompressSync(br.rawPayload).toString(), url).toBe(text);
       expect(br.rawPayload.length, url).toBeLessThan(Buffer.byteLength(text));
@@ -93,7 +94,7 @@ describe('GET /api/config', () => {
     writeFileSync(dylib, '');
     plain = await createTestApp('pglite', { env: { CHAT_URL: 'https://chat.example.org/x' } });
     offering = await createTestApp('pglite', { env: { SIGN_DYLIBS_IAP: dylib, DECRYPT_ALLOW_PAID: 'true' } });
-  });
+  }, 180_000);
   afterAll(async () => {
     await plain.close();
     await offering.close();

@@ -75,13 +75,14 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
         name: 'Facebook',
         developer: 'Facebook, Inc.',
         version: '15.0',
-        icon: facebook.artworkUrl512,
+        // The recorded http:// icon address, as https://.
+        icon: String(facebook.artworkUrl512).replace(/^http:/, 'https:'),
         itunes: facebook.trackViewUrl,
         raiting: 3.5,
         raiting_count: 2840784,
         bundle_id: 'com.facebook.Facebook',
         require: '7.0',
-        size: 64.5,
+        size: 64.49,
         premium: false,
         status: 'Available',
         normal_sign: 'No',
@@ -89,6 +90,12 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
         igg_sign: 'No',
         both_sign: 'No',
         dup_sign: 'No',
+        // Not decrypted: only the store's facts, nothing to set beside them.
+        store_size: null,
+        store_require: null,
+        decrypted_at: null,
+        reason: null,
+        position: null,
       });
       const sent = store.requests.at(-1)!;
       expect(sent.pathname).toBe('/search');
