@@ -11,7 +11,7 @@ export function initialsOf(name: string): string {
 function tileColour(name: string): string {
   let hash = 0;
   for (const char of name) hash = (hash * 31 + char.codePointAt(0)!) >>> 0;
-  return `hsl(${hash % 360} 55% 35%)`;
+  return `hsl(${hash % 360} 55% 30%)`;
 }
 
 /**

@@ -75,7 +75,7 @@ function Udid({ udid }: { udid: string }) {
       </code>
       <button
         type="button"
-        className="btn btn-sm btn-link p-0 lh-1 text-decoration-none"
+        className="btn btn-sm btn-link p-0 lh-1 text-decoration-none copy-button"
         aria-label={`Copy UDID ${udid}`}
         title="Copy"
         onClick={() => void copy()}

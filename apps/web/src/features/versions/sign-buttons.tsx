@@ -18,7 +18,7 @@ export function SignButtons({ entry }: { entry: AppEntry }) {
   const [phoneUrl, setPhoneUrl] = useState<{ url: string; mode: string } | null>(null);
   return (
     <>
-      <ul className="list-unstyled mb-0 d-grid gap-2 sign-buttons">
+      <div className="d-grid gap-2 sign-buttons">
         {SIGN_MODES.map((mode) => {
           const status = signStatusOf(entry, mode.type);
           const isOffered = !config || config.signTypes.includes(mode.type);
@@ -35,7 +35,7 @@ export function SignButtons({ entry }: { entry: AppEntry }) {
                 : undefined;
           const noteId = `sign-note-${entry.app_ver_id}-${mode.type}`;
           return (
-            <li
+            <div
               key={mode.type}
               role="group"
               aria-label={mode.name}
@@ -59,10 +59,10 @@ export function SignButtons({ entry }: { entry: AppEntry }) {
               <div id={noteId} className="small text-body-secondary sign-note">
                 {isOffered ? mode.explanation : `${mode.notOffered} ${mode.explanation}`}
               </div>
-            </li>
+            </div>
           );
         })}
-      </ul>
+      </div>
       {phoneUrl && (
         <PhoneQr
           url={phoneUrl.url}
