@@ -178,7 +178,7 @@ async function axeViolations(page: Page): Promise<string[]> {
 
 const cards = (page: Page) => page.getByTestId('app-card');
 
-describe.each(SCREENS)('on the %s', (screen) => {
+describe.each(SCREENS)('on the $name', (screen) => {
   it('fits every page to the screen, with no accessibility violation', async () => {
     const s = await open(screen);
     const found: Record<string, string[]> = {};
@@ -207,7 +207,7 @@ describe.each(SCREENS)('on the %s', (screen) => {
     await expect.poll(() => s.page.getByTestId('my-title').innerText()).toBe(USER);
     await check('My page, Product');
     await s.page.getByRole('tab', { name: 'Device' }).click();
-    await expect.poll(() => s.page.getByText(UDID).first().isVisible()).toBe(true);
+    await expect.poll(() => s.page.getByText(UDID).filter({ visible: true }).count()).toBe(1);
     await check('My page, Device');
     await s.page.goto('/udid');
     await s.page.getByRole('heading', { name: 'Add Device' }).waitFor();
@@ -340,7 +340,10 @@ describe.each(SCREENS)('on the %s', (screen) => {
   });
 
   it('signs out from a search to /latest without asking to sign in', async () => {
-    const s = await open(screen);
+    // A session of its own: signing out ends it on the server, and the other checks share theirs.
+    const s = await open(screen, { signedOut: true });
+    await submitSignIn(s, USER);
+    await s.page.waitForURL((u) => u.pathname === '/');
     await s.page.goto('/search/KR/phone app');
     await expect.poll(() => cards(s.page).count()).toBeGreaterThan(0);
     if (screen === PHONE) await s.page.getByRole('button', { name: 'Open menu' }).click();
