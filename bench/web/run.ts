@@ -214,15 +214,21 @@ async function measure(browser: Browser, url: string): Promise<LoadFigures> {
 
 async function main() {
   console.log('building the web app (current) ...');
-  execFileSync('npm', ['run', 'build', '-w', '@sideport/web'], {
-    cwd: root,
-    stdio: 'inherit',
-    env: { ...process.env, NODE_ENV: 'production' },
-  });
+  // Into bench/out: the app's own dist may be served meanwhile (the browser tests build it too).
+  const currentDist = path.join(root, 'bench/out/web-current');
+  execFileSync(
+    'npm',
+    ['run', 'build', '-w', '@sideport/web', '--', '--outDir', currentDist, '--emptyOutDir'],
+    {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, NODE_ENV: 'production' },
+    },
+  );
   console.log(`building the web app of ${BASELINE_COMMIT} (baseline) ...`);
   const baselineDist = buildBaseline();
   const servers = {
-    current: await startServer(await seededDataDir('current'), path.join(root, 'apps/web/dist')),
+    current: await startServer(await seededDataDir('current'), currentDist),
     baseline: await startServer(await seededDataDir('baseline'), baselineDist),
   };
   const browser = await chromium.launch({

@@ -146,7 +146,8 @@ beforeAll(async () => {
   await s.page.waitForURL('**/my?checkout=success');
   signedIn = await s.context.storageState();
   await s.context.close();
-});
+  // Seeding, starting, signing in and paying: more than the default on a busy machine.
+}, 240_000);
 afterAll(async () => {
   await browser?.close();
   await server?.stop();
