@@ -24,7 +24,7 @@ export async function goToCheckout(path: string) {
   }
 }
 
-/** The plan and reset buttons; the current plan's is marked (and not offered again: the server would refuse it). */
+/** The plan and reset buttons; the current plan's is marked (choosing it again gets the server's sentence). */
 function OfferButtons({ isStacked = false, plan }: { isStacked?: boolean; plan: number | null }) {
   return (
     <div className={isStacked ? 'd-grid gap-2' : 'd-flex flex-wrap gap-2'}>
@@ -36,12 +36,12 @@ function OfferButtons({ isStacked = false, plan }: { isStacked?: boolean; plan: 
             size="sm"
             className="text-nowrap"
             variant={isCurrent ? 'success' : offer.n === 5 ? 'outline-secondary' : 'outline-primary'}
-            disabled={isCurrent}
             aria-current={isCurrent ? 'true' : undefined}
             onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}
           >
             {offer.label}
-            {isCurrent && <span className="ms-1">(current plan)</span>}
+            {/* Marked by its colour and the Service column's line; said to screen readers here. */}
+            {isCurrent && <span className="visually-hidden"> (current plan)</span>}
           </Button>
         );
       })}
