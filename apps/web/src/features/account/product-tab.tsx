@@ -40,8 +40,7 @@ function OfferButtons({ isStacked = false, plan }: { isStacked?: boolean; plan: 
             onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}
           >
             {offer.label}
-            {/* Marked by its colour and the Service column's line; said to screen readers here. */}
-            {isCurrent && <span className="visually-hidden"> (current plan)</span>}
+            {/* Marked by its colour and the Service column's line; aria-current says it to screen readers. */}
           </Button>
         );
       })}
