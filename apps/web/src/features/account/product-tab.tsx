@@ -88,7 +88,7 @@ export function ProductTab({ info }: { info: AccountInfo | undefined }) {
               {info ? `${info.daily_limit} App/day` : ''}
             </div>
             {info && (
-              <div className="small text-body-secondary text-nowrap" data-testid="used-today">
+              <div className="small text-body-secondary" data-testid="used-today">
                 {info.used_today} of {info.daily_limit} used today
               </div>
             )}
