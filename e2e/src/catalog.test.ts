@@ -171,7 +171,11 @@ describe('catalogue lists in the browser', () => {
   it('sends an anonymous visitor to sign in on any action, remembering the list', async () => {
     const s = await openSession(browser, server.url);
     await s.page.goto('/queue');
-    await cards(s.page).first().getByRole('button', { name: 'Enqueued...' }).click();
+    // A free request (a premium one is not offered the premium queue).
+    await cards(s.page)
+      .filter({ hasText: 'Waiting App' })
+      .getByRole('button', { name: 'Enqueued...' })
+      .click();
     await expectDialog(s, 'Please Sign-in');
     await s.page.waitForURL('**/sign-in');
     expect(await storedState(s.page)).toMatchObject({ last_page: '/queue', isLogin: false });

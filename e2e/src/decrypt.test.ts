@@ -135,18 +135,19 @@ describe('the version modal', () => {
     const s = await signedInSession('signer');
     await cardOf(s.page, READY.name).getByRole('button', { name: 'View' }).click();
     const card = versionCards(s.page).first();
-    const modes = ['IAP', 'IGG', 'IAP+IGG', 'DUP'];
-    s.answers.push(...modes.map(() => false));
-    for (const mode of modes)
-      await card.getByRole('group', { name: mode, exact: true }).getByRole('button').click();
-    await expect
-      .poll(() => s.dialogs)
-      .toEqual([
-        `Really want request sign (IAP) ${READY.name}`,
-        `Really want request sign (IGG) ${READY.name}`,
-        `Really want request sign (IAP + IGG) ${READY.name}`,
-        `Really want request sign (DUP) ${READY.name}`,
-      ]);
+    // This server has no dylibs: the injection modes are disabled and say why, nobody confirms them.
+    for (const [mode, why] of [
+      ['IAP', 'Not offered on this server: it has no IAP dylibs.'],
+      ['IGG', 'Not offered on this server: it has no IGG dylibs.'],
+      ['IAP+IGG', 'Not offered on this server: it needs both the IAP and the IGG dylibs.'],
+    ] as const) {
+      const group = card.getByRole('group', { name: mode, exact: true });
+      await expect.poll(() => group.getByRole('button').isDisabled()).toBe(true);
+      expect(await group.innerText()).toContain(why);
+    }
+    s.answers.push(false);
+    await card.getByRole('group', { name: 'DUP', exact: true }).getByRole('button').click();
+    await expect.poll(() => s.dialogs).toEqual([`Really want request sign (DUP) ${READY.name}`]);
     // Nothing to sign for without a Registered device: the server's sentence is shown as is, and
     // the button is back to Sign.
     const normal = card.getByRole('group', { name: 'Normal' }).getByRole('button');
@@ -271,14 +272,11 @@ describe('decrypt requests', () => {
     await older.getByRole('button', { name: 'Decrypt' }).click();
     await expectDialog(s, 'Versions that are too old or certain apps may not work.');
     await expect.poll(() => buttonsOf(older)).toEqual(['Enqueued...', 'Close']);
-    await older.getByRole('button', { name: 'Enqueued...' }).click();
-    await expectDialog(s, 'Move to the premium queue?');
-    // Premium needs no free-user warning, and moving a premium request answers no error.
+    // A premium request is in the premium queue already: the move is not offered.
+    expect(await older.getByRole('button', { name: 'Enqueued...' }).isDisabled()).toBe(true);
+    // Premium needs no free-user warning.
     await s.page.waitForTimeout(300);
-    expect(s.dialogs).toEqual([
-      'Versions that are too old or certain apps may not work.',
-      'Move to the premium queue?',
-    ]);
+    expect(s.dialogs).toEqual(['Versions that are too old or certain apps may not work.']);
     const queued = await caller(server, '').json<Array<{ app_ver_id: string | null; premium: boolean }>>(
       'GET',
       '/api/queue/0',

@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADD_DEVICE_NOTICE } from '../../apps/web/src/features/account/messages.js';
 import {
   expectDialog,
+  IPHONE_USER_AGENT,
+  IPHONE_VIEWPORT,
   launchBrowser,
   newDataDir,
   openSession,
@@ -26,7 +28,10 @@ afterAll(async () => {
 
 describe('adding a device', () => {
   it('shows the 10-minute notice, then /udid downloads the enrollment profile', async () => {
-    const s = await openSession(browser, server.url);
+    // On the iPhone, where the profile is installed.
+    const s = await openSession(browser, server.url, IPHONE_VIEWPORT, undefined, {
+      userAgent: IPHONE_USER_AGENT,
+    });
     await s.page.goto('/udid');
     // Signed out: sign in first, then back to /udid, which downloads.
     await s.page.waitForURL('**/sign-in');

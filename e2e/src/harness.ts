@@ -97,6 +97,18 @@ export function launchBrowser(): Promise<Browser> {
   });
 }
 
+/** Safari on an iPhone 15 (iOS 17.5), as the site sees it: installs and enrollment work only there. */
+export const IPHONE_USER_AGENT =
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1';
+/** An iPhone's screen in CSS pixels. */
+export const IPHONE_VIEWPORT = { width: 375, height: 812 };
+
+/** A 1x1 PNG: what the tests answer for the flag and icon hosts, which they never reach. */
+export const TINY_PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
+
 export interface Session {
   context: BrowserContext;
   page: Page;
@@ -114,10 +126,18 @@ export async function openSession(
   baseURL: string,
   viewport = { width: 1280, height: 900 },
   storageState?: Awaited<ReturnType<BrowserContext['storageState']>>,
+  options: { userAgent?: string } = {},
 ): Promise<Session> {
-  const context = await browser.newContext({ baseURL, viewport, ...(storageState && { storageState }) });
-  // Flags come from a public host; keep the tests offline and fast.
-  await context.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.fulfill({ status: 204, body: '' }));
+  const context = await browser.newContext({
+    baseURL,
+    viewport,
+    ...(storageState && { storageState }),
+    ...(options.userAgent && { userAgent: options.userAgent, isMobile: true, hasTouch: true }),
+  });
+  // Flags and icons come from public hosts; keep the tests offline and fast (a tiny image).
+  await context.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) =>
+    route.fulfill({ status: 200, contentType: 'image/png', body: TINY_PNG }),
+  );
   const page = await context.newPage();
   const session: Session = { context, page, dialogs: [], answers: [] };
   page.on('dialog', (dialog) => {

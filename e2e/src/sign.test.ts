@@ -9,6 +9,8 @@ import { agentClient, caller, createAgent, sessionCookie, storeRecord } from './
 import { enrollDevice, payForDevice, registeredDevice, waitForDevices } from './device-client.js';
 import {
   expectDialog,
+  IPHONE_USER_AGENT,
+  IPHONE_VIEWPORT,
   launchBrowser,
   newDataDir,
   openSession,
@@ -57,9 +59,14 @@ afterAll(async () => {
 const normalButton = (page: Page) =>
   page.getByTestId('version-card').first().getByRole('group', { name: 'Normal' }).getByRole('button');
 
-/** Signs in through the form as `id` (made over the API, with `cookie`'s session). */
-async function signedIn(id: string, password?: string) {
-  const s = await openSession(browser, server.url);
+/**
+ * Signs in through the form as `id` (made over the API, with `cookie`'s session), in Safari on an
+ * iPhone with `onIphone` (where Install goes to the itms-services URL), else a desktop browser.
+ */
+async function signedIn(id: string, password?: string, { onIphone = false } = {}) {
+  const s = onIphone
+    ? await openSession(browser, server.url, IPHONE_VIEWPORT, undefined, { userAgent: IPHONE_USER_AGENT })
+    : await openSession(browser, server.url);
   await submitSignIn(s, id, password);
   await s.page.waitForURL((u) => u.pathname === '/');
   return s;
@@ -129,7 +136,14 @@ describe('the sign service in the browser', () => {
     const row = s.page.getByRole('row', { name: /iPhone15,2/ });
     await expect
       .poll(() => row.getByRole('cell').allInnerTexts())
-      .toEqual(['1', 'iPhone15,2', IPHONE.UDID, '-', 'Register $19.99/year']);
+      .toEqual([
+        '1',
+        // The model's name and the name the device gave itself at enrollment, beside its code.
+        'iPhone15,2\niPhone 14 Pro · Ana’s iPhone',
+        IPHONE.UDID,
+        '-',
+        'Register $19.99/year\nNot registered: installs need a registration.',
+      ]);
 
     await row.getByRole('button', { name: 'Register $19.99/year' }).click();
     await s.page.waitForURL('**/billing/dev-checkout/**');
@@ -148,11 +162,17 @@ describe('the sign service in the browser', () => {
           .getByRole('cell')
           .allInnerTexts(),
       )
-      .toEqual(['1', 'iPhone15,2', IPHONE.UDID, inAYear.toISOString().slice(0, 10), 'Registered']);
+      .toEqual([
+        '1',
+        'iPhone15,2\niPhone 14 Pro · Ana’s iPhone',
+        IPHONE.UDID,
+        inAYear.toISOString().slice(0, 10),
+        'Registered\nInstalls work on it.',
+      ]);
     expect(
       await s.page
         .getByRole('row', { name: /iPhone15,2/ })
-        .getByRole('button')
+        .getByRole('button', { name: 'Registered' })
         .isDisabled(),
     ).toBe(true);
     await s.context.close();
@@ -161,7 +181,7 @@ describe('the sign service in the browser', () => {
   it('shows a sign request Enqueued..., then Processing..., then Install without a reload, and installs', async () => {
     const cookie = await sessionCookie(server, 'signer');
     await registeredDevice(server, cookie, IPHONE);
-    const s = await signedIn('signer');
+    const s = await signedIn('signer', undefined, { onIphone: true });
     await openVersions(s);
     const button = normalButton(s.page);
     expect(await button.innerText()).toBe('Sign');
@@ -197,7 +217,7 @@ describe('the sign service in the browser', () => {
     await payForDevice(server, cookie, 1);
     await waitForDevices(server, cookie, ['Registered', 'Registered']);
 
-    const s = await signedIn('resigner');
+    const s = await signedIn('resigner', undefined, { onIphone: true });
     await openVersions(s);
     const button = normalButton(s.page);
     expect(await button.innerText()).toBe('Install');
@@ -226,7 +246,7 @@ describe('the sign service in the browser', () => {
   it("goes to Feather's install URL on Feather Install, once it is signed for the person's devices", async () => {
     const cookie = await sessionCookie(server, 'featherinstaller');
     await registeredDevice(server, cookie, IPHONE);
-    const s = await signedIn('featherinstaller');
+    const s = await signedIn('featherinstaller', undefined, { onIphone: true });
     await s.page.goto('/my');
     await s.page.getByRole('tab', { name: 'Device' }).click();
     const requested = await watchNavigation(s);

@@ -161,7 +161,12 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   // The download URL key: configured, or made once and shared by every process through the database.
   const urlKey = config.DOWNLOAD_URL_KEY ?? (await settingOrCreate(db, 'download_url_key', () => randomBytes(32).toString('hex')));
   const urls = createUrlSigner(Buffer.from(urlKey), clock);
-  await app.register(catalogRoutes, { catalog, guards, answerCacheMs: config.LIST_CACHE_MS });
+  await app.register(catalogRoutes, {
+    catalog,
+    guards,
+    answerCacheMs: config.LIST_CACHE_MS,
+    agentSeenAt: async () => (await agents.presence()).lastSeenAt,
+  });
 
   const decrypt = createDecryptService({
     db,
@@ -252,12 +257,15 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  // Public, so every page learns whether a decrypt request can move at all (agentsOnline 0: it waits).
+  // Public, so every page learns what this server offers and whether a decrypt request can move at
+  // all (agentsOnline 0: it waits for an agent).
   app.withTypeProvider<ZodTypeProvider>().get('/api/config', { schema: { response: { 200: publicConfig } } }, async () => {
     const presence = await agents.presence();
     return {
       chatUrl: config.CHAT_URL ?? null,
       channelUrl: config.CHANNEL_URL ?? null,
+      signTypes: sign.offeredTypes(),
+      decryptPaid: config.DECRYPT_ALLOW_PAID,
       agentsOnline: presence.online,
       agentLastSeenAt: presence.lastSeenAt?.toISOString() ?? null,
     };
@@ -289,13 +297,19 @@ export type Built = Awaited<ReturnType<typeof buildApp>>;
 /** How long GET /api/feather/install waits for a Feather sign under way (a Feather IPA signs in seconds). */
 const FEATHER_WAIT_MS = 60_000;
 
-/** Serves the built SPA with history fallback: unknown non-API GETs get index.html. */
+/**
+ * Serves the built SPA with history fallback: unknown non-API GETs get index.html. The build
+ * writes a brotli and a gzip copy beside each text asset (apps/web's precompress plugin); they are
+ * sent to browsers that accept them (`Vary: Accept-Encoding`), with no compression work per
+ * request. Hashed assets never change under their name: a year, immutable; the rest revalidates.
+ */
 async function registerWeb(app: FastifyInstance, distDir: string) {
   const hasWeb = existsSync(path.join(distDir, 'index.html'));
   if (hasWeb) {
     await app.register(fastifyStatic, {
       root: distDir,
       index: false,
+      preCompressed: true,
       setHeaders(res, filePath) {
         const isHashedAsset = filePath.includes(`${path.sep}assets${path.sep}`);
         res.header('cache-control', isHashedAsset ? 'public, max-age=31536000, immutable' : 'no-cache');
@@ -308,7 +322,11 @@ async function registerWeb(app: FastifyInstance, distDir: string) {
   }
   app.setNotFoundHandler((request, reply) => {
     // Decoded, as the router saw it: /%61pi/nothing is an unknown API address, not a page.
-    const isPage = (request.method === 'GET' || request.method === 'HEAD') && !isApiPath(decodedPath(request));
+    const shown = decodedPath(request);
+    // A missing asset (a page of an older build asking for its old chunk) is a 404, not the app's
+    // HTML under a script's name.
+    const isPage =
+      (request.method === 'GET' || request.method === 'HEAD') && !isApiPath(shown) && !shown.startsWith('/assets/');
     if (isPage && hasWeb) {
       return reply.header('cache-control', 'no-cache').sendFile('index.html');
     }
@@ -318,7 +336,6 @@ async function registerWeb(app: FastifyInstance, distDir: string) {
         .type('text/plain; charset=utf-8')
         .send('The web client is not built yet. Run npm run build, then reload.');
     }
-    const shown = decodedPath(request);
     const what = hasControlCharacters(shown) || shown.length > 200 ? 'this address' : shown;
     return reply.code(404).type('text/plain; charset=utf-8').send(`There is no ${request.method} ${what} here.`);
   });

@@ -56,6 +56,7 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     itunes,
     clock,
     cacheTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
+    allowPaid: config.DECRYPT_ALLOW_PAID,
     log,
     ...(onRemoved ? { onRemoved } : {}),
   });

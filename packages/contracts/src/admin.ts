@@ -1,14 +1,27 @@
-import { z } from 'zod';
+// zod/mini, like catalog.ts: the web app's admin console parses these, and one full-zod module in
+// the web app would bring all of zod into the chunks every page shares.
+import * as z from 'zod/mini';
 import { decryptStatus } from './catalog.js';
 
 /** POST /api/admin/agents: the token is shown once, in this answer only. */
 export const createAgentRequest = z.object({
-  name: z
-    .string({ error: 'Send a JSON object with a name.' })
-    // eslint-disable-next-line no-control-regex
-    .refine((name) => !/[\u0000-\u001f\u007f-\u009f]/.test(name), { error: 'Agent names may not contain control characters.' })
-    .transform((name) => name.trim())
-    .pipe(z.string().min(1, { error: 'Give the agent a name.' }).max(64, { error: 'Agent names are at most 64 characters.' })),
+  name: z.pipe(
+    z.pipe(
+      z.string({ error: 'Send a JSON object with a name.' }).check(
+        // eslint-disable-next-line no-control-regex
+        z.refine((name) => !/[\u0000-\u001f\u007f-\u009f]/.test(name), {
+          error: 'Agent names may not contain control characters.',
+        }),
+      ),
+      z.transform((name: string) => name.trim()),
+    ),
+    z
+      .string()
+      .check(
+        z.minLength(1, { error: 'Give the agent a name.' }),
+        z.maxLength(64, { error: 'Agent names are at most 64 characters.' }),
+      ),
+  ),
 });
 export const createdAgent = z.object({ id: z.string(), name: z.string(), token: z.string() });
 export type CreatedAgent = z.infer<typeof createdAgent>;
@@ -17,31 +30,33 @@ export const agentSummary = z.object({
   id: z.string(),
   name: z.string(),
   created_at: z.string(),
-  last_seen_at: z.string().nullable(),
+  last_seen_at: z.nullable(z.string()),
   /** What it works on now: `{country}/{app_id}[/{app_ver_id}]` of the leased job, or null. */
-  current_job: z.string().nullable(),
-  done_count: z.number().int(),
-  failed_count: z.number().int(),
+  current_job: z.nullable(z.string()),
+  done_count: z.int(),
+  failed_count: z.int(),
 });
 export type AgentSummary = z.infer<typeof agentSummary>;
+export const agentSummaries = z.array(agentSummary);
 
 /** A queue entry as the admin console shows it. */
 export const adminQueueEntry = z.object({
   seq: z.string(),
   country: z.string(),
   app_id: z.string(),
-  app_ver_id: z.string().nullable(),
+  app_ver_id: z.nullable(z.string()),
   name: z.string(),
-  version: z.string().nullable(),
+  version: z.nullable(z.string()),
   status: decryptStatus,
   premium: z.boolean(),
-  attempts: z.number().int(),
-  reason: z.string().nullable(),
-  agent: z.string().nullable(),
+  attempts: z.int(),
+  reason: z.nullable(z.string()),
+  agent: z.nullable(z.string()),
   requested_at: z.string(),
   updated_at: z.string(),
 });
 export type AdminQueueEntry = z.infer<typeof adminQueueEntry>;
+export const adminQueuePage = z.array(adminQueueEntry);
 
 export const auditEntry = z.object({
   id: z.string(),
@@ -51,3 +66,4 @@ export const auditEntry = z.object({
   at: z.string(),
 });
 export type AuditEntry = z.infer<typeof auditEntry>;
+export const auditPage = z.array(auditEntry);

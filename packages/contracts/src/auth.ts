@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 /** docs/product.md, Validation and confirmations: id is at least 4 characters; we also cap it and keep it to a safe charset. */
 export const ID_MIN_LENGTH = 4;
@@ -32,18 +32,22 @@ export const isReservedId = (id: string) => RESERVED_IDS.includes(id.toLowerCase
 
 export const userId = z
   .string({ error: (issue) => (issue.input === undefined ? 'Id is required.' : 'Id must be a string.') })
-  // The same sentence the sign-in form shows (docs/product.md, Validation and confirmations).
-  .min(ID_MIN_LENGTH, { error: `Please enter at least ${ID_MIN_LENGTH} characters for ID` })
-  .max(ID_MAX_LENGTH, { error: `Id must be at most ${ID_MAX_LENGTH} characters.` })
-  .regex(ID_PATTERN, { error: 'Id may contain only letters, digits and . _ @ -' })
-  .refine((id) => !isReservedId(id), { error: 'This id is reserved; please choose another.' });
+  .check(
+    // The same sentence the sign-in form shows (docs/product.md, Validation and confirmations).
+    z.minLength(ID_MIN_LENGTH, { error: `Please enter at least ${ID_MIN_LENGTH} characters for ID` }),
+    z.maxLength(ID_MAX_LENGTH, { error: `Id must be at most ${ID_MAX_LENGTH} characters.` }),
+    z.regex(ID_PATTERN, { error: 'Id may contain only letters, digits and . _ @ -' }),
+    z.refine((id) => !isReservedId(id), { error: 'This id is reserved; please choose another.' }),
+  );
 
 /** The client never sends the password itself, only its md5: 32 hex characters. */
 export const passwordMd5 = z
   .string({
     error: (issue) => (issue.input === undefined ? 'Password is required.' : 'Password must be a string.'),
   })
-  .regex(/^[0-9a-fA-F]{32}$/, { error: 'Password must be sent as an MD5 hash (32 hex characters).' });
+  .check(
+    z.regex(/^[0-9a-fA-F]{32}$/, { error: 'Password must be sent as an MD5 hash (32 hex characters).' }),
+  );
 
 /** POST /api/sign-in and POST /api/sign-up payload: {id, pw}. */
 export const credentials = z.object(
@@ -53,5 +57,5 @@ export const credentials = z.object(
 export type Credentials = z.infer<typeof credentials>;
 
 /** Sign-in and sign-up answer. grade > 0 means admin. */
-export const gradeAnswer = z.object({ grade: z.number().int() });
+export const gradeAnswer = z.object({ grade: z.int() });
 export type GradeAnswer = z.infer<typeof gradeAnswer>;

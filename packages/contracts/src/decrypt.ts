@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { appEntry, decryptStatus } from './catalog.js';
 
 /**
@@ -8,8 +8,8 @@ import { appEntry, decryptStatus } from './catalog.js';
 export const decryptAnswer = z.object({
   status: decryptStatus,
   app_id: z.string(),
-  app_ver_id: z.string().nullable(),
-  version: z.string().nullable(),
+  app_ver_id: z.nullable(z.string()),
+  version: z.nullable(z.string()),
   premium: z.boolean(),
   joined: z.boolean(),
   /** A sentence the client may show ('This version is already decrypted.'). */
@@ -37,13 +37,13 @@ export const versionEvent = z.object({
   country: z.string(),
   app_id: z.string(),
   /** null: an app-level entry whose version is not known yet. */
-  app_ver_id: z.string().nullable(),
+  app_ver_id: z.nullable(z.string()),
   /** The entry's app_ver_id before this change (an app-level entry that learnt its version). */
-  previous_app_ver_id: z.string().nullable().optional(),
-  version: z.string().nullable(),
-  status: decryptStatus.or(z.literal('Deleted')),
+  previous_app_ver_id: z.optional(z.nullable(z.string())),
+  version: z.nullable(z.string()),
+  status: z.union([decryptStatus, z.literal('Deleted')]),
   premium: z.boolean(),
-  progress: z.number().int().min(0).max(100).nullable(),
+  progress: z.nullable(z.int().check(z.minimum(0), z.maximum(100))),
 });
 export type VersionEvent = z.infer<typeof versionEvent>;
 
@@ -52,7 +52,7 @@ export const signEvent = z.object({
   type: z.literal('sign'),
   app_id: z.string(),
   app_ver_id: z.string(),
-  sign_type: z.number().int().min(0).max(4),
+  sign_type: z.int().check(z.minimum(0), z.maximum(4)),
   status: z.enum(['No', 'Pending', 'Process', 'Done']),
 });
 export type SignEvent = z.infer<typeof signEvent>;

@@ -1,4 +1,5 @@
-import { z } from 'zod';
+// zod/mini: see admin.ts.
+import * as z from 'zod/mini';
 
 /** GET /api/admin/devices: a device waiting for registration, as the admin console shows it. */
 export const adminDevice = z.object({
@@ -8,24 +9,25 @@ export const adminDevice = z.object({
   product: z.string(),
   udid: z.string(),
   /** DEVICE_NAME as the device sent it at enrollment. */
-  name: z.string().nullable(),
+  name: z.nullable(z.string()),
   /** As App Store Connect names platforms: IOS (iPhone, iPad) or MAC_OS. */
   platform: z.enum(['IOS', 'MAC_OS']),
   status: z.enum(['Add', 'Expired', 'Registered', 'Process', 'Pending']),
   /** Registration years paid and not yet applied. */
-  paid_years: z.number().int(),
+  paid_years: z.int(),
   /** Why the last registration attempt failed (Apple's error, in a sentence); null when none did. */
-  reason: z.string().nullable(),
-  attempts: z.number().int(),
+  reason: z.nullable(z.string()),
+  attempts: z.int(),
   /** When a failed registration is tried again by itself; null: it waits for an admin's retry. */
-  retry_at: z.string().nullable(),
+  retry_at: z.nullable(z.string()),
   /** A Mac in Process waiting for an admin's confirmation (docs/product.md: 'an extra process follows payment'). */
   awaiting_confirmation: z.boolean(),
   /** The current expiry, for a renewal. */
-  expired_date: z.string().nullable(),
+  expired_date: z.nullable(z.string()),
   created_at: z.string(),
 });
 export type AdminDevice = z.infer<typeof adminDevice>;
+export const adminDevices = z.array(adminDevice);
 
 /** GET /api/admin/identity: who signs. */
 export const signingIdentityInfo = z.object({
@@ -34,9 +36,9 @@ export const signingIdentityInfo = z.object({
   description: z.string(),
   /** False for the dev identity: real devices do not install what it signs. */
   installable: z.boolean(),
-  team_id: z.string().nullable(),
+  team_id: z.nullable(z.string()),
   /** The signing certificate's common name; null until it is made (on first use). */
-  certificate_name: z.string().nullable(),
-  certificate_expires_at: z.string().nullable(),
+  certificate_name: z.nullable(z.string()),
+  certificate_expires_at: z.nullable(z.string()),
 });
 export type SigningIdentityInfo = z.infer<typeof signingIdentityInfo>;

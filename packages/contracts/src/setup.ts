@@ -1,18 +1,5 @@
-import { z } from 'zod';
-
-/**
- * GET /api/config: the public settings the web app reads, and whether a decrypt agent is online,
- * so a person who asks for a decrypt learns why nothing moves when none is.
- */
-export const publicConfig = z.object({
-  chatUrl: z.string().nullable(),
-  channelUrl: z.string().nullable(),
-  /** Decrypt agents seen within the last few minutes; 0: requests wait in the queue until one comes. */
-  agentsOnline: z.number().int(),
-  /** When any agent was last seen (ISO), or null when none ever was. */
-  agentLastSeenAt: z.string().nullable(),
-});
-export type PublicConfig = z.infer<typeof publicConfig>;
+// zod/mini, like account.ts: the admin console parses these in the web app.
+import * as z from 'zod/mini';
 
 /** One step of the admin console's setup checklist. */
 export const setupItem = z.object({
@@ -23,7 +10,7 @@ export const setupItem = z.object({
   /** What is in place now, in a sentence. */
   detail: z.string(),
   /** The one command or setting that completes the step; null when done. */
-  action: z.string().nullable(),
+  action: z.nullable(z.string()),
 });
 export type SetupItem = z.infer<typeof setupItem>;
 

@@ -1,4 +1,5 @@
-import { z } from 'zod';
+// zod/mini: see admin.ts.
+import * as z from 'zod/mini';
 import { signStatus, signType } from './catalog.js';
 
 /** PUT /api/sign/{app_id}/{app_ver_id} body (docs/product.md, Calls): the mode of docs/product.md, Entities and fields. */

@@ -14,7 +14,9 @@ export type StoreFault =
   | { kind: 'slow'; delayMs: number }
   | { kind: 'throttle'; retryAfterS?: number }
   | { kind: 'malformed' }
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** The connection is dropped before any answer: the store cannot be reached. */
+  | { kind: 'reset' };
 
 export interface ItunesServerOptions {
   /** Store records (objects shaped like Apple's results), searched when no recorded answer fits. */
@@ -92,6 +94,7 @@ export async function startItunesServer(options: ItunesServerOptions = {}): Prom
       res.writeHead(status, { 'content-type': 'text/javascript; charset=utf-8' }).end(body);
     };
     if (fault.kind === 'hang') return;
+    if (fault.kind === 'reset') return void req.socket.destroy();
     if (fault.kind === 'slow') setTimeout(send, fault.delayMs);
     else send();
   });

@@ -31,8 +31,14 @@ describe('security headers', () => {
       expect(csp['style-src'], url).toEqual(["'self'"]);
       expect(csp['object-src'], url).toEqual(["'none'"]);
       expect(csp['frame-ancestors'], url).toEqual(["'none'"]);
-      // The app card's flags (apps/web flagUrl) and the store's icons.
-      expect(csp['img-src'], url).toEqual(["'self'", 'data:', 'https://flagcdn.com', 'https://*.mzstatic.com']);
+      // The app card's flags (apps/web flagUrl) and the store's icons, on its current and older hosts.
+      expect(csp['img-src'], url).toEqual([
+        "'self'",
+        'data:',
+        'https://flagcdn.com',
+        'https://*.mzstatic.com',
+        'https://*.phobos.apple.com',
+      ]);
       expect(res.headers['x-frame-options'], url).toBe('DENY');
       expect(res.headers['x-content-type-options'], url).toBe('nosniff');
       expect(res.headers['referrer-policy'], url).toBe('same-origin');

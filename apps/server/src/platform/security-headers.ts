@@ -3,9 +3,10 @@ import type { FastifyInstance } from 'fastify';
 
 /**
  * Image hosts the web app loads from: the public flag host of the app card (apps/web's flagUrl)
- * and Apple's artwork CDN, where the store's icon URLs point.
+ * and the store's icon hosts: Apple's artwork CDN, where its icon URLs point today, and the older
+ * phobos.apple.com hosts that records of long-unchanged apps still name.
  */
-export const IMAGE_HOSTS = ['https://flagcdn.com', 'https://*.mzstatic.com'] as const;
+export const IMAGE_HOSTS = ['https://flagcdn.com', 'https://*.mzstatic.com', 'https://*.phobos.apple.com'] as const;
 
 /**
  * The Content-Security-Policy of the app and the API. The built SPA loads only its own hashed

@@ -77,6 +77,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   // Catalogue
   'GET /api/latest/:page': { access: 'public', example: '/api/latest/0?anchor=1' },
   'GET /api/queue/:page': { access: 'public', example: '/api/queue/0' },
+  'GET /api/queue-status': { access: 'public', example: '/api/queue-status' },
   'GET /api/search/:country/*': { access: 'user', example: '/api/search/kr/facebook' },
   'DELETE /api/app/:app_id/:app_ver_id': { access: 'admin', example: (fx) => `/api/app/${fx.done.appId}/${fx.done.appVerId}` },
   'DELETE /api/queue/:app_id/:app_ver_id': { access: 'admin', example: (fx) => `/api/queue/${fx.queued.appId}/${fx.queued.appVerId}` },

@@ -77,6 +77,8 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
         expired_date: until,
         daily_limit: limit,
         device_info: [],
+        plan: n,
+        used_today: 0,
       });
     },
   );

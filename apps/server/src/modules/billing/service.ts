@@ -7,6 +7,7 @@ import * as q from './queries.js';
 import {
   ENTITLING_STATUSES,
   FINAL_STATUSES,
+  isPlanNumber,
   PLANS,
   REPLACING_STATUS,
   describeItem,
@@ -31,6 +32,8 @@ export interface Entitlement {
   /** End of the latest paid period of an active subscription; null when not premium. */
   premiumUntil: Date | null;
   dailyLimit: number;
+  /** The plan that gives the limit (the latest ending of the best); null when not premium. */
+  plan: PlanNumber | null;
 }
 
 export type ApplyOutcome = 'applied' | 'duplicate' | 'ignored' | 'unmatched';
@@ -293,12 +296,15 @@ export function createBillingService(deps: BillingServiceDeps) {
   /** `tx`: read inside the caller's transaction (PGlite has one connection: a read outside would wait on it). */
   async function entitlement(userId: string, tx: Database = db): Promise<Entitlement> {
     const rows = await q.entitlingSubscriptions(tx, userId, clock());
-    if (rows.length === 0) return { premium: false, premiumUntil: null, dailyLimit: freeDailyLimit };
+    if (rows.length === 0) return { premium: false, premiumUntil: null, dailyLimit: freeDailyLimit, plan: null };
     const until = Math.max(...rows.map((r) => r.currentPeriodEnd!.getTime()));
-    const dailyLimit = Math.max(
-      ...rows.map((r) => PLANS[r.plan as PlanNumber]?.dailyLimit ?? freeDailyLimit),
-    );
-    return { premium: true, premiumUntil: new Date(until), dailyLimit };
+    const limitOf = (r: (typeof rows)[number]) => PLANS[r.plan as PlanNumber]?.dailyLimit ?? freeDailyLimit;
+    const dailyLimit = Math.max(...rows.map(limitOf));
+    // One plan at a time, normally; while a replaced one ends, the one giving the limit is shown.
+    const best = rows
+      .filter((r) => limitOf(r) === dailyLimit)
+      .sort((a, b) => b.currentPeriodEnd!.getTime() - a.currentPeriodEnd!.getTime())[0]!;
+    return { premium: true, premiumUntil: new Date(until), dailyLimit, plan: isPlanNumber(best.plan) ? best.plan : null };
   }
 
   async function resolveItem(userId: string, ask: CheckoutAsk): Promise<Item> {

@@ -281,6 +281,8 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
         expired_date: expiry,
         daily_limit: limit,
         device_info: [],
+        plan: n,
+        used_today: 0,
       });
       expect(await paymentCount(id)).toBe(1);
     });

@@ -27,6 +27,9 @@ export interface ItunesClientOptions {
 
 const storeBusy = () => new AppError(503, 'STORE_THROTTLED', 'The App Store is busy right now. Please retry in a minute.');
 const storeTimeout = () => new AppError(503, 'STORE_TIMEOUT', 'The App Store did not answer in time. Please retry later.');
+/** No answer at all (refused, unknown host, reset): not the same as the store answering with an error. */
+const storeUnreachable = (cause: unknown) =>
+  new AppError(503, 'STORE_UNREACHABLE', 'The App Store could not be reached. Please retry later.', { cause });
 const storeError = (cause?: unknown) =>
   new AppError(502, 'STORE_ERROR', 'The App Store answered with an error. Please retry later.', { cause });
 
@@ -102,7 +105,7 @@ export function createItunesClient(options: ItunesClientOptions) {
       body = await response.text();
     } catch (err) {
       const name = (err as Error).name;
-      throw name === 'TimeoutError' || name === 'AbortError' ? storeTimeout() : storeError(err);
+      throw name === 'TimeoutError' || name === 'AbortError' ? storeTimeout() : storeUnreachable(err);
     }
     if (response.status === 403 || response.status === 429) {
       const retryAfterS = Number(response.headers.get('retry-after'));

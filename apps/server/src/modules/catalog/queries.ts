@@ -10,7 +10,9 @@ export type AppRow = typeof apps.$inferSelect;
 export type VersionRow = typeof versions.$inferSelect;
 export interface ListRow {
   app: AppRow;
-  entry: Pick<VersionRow, 'seq' | 'appVerId' | 'version' | 'status' | 'premium' | 'minimumOs' | 'sizeBytes'> & { doneSeq: number | null };
+  entry: Pick<VersionRow, 'seq' | 'appVerId' | 'version' | 'status' | 'premium' | 'minimumOs' | 'sizeBytes' | 'doneAt'> & {
+    doneSeq: number | null;
+  };
 }
 
 const entryColumns = {
@@ -22,6 +24,7 @@ const entryColumns = {
   doneSeq: versions.doneSeq,
   minimumOs: versions.minimumOs,
   sizeBytes: versions.sizeBytes,
+  doneAt: versions.doneAt,
 };
 
 /**
@@ -101,6 +104,7 @@ async function pageWithApps(db: Database, where: SQL, order: PageOrder, page: nu
         doneSeq: cut.doneSeq,
         minimumOs: cut.minimumOs,
         sizeBytes: cut.sizeBytes,
+        doneAt: cut.doneAt,
       },
     })
     .from(cut)
@@ -120,11 +124,36 @@ export async function listQueue(db: Database, page: number, anchor: number): Pro
   return pageWithApps(db, and(inArray(versions.status, [...ACTIVE_STATUSES]), lte(versions.seq, anchor))!, 'queue', page);
 }
 
+/**
+ * The place (1 first) of each of these Pending entries among all Pending ones in the order agents
+ * take them: premium first, then oldest. Counted now, not from the list's anchor: entries added
+ * since, a premium one say, come before.
+ */
+export async function queuePositions(db: Database, seqs: number[]): Promise<Map<number, number>> {
+  if (seqs.length === 0) return new Map();
+  const rows = await queryRows<{ seq: string; position: string }>(db, sql`
+    select seq, position from (
+      select ${versions.seq} as seq, row_number() over (order by ${versions.premium} desc, ${versions.seq}) as position
+      from ${versions} where ${versions.status} = 'Pending'
+    ) ranked
+    where seq in (${sql.join(seqs.map((seq) => sql`${seq}`), sql`, `)})
+  `);
+  return new Map(rows.map((r) => [Number(r.seq), Number(r.position)]));
+}
+
+/** Entries waiting for an agent. */
+export async function countPending(db: Database): Promise<number> {
+  const [row] = await db.select({ n: sql<string>`count(*)` }).from(versions).where(eq(versions.status, 'Pending'));
+  return Number(row?.n ?? 0);
+}
+
 interface StatusRow {
   app_id: string;
   status: string | null;
   app_ver_id: string | null;
   premium: boolean | null;
+  reason: string | null;
+  requested_by: string | null;
   blacklisted: boolean;
 }
 
@@ -135,11 +164,11 @@ interface StatusRow {
 export async function appsWithStatus(db: Database, country: string, appIds: number[]) {
   if (appIds.length === 0) return [];
   const rows = await queryRows<StatusRow>(db, sql`
-    select a.app_id, s.status, s.app_ver_id, s.premium,
+    select a.app_id, s.status, s.app_ver_id, s.premium, s.reason, s.requested_by,
       exists (select 1 from ${blacklist} b where b.country = a.country and b.app_id = a.app_id) as blacklisted
     from ${apps} a
     left join lateral (
-      select v.status, v.app_ver_id, v.premium from ${versions} v
+      select v.status, v.app_ver_id, v.premium, v.reason, v.requested_by from ${versions} v
       where v.country = a.country and v.app_id = a.app_id
       order by (v.status in ('Pending', 'Downloading', 'Downloaded', 'Process')) desc,
                (v.status = 'Done' and v.version = a.version) desc,
@@ -157,7 +186,19 @@ export async function appsWithStatus(db: Database, country: string, appIds: numb
   return appIds.flatMap((id) => {
     const app = byId.get(id);
     const s = statusById.get(id);
-    return app ? [{ app, status: s?.status ?? null, appVerId: s?.app_ver_id ?? null, premium: s?.premium ?? false, blacklisted: s?.blacklisted ?? false }] : [];
+    return app
+      ? [
+          {
+            app,
+            status: s?.status ?? null,
+            appVerId: s?.app_ver_id ?? null,
+            premium: s?.premium ?? false,
+            reason: s?.reason ?? null,
+            requestedBy: s?.requested_by ?? null,
+            blacklisted: s?.blacklisted ?? false,
+          },
+        ]
+      : [];
   });
 }
 

@@ -75,13 +75,14 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
         name: 'Facebook',
         developer: 'Facebook, Inc.',
         version: '15.0',
-        icon: facebook.artworkUrl512,
+        // The recorded http:// icon address, as https://.
+        icon: String(facebook.artworkUrl512).replace(/^http:/, 'https:'),
         itunes: facebook.trackViewUrl,
         raiting: 3.5,
         raiting_count: 2840784,
         bundle_id: 'com.facebook.Facebook',
         require: '7.0',
-        size: 64.5,
+        size: 64.49,
         premium: false,
         status: 'Available',
         normal_sign: 'No',
@@ -89,6 +90,12 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
         igg_sign: 'No',
         both_sign: 'No',
         dup_sign: 'No',
+        // Not decrypted: only the store's facts, nothing to set beside them.
+        store_size: null,
+        store_require: null,
+        decrypted_at: null,
+        reason: null,
+        position: null,
       });
       const sent = store.requests.at(-1)!;
       expect(sent.pathname).toBe('/search');
@@ -157,6 +164,21 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
       store.fault = { kind: 'malformed' };
       const malformed = await search('it', 'rock');
       expect(malformed.statusCode).toBe(502);
+    });
+
+    it('says the store could not be reached when it gives no answer, apart from an error it answered', async () => {
+      store.fault = { kind: 'reset' };
+      const unreachable = await search('it', 'rock');
+      expect([unreachable.statusCode, unreachable.body]).toEqual([503, 'The App Store could not be reached. Please retry later.']);
+      store.fault = { kind: 'down' };
+      const answered = await search('it', 'rock');
+      expect([answered.statusCode, answered.body]).toEqual([502, 'The App Store answered with an error. Please retry later.']);
+    });
+
+    it('answers the store\'s http icon addresses as https', async () => {
+      const found = appList.parse((await search('kr', 'facebook')).json());
+      // The recorded answer names http://a1988.phobos.apple.com/...
+      expect(found[0]!.icon).toMatch(/^https:\/\/a1988\.phobos\.apple\.com\//);
     });
 
     it('answers 503 when the store is slow, without waiting past the timeout', async () => {

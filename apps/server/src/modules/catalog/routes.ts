@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { currentUser, type Guards } from '../auth/guard.js';
+import { queueStatus } from '@sideport/contracts';
+import { currentUser, isAdmin, type Guards } from '../auth/guard.js';
 import { createMicroCache } from '../../platform/micro-cache.js';
 import { countryParam, idParam, keywordParam, pageParam, versionParams } from '../../platform/params.js';
-import { normalizeTerm, type CatalogService } from './service.js';
+import { entriesFor, normalizeTerm, type CatalogService, type SearchAnswer } from './service.js';
 
 const pageParams = z.object({ page: pageParam });
 const anchorQuery = z.object({ anchor: idParam('anchor').optional() });
@@ -15,6 +16,8 @@ export interface CatalogRoutesDeps {
   guards: Guards;
   /** How long a list page or search answer is reused by this process (0: never). */
   answerCacheMs: number;
+  /** When an agent last called (the agents domain). */
+  agentSeenAt: () => Promise<Date | null>;
 }
 
 interface CachedAnswer {
@@ -22,10 +25,11 @@ interface CachedAnswer {
   anchor?: number | undefined;
 }
 
-export async function catalogRoutes(app: FastifyInstance, { catalog, guards, answerCacheMs }: CatalogRoutesDeps) {
+export async function catalogRoutes(app: FastifyInstance, { catalog, guards, answerCacheMs, agentSeenAt }: CatalogRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   // Lists and searches are read far more often than they change: reuse the serialized answer briefly.
   const answers = createMicroCache<CachedAnswer>({ ttlMs: answerCacheMs, max: 2000 });
+  const searches = createMicroCache<SearchAnswer & { json: string }>({ ttlMs: answerCacheMs, max: 2000 });
   const sendAnswer = (reply: FastifyReply, answer: CachedAnswer) => {
     if (answer.anchor !== undefined) reply.header('x-list-anchor', String(answer.anchor));
     return reply.type('application/json; charset=utf-8').send(answer.json);
@@ -43,17 +47,27 @@ export async function catalogRoutes(app: FastifyInstance, { catalog, guards, ans
     });
   }
 
+  // Whether requests wait for an agent: the queue says so rather than look stuck.
+  r.get('/api/queue-status', { schema: { response: { 200: queueStatus } } }, async () => catalog.queueStatus(await agentSeenAt()));
+
   r.get('/api/search/:country/*', { schema: { params: searchParams }, onRequest: guards.requireUser }, async (request, reply) => {
     const { country, '*': keyword } = request.params;
-    const answer = await answers.get(`search:${country}:${normalizeTerm(keyword)}`, async () => ({
-      json: JSON.stringify(await catalog.search(country, keyword)),
-    }));
-    return sendAnswer(reply, answer);
+    const found = await searches.get(`search:${country}:${normalizeTerm(keyword)}`, async () => {
+      const result = await catalog.search(country, keyword);
+      return { ...result, json: JSON.stringify(result.entries) };
+    });
+    // The answer is shared; an agent's reason on an entry is its requester's (and admins') to see.
+    const user = currentUser(request);
+    const json = found.privateReasons.length
+      ? JSON.stringify(entriesFor(found, { id: user.id, isAdmin: isAdmin(user) }))
+      : found.json;
+    return sendAnswer(reply, { json });
   });
 
   r.delete('/api/app/:app_id/:app_ver_id', { schema: { params: versionParams }, onRequest: guards.requireAdmin }, async (request, reply) => {
     await catalog.deleteDone(currentUser(request).id, request.params.app_id, request.params.app_ver_id);
     answers.clear();
+    searches.clear();
     return reply.code(204).send();
   });
 
@@ -63,6 +77,7 @@ export async function catalogRoutes(app: FastifyInstance, { catalog, guards, ans
     const { app_id, app_ver_id } = request.params;
     await catalog.deleteQueued(currentUser(request).id, app_id, queueTarget(app_ver_id), { blacklist: false });
     answers.clear();
+    searches.clear();
     return reply.code(204).send();
   });
 
@@ -70,6 +85,7 @@ export async function catalogRoutes(app: FastifyInstance, { catalog, guards, ans
     const { app_id, app_ver_id } = request.params;
     await catalog.deleteQueued(currentUser(request).id, app_id, queueTarget(app_ver_id), { blacklist: true });
     answers.clear();
+    searches.clear();
     return reply.code(204).send();
   });
 }

@@ -1,4 +1,4 @@
-import type { AppEntry, DecryptStatus } from '@sideport/contracts';
+import type { AppEntry, DecryptStatus, QueueStatus } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
 import { AppError, notFound } from '../../platform/errors.js';
 import type { ItunesClient, StoreApp } from './itunes.js';
@@ -9,6 +9,8 @@ export interface CatalogServiceDeps {
   itunes: Pick<ItunesClient, 'search' | 'lookup' | 'lookupBundle'>;
   clock: () => Date;
   cacheTtlMs: number;
+  /** DECRYPT_ALLOW_PAID: false shows paid apps Not before anyone asks (the request would be refused). */
+  allowPaid?: boolean;
   log?: { warn(obj: object, msg: string): void };
   /** Told of every entry an admin removed (its stored file goes, open pages hear of it). */
   onRemoved?: (removed: q.RemovedEntry[]) => Promise<void>;
@@ -16,14 +18,30 @@ export interface CatalogServiceDeps {
 
 const MB = 1024 * 1024;
 
+/**
+ * An agent that has not called for this long is taken as gone: a working one long-polls for jobs
+ * every half minute or so, and heartbeats a third of its lease while it works.
+ */
+export const AGENT_QUIET_MS = 3 * 60_000;
+
+/** The sentence of a paid app on a server that refuses them (docs/architecture.md, Operator policy). */
+export const PAID_REFUSED = 'Paid apps are not decrypted on this server.';
+export const BLACKLISTED = 'This app is on the black list and cannot be requested.';
+
 /** The facts of a decrypt entry that an app / version entry shows over the app's own. */
 export interface EntryFacts {
   appVerId: number | null;
   version: string | null;
   status: string;
   premium: boolean;
+  /** Of the decrypted IPA, once Done. */
   minimumOs?: string | null;
   sizeBytes?: number | null;
+  doneAt?: Date | null;
+  /** Why it is Not, where the viewer may see it (see AppEntry.reason). */
+  reason?: string | null;
+  /** Its place among the waiting entries, on the queue. */
+  position?: number | null;
 }
 
 export type SignStatuses = Pick<AppEntry, 'normal_sign' | 'iap_sign' | 'igg_sign' | 'both_sign' | 'dup_sign'>;
@@ -37,10 +55,22 @@ export const NO_SIGN_STATUSES: SignStatuses = {
   dup_sign: 'No',
 };
 
-const megabytes = (bytes: number | null | undefined) => (bytes == null ? null : Math.round((bytes / MB) * 10) / 10);
+/** MB to the hundredth; anything above 0 bytes is at least 0.01 MB, so a small IPA never shows as 0 MB. */
+export function megabytes(bytes: number | null | undefined) {
+  if (bytes == null) return null;
+  if (bytes <= 0) return 0;
+  return Math.max(0.01, Math.round((bytes / MB) * 100) / 100);
+}
 
-/** An app / version entry of docs/product.md, Entities and fields: the app's store facts, overridden by the entry's own. */
+/** The store answers both http and https for its icons; a page served over https cannot show http images. */
+export const httpsIcon = (url: string) => url.replace(/^http:\/\//i, 'https://');
+
+/**
+ * An app / version entry of docs/product.md, Entities and fields: the app's store facts, overridden by the entry's own
+ * (the decrypted IPA's size and minimum iOS once Done, the store listing's kept beside them).
+ */
 export function toEntry(app: q.AppRow, e: EntryFacts, signs: SignStatuses = NO_SIGN_STATUSES): AppEntry {
+  const hasIpaFacts = e.sizeBytes != null || e.minimumOs != null;
   return {
     app_id: String(app.appId),
     app_ver_id: e.appVerId === null ? null : String(e.appVerId),
@@ -48,7 +78,7 @@ export function toEntry(app: q.AppRow, e: EntryFacts, signs: SignStatuses = NO_S
     name: app.name,
     developer: app.developer,
     version: e.version ?? app.version,
-    icon: app.iconUrl,
+    icon: httpsIcon(app.iconUrl),
     itunes: app.storeUrl,
     raiting: app.rating,
     raiting_count: app.ratingCount,
@@ -58,7 +88,42 @@ export function toEntry(app: q.AppRow, e: EntryFacts, signs: SignStatuses = NO_S
     premium: e.premium,
     status: e.status as DecryptStatus,
     ...signs,
+    store_size: hasIpaFacts ? megabytes(app.sizeBytes) : null,
+    store_require: hasIpaFacts ? app.minimumOs : null,
+    decrypted_at: e.status === 'Done' ? (e.doneAt?.toISOString() ?? null) : null,
+    reason: e.status === 'Not' ? (e.reason ?? null) : null,
+    position: e.position ?? null,
   };
+}
+
+/** Who sees an entry's agent reason: the person who requested it, and admins. */
+export interface Viewer {
+  id: string;
+  isAdmin: boolean;
+}
+export const maySeeReason = (viewer: Viewer | undefined, requestedBy: string | null) =>
+  viewer !== undefined && (viewer.isAdmin || (requestedBy !== null && requestedBy === viewer.id));
+
+/** An agent's reason on an entry of a shared answer (a cached search), shown only to whom maySeeReason allows. */
+export interface PrivateReason {
+  appId: string;
+  reason: string;
+  requestedBy: string | null;
+}
+
+/** A search answer with the agent reasons its viewers may or may not see. */
+export interface SearchAnswer {
+  entries: AppEntry[];
+  privateReasons: PrivateReason[];
+}
+
+/** The entries as `viewer` sees them: the private reasons they may see filled in. */
+export function entriesFor(answer: SearchAnswer, viewer: Viewer): AppEntry[] {
+  const visible = new Map(
+    answer.privateReasons.filter((r) => maySeeReason(viewer, r.requestedBy)).map((r) => [r.appId, r.reason]),
+  );
+  if (visible.size === 0) return answer.entries;
+  return answer.entries.map((e) => (visible.has(e.app_id) ? { ...e, reason: visible.get(e.app_id)! } : e));
 }
 
 /** Search terms compare without regard to case or spacing, so 'Kakao  talk' hits the cache of 'kakao talk'. */
@@ -98,11 +163,22 @@ export function createCatalogService(deps: CatalogServiceDeps) {
     async queue(page: number, anchor?: number) {
       const top = anchor ?? (await q.maxSeq(db));
       const rows = top === undefined ? [] : await q.listQueue(db, page, top);
-      return { entries: rows.map((r) => toEntry(r.app, r.entry)), anchor: top };
+      const positions = await q.queuePositions(db, rows.filter((r) => r.entry.status === 'Pending').map((r) => r.entry.seq));
+      return {
+        entries: rows.map((r) => toEntry(r.app, { ...r.entry, position: positions.get(r.entry.seq) ?? null })),
+        anchor: top,
+      };
+    },
+
+    /** Whether requests wait for an agent (GET /api/queue-status); `agentSeenAt`: an agent's latest call. */
+    async queueStatus(agentSeenAt: Date | null): Promise<QueueStatus> {
+      const waiting = await q.countPending(db);
+      const isQuiet = agentSeenAt === null || clock().getTime() - agentSeenAt.getTime() > AGENT_QUIET_MS;
+      return { waiting, agent_seen_at: agentSeenAt?.toISOString() ?? null, waiting_for_agent: waiting > 0 && isQuiet };
     },
 
     /** Store search, cached for cacheTtlMs; a store failure falls back to a stale cache when there is one. */
-    async search(country: string, keyword: string): Promise<AppEntry[]> {
+    async search(country: string, keyword: string): Promise<SearchAnswer> {
       const term = normalizeTerm(keyword);
       const cached = await q.findCachedSearch(db, country, term);
       let ids: number[];
@@ -118,10 +194,22 @@ export function createCatalogService(deps: CatalogServiceDeps) {
         }
       }
       const rows = await q.appsWithStatus(db, country, ids);
-      return rows.map(({ app, status, appVerId, premium, blacklisted }) => {
-        const shown = blacklisted && status !== 'Done' ? 'Not' : (status ?? 'Available');
-        return toEntry(app, { appVerId: appVerId === null ? null : Number(appVerId), version: null, status: shown, premium });
+      const privateReasons: PrivateReason[] = [];
+      const entries = rows.map(({ app, status, appVerId, premium, blacklisted, reason, requestedBy }) => {
+        // Policies are everyone's to know, before anyone asks: the request would be refused.
+        const isPaidRefused = !deps.allowPaid && (app.price ?? 0) > 0 && status !== 'Done';
+        const policy = blacklisted && status !== 'Done' ? BLACKLISTED : isPaidRefused ? PAID_REFUSED : null;
+        const shown = policy ? 'Not' : (status ?? 'Available');
+        if (!policy && shown === 'Not' && reason) privateReasons.push({ appId: String(app.appId), reason, requestedBy });
+        return toEntry(app, {
+          appVerId: appVerId === null ? null : Number(appVerId),
+          version: null,
+          status: shown,
+          premium,
+          reason: policy,
+        });
       });
+      return { entries, privateReasons };
     },
 
     /** The store's record of one app (cached like searches); 404 when the store does not know it. */

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { decryptAnswer, urlAnswer, versionHistoryAnswer, appList } from '@sideport/contracts';
-import { currentUser, type Guards } from '../auth/guard.js';
+import { currentUser, isAdmin, type Guards } from '../auth/guard.js';
 import { AppError } from '../../platform/errors.js';
 import { baseUrlOf, checkSignedUrl, sendLocalFile } from '../../platform/serve-file.js';
 import type { FileStore } from '../../platform/storage.js';
@@ -22,6 +22,10 @@ export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, fil
   const r = app.withTypeProvider<ZodTypeProvider>();
   const signedIn = guards.requireUser;
   const baseUrl = (request: FastifyRequest) => baseUrlOf(request, publicUrl);
+  const viewerOf = (request: FastifyRequest) => {
+    const user = currentUser(request);
+    return { id: user.id, isAdmin: isAdmin(user) };
+  };
 
   r.get(
     '/api/decrypt/:country/:app_id',
@@ -56,13 +60,13 @@ export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, fil
   r.get(
     '/api/version/:country/:app_id',
     { schema: { params: appParams, response: { 200: appList } }, onRequest: signedIn },
-    async (request) => decrypt.versionList(currentUser(request).id, request.params.country, request.params.app_id),
+    async (request) => decrypt.versionList(viewerOf(request), request.params.country, request.params.app_id),
   );
 
   r.post(
     '/api/version/:country/:app_id',
     { schema: { params: appParams, response: { 200: versionHistoryAnswer } }, onRequest: signedIn },
-    async (request) => decrypt.history(currentUser(request).id, request.params.country, request.params.app_id),
+    async (request) => decrypt.history(viewerOf(request), request.params.country, request.params.app_id),
   );
 
   r.get(

@@ -5,7 +5,15 @@ import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { BillingService } from '../billing/service.js';
-import { toEntry, type CatalogService, type SignStatuses } from '../catalog/service.js';
+import {
+  BLACKLISTED,
+  maySeeReason,
+  PAID_REFUSED,
+  toEntry,
+  type CatalogService,
+  type SignStatuses,
+  type Viewer,
+} from '../catalog/service.js';
 import type { RemovedEntry } from '../catalog/queries.js';
 import { publishEntry } from './entry-events.js';
 import * as q from './queries.js';
@@ -40,7 +48,6 @@ const PRIORITY_PREMIUM = 1;
 export const PRIORITY_VERSIONS = 2;
 
 const NEED_PREMIUM = 'Need decrypt premium.';
-const PAID_REFUSED = 'Paid apps are not decrypted on this server.';
 
 const isActive = (status: string) => (q.ACTIVE_STATUSES as readonly string[]).includes(status);
 
@@ -95,7 +102,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
 
   /** Policy refusals that do not depend on the user (blacklist, paid apps). */
   async function checkPolicy(country: string, appId: number, app: { price: number | null; version: string }, userId: string) {
-    if (await catalog.isBlacklisted(country, appId)) throw forbidden('This app is on the black list and cannot be requested.');
+    if (await catalog.isBlacklisted(country, appId)) throw forbidden(BLACKLISTED);
     if (!settings.allowPaid && (app.price ?? 0) > 0) {
       // docs/architecture.md, Operator policy: the entry becomes Not with the reason, so lists show Not Support.
       const existing = await q.findByVersionString(db, country, appId, app.version);
@@ -151,12 +158,19 @@ export function createDecryptService(deps: DecryptServiceDeps) {
     return list?.versions.find((v) => v.appVerId === appVerId)?.version;
   }
 
-  async function entriesWithSigns(userId: string, app: Parameters<typeof toEntry>[0], rows: q.EntryRow[]): Promise<AppEntry[]> {
+  /** The viewer's entries: their signing statuses, and the reason of a Not entry when they may see it. */
+  async function entriesFor(viewer: Viewer, app: Parameters<typeof toEntry>[0], rows: q.EntryRow[]): Promise<AppEntry[]> {
     const done = rows.filter((r) => r.status === 'Done' && r.appVerId !== null);
     const signs = deps.signStatuses && done.length
-      ? await deps.signStatuses(userId, done.map((r) => ({ appId: r.appId, appVerId: r.appVerId! })))
+      ? await deps.signStatuses(viewer.id, done.map((r) => ({ appId: r.appId, appVerId: r.appVerId! })))
       : new Map<number, SignStatuses>();
-    return rows.map((r) => toEntry(app, r, (r.appVerId !== null && signs.get(r.appVerId)) || undefined));
+    return rows.map((r) =>
+      toEntry(
+        app,
+        { ...r, reason: maySeeReason(viewer, r.requestedBy) ? r.reason : null },
+        (r.appVerId !== null && signs.get(r.appVerId)) || undefined,
+      ),
+    );
   }
 
   return {
@@ -225,17 +239,18 @@ export function createDecryptService(deps: DecryptServiceDeps) {
     },
 
     /** GET /api/version/{country}/{app_id}: the versions Sideport knows, newest first. */
-    async versionList(userId: string, country: string, appId: number): Promise<AppEntry[]> {
+    async versionList(viewer: Viewer, country: string, appId: number): Promise<AppEntry[]> {
       const app = await catalog.lookupApp(country, appId);
-      return entriesWithSigns(userId, app, await q.entriesOfApp(db, country, appId));
+      const entries = await entriesFor(viewer, app, await q.entriesOfApp(db, country, appId));
+      return entries.sort(newestFirst());
     },
 
     /**
      * POST /api/version/{country}/{app_id} (downgrade; premium): the store's version history from
      * an agent's versions job, reused while fresh; versions never requested are Available.
      */
-    async history(userId: string, country: string, appId: number): Promise<VersionHistoryAnswer> {
-      await requirePremium(userId);
+    async history(viewer: Viewer, country: string, appId: number): Promise<VersionHistoryAnswer> {
+      await requirePremium(viewer.id);
       const app = await catalog.lookupApp(country, appId);
       let list = await q.findVersionList(db, country, appId);
       const isFresh = list !== undefined && clock().getTime() - list.fetchedAt.getTime() < settings.versionListTtlMs;
@@ -251,7 +266,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
         list = await q.findVersionList(db, country, appId);
       }
       const rows = await q.entriesOfApp(db, country, appId);
-      const known = await entriesWithSigns(userId, app, rows);
+      const known = await entriesFor(viewer, app, rows);
       const byVersionId = new Map(known.filter((e) => e.app_ver_id !== null).map((e) => [e.app_ver_id!, e]));
       const fromStore = (list?.versions ?? []).map(
         (v) =>
@@ -260,7 +275,9 @@ export function createDecryptService(deps: DecryptServiceDeps) {
       );
       const listed = new Set(fromStore.map((e) => e.app_ver_id));
       const others = known.filter((e) => !listed.has(e.app_ver_id));
-      const version_list = [...others, ...fromStore].sort((a, b) => versionOrder(b) - versionOrder(a));
+      // The agent lists the store's history newest first: that order decides between equal numbers.
+      const listOrder = new Map(fromStore.map((e, index) => [e.app_ver_id, index]));
+      const version_list = [...others, ...fromStore].sort(newestFirst(listOrder));
       return { name: app.name, version_list };
     },
 
@@ -305,8 +322,37 @@ export function createDecryptService(deps: DecryptServiceDeps) {
   };
 }
 
-/** Newest first: app-level requests (no version id yet) on top, then by the store's version id. */
-const versionOrder = (e: AppEntry) => (e.app_ver_id === null ? Number.MAX_SAFE_INTEGER : Number(e.app_ver_id));
+/**
+ * Compares dotted version numbers part by part as numbers ('10.2' after '9.9', '2.0.1' after '2.0');
+ * a part that is not a number compares as text. Negative when `a` is older.
+ */
+export function compareVersionNumbers(a: string, b: string): number {
+  const pa = a.split('.');
+  const pb = b.split('.');
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const [x = '0', y = '0'] = [pa[i], pb[i]];
+    const [nx, ny] = [Number(x), Number(y)];
+    const diff = Number.isFinite(nx) && Number.isFinite(ny) ? nx - ny : x.localeCompare(y);
+    if (diff !== 0) return Math.sign(diff);
+  }
+  return 0;
+}
+
+/**
+ * Newest first: app-level requests (no version id yet) on top, then by version number. Store
+ * version ids are not in release order (they are not even in order on some stores), so they only
+ * break ties, after the agent's own newest-first order when there is one (`listOrder`).
+ */
+function newestFirst(listOrder: Map<string | null, number> = new Map()) {
+  return (a: AppEntry, b: AppEntry) => {
+    if ((a.app_ver_id === null) !== (b.app_ver_id === null)) return a.app_ver_id === null ? -1 : 1;
+    const byNumber = compareVersionNumbers(b.version, a.version);
+    if (byNumber !== 0) return byNumber;
+    const [ia, ib] = [listOrder.get(a.app_ver_id), listOrder.get(b.app_ver_id)];
+    if (ia !== undefined && ib !== undefined) return ia - ib;
+    return Number(b.app_ver_id ?? 0) - Number(a.app_ver_id ?? 0);
+  };
+}
 
 export type DecryptService = ReturnType<typeof createDecryptService>;
 

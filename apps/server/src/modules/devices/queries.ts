@@ -17,6 +17,7 @@ export async function insertDevice(
     udid: string;
     status?: DeviceRow['status'];
     expiresAt?: Date | null;
+    deviceName?: string | null;
   },
 ): Promise<DeviceRow> {
   const [row] = await db.insert(devices).values(device).returning();

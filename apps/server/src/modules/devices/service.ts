@@ -20,6 +20,8 @@ export interface UserDevice {
   status: DeviceStatus;
   expiresAt: Date | null;
   paidYears: number;
+  /** DEVICE_NAME from enrollment. */
+  name: string | null;
 }
 
 /**
@@ -37,6 +39,7 @@ export function createDeviceService({ db, bus }: DeviceServiceDeps) {
       status: row.status,
       expiresAt: row.expiresAt,
       paidYears: row.paidYears,
+      name: row.deviceName,
     }));
   }
 
@@ -54,6 +57,7 @@ export function createDeviceService({ db, bus }: DeviceServiceDeps) {
         UDID: d.udid,
         status: d.status,
         ...(d.status === 'Registered' && d.expiresAt ? { expired_date: d.expiresAt.toISOString() } : {}),
+        name: d.name,
       }));
     },
 

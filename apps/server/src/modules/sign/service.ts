@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import type { FeatherCertAnswer, SignAnswer, SignCheckAnswer, SignType } from '@sideport/contracts';
+import { SIGN_TYPES, type FeatherCertAnswer, type SignAnswer, type SignCheckAnswer, type SignType } from '@sideport/contracts';
 import { isUniqueViolation, type Database } from '../../db/client.js';
 import type { SignSource } from '../../db/schema/index.js';
 import { AppError, forbidden } from '../../platform/errors.js';
@@ -123,11 +123,14 @@ export function createSignService(deps: SignServiceDeps) {
     return { url: `itms-services://?action=download-manifest&url=${encodeURIComponent(manifest)}` };
   }
 
-  function refuseUnconfiguredMode(type: SignType) {
+  /** Modes 1-3 inject the operator's dylibs: offered only when those are configured. */
+  function isOffered(type: SignType) {
     const needs = { iap: type === 1 || type === 3, igg: type === 2 || type === 3 };
-    if ((needs.iap && !settings.hasDylibs.iap) || (needs.igg && !settings.hasDylibs.igg)) {
-      throw forbidden(`${MODE_NAMES[type]} signing is not offered on this server.`);
-    }
+    return !(needs.iap && !settings.hasDylibs.iap) && !(needs.igg && !settings.hasDylibs.igg);
+  }
+
+  function refuseUnconfiguredMode(type: SignType) {
+    if (!isOffered(type)) throw forbidden(`${MODE_NAMES[type]} signing is not offered on this server.`);
   }
 
   function requireFeather() {
@@ -136,6 +139,9 @@ export function createSignService(deps: SignServiceDeps) {
   }
 
   return {
+    /** The sign types this server signs in (GET /api/config tells the web app, which disables the others). */
+    offeredTypes: (): SignType[] => SIGN_TYPES.filter(isOffered),
+
     /** PUT /api/sign/{app_id}/{app_ver_id}. */
     async request(userId: string, appId: number, appVerId: number, type: SignType): Promise<SignAnswer> {
       refuseUnconfiguredMode(type);

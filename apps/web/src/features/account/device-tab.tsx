@@ -1,93 +1,193 @@
-import Button from 'react-bootstrap/Button';
-import Table from 'react-bootstrap/Table';
+import { useRef, useState } from 'react';
+import checkIcon from 'bootstrap-icons/icons/check2.svg?raw';
+import copyIcon from 'bootstrap-icons/icons/clipboard.svg?raw';
 import type { AccountInfo, Device } from '@sideport/contracts';
-import { formatDate, goToCheckout } from './product-tab';
+import { PhoneQr } from '../../components/phone-qr';
+import { copyText } from '../../lib/copy-text';
+import { isIosDevice } from '../../lib/device';
+import { modelName } from './device-models';
 import { FeatherButtons } from './feather-buttons';
 import { ADD_DEVICE_NOTICE, MAC_WARNING } from './messages';
+import { formatDate, goToCheckout } from './product-tab';
 
 const isMac = (device: Device) => /mac/i.test(device.Product);
 
+/** The spec's button per status (section 4), coloured so the state reads at a glance, with a line on it. */
+const STATES: Record<Device['status'], { label: string; variant: string; hint: string }> = {
+  Add: {
+    label: 'Register $19.99/year',
+    variant: 'primary',
+    hint: 'Not registered: installs need a registration.',
+  },
+  Expired: { label: 'Renew', variant: 'primary', hint: 'The registration has ended.' },
+  Registered: { label: 'Registered', variant: 'success', hint: 'Installs work on it.' },
+  Process: { label: 'Processing', variant: 'info', hint: 'Being registered with Apple now.' },
+  Pending: { label: 'Pending', variant: 'warning', hint: 'Paid: waits its turn to be registered.' },
+};
+
 function DeviceAction({ device, index }: { device: Device; index: number }) {
+  const state = STATES[device.status];
+  const canPay = device.status === 'Add' || device.status === 'Expired';
   const pay = () => {
     if (isMac(device) && !window.confirm(MAC_WARNING)) return;
     void goToCheckout(`/api/pay/device/${index}`);
   };
-  switch (device.status) {
-    case 'Add':
-      return (
-        <Button size="sm" onClick={pay}>
-          Register $19.99/year
-        </Button>
-      );
-    case 'Expired':
-      return (
-        <Button size="sm" onClick={pay}>
-          Renew
-        </Button>
-      );
-    case 'Registered':
-      return (
-        <Button size="sm" disabled>
-          Registered
-        </Button>
-      );
-    case 'Process':
-      return (
-        <Button size="sm" disabled>
-          Processing
-        </Button>
-      );
-    case 'Pending':
-      return (
-        <Button size="sm" disabled>
-          Pending
-        </Button>
-      );
-  }
+  return (
+    <div>
+      <button
+        type="button"
+        className={`btn btn-sm btn-${state.variant} device-status-${device.status.toLowerCase()}`}
+        disabled={!canPay}
+        onClick={canPay ? pay : undefined}
+      >
+        {state.label}
+      </button>
+      <div className="small text-body-secondary mt-1 device-hint">{state.hint}</div>
+    </div>
+  );
 }
 
-/** My page, Device tab (docs/product.md, Screens). */
-export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
-  const devices = info?.device_info ?? [];
-  const addDevice = () => {
-    if (window.confirm(ADD_DEVICE_NOTICE)) window.location.assign('/udid');
+/** The model code, the name people know it by ('iPhone 14 Pro') and the name it gave itself. */
+function Product({ device }: { device: Device }) {
+  const known = modelName(device.Product);
+  return (
+    <>
+      <span className="font-monospace">{device.Product}</span>
+      {(known || device.name) && (
+        <div className="small text-body-secondary device-names">
+          {[known, device.name].filter(Boolean).join(' · ')}
+        </div>
+      )}
+    </>
+  );
+}
+
+function Udid({ udid }: { udid: string }) {
+  const text = useRef<HTMLElement>(null);
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    if (text.current) setCopied(await copyText(text.current, udid));
   };
   return (
-    <section>
-      <h2 className="fs-5">Devices - Sign Service</h2>
+    <span className="d-inline-flex align-items-start gap-1">
+      <code ref={text} className="udid small text-body user-select-all">
+        {udid}
+      </code>
+      <button
+        type="button"
+        className="btn btn-sm btn-link p-0 lh-1 text-decoration-none copy-button"
+        aria-label={`Copy UDID ${udid}`}
+        title="Copy"
+        onClick={() => void copy()}
+      >
+        <span aria-hidden="true" dangerouslySetInnerHTML={{ __html: copied ? checkIcon : copyIcon }} />
+      </button>
+      {copied && (
+        <span className="visually-hidden" role="status">
+          Copied.
+        </span>
+      )}
+    </span>
+  );
+}
+
+const until = (device: Device) => (device.status === 'Registered' ? formatDate(device.expired_date) : '-');
+
+/**
+ * My page, Device tab (docs/product.md, Screens): the spec's table from 768 px; below it each device is a
+ * card of the same columns as labelled rows, so nothing is cut off or scrolls sideways on a phone.
+ */
+export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
+  const devices = info?.device_info ?? [];
+  // On a computer the profile is for the iPhone: a QR code of /udid to open there (or this Mac's own).
+  const [isPhoneLinkShown, setPhoneLinkShown] = useState(false);
+  const addDevice = () => {
+    if (!window.confirm(ADD_DEVICE_NOTICE)) return;
+    if (isIosDevice()) window.location.assign('/udid');
+    else setPhoneLinkShown(true);
+  };
+  return (
+    <section aria-labelledby="devices-title">
+      <h2 className="fs-5" id="devices-title">
+        Devices - Sign Service
+      </h2>
       <div className="d-flex flex-wrap gap-2 mb-3">
-        <Button onClick={addDevice}>Add Device</Button>
+        <button type="button" className="btn btn-primary" onClick={addDevice}>
+          Add Device
+        </button>
         <FeatherButtons />
       </div>
+      {isPhoneLinkShown && (
+        <>
+          <PhoneQr
+            url={`${window.location.origin}/udid`}
+            label="add your iPhone on this site"
+            instruction="Adding a device works on the device itself: scan this QR code with the iPhone's camera, sign in there, and install the profile from Settings."
+          />
+          <p className="small">
+            Adding this computer, an M1/M2 Mac? <a href="/udid">Download its profile here.</a>
+          </p>
+        </>
+      )}
       {devices.length === 0 ? (
         <p className="text-body-secondary">Add device first.</p>
       ) : (
-        <Table responsive className="align-middle">
-          <thead>
-            <tr>
-              <th scope="col">#</th>
-              <th scope="col">Product</th>
-              <th scope="col">UDID</th>
-              <th scope="col">Until</th>
-              <th scope="col">Status</th>
-            </tr>
-          </thead>
-          <tbody>
+        <>
+          <div className="d-none d-md-block">
+            <table className="table align-middle">
+              <thead>
+                <tr>
+                  <th scope="col">#</th>
+                  <th scope="col">Product</th>
+                  <th scope="col">UDID</th>
+                  <th scope="col">Until</th>
+                  <th scope="col">Status</th>
+                </tr>
+              </thead>
+              <tbody>
+                {devices.map((device, index) => (
+                  <tr key={device.UDID}>
+                    <td>{index + 1}</td>
+                    <td>
+                      <Product device={device} />
+                    </td>
+                    <td>
+                      <Udid udid={device.UDID} />
+                    </td>
+                    <td className="text-nowrap">{until(device)}</td>
+                    <td>
+                      <DeviceAction device={device} index={index} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <ol className="list-unstyled d-md-none d-grid gap-2 device-list" aria-label="Devices">
             {devices.map((device, index) => (
-              <tr key={device.UDID}>
-                <td>{index + 1}</td>
-                <td>{device.Product}</td>
-                <td className="font-monospace small">{device.UDID}</td>
-                <td className="text-nowrap">
-                  {device.status === 'Registered' ? formatDate(device.expired_date) : '-'}
-                </td>
-                <td>
-                  <DeviceAction device={device} index={index} />
-                </td>
-              </tr>
+              <li key={device.UDID} className="card" data-testid="device-card">
+                <dl className="card-body row mb-0 g-1 small">
+                  <dt className="col-4">#</dt>
+                  <dd className="col-8 mb-0">{index + 1}</dd>
+                  <dt className="col-4">Product</dt>
+                  <dd className="col-8 mb-0">
+                    <Product device={device} />
+                  </dd>
+                  <dt className="col-4">UDID</dt>
+                  <dd className="col-8 mb-0">
+                    <Udid udid={device.UDID} />
+                  </dd>
+                  <dt className="col-4">Until</dt>
+                  <dd className="col-8 mb-0 text-nowrap">{until(device)}</dd>
+                  <dt className="col-4">Status</dt>
+                  <dd className="col-8 mb-0">
+                    <DeviceAction device={device} index={index} />
+                  </dd>
+                </dl>
+              </li>
             ))}
-          </tbody>
-        </Table>
+          </ol>
+        </>
       )}
     </section>
   );

@@ -2,17 +2,21 @@ import { useState } from 'react';
 import Button from 'react-bootstrap/Button';
 import Modal from 'react-bootstrap/Modal';
 import { featherCertAnswer, urlAnswer, type FeatherCertAnswer } from '@sideport/contracts';
+import { PhoneQr, phoneInstallUrl } from '../../components/phone-qr';
 import { alertFailure, api } from '../../lib/api';
+import { isIosDevice } from '../../lib/device';
 import { certPasswordNotice } from './messages';
 
 /**
- * Feather Install: the operator's Feather signed for the person's devices, as an itms-services URL.
- * The server may wait for that sign (up to a minute) before it answers.
+ * Feather Install: the operator's Feather signed for the person's devices, as an itms-services URL,
+ * followed on iOS and handed to `showForPhone` elsewhere. The server may wait for that sign (up to
+ * a minute) before it answers.
  */
-async function installFeather() {
+async function installFeather(showForPhone: (url: string) => void) {
   try {
     const { url } = urlAnswer.parse(await api<unknown>('/api/feather/install'));
-    window.location.assign(url);
+    if (isIosDevice()) window.location.assign(url);
+    else showForPhone(phoneInstallUrl(url));
   } catch (error) {
     alertFailure(error);
   }
@@ -27,6 +31,7 @@ async function installFeather() {
 export function FeatherButtons() {
   const [cert, setCert] = useState<FeatherCertAnswer | null>(null);
   const [busy, setBusy] = useState<'install' | 'cert' | null>(null);
+  const [phoneUrl, setPhoneUrl] = useState<string | null>(null);
   const whileBusy = (which: 'install' | 'cert', work: () => Promise<void>) => {
     setBusy(which);
     void work().finally(() => setBusy(null));
@@ -45,7 +50,7 @@ export function FeatherButtons() {
       <Button
         variant="outline-secondary"
         disabled={busy === 'install'}
-        onClick={() => whileBusy('install', installFeather)}
+        onClick={() => whileBusy('install', () => installFeather(setPhoneUrl))}
       >
         Feather Install
       </Button>
@@ -56,6 +61,15 @@ export function FeatherButtons() {
       >
         Feather Cert
       </Button>
+      {phoneUrl && (
+        <div className="w-100">
+          <PhoneQr
+            url={phoneUrl}
+            label="install Feather on your iPhone"
+            instruction="Installing works on the iPhone itself: scan this QR code with its camera and open the link there. It works for a few minutes."
+          />
+        </div>
+      )}
       <Modal show={cert !== null} onHide={() => setCert(null)} aria-labelledby="feather-cert-title">
         <Modal.Header closeButton>
           <Modal.Title id="feather-cert-title" className="fs-5">

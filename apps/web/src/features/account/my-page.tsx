@@ -5,19 +5,16 @@ import Tab from 'react-bootstrap/Tab';
 import Tabs from 'react-bootstrap/Tabs';
 import { useQuery } from '@tanstack/react-query';
 import { useSearchParams } from 'react-router';
-import { accountInfo } from '@sideport/contracts';
 import { alertFailure, api } from '../../lib/api';
+import { usePageTitle } from '../../lib/page-title';
 import { ProductTab } from './product-tab';
 import { DeviceTab } from './device-tab';
-
-export const infoQuery = {
-  queryKey: ['info'],
-  queryFn: async () => accountInfo.parse(await api<unknown>('/api/info')),
-};
+import { infoQuery } from './queries';
 
 /** /my: titled with the user's id; 'Billing Portal' and the Product (default) and Device (`?tab=device`) tabs. */
 export function MyPage() {
   const info = useQuery(infoQuery);
+  usePageTitle(info.data ? `${info.data.Id} · Mypage` : 'Mypage');
   // Checkout returns here with ?checkout=success|canceled; the state shown is fetched fresh.
   const [params, setParams] = useSearchParams();
   const checkout = params.get('checkout');
@@ -54,7 +51,11 @@ export function MyPage() {
           Payment canceled.
         </Alert>
       )}
-      <Tabs defaultActiveKey={params.get('tab') === 'device' ? 'device' : 'product'} id="my-tabs" className="mb-3">
+      <Tabs
+        defaultActiveKey={params.get('tab') === 'device' ? 'device' : 'product'}
+        id="my-tabs"
+        className="mb-3"
+      >
         <Tab eventKey="product" title="Product">
           <ProductTab info={info.data} />
         </Tab>

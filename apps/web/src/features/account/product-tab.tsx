@@ -24,23 +24,32 @@ export async function goToCheckout(path: string) {
   }
 }
 
-function OfferButtons({ isStacked = false }: { isStacked?: boolean }) {
+/** The plan and reset buttons; the current plan's is marked (choosing it again gets the server's sentence). */
+function OfferButtons({ isStacked = false, plan }: { isStacked?: boolean; plan: number | null }) {
   return (
     <div className={isStacked ? 'd-grid gap-2' : 'd-flex flex-wrap gap-2'}>
-      {SERVICE_OFFERS.map((offer) => (
-        <Button
-          key={offer.n}
-          size="sm"
-          className="text-nowrap"
-          variant={offer.n === 5 ? 'outline-secondary' : 'outline-primary'}
-          onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}
-        >
-          {offer.label}
-        </Button>
-      ))}
+      {SERVICE_OFFERS.map((offer) => {
+        const isCurrent = offer.n === plan;
+        return (
+          <Button
+            key={offer.n}
+            size="sm"
+            className="text-nowrap"
+            variant={isCurrent ? 'success' : offer.n === 5 ? 'outline-secondary' : 'outline-primary'}
+            aria-current={isCurrent ? 'true' : undefined}
+            onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}
+          >
+            {offer.label}
+            {/* Marked by its colour and the Service column's line; aria-current says it to screen readers. */}
+          </Button>
+        );
+      })}
     </div>
   );
 }
+
+/** '$39.99 / year · 20 App/day', the label of a plan. */
+const planLabel = (plan: number) => SERVICE_OFFERS.find((o) => o.n === plan)?.label ?? `plan ${plan}`;
 
 /**
  * My page, Product tab: Service / Until / Limit and the plan and reset buttons. Below 768 px the
@@ -64,20 +73,33 @@ export function ProductTab({ info }: { info: AccountInfo | undefined }) {
           <td>
             <div>Decrypt Premium</div>
             <div className="small text-body-secondary">Fast decrypt &amp; Downgrade</div>
+            {info?.plan != null && (
+              <div className="small mt-1" data-testid="current-plan">
+                <span className="badge text-bg-success me-1">Current plan</span>
+                {planLabel(info.plan)}, renews {formatDate(info.expired_date)}
+              </div>
+            )}
           </td>
           <td data-testid="premium-until" className="text-nowrap">
             {info ? (info.premium ? formatDate(info.expired_date) : '-') : ''}
           </td>
-          <td data-testid="daily-limit" className="text-nowrap">
-            {info ? `${info.daily_limit} App/day` : ''}
+          <td>
+            <div data-testid="daily-limit" className="text-nowrap">
+              {info ? `${info.daily_limit} App/day` : ''}
+            </div>
+            {info && (
+              <div className="small text-body-secondary" data-testid="used-today">
+                {info.used_today} of {info.daily_limit} used today
+              </div>
+            )}
           </td>
           <td className="d-none d-md-table-cell">
-            <OfferButtons />
+            <OfferButtons plan={info?.plan ?? null} />
           </td>
         </tr>
         <tr className="d-md-none">
           <td colSpan={3}>
-            <OfferButtons isStacked />
+            <OfferButtons isStacked plan={info?.plan ?? null} />
           </td>
         </tr>
       </tbody>

@@ -1,5 +1,6 @@
 import Tab from 'react-bootstrap/Tab';
 import Tabs from 'react-bootstrap/Tabs';
+import { usePageTitle } from '../../lib/page-title';
 import { AgentsPanel } from './agents-panel';
 import { AuditPanel } from './audit-panel';
 import { DevicesPanel } from './devices-panel';
@@ -11,6 +12,7 @@ import { SetupPanel } from './setup-panel';
  * the queue, devices waiting for registration with the signing identity, and the audit log.
  */
 export function AdminPage() {
+  usePageTitle('Admin');
   return (
     <section aria-labelledby="admin-title">
       <h1 id="admin-title" className="fs-4 mb-3">

@@ -5,20 +5,7 @@ import Form from 'react-bootstrap/Form';
 import { useQueryClient } from '@tanstack/react-query';
 import { createdAgent, type CreatedAgent } from '@sideport/contracts';
 import { alertFailure, api } from '../../lib/api';
-
-/** Copies to the clipboard; where the Clipboard API is missing (plain http), through a selection. */
-async function copyText(element: HTMLElement, text: string): Promise<boolean> {
-  try {
-    await navigator.clipboard.writeText(text);
-    return true;
-  } catch {
-    const range = document.createRange();
-    range.selectNodeContents(element);
-    window.getSelection()?.removeAllRanges();
-    window.getSelection()?.addRange(range);
-    return document.execCommand('copy');
-  }
-}
+import { copyText } from '../../lib/copy-text';
 
 /**
  * Makes an agent. Its token is in the server's answer only (the database keeps a hash), so it is

@@ -1,9 +1,9 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import {
-  adminDevice,
-  adminQueueEntry,
-  agentSummary,
-  auditEntry,
+  adminDevices,
+  adminQueuePage,
+  agentSummaries,
+  auditPage,
   setupChecklist,
   signingIdentityInfo,
 } from '@sideport/contracts';
@@ -14,7 +14,7 @@ export const ADMIN_PAGE_SIZE = 50;
 
 export const agentsQuery = queryOptions({
   queryKey: ['admin', 'agents'],
-  queryFn: async () => agentSummary.array().parse(await api<unknown>('/api/admin/agents')),
+  queryFn: async () => agentSummaries.parse(await api<unknown>('/api/admin/agents')),
   retry: false,
   // Last seen and current job move while agents work; nothing publishes them.
   refetchInterval: 15_000,
@@ -28,7 +28,7 @@ export const adminQueueQuery = infiniteQueryOptions({
   queryKey: ['admin', 'queue'],
   initialPageParam: 0,
   queryFn: async ({ pageParam }) => ({
-    entries: adminQueueEntry.array().parse(await api<unknown>(`/api/admin/queue/${pageParam}`)),
+    entries: adminQueuePage.parse(await api<unknown>(`/api/admin/queue/${pageParam}`)),
   }),
   getNextPageParam: nextPage,
   retry: false,
@@ -39,7 +39,7 @@ export const auditQuery = infiniteQueryOptions({
   queryKey: ['admin', 'audit'],
   initialPageParam: 0,
   queryFn: async ({ pageParam }) => ({
-    entries: auditEntry.array().parse(await api<unknown>(`/api/admin/audit/${pageParam}`)),
+    entries: auditPage.parse(await api<unknown>(`/api/admin/audit/${pageParam}`)),
   }),
   getNextPageParam: nextPage,
   retry: false,
@@ -52,7 +52,7 @@ export const auditQuery = infiniteQueryOptions({
  */
 export const adminDevicesQuery = queryOptions({
   queryKey: ['admin', 'devices'],
-  queryFn: async () => adminDevice.array().parse(await api<unknown>('/api/admin/devices')),
+  queryFn: async () => adminDevices.parse(await api<unknown>('/api/admin/devices')),
   retry: false,
   refetchInterval: 15_000,
 });

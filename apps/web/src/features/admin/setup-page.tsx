@@ -8,6 +8,7 @@ import { useQuery } from '@tanstack/react-query';
 import { md5 } from 'js-md5';
 import { gradeAnswer } from '@sideport/contracts';
 import { alertFailure, api, ApiError } from '../../lib/api';
+import { usePageTitle } from '../../lib/page-title';
 import { useClientStore } from '../../lib/store';
 import { validateAuthForm } from '../auth/validate';
 
@@ -17,6 +18,7 @@ import { validateAuthForm } from '../auth/validate';
  * and lands on the admin console's setup checklist.
  */
 export function SetupPage() {
+  usePageTitle('Set up Sideport');
   const { token = '' } = useParams();
   const navigate = useNavigate();
   const [id, setId] = useState('');

@@ -6,6 +6,7 @@ import { useNavigate } from 'react-router';
 import { md5 } from 'js-md5';
 import type { GradeAnswer } from '@sideport/contracts';
 import { alertFailure, api } from '../../lib/api';
+import { usePageTitle } from '../../lib/page-title';
 import { afterSignInPath, useClientStore } from '../../lib/store';
 import { validateAuthForm, type AuthMode } from './validate';
 
@@ -17,6 +18,7 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
   const [confirm, setConfirm] = useState('');
   const [busy, setBusy] = useState(false);
   const isSignUp = mode === 'sign-up';
+  usePageTitle(isSignUp ? 'Sign up' : 'Sign in');
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();

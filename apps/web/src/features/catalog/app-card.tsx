@@ -1,76 +1,91 @@
 import type { AppEntry } from '@sideport/contracts';
-import Button from 'react-bootstrap/Button';
-import Card from 'react-bootstrap/Card';
+import { AppIcon } from '../../components/app-icon';
+import { Flag } from '../../components/flag';
 import { ProgressLine } from '../../components/progress-line';
 import type { LiveEntry } from '../versions/queries';
+import { entryFacts, formatMoment } from './format';
 import { RatingStars } from './rating-stars';
 import { cardButtons, type CardAction, type ListKind } from './status-buttons';
-
-/** Flags come from a public flag host by country code. */
-export const flagUrl = (country: string) => `https://flagcdn.com/w40/${country.toLowerCase()}.png`;
 
 export interface AppCardProps {
   entry: LiveEntry;
   list: ListKind;
   isAdmin: boolean;
-  onAction: (action: CardAction, entry: AppEntry) => void;
+  onAction: (action: CardAction, entry: AppEntry) => unknown;
+}
+
+/** Where a queue entry stands: its place in line (while it waits) and its lane. */
+function queuePlace(entry: AppEntry) {
+  const lane = entry.premium ? 'premium lane' : 'free lane';
+  if (entry.position !== null) return `No. ${entry.position} in line · ${lane}`;
+  return entry.status === 'Pending' ? lane : `being worked · ${lane}`;
 }
 
 /** One app of a list (docs/product.md, Screens, App card). */
 export function AppCard({ entry, list, isAdmin, onAction }: AppCardProps) {
+  const facts = entryFacts(entry);
   return (
-    <Card className="h-100 app-card" data-testid="app-card" data-app-id={entry.app_id}>
-      <Card.Body className="d-flex gap-3">
-        <img
-          src={entry.icon}
-          alt=""
-          width={72}
-          height={72}
-          className="rounded-3 flex-shrink-0 app-icon"
-          loading="lazy"
-        />
+    <article className="card h-100 app-card" data-testid="app-card" data-app-id={entry.app_id}>
+      <div className="card-body d-flex gap-3">
+        <AppIcon src={entry.icon} name={entry.name} size={72} />
         <div className="flex-grow-1 min-w-0">
-          <Card.Title as="h2" className="fs-6 mb-1 text-truncate d-flex align-items-center gap-2">
-            <img
-              src={flagUrl(entry.country)}
-              alt={entry.country}
-              width={20}
-              height={15}
-              className="flag"
-              loading="lazy"
-            />
+          <h2 className="card-title fs-6 mb-1 d-flex align-items-center gap-2 min-w-0">
+            <Flag country={entry.country} />
             <span className="app-name text-truncate">{entry.name}</span>
-          </Card.Title>
+          </h2>
           <div className="small text-body-secondary text-truncate app-developer">{entry.developer}</div>
           <div className="small">
             <span className="app-version">{entry.version}</span>
             {' · '}
-            <a href={entry.itunes} target="_blank" rel="noopener noreferrer" className="app-info-link">
+            <a
+              href={entry.itunes}
+              target="_blank"
+              rel="noopener noreferrer"
+              className="app-info-link"
+              aria-label={`App Info of ${entry.name}`}
+            >
               App Info
             </a>
           </div>
           {list === 'search' && <RatingStars rating={entry.raiting} count={entry.raiting_count} />}
           <div className="small text-body-secondary text-truncate app-bundle-id">{entry.bundle_id}</div>
           <div className="small app-require">Requires: iOS {entry.require} or later</div>
-          {list !== 'queue' && entry.size !== null && <div className="small app-size">{entry.size} MB</div>}
+          {list !== 'queue' && facts.size !== null && (
+            <div className="small app-size">
+              {facts.size}
+              {facts.isIpa && <span className="text-body-secondary"> · decrypted IPA</span>}
+            </div>
+          )}
+          {list !== 'queue' && facts.storeNote && (
+            <div className="small text-body-secondary app-store-note">{facts.storeNote}</div>
+          )}
+          {list === 'latest' && entry.decrypted_at && (
+            <div className="small text-body-secondary app-decrypted-at">
+              Decrypted <time dateTime={entry.decrypted_at}>{formatMoment(entry.decrypted_at)}</time>
+            </div>
+          )}
+          {list === 'queue' && <div className="small app-queue-place">{queuePlace(entry)}</div>}
+          {entry.status === 'Not' && entry.reason && (
+            <div className="small text-danger-emphasis app-not-reason">{entry.reason}</div>
+          )}
         </div>
-      </Card.Body>
-      <Card.Footer className="d-flex flex-wrap gap-2 justify-content-end bg-transparent">
+      </div>
+      <div className="card-footer d-flex flex-wrap gap-2 justify-content-end bg-transparent">
         {cardButtons(entry, list, isAdmin).map((b) => (
-          <Button
+          <button
             key={b.label}
-            size="sm"
-            variant={b.variant}
+            type="button"
+            className={`btn btn-sm btn-${b.variant}`}
             disabled={b.disabled}
-            onClick={b.action ? () => onAction(b.action!, entry) : undefined}
+            onClick={b.action ? () => void onAction(b.action!, entry) : undefined}
           >
             {b.label}
-          </Button>
+          </button>
         ))}
         {entry.status !== 'Done' && (
           <ProgressLine progress={entry.progress} label={`Progress of ${entry.name}`} />
         )}
-      </Card.Footer>
-    </Card>
+      </div>
+    </article>
   );
 }

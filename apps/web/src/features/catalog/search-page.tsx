@@ -1,8 +1,10 @@
-import { useEffect } from 'react';
-import Spinner from 'react-bootstrap/Spinner';
+import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { useParams } from 'react-router';
-import { alertFailure, requireSignIn } from '../../lib/api';
+import { ListState } from '../../components/list-state';
+import { SkeletonCards } from '../../components/skeleton-cards';
+import { alertFailure, ApiError, requireSignIn, RETRY_LATER } from '../../lib/api';
+import { usePageTitle } from '../../lib/page-title';
 import { useClientStore } from '../../lib/store';
 import { AppGrid } from './app-grid';
 import { searchQuery } from './queries';
@@ -12,30 +14,45 @@ export function SearchPage() {
   const params = useParams();
   const country = (params.country ?? 'KR').toUpperCase();
   const keyword = params['*'] ?? '';
+  usePageTitle(`Search: ${keyword}`);
   const isLogin = useClientStore((s) => s.isLogin);
+  // Only a visitor arriving signed out is asked to sign in: signing out here goes to /latest on its
+  // own (use-sign-out), and a 401 to /sign-in, so this page must not alert 'Please Sign-in' then.
+  const [wasSignedInOnArrival] = useState(isLogin);
   const query = useQuery({ ...searchQuery(country, keyword), enabled: isLogin && keyword.length > 0 });
   useEffect(() => {
     if (query.error) alertFailure(query.error);
   }, [query.error]);
   // Searching needs an account: a visitor is asked to sign in and brought back to this search.
   useEffect(() => {
-    if (!isLogin) requireSignIn();
-  }, [isLogin]);
+    if (!isLogin && !wasSignedInOnArrival) requireSignIn();
+  }, [isLogin, wasSignedInOnArrival]);
+  const failure = query.error instanceof ApiError && query.error.message ? query.error.message : RETRY_LATER;
+  const retry = () => void query.refetch();
 
   return (
     <section aria-labelledby="search-title">
       <h1 id="search-title" className="fs-4 mb-3">
         Search: {keyword}
       </h1>
-      {/* Only an answer can say '{keyword} not found.': a failed search shows its alert alone. */}
+      {/* Only an answer can say '{keyword} not found.': a failed search says why, with a retry. */}
       {query.data ? (
-        <AppGrid entries={query.data} list="search" emptyText={`${keyword} not found.`} />
-      ) : (
-        query.isFetching && (
-          <div className="text-center my-5">
-            <Spinner animation="border" role="status" aria-label="Loading" />
-          </div>
+        query.data.length === 0 ? (
+          <ListState
+            kind="empty"
+            text={`${keyword} not found.`}
+            onRetry={retry}
+            isRetrying={query.isFetching}
+          />
+        ) : (
+          <AppGrid entries={query.data} list="search" />
         )
+      ) : query.isError ? (
+        !(query.error instanceof ApiError && query.error.isHandled) && (
+          <ListState kind="failed" text={failure} onRetry={retry} isRetrying={query.isFetching} />
+        )
+      ) : (
+        query.isFetching && <SkeletonCards />
       )}
     </section>
   );

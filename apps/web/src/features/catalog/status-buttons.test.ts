@@ -3,7 +3,7 @@ import type { DecryptStatus } from '@sideport/contracts';
 import { cardButtons } from './status-buttons';
 
 const labels = (status: DecryptStatus, list: 'latest' | 'queue' | 'search' = 'search', admin = false) =>
-  cardButtons({ status }, list, admin).map((b) => b.label);
+  cardButtons({ status, premium: false }, list, admin).map((b) => b.label);
 
 describe('cardButtons', () => {
   it('offers Decrypt only for Available', () => {
@@ -19,6 +19,15 @@ describe('cardButtons', () => {
     expect(labels('Downloaded')).toContain('Pending...');
     expect(labels('Downloading')).toContain('Downloading...');
     expect(labels('Not')).toContain('Not Support');
+  });
+
+  it('offers the premium queue only to an entry that is not already in it', () => {
+    expect(cardButtons({ status: 'Pending', premium: false }, 'queue', false)).toEqual([
+      expect.objectContaining({ label: 'Enqueued...', action: 'premium-queue' }),
+    ]);
+    const premium = cardButtons({ status: 'Pending', premium: true }, 'queue', false);
+    expect(premium).toEqual([expect.objectContaining({ label: 'Enqueued...', disabled: true })]);
+    expect(premium[0]!.action).toBeUndefined();
   });
 
   it('puts Delete beside View for admins only', () => {

@@ -1,4 +1,4 @@
-import type { AppEntry, DecryptStatus } from '@sideport/contracts';
+import type { AppEntry } from '@sideport/contracts';
 
 export type CardAction = 'view' | 'delete' | 'decrypt' | 'downgrade' | 'premium-queue';
 export type ListKind = 'latest' | 'queue' | 'search';
@@ -12,13 +12,16 @@ export interface CardButton {
 
 /**
  * The button of an entry on its way through the queue (docs/product.md, States): Pending shows
- * 'Enqueued...' (which offers the premium queue), working states show their progress, Not shows
- * 'Not Support'. Available and Done have none here: their buttons depend on where they show.
+ * 'Enqueued...', which offers the premium queue to an entry not already in it; working states show
+ * their progress, Not shows 'Not Support'. Available and Done have none here: their buttons depend
+ * on where they show.
  */
-export function progressButton(status: DecryptStatus): CardButton | undefined {
-  switch (status) {
+export function progressButton(entry: Pick<AppEntry, 'status' | 'premium'>): CardButton | undefined {
+  switch (entry.status) {
     case 'Pending':
-      return { label: 'Enqueued...', action: 'premium-queue', variant: 'outline-warning' };
+      return entry.premium
+        ? { label: 'Enqueued...', variant: 'outline-dark', disabled: true }
+        : { label: 'Enqueued...', action: 'premium-queue', variant: 'outline-dark' };
     case 'Process':
       return { label: 'Processing...', variant: 'outline-info', disabled: true };
     case 'Downloaded':
@@ -36,7 +39,11 @@ export function progressButton(status: DecryptStatus): CardButton | undefined {
  * The buttons of an app card by decrypt status (docs/product.md, Screens and States): only Available shows
  * Decrypt; admins get Delete beside View; the rest is the entry's progress.
  */
-export function cardButtons(entry: Pick<AppEntry, 'status'>, list: ListKind, isAdmin: boolean): CardButton[] {
+export function cardButtons(
+  entry: Pick<AppEntry, 'status' | 'premium'>,
+  list: ListKind,
+  isAdmin: boolean,
+): CardButton[] {
   const buttons: CardButton[] = [];
   if (list !== 'queue') buttons.push({ label: 'View', action: 'view', variant: 'primary' });
   if (isAdmin) buttons.push({ label: 'Delete', action: 'delete', variant: 'danger' });
@@ -47,7 +54,7 @@ export function cardButtons(entry: Pick<AppEntry, 'status'>, list: ListKind, isA
     if (list !== 'queue')
       buttons.push({ label: 'Downgrade', action: 'downgrade', variant: 'outline-secondary' });
   } else {
-    buttons.push(progressButton(entry.status)!);
+    buttons.push(progressButton(entry)!);
   }
   return buttons;
 }

@@ -1,10 +1,11 @@
 import { useQueryClient } from '@tanstack/react-query';
 import type { AppEntry } from '@sideport/contracts';
 import { requireSignIn } from '../../lib/api';
-import { deleteEntry, isPremium, moveToPremiumQueue, requestDecrypt } from '../versions/actions';
-import { NEED_PREMIUM } from '../versions/messages';
-import type { VersionTarget } from '../versions/version-modal';
+import type { VersionTarget } from '../versions/version-target';
 import type { CardAction, ListKind } from './status-buttons';
+
+// What the buttons do loads with the first press: the first screen only shows them.
+const actions = () => import('../versions/actions');
 
 /**
  * What the card buttons do (docs/product.md, States, Validation and confirmations, Roles, Calls and Errors). Anonymous visitors are sent to sign in by any
@@ -15,23 +16,24 @@ export function useCardActions(list: ListKind, openVersions: (target: VersionTar
   const queryClient = useQueryClient();
 
   const downgrade = async (entry: AppEntry) => {
+    const { isPremium } = await actions();
+    const { NEED_PREMIUM } = await import('../versions/messages');
     if (await isPremium()) openVersions({ entry, mode: 'downgrade' });
     else window.alert(NEED_PREMIUM);
   };
 
-  return (action: CardAction, entry: AppEntry) => {
+  return async (action: CardAction, entry: AppEntry) => {
     if (!requireSignIn()) return;
+    if (action === 'view') return openVersions({ entry, mode: 'view' });
+    if (action === 'downgrade') return downgrade(entry);
+    const { deleteEntry, moveToPremiumQueue, requestDecrypt } = await actions();
     switch (action) {
-      case 'view':
-        return openVersions({ entry, mode: 'view' });
-      case 'downgrade':
-        return void downgrade(entry);
       case 'decrypt':
-        return void requestDecrypt(queryClient, entry, 'app');
+        return requestDecrypt(queryClient, entry, 'app');
       case 'premium-queue':
-        return void moveToPremiumQueue(queryClient, entry);
+        return moveToPremiumQueue(queryClient, entry);
       case 'delete':
-        return void deleteEntry(
+        return deleteEntry(
           queryClient,
           entry,
           list === 'queue' || entry.status !== 'Done' ? 'queued' : 'done',

@@ -24,6 +24,11 @@ const entry = (app_id: string, app_ver_id: string | null, status: AppEntry['stat
   igg_sign: 'No',
   both_sign: 'No',
   dup_sign: 'No',
+  store_size: null,
+  store_require: null,
+  decrypted_at: null,
+  reason: null,
+  position: null,
 });
 
 const event = (
@@ -74,7 +79,6 @@ describe('applyVersionEvent', () => {
       status: 'Downloading',
       progress: 40,
     });
-    expect(isStale(client, ['list', 'queue'])).toBe(false);
   });
 
   it('moves an app-level entry that is Done out of the queue and refetches latest', () => {
@@ -91,6 +95,28 @@ describe('applyVersionEvent', () => {
       status: 'Done',
       version: '1.2',
     });
+  });
+
+  it('refetches the queue when a shown entry changes status, as the places in line move', () => {
+    const client = clientWith([
+      [['list', 'queue'], pages([entry('1', null, 'Pending'), entry('2', null, 'Pending')])],
+    ]);
+    applyVersionEvent(client, event('1', null, 'Pending', { progress: 10 }));
+    expect(isStale(client, ['list', 'queue'])).toBe(false);
+    applyVersionEvent(client, event('1', null, 'Downloading'));
+    expect(statuses(client, ['list', 'queue'])).toEqual(['1/null:Downloading', '2/null:Pending']);
+    expect(isStale(client, ['list', 'queue'])).toBe(true);
+  });
+
+  it('refetches a search and a version list whose entry became Not, for the reason its requester may see', () => {
+    const client = clientWith([
+      [['search', 'KR', 'one'], [entry('1', null, 'Process')]],
+      [['versions', 'KR', '1'], [entry('1', '10', 'Process')]],
+    ]);
+    applyVersionEvent(client, event('1', null, 'Not'));
+    applyVersionEvent(client, event('1', '10', 'Not'));
+    expect(isStale(client, ['search', 'KR', 'one'])).toBe(true);
+    expect(isStale(client, ['versions', 'KR', '1'])).toBe(true);
   });
 
   it('refetches the queue for a new request it does not show, and not for work on one it does not show', () => {

@@ -53,19 +53,27 @@ export function applyVersionEvent(queryClient: QueryClient, event: VersionEvent)
       case 'admin-queue': {
         // The queue shows waiting and working entries; the admin's also keeps those that failed.
         const leaves = deleted || event.status === 'Done' || (cache === 'queue' && event.status === 'Not');
-        if (leaves) return has ? drop : undefined;
-        if (has) return patch;
+        // Places in line move when an entry starts, leaves or changes lane: the queue asks again then
+        // (a progress report alone changes nobody's place).
+        const shown = entries.find(isTarget);
+        const moves =
+          cache === 'queue' &&
+          shown !== undefined &&
+          (shown.status !== event.status || (shown as { premium?: boolean }).premium !== event.premium);
+        if (leaves) return has ? { ...drop, refetch: cache === 'queue' } : undefined;
+        if (has) return { ...patch, refetch: moves };
         return event.status === 'Pending' ? { refetch: true } : undefined;
       }
       case 'search':
-        // A search shows one status per app: what replaces a deleted entry is the server's to say.
-        if (has && !deleted) return patch;
+        // A search shows one status per app: what replaces a deleted entry is the server's to say;
+        // a Not entry's reason is its requester's, which only the answer carries.
+        if (has && !deleted) return { ...patch, refetch: event.status === 'Not' };
         return entries.some((e) => sameApp(e, event)) ? { refetch: true } : undefined;
       case 'versions':
         if (key[1] !== event.country || key[2] !== event.app_id) return undefined;
         if (deleted) return has ? drop : undefined;
-        // A new entry, or one now Done (its size, minimum iOS and signing statuses): ask again.
-        return { ...(has ? patch : {}), refetch: !has || event.status === 'Done' };
+        // A new entry, one now Done (its size, minimum iOS and signing statuses) or Not (its reason): ask again.
+        return { ...(has ? patch : {}), refetch: !has || event.status === 'Done' || event.status === 'Not' };
       case 'history':
         if (!has) return undefined;
         if (!deleted) return patch;

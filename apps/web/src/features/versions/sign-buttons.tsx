@@ -1,40 +1,75 @@
-import Button from 'react-bootstrap/Button';
+import { useState } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import type { AppEntry } from '@sideport/contracts';
+import { PhoneQr, phoneInstallUrl } from '../../components/phone-qr';
+import { usePublicConfig } from '../../lib/config';
+import { isIosDevice } from '../../lib/device';
 import { installSigned, requestSign, SIGN_BUTTON_LABELS, SIGN_MODES, signStatusOf } from './sign';
 
-/** One button per signing mode of a Done version, by the caller's status of that mode (docs/product.md, States). */
+/**
+ * One button per signing mode of a Done version, by the caller's status of that mode (docs/product.md,
+ * States), each with a line on what the mode does. A mode this server does not offer (GET
+ * /api/config) is disabled and says why, so nobody confirms a sign the server then refuses.
+ * Install goes to the itms-services URL on iOS; elsewhere it shows a QR code of it for the iPhone.
+ */
 export function SignButtons({ entry }: { entry: AppEntry }) {
   const queryClient = useQueryClient();
+  const config = usePublicConfig();
+  const [phoneUrl, setPhoneUrl] = useState<{ url: string; mode: string } | null>(null);
   return (
-    <div className="d-flex flex-wrap gap-2 sign-buttons">
-      {SIGN_MODES.map((mode) => {
-        const status = signStatusOf(entry, mode.type);
-        const onClick =
-          status === 'No'
-            ? () => void requestSign(queryClient, entry, mode)
-            : status === 'Done'
-              ? () => void installSigned(queryClient, entry, mode)
-              : undefined;
-        return (
-          <div
-            key={mode.type}
-            role="group"
-            aria-label={mode.name}
-            className="d-flex align-items-center gap-1"
-          >
-            <span className="small text-body-secondary">{mode.name}</span>
-            <Button
-              size="sm"
-              variant={status === 'Done' ? 'success' : status === 'No' ? 'outline-primary' : 'outline-info'}
-              disabled={!onClick}
-              onClick={onClick}
+    <>
+      <div className="d-grid gap-2 sign-buttons">
+        {SIGN_MODES.map((mode) => {
+          const status = signStatusOf(entry, mode.type);
+          const isOffered = !config || config.signTypes.includes(mode.type);
+          const open = (url: string) =>
+            isIosDevice()
+              ? window.location.assign(url)
+              : setPhoneUrl({ url: phoneInstallUrl(url), mode: mode.name });
+          const onClick = !isOffered
+            ? undefined
+            : status === 'No'
+              ? () => void requestSign(queryClient, entry, mode)
+              : status === 'Done'
+                ? () => void installSigned(queryClient, entry, mode, open)
+                : undefined;
+          const noteId = `sign-note-${entry.app_ver_id}-${mode.type}`;
+          return (
+            <div
+              key={mode.type}
+              role="group"
+              aria-label={mode.name}
+              className="sign-mode"
+              data-offered={isOffered}
             >
-              {SIGN_BUTTON_LABELS[status]}
-            </Button>
-          </div>
-        );
-      })}
-    </div>
+              <div className="d-flex align-items-center gap-2">
+                <span className="fw-semibold small" style={{ minWidth: '4.5rem' }}>
+                  {mode.name}
+                </span>
+                <button
+                  type="button"
+                  className={`btn btn-sm ${status === 'Done' ? 'btn-success' : status === 'No' ? 'btn-outline-primary' : 'btn-outline-dark'}`}
+                  disabled={!onClick}
+                  onClick={onClick}
+                  aria-describedby={noteId}
+                >
+                  {SIGN_BUTTON_LABELS[status]}
+                </button>
+              </div>
+              <div id={noteId} className="small text-body-secondary sign-note">
+                {isOffered ? mode.explanation : `${mode.notOffered} ${mode.explanation}`}
+              </div>
+            </div>
+          );
+        })}
+      </div>
+      {phoneUrl && (
+        <PhoneQr
+          url={phoneUrl.url}
+          label={`install ${entry.name} (${phoneUrl.mode}) on your iPhone`}
+          instruction={`Installing works on the iPhone itself: scan this QR code with its camera and open the link there. It works for a few minutes.`}
+        />
+      )}
+    </>
   );
 }

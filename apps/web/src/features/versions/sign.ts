@@ -10,15 +10,43 @@ export interface SignMode {
   name: string;
   /** The mode as the sign confirmation names it (docs/product.md, Validation and confirmations); none for normal. */
   confirmName?: string;
+  /** What the mode does to the app, in a line. */
+  explanation: string;
+  /** Why a server may not offer it (the dylibs it injects are the operator's, configured or not). */
+  notOffered?: string;
 }
 
 /** docs/product.md, Entities and fields: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP. */
 export const SIGN_MODES: readonly SignMode[] = [
-  { type: 0, name: 'Normal' },
-  { type: 1, name: 'IAP', confirmName: 'IAP' },
-  { type: 2, name: 'IGG', confirmName: 'IGG' },
-  { type: 3, name: 'IAP+IGG', confirmName: 'IAP + IGG' },
-  { type: 4, name: 'DUP', confirmName: 'DUP' },
+  { type: 0, name: 'Normal', explanation: 'The app as decrypted, signed for your registered devices.' },
+  {
+    type: 1,
+    name: 'IAP',
+    confirmName: 'IAP',
+    explanation: "Adds the operator's in-app purchase tweak (their IAP dylibs) to the app.",
+    notOffered: 'Not offered on this server: it has no IAP dylibs.',
+  },
+  {
+    type: 2,
+    name: 'IGG',
+    confirmName: 'IGG',
+    explanation: "Adds the operator's IGG tweak, a game memory tool (their IGG dylibs), to the app.",
+    notOffered: 'Not offered on this server: it has no IGG dylibs.',
+  },
+  {
+    type: 3,
+    name: 'IAP+IGG',
+    confirmName: 'IAP + IGG',
+    explanation: 'Adds both the IAP and the IGG tweaks.',
+    notOffered: 'Not offered on this server: it needs both the IAP and the IGG dylibs.',
+  },
+  {
+    type: 4,
+    name: 'DUP',
+    confirmName: 'DUP',
+    explanation:
+      'A copy under its own bundle id: it installs beside the original app instead of replacing it.',
+  },
 ];
 
 export const signStatusOf = (entry: AppEntry, type: SignType): SignStatus => entry[SIGN_FIELDS[type]];
@@ -77,7 +105,13 @@ export async function requestSign(queryClient: QueryClient, entry: Version, mode
  * Install (docs/product.md, Calls and Errors): check the sign first; a 406 means a device was registered after
  * it was signed, so a new sign is offered; otherwise go to the install URL.
  */
-export async function installSigned(queryClient: QueryClient, entry: Version, mode: SignMode) {
+export async function installSigned(
+  queryClient: QueryClient,
+  entry: Version,
+  mode: SignMode,
+  /** Given the itms-services URL: goes there on iOS, shows it as a QR code elsewhere. */
+  open: (url: string) => void,
+) {
   const path = `${entry.app_id}/${entry.app_ver_id}/${mode.type}`;
   try {
     await api(`/api/check/sign/${path}`);
@@ -87,9 +121,7 @@ export async function installSigned(queryClient: QueryClient, entry: Version, mo
     return;
   }
   try {
-    const { url } = urlAnswer.parse(await api<unknown>(`/api/install/${path}`));
-    // An itms-services URL: iOS asks to install; the page stays where it is.
-    window.location.assign(url);
+    open(urlAnswer.parse(await api<unknown>(`/api/install/${path}`)).url);
   } catch (error) {
     alertFailure(error);
   }

@@ -1,8 +1,7 @@
-import Button from 'react-bootstrap/Button';
-import Card from 'react-bootstrap/Card';
 import { useQueryClient } from '@tanstack/react-query';
 import { ProgressLine } from '../../components/progress-line';
 import { useClientStore } from '../../lib/store';
+import { entryFacts, formatMoment } from '../catalog/format';
 import { progressButton } from '../catalog/status-buttons';
 import { deleteEntry, moveToPremiumQueue, requestDecrypt } from './actions';
 import { openDownload } from './download';
@@ -12,69 +11,84 @@ import { SignButtons } from './sign-buttons';
 /**
  * One version in the version modal (docs/product.md, Screens): its number and Close; Done shows Download,
  * Delete for admins and the signing modes; Available (from Downgrade) offers Decrypt; the rest
- * shows where the entry stands in the queue.
+ * shows where the entry stands in the queue. Its size and minimum iOS say whose they are.
  */
 export function VersionCard({ entry, onClose }: { entry: LiveEntry; onClose: () => void }) {
   const queryClient = useQueryClient();
   const isAdmin = useClientStore((s) => s.grade > 0);
   const isDone = entry.status === 'Done' && entry.app_ver_id !== null;
-  const progress = progressButton(entry.status);
-  const details = [entry.size !== null && `${entry.size} MB`, `iOS ${entry.require}+`]
+  const progress = progressButton(entry);
+  const facts = entryFacts(entry);
+  const details = [facts.size && `${facts.size}${facts.isIpa ? ' (IPA)' : ''}`, `iOS ${entry.require}+`]
     .filter(Boolean)
     .join(' · ');
-
   return (
-    <Card data-testid="version-card" data-status={entry.status}>
-      <Card.Body>
+    <div className="card" data-testid="version-card" data-status={entry.status}>
+      <div className="card-body">
         <div className="d-flex flex-wrap align-items-center gap-2">
           <div className="me-auto">
             <div className="fw-semibold version-number">{entry.version}</div>
-            <div className="small text-body-secondary">{details}</div>
+            <div className="small text-body-secondary version-details">{details}</div>
+            {facts.storeNote && (
+              <div className="small text-body-secondary version-store-note">{facts.storeNote}</div>
+            )}
+            {entry.decrypted_at && (
+              <div className="small text-body-secondary">
+                Decrypted <time dateTime={entry.decrypted_at}>{formatMoment(entry.decrypted_at)}</time>
+              </div>
+            )}
+            {entry.status === 'Not' && entry.reason && (
+              <div className="small text-danger-emphasis version-not-reason">{entry.reason}</div>
+            )}
           </div>
           {isDone && (
-            <Button
-              size="sm"
-              variant="primary"
+            <button
+              type="button"
+              className="btn btn-sm btn-primary"
               onClick={() => void openDownload(entry.app_id, entry.app_ver_id!)}
             >
               Download
-            </Button>
+            </button>
           )}
           {isDone && isAdmin && (
-            <Button size="sm" variant="danger" onClick={() => void deleteEntry(queryClient, entry, 'done')}>
+            <button
+              type="button"
+              className="btn btn-sm btn-danger"
+              onClick={() => void deleteEntry(queryClient, entry, 'done')}
+            >
               Delete
-            </Button>
+            </button>
           )}
           {entry.status === 'Available' && entry.app_ver_id !== null && (
-            <Button
-              size="sm"
-              variant="success"
+            <button
+              type="button"
+              className="btn btn-sm btn-success"
               onClick={() => void requestDecrypt(queryClient, entry, 'version')}
             >
               Decrypt
-            </Button>
+            </button>
           )}
           {progress && (
-            <Button
-              size="sm"
-              variant={progress.variant}
+            <button
+              type="button"
+              className={`btn btn-sm btn-${progress.variant}`}
               disabled={progress.disabled}
               onClick={progress.action ? () => void moveToPremiumQueue(queryClient, entry) : undefined}
             >
               {progress.label}
-            </Button>
+            </button>
           )}
-          <Button size="sm" variant="secondary" onClick={onClose}>
+          <button type="button" className="btn btn-sm btn-secondary" onClick={onClose}>
             Close
-          </Button>
+          </button>
         </div>
         {!isDone && <ProgressLine progress={entry.progress} label={`Progress of ${entry.version}`} />}
         {isDone && (
-          <div className="mt-2">
+          <div className="mt-3">
             <SignButtons entry={entry} />
           </div>
         )}
-      </Card.Body>
-    </Card>
+      </div>
+    </div>
   );
 }

@@ -1,20 +1,13 @@
 import { useEffect } from 'react';
-import Button from 'react-bootstrap/Button';
 import Modal from 'react-bootstrap/Modal';
-import Spinner from 'react-bootstrap/Spinner';
-import Stack from 'react-bootstrap/Stack';
 import { useQuery } from '@tanstack/react-query';
-import type { AppEntry } from '@sideport/contracts';
 import { alertFailure } from '../../lib/api';
 import { MODAL_NOTE } from './messages';
 import { historyQuery, versionsQuery, type LiveEntry } from './queries';
 import { VersionCard } from './version-card';
+import type { VersionTarget } from './version-target';
 
-/** View lists the versions Sideport knows; Downgrade the store's history, never-requested ones Available. */
-export interface VersionTarget {
-  entry: Pick<AppEntry, 'country' | 'app_id' | 'name'>;
-  mode: 'view' | 'downgrade';
-}
+export type { VersionTarget };
 
 function useVersionList(target: VersionTarget) {
   const { country, app_id } = target.entry;
@@ -53,21 +46,21 @@ function VersionModalBody({ target, onClose }: { target: VersionTarget; onClose:
       <Modal.Body>
         {versions === undefined ? (
           <div className="text-center my-4">
-            <Spinner animation="border" role="status" aria-label="Loading versions" />
+            <div className="spinner-border" role="status" aria-label="Loading versions" />
           </div>
         ) : (
-          <Stack gap={2}>
+          <div className="d-grid gap-2">
             {versions.map((entry: LiveEntry) => (
               <VersionCard key={`${entry.app_ver_id ?? 'app'}`} entry={entry} onClose={onClose} />
             ))}
-          </Stack>
+          </div>
         )}
         {(versions === undefined || versions.length === 0) && (
           <div className="d-flex align-items-center justify-content-between gap-2 mt-2">
             <span className="text-body-secondary">{versions ? 'No list now.' : ''}</span>
-            <Button size="sm" variant="secondary" onClick={onClose}>
+            <button type="button" className="btn btn-sm btn-secondary" onClick={onClose}>
               Close
-            </Button>
+            </button>
           </div>
         )}
       </Modal.Body>
