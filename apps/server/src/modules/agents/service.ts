@@ -86,6 +86,8 @@ export function createAgentService({
       if (now - (touchedAt.get(agentId) ?? 0) < TOUCH_EVERY_MS) return;
       touchedAt.set(agentId, now);
       await q.touchAgent(db, agentId, clock());
+      // An agent coming online is news this process tells at once, not after the cache's 5 s.
+      presenceCache.clear();
     },
 
     /** How many agents are online and when any was last seen; cached briefly, as every page asks. */

@@ -109,7 +109,7 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
     const { user, cookie, udid } = await paidDevice();
     expect(await t.services.registration.runPass()).toMatchObject({ registered: 1, failed: 0 });
     expect(await deviceInfo(t, cookie)).toEqual([
-      { Product: 'iPhone15,2', UDID: udid, status: 'Registered', expired_date: yearsAfter(now, 1).toISOString() },
+      { Product: 'iPhone15,2', UDID: udid, name: 'Test iPhone', status: 'Registered', expired_date: yearsAfter(now, 1).toISOString() },
     ]);
     const onAccount = asc.devices.filter((d) => d.udid === udid);
     expect(onAccount).toHaveLength(1);

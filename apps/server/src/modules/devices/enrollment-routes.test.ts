@@ -139,7 +139,7 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
     const res = await post(url.pathname, answerOf({ CHALLENGE: token }), t, { 'sec-fetch-site': 'cross-site' });
     expect(res.statusCode, res.body).toBe(301);
     expect(res.headers.location).toBe('http://localhost/my');
-    expect(await deviceInfo(cookie)).toEqual([{ Product: 'iPhone15,2', UDID: ATTRIBUTES.UDID, status: 'Add' }]);
+    expect(await deviceInfo(cookie)).toEqual([{ Product: 'iPhone15,2', UDID: ATTRIBUTES.UDID, name: ATTRIBUTES.DEVICE_NAME, status: 'Add' }]);
     const [row] = await t.database.db.select().from(devices).where(eq(devices.userId, user));
     expect(row).toMatchObject({ platform: 'IOS', deviceName: 'Ana’s iPhone', paidYears: 0, reason: null });
     // The owner's open pages hear of it.

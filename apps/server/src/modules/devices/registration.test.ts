@@ -45,13 +45,13 @@ describe.each(databaseKinds)('device registration with the dev identity on %s', 
     const user = uid();
     const cookie = await signedInUser(t, user);
     await enrollDevice(t, cookie, IPHONE);
-    expect(await deviceInfo(t, cookie)).toEqual([{ Product: 'iPhone15,2', UDID: IPHONE.UDID, status: 'Add' }]);
+    expect(await deviceInfo(t, cookie)).toEqual([{ Product: 'iPhone15,2', UDID: IPHONE.UDID, name: 'Ana’s iPhone', status: 'Add' }]);
     await payForDevice(t, cookie, 0);
     expect((await deviceInfo(t, cookie))[0]!.status).toBe('Pending');
 
     expect(await t.services.registration.runPass()).toMatchObject({ registered: 1, failed: 0 });
     expect(await deviceInfo(t, cookie)).toEqual([
-      { Product: 'iPhone15,2', UDID: IPHONE.UDID, status: 'Registered', expired_date: yearsAfter(now, 1).toISOString() },
+      { Product: 'iPhone15,2', UDID: IPHONE.UDID, name: 'Ana’s iPhone', status: 'Registered', expired_date: yearsAfter(now, 1).toISOString() },
     ]);
     expect(await rowOf(user)).toMatchObject({ paidYears: 0, registeredAt: now, reason: null, appleDeviceId: null });
     const material = await t.services.signing.signingMaterial(user);
@@ -111,7 +111,7 @@ describe.each(databaseKinds)('device registration with the dev identity on %s', 
     now = new Date(expiry.getTime() + 86_400_000);
     expect((await t.services.registration.runPass()).expired).toBeGreaterThanOrEqual(1);
     cookie = await signIn(user);
-    expect(await deviceInfo(t, cookie)).toEqual([{ Product: 'iPhone15,2', UDID: IPHONE.UDID, status: 'Expired' }]);
+    expect(await deviceInfo(t, cookie)).toEqual([{ Product: 'iPhone15,2', UDID: IPHONE.UDID, name: 'Ana’s iPhone', status: 'Expired' }]);
     expect(await t.services.signing.signingMaterial(user)).toBeUndefined();
 
     await payForDevice(t, cookie, 0);
