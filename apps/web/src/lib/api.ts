@@ -57,6 +57,7 @@ async function serverSentence(response: Response): Promise<string> {
 }
 
 export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<ApiResponse<T>> {
+  const wasSignedIn = useClientStore.getState().isLogin;
   let response: Response;
   try {
     response = await fetch(path, {
@@ -69,7 +70,10 @@ export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<Api
     throw new ApiError(0, '');
   }
   if (response.status === 401 && !init.isAuthAttempt) {
-    sendToSignIn();
+    // A call sent before the person signed out answers 401 after it: the sign-out already chose
+    // where to go and reset last_page, so this late answer must not store the page or move.
+    const signedOutMeanwhile = wasSignedIn && !useClientStore.getState().isLogin;
+    if (!signedOutMeanwhile) sendToSignIn();
     throw new ApiError(401, '', true);
   }
   if (!response.ok) throw new ApiError(response.status, await serverSentence(response));
