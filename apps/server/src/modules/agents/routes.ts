@@ -51,7 +51,9 @@ export async function agentRoutes(app: FastifyInstance, { agents, jobs }: AgentR
     if (!agent) throw unauthorized('Send a valid agent token as Authorization: Bearer <token>.');
     request.agent = agent;
   });
-  app.addHook('onResponse', async (request, reply) => {
+  // Before the answer leaves (at most one write per agent every few seconds), so whoever the agent
+  // tells next (a queue page, the setup checklist) already sees it as online.
+  app.addHook('onSend', async (request, reply) => {
     if (request.agent && reply.statusCode < 400) {
       await agents.markSeen(request.agent.id).catch((err: unknown) => request.log.warn({ err }, 'could not record the agent as seen'));
     }
