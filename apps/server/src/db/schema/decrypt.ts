@@ -1,5 +1,16 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 import { versions } from './catalog.js';
 
 /**
@@ -29,7 +40,9 @@ export const jobs = pgTable(
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
     kind: text('kind').$type<'decrypt' | 'versions'>().notNull(),
-    versionSeq: bigint('version_seq', { mode: 'number' }).references(() => versions.seq, { onDelete: 'cascade' }),
+    versionSeq: bigint('version_seq', { mode: 'number' }).references(() => versions.seq, {
+      onDelete: 'cascade',
+    }),
     country: text('country').notNull(),
     appId: bigint('app_id', { mode: 'number' }).notNull(),
     /** 2 versions (a person waits), 1 premium decrypt, 0 free decrypt. */
@@ -45,8 +58,12 @@ export const jobs = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
   (t) => [
-    index('jobs_claim_idx').on(t.priority.desc(), t.id).where(sql`${t.state} = 'queued'`),
-    index('jobs_lease_idx').on(t.leaseExpiresAt).where(sql`${t.state} = 'leased'`),
+    index('jobs_claim_idx')
+      .on(t.priority.desc(), t.id)
+      .where(sql`${t.state} = 'queued'`),
+    index('jobs_lease_idx')
+      .on(t.leaseExpiresAt)
+      .where(sql`${t.state} = 'leased'`),
     uniqueIndex('jobs_version_key').on(t.versionSeq),
     // One open versions job per app: concurrent downgrades wait for the same answer.
     uniqueIndex('jobs_versions_open_key')

@@ -40,7 +40,12 @@ export interface JobServiceDeps {
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   metrics?: ServiceMetrics;
   /** Called after a version became Done (the sign service warms its digest cache from it). */
-  onVersionDone?: (done: { appId: number; appVerId: number; fileKey: string; localFile?: string }) => Promise<void>;
+  onVersionDone?: (done: {
+    appId: number;
+    appVerId: number;
+    fileKey: string;
+    localFile?: string;
+  }) => Promise<void>;
 }
 
 /** What `importIpa` made: a Done version of a store app. */
@@ -122,7 +127,8 @@ export function createJobService(deps: JobServiceDeps) {
     });
     // Counted once committed: a sweep that rolled back expired nothing.
     for (const job of expired) metrics.job(job.kind, 'lease_expired');
-    if (expired.length) log.info({ jobs: expired.map((j) => j.id) }, 'leases expired; jobs returned to the queue');
+    if (expired.length)
+      log.info({ jobs: expired.map((j) => j.id) }, 'leases expired; jobs returned to the queue');
     return expired.length;
   }
 
@@ -158,7 +164,10 @@ export function createJobService(deps: JobServiceDeps) {
    * database, the next ones gather and go in the following statement, so at low load a claim
    * waits for nobody and at high load the database does one statement for many agents.
    */
-  function createClaimBatcher(run: (agentIds: number[], kinds: readonly JobKind[]) => Promise<q.ClaimedJob[]>, maxBatch = 64) {
+  function createClaimBatcher(
+    run: (agentIds: number[], kinds: readonly JobKind[]) => Promise<q.ClaimedJob[]>,
+    maxBatch = 64,
+  ) {
     interface Waiter {
       agentId: number;
       resolve(job: q.ClaimedJob | undefined): void;
@@ -174,14 +183,30 @@ export function createJobService(deps: JobServiceDeps) {
           const batch = group.waiters.splice(0, maxBatch);
           if (group.waiters.length === 0) waiting.delete(key);
           try {
-            const claimed = await run(batch.map((w) => w.agentId), group.kinds);
+            const claimed = await run(
+              batch.map((w) => w.agentId),
+              group.kinds,
+            );
             const bySlot = new Map(claimed.map((job) => [job.slot, job]));
             const events = claimed.flatMap((job) =>
               job.entry
-                ? [{ kind: 'live' as const, event: entryEvent({ ...job.entry, country: job.country, appId: job.appId, status: 'Downloading', progress: 0 }) }]
+                ? [
+                    {
+                      kind: 'live' as const,
+                      event: entryEvent({
+                        ...job.entry,
+                        country: job.country,
+                        appId: job.appId,
+                        status: 'Downloading',
+                        progress: 0,
+                      }),
+                    },
+                  ]
                 : [],
             );
-            await bus.publishMany(events).catch((err: unknown) => log.warn({ err }, 'could not publish claimed entries'));
+            await bus
+              .publishMany(events)
+              .catch((err: unknown) => log.warn({ err }, 'could not publish claimed entries'));
             batch.forEach((waiter, slot) => waiter.resolve(bySlot.get(slot)));
           } catch (err) {
             for (const waiter of batch) waiter.reject(err);
@@ -205,7 +230,11 @@ export function createJobService(deps: JobServiceDeps) {
   }
 
   /** Holds the job's row for the length of `work`, when the agent still holds this lease. */
-  async function withHeldJob<T>(agent: AgentRef, lease: string, work: (tx: Database, job: q.JobRow) => Promise<T>) {
+  async function withHeldJob<T>(
+    agent: AgentRef,
+    lease: string,
+    work: (tx: Database, job: q.JobRow) => Promise<T>,
+  ) {
     const { jobId, attempt } = parseLeaseId(lease);
     return db.transaction(async (tx) => {
       const job = await q.lockHeldJob(tx, { jobId, agentId: agent.id, attempt });
@@ -287,7 +316,12 @@ export function createJobService(deps: JobServiceDeps) {
    * The entry an imported version settles: its own (refused when already Done), else the app's
    * waiting app-level request when the store's current version is this one, else a new entry.
    */
-  async function entryToImportInto(tx: Database, app: { country: string; appId: number; version: string }, appVerId: number, version: string) {
+  async function entryToImportInto(
+    tx: Database,
+    app: { country: string; appId: number; version: string },
+    appVerId: number,
+    version: string,
+  ) {
     const own = await q.findByAppVerId(tx, app.appId, appVerId);
     if (own?.status === 'Done') throw conflict('This version is already decrypted.');
     if (own) return own;
@@ -312,7 +346,12 @@ export function createJobService(deps: JobServiceDeps) {
      * The next job for this agent, or null when none came within `waitSeconds` (a long poll:
      * a job queued meanwhile by any process wakes it at once).
      */
-    async claim(agent: AgentRef, kinds: readonly JobKind[], waitSeconds: number, signal?: AbortSignal): Promise<AgentJob | null> {
+    async claim(
+      agent: AgentRef,
+      kinds: readonly JobKind[],
+      waitSeconds: number,
+      signal?: AbortSignal,
+    ): Promise<AgentJob | null> {
       const deadline = Date.now() + waitSeconds * 1000;
       // The server is closing: waiting claims answer at once instead of holding the close up.
       const closing = new Promise<undefined>((resolve) => {
@@ -327,20 +366,32 @@ export function createJobService(deps: JobServiceDeps) {
           void queued.catch(() => {});
           return job;
         }
-        if (Date.now() >= deadline || signal?.aborted || !(await Promise.race([queued, closing]))) return null;
+        if (Date.now() >= deadline || signal?.aborted || !(await Promise.race([queued, closing])))
+          return null;
       }
     },
 
     /** A job claimed for an agent that was gone before it heard of it: back to the queue, the attempt not counted. */
     async unclaim(agent: AgentRef, lease: string) {
       await withHeldJob(agent, lease, async (tx, job) => {
-        await q.setJobState(tx, job.id, 'queued', { agentId: null, leaseExpiresAt: null, attempts: job.attempts - 1, updatedAt: now() });
+        await q.setJobState(tx, job.id, 'queued', {
+          agentId: null,
+          leaseExpiresAt: null,
+          attempts: job.attempts - 1,
+          updatedAt: now(),
+        });
         if (job.kind === 'decrypt' && job.versionSeq !== null) {
-          const entry = await q.updateEntry(tx, job.versionSeq, { status: 'Pending', progress: null, updatedAt: now() });
+          const entry = await q.updateEntry(tx, job.versionSeq, {
+            status: 'Pending',
+            progress: null,
+            updatedAt: now(),
+          });
           if (entry) await publishEntry(bus, entry, tx);
         }
         await bus.publish({ kind: 'jobs-queued' }, tx);
-      }).catch((err: unknown) => log.warn({ err, lease }, 'could not put back a job claimed for an agent that left'));
+      }).catch((err: unknown) =>
+        log.warn({ err, lease }, 'could not put back a job claimed for an agent that left'),
+      );
     },
 
     async heartbeat(agent: AgentRef, lease: string, report: HeartbeatRequest) {
@@ -380,7 +431,8 @@ export function createJobService(deps: JobServiceDeps) {
 
     async submitVersions(agent: AgentRef, lease: string, list: StoreVersion[]) {
       await withHeldJob(agent, lease, async (tx, job) => {
-        if (job.kind !== 'versions') throw new AppError(400, 'WRONG_JOB_KIND', 'This job is not a versions job.');
+        if (job.kind !== 'versions')
+          throw new AppError(400, 'WRONG_JOB_KIND', 'This job is not a versions job.');
         const seen = new Set<string>();
         const versions = list
           .filter((v) => !seen.has(v.app_ver_id) && seen.add(v.app_ver_id))
@@ -434,9 +486,12 @@ export function createJobService(deps: JobServiceDeps) {
         const app = await catalog.lookupApp(entry.country, entry.appId);
         const verdict = await verifyDecrypted(received.path, { bundleId: app.bundleId });
         if (!verdict.ok) return await refuse(verdict.reason);
-        const reported = info.app_ver_id ?? (job.reportedAppVerId === null ? undefined : String(job.reportedAppVerId));
+        const reported =
+          info.app_ver_id ?? (job.reportedAppVerId === null ? undefined : String(job.reportedAppVerId));
         if (entry.appVerId !== null && reported !== undefined && reported !== String(entry.appVerId)) {
-          return await refuse(`The agent uploaded store version ${reported}, not the requested ${entry.appVerId}.`);
+          return await refuse(
+            `The agent uploaded store version ${reported}, not the requested ${entry.appVerId}.`,
+          );
         }
         const appVerIdText = entry.appVerId !== null ? String(entry.appVerId) : reported;
         if (appVerIdText === undefined) {
@@ -451,15 +506,31 @@ export function createJobService(deps: JobServiceDeps) {
             withHeldJob(agent, lease, async (tx, held) => {
               const settled = await work(tx, entry);
               // A result that gave way to an existing Done version leaves no entry, and so no job.
-              if (settled.keep) await q.setJobState(tx, held.id, 'done', { leaseExpiresAt: null, lastReason: null, updatedAt: now() });
+              if (settled.keep)
+                await q.setJobState(tx, held.id, 'done', {
+                  leaseExpiresAt: null,
+                  lastReason: null,
+                  updatedAt: now(),
+                });
               if (held.agentId !== null) await q.countAgentOutcome(tx, held.agentId, 'done');
               return settled;
             }),
         });
-        log.info({ appId: entry.appId, appVerId: stored.app_ver_id, agent: agent.name }, 'decrypted version accepted');
+        log.info(
+          { appId: entry.appId, appVerId: stored.app_ver_id, agent: agent.name },
+          'decrypted version accepted',
+        );
         metrics.job('decrypt', 'done');
-        metrics.decryptDuration(job.priority > 0 ? 'premium' : 'free', (now().getTime() - job.createdAt.getTime()) / 1000);
-        return { status: 'Done', app_ver_id: stored.app_ver_id, version: stored.version, size_bytes: stored.size_bytes };
+        metrics.decryptDuration(
+          job.priority > 0 ? 'premium' : 'free',
+          (now().getTime() - job.createdAt.getTime()) / 1000,
+        );
+        return {
+          status: 'Done',
+          app_ver_id: stored.app_ver_id,
+          version: stored.version,
+          size_bytes: stored.size_bytes,
+        };
       } finally {
         await rm(received.path, { force: true });
       }
@@ -471,7 +542,10 @@ export function createJobService(deps: JobServiceDeps) {
      * must match), the version id the IPA's iTunesMetadata.plist names (or `appVerId`). The
      * version becomes Done; a waiting request for it is answered. The source file is left alone.
      */
-    async importIpa(source: string, target: { country: string; appId?: number; appVerId?: number }): Promise<ImportAnswer> {
+    async importIpa(
+      source: string,
+      target: { country: string; appId?: number; appVerId?: number },
+    ): Promise<ImportAnswer> {
       await mkdir(settings.tmpDir, { recursive: true });
       const copy = path.join(settings.tmpDir, `import-${randomUUID()}.ipa`);
       try {
@@ -479,11 +553,13 @@ export function createJobService(deps: JobServiceDeps) {
         await copyFile(source, copy);
         const sizeBytes = (await stat(copy)).size;
         if (sizeBytes > settings.maxIpaBytes) throw uploadTooLarge(settings.maxIpaBytes);
-        const known = target.appId === undefined ? undefined : await catalog.lookupApp(target.country, target.appId);
+        const known =
+          target.appId === undefined ? undefined : await catalog.lookupApp(target.country, target.appId);
         const verdict = await verifyDecrypted(copy, known ? { bundleId: known.bundleId } : {});
         if (!verdict.ok) throw new AppError(422, 'RESULT_REFUSED', verdict.reason);
         const app = known ?? (await catalog.lookupAppByBundleId(target.country, verdict.report.bundleId));
-        const appVerIdText = target.appVerId !== undefined ? String(target.appVerId) : (await readStoreMetadata(copy))?.appVerId;
+        const appVerIdText =
+          target.appVerId !== undefined ? String(target.appVerId) : (await readStoreMetadata(copy))?.appVerId;
         if (appVerIdText === undefined) {
           throw new AppError(
             400,
@@ -503,7 +579,13 @@ export function createJobService(deps: JobServiceDeps) {
               const settled = await work(tx, entry);
               const job = settled.keep ? await q.jobOfEntry(tx, entry.seq) : undefined;
               // A job still queued or leased for it is finished: its agent's next call is told so.
-              if (job) await q.setJobState(tx, job.id, 'done', { agentId: null, leaseExpiresAt: null, lastReason: null, updatedAt: now() });
+              if (job)
+                await q.setJobState(tx, job.id, 'done', {
+                  agentId: null,
+                  leaseExpiresAt: null,
+                  lastReason: null,
+                  updatedAt: now(),
+                });
               return settled;
             }),
         });
@@ -524,14 +606,27 @@ export function createJobService(deps: JobServiceDeps) {
         // holding the first lease would take the new attempt for its own.
         const job = await q.jobOfEntry(tx, seq);
         if (job) await q.deleteJob(tx, job.id);
-        await q.insertJob(tx, { kind: 'decrypt', versionSeq: seq, country: entry.country, appId: entry.appId, priority: entry.premium ? 1 : 0, now: now() });
-        const pending = (await q.updateEntry(tx, seq, { status: 'Pending', reason: null, progress: null, updatedAt: now() }))!;
+        await q.insertJob(tx, {
+          kind: 'decrypt',
+          versionSeq: seq,
+          country: entry.country,
+          appId: entry.appId,
+          priority: entry.premium ? 1 : 0,
+          now: now(),
+        });
+        const pending = (await q.updateEntry(tx, seq, {
+          status: 'Pending',
+          reason: null,
+          progress: null,
+          updatedAt: now(),
+        }))!;
         await publishEntry(bus, pending, tx);
         await bus.publish({ kind: 'jobs-queued' }, tx);
         return pending;
       });
       return work.catch((err: unknown) => {
-        if (q.isUniqueViolation(err)) throw conflict('This app is already requested again; that request is in the queue.');
+        if (q.isUniqueViolation(err))
+          throw conflict('This app is already requested again; that request is in the queue.');
         throw err;
       });
     },

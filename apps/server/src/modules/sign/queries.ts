@@ -53,7 +53,11 @@ export async function insertSign(tx: Database, row: typeof signRequests.$inferIn
   return inserted!;
 }
 
-export async function updateSign(tx: Database, id: number, set: Partial<typeof signRequests.$inferInsert>): Promise<SignRow | undefined> {
+export async function updateSign(
+  tx: Database,
+  id: number,
+  set: Partial<typeof signRequests.$inferInsert>,
+): Promise<SignRow | undefined> {
   const [row] = await tx.update(signRequests).set(set).where(eq(signRequests.id, id)).returning();
   return row;
 }
@@ -67,9 +71,20 @@ export async function findArtifact(db: Database, artifactId: string): Promise<Si
 export async function signsOfVersions(db: Database, userId: string, appVerIds: number[]) {
   if (appVerIds.length === 0) return [];
   return db
-    .select({ appId: signRequests.appId, appVerId: signRequests.appVerId, signType: signRequests.signType, status: signRequests.status })
+    .select({
+      appId: signRequests.appId,
+      appVerId: signRequests.appVerId,
+      signType: signRequests.signType,
+      status: signRequests.status,
+    })
     .from(signRequests)
-    .where(and(eq(signRequests.userId, userId), eq(signRequests.source, 'version'), inArray(signRequests.appVerId, appVerIds)));
+    .where(
+      and(
+        eq(signRequests.userId, userId),
+        eq(signRequests.source, 'version'),
+        inArray(signRequests.appVerId, appVerIds),
+      ),
+    );
 }
 
 /**
@@ -120,9 +135,24 @@ export async function renewLease(db: Database, lease: Lease, until: Date): Promi
 export async function commitArtifact(
   tx: Database,
   lease: Lease,
-  artifact: Pick<SignRow, 'artifactId' | 'fileKey' | 'signedAt' | 'udids' | 'bundleId' | 'bundleVersion' | 'sizeBytes' | 'sourceTag' | 'updatedAt'>,
+  artifact: Pick<
+    SignRow,
+    | 'artifactId'
+    | 'fileKey'
+    | 'signedAt'
+    | 'udids'
+    | 'bundleId'
+    | 'bundleVersion'
+    | 'sizeBytes'
+    | 'sourceTag'
+    | 'updatedAt'
+  >,
 ): Promise<{ row: SignRow; previousKey: string | null } | undefined> {
-  const [previous] = await tx.select({ fileKey: signRequests.fileKey }).from(signRequests).where(held(lease)).for('update');
+  const [previous] = await tx
+    .select({ fileKey: signRequests.fileKey })
+    .from(signRequests)
+    .where(held(lease))
+    .for('update');
   if (!previous) return undefined;
   const [row] = await tx
     .update(signRequests)
@@ -136,12 +166,18 @@ export async function commitArtifact(
  * An attempt that ended without an artifact: back to the queue (Pending), or, when `final`, given
  * up: Done again when an earlier artifact remains, No otherwise. undefined when the lease was lost.
  */
-export async function endAttempt(tx: Database, lease: Lease, outcome: { reason: string; final: boolean; now: Date }) {
+export async function endAttempt(
+  tx: Database,
+  lease: Lease,
+  outcome: { reason: string; final: boolean; now: Date },
+) {
   const [row] = await tx
     .update(signRequests)
     .set({
       state: outcome.final ? 'idle' : 'queued',
-      status: outcome.final ? sql`case when ${signRequests.fileKey} is null then 'No' else 'Done' end` : 'Pending',
+      status: outcome.final
+        ? sql`case when ${signRequests.fileKey} is null then 'No' else 'Done' end`
+        : 'Pending',
       worker: null,
       leaseExpiresAt: null,
       lastReason: outcome.reason,
@@ -156,14 +192,26 @@ export async function endAttempt(tx: Database, lease: Lease, outcome: { reason: 
 export async function releaseLease(db: Database, lease: Lease, now: Date) {
   const [row] = await db
     .update(signRequests)
-    .set({ state: 'queued', status: 'Pending', worker: null, leaseExpiresAt: null, attempts: sql`${signRequests.attempts} - 1`, updatedAt: now })
+    .set({
+      state: 'queued',
+      status: 'Pending',
+      worker: null,
+      leaseExpiresAt: null,
+      attempts: sql`${signRequests.attempts} - 1`,
+      updatedAt: now,
+    })
     .where(held(lease))
     .returning();
   return row;
 }
 
 /** Leases that ran out on their last attempt: given up (claims take the others). */
-export async function giveUpExpired(db: Database, now: Date, maxAttempts: number, reason: string): Promise<SignRow[]> {
+export async function giveUpExpired(
+  db: Database,
+  now: Date,
+  maxAttempts: number,
+  reason: string,
+): Promise<SignRow[]> {
   return db
     .update(signRequests)
     .set({
@@ -174,7 +222,13 @@ export async function giveUpExpired(db: Database, now: Date, maxAttempts: number
       lastReason: reason,
       updatedAt: now,
     })
-    .where(and(eq(signRequests.state, 'leased'), sql`${signRequests.leaseExpiresAt} < ${now.toISOString()}`, sql`${signRequests.attempts} >= ${maxAttempts}`))
+    .where(
+      and(
+        eq(signRequests.state, 'leased'),
+        sql`${signRequests.leaseExpiresAt} < ${now.toISOString()}`,
+        sql`${signRequests.attempts} >= ${maxAttempts}`,
+      ),
+    )
     .returning();
 }
 
@@ -182,6 +236,12 @@ export async function giveUpExpired(db: Database, now: Date, maxAttempts: number
 export async function deleteSignsOfVersion(db: Database, appId: number, appVerId: number) {
   return db
     .delete(signRequests)
-    .where(and(eq(signRequests.source, 'version'), eq(signRequests.appId, appId), eq(signRequests.appVerId, appVerId)))
+    .where(
+      and(
+        eq(signRequests.source, 'version'),
+        eq(signRequests.appId, appId),
+        eq(signRequests.appVerId, appVerId),
+      ),
+    )
     .returning();
 }

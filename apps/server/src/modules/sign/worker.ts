@@ -51,7 +51,12 @@ const isSubstrate = (file: string) => /^(libsubstrate\.dylib|CydiaSubstrate.*)$/
 
 /** The dylibs a mode injects, in load order, and a bundled substrate among them (docs/sign-service.md). */
 export function modeDylibs(mode: number, dylibs: SignWorkerSettings['dylibs']) {
-  const paths = [...new Set([...(mode === 1 || mode === 3 ? dylibs.iap : []), ...(mode === 2 || mode === 3 ? dylibs.igg : [])])];
+  const paths = [
+    ...new Set([
+      ...(mode === 1 || mode === 3 ? dylibs.iap : []),
+      ...(mode === 2 || mode === 3 ? dylibs.igg : []),
+    ]),
+  ];
   const substrate = paths.find(isSubstrate);
   return {
     inject: paths.filter((p) => !isSubstrate(p)).map((p) => ({ name: path.basename(p), path: p })),
@@ -86,10 +91,14 @@ export async function fileTag(file: string): Promise<string> {
   return tag;
 }
 
-const toRunnerIdentity = (identity: Awaited<ReturnType<SigningService['signingMaterial']>> & object): RunnerIdentity => {
+const toRunnerIdentity = (
+  identity: Awaited<ReturnType<SigningService['signingMaterial']>> & object,
+): RunnerIdentity => {
   const source = identity.identity;
   return {
-    ...('p12' in source ? { p12: source.p12, password: source.password } : { certPem: source.certPem, keyPem: source.keyPem }),
+    ...('p12' in source
+      ? { p12: source.p12, password: source.password }
+      : { certPem: source.certPem, keyPem: source.keyPem }),
     ...(source.chain ? { chain: [...source.chain] } : {}),
   };
 };
@@ -106,7 +115,9 @@ export function createSignWorkers(deps: SignWorkerDeps) {
   const pollMs = settings.pollMs ?? Math.min(5000, (settings.leaseSeconds * 1000) / 2);
   let stopping = false;
   const stopped = new AbortController();
-  const whenStopped = new Promise<void>((resolve) => stopped.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const whenStopped = new Promise<void>((resolve) =>
+    stopped.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
   const running = new Set<Promise<void>>();
 
   async function endAttempt(lease: q.Lease, reason: string, final: boolean) {
@@ -130,15 +141,18 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     const lease: q.Lease = { id: row.id, worker, attempt: row.attempts };
     await publishSign(bus, row);
     const abort = new AbortController();
-    const renew = setInterval(() => {
-      q.renewLease(db, lease, new Date(clock().getTime() + settings.leaseSeconds * 1000))
-        .then((held) => {
-          if (held) return;
-          metrics.job('sign', 'lease_expired');
-          abort.abort();
-        })
-        .catch((err: unknown) => log.warn({ err, sign: row.id }, 'could not renew a sign lease'));
-    }, (settings.leaseSeconds * 1000) / 3);
+    const renew = setInterval(
+      () => {
+        q.renewLease(db, lease, new Date(clock().getTime() + settings.leaseSeconds * 1000))
+          .then((held) => {
+            if (held) return;
+            metrics.job('sign', 'lease_expired');
+            abort.abort();
+          })
+          .catch((err: unknown) => log.warn({ err, sign: row.id }, 'could not renew a sign lease'));
+      },
+      (settings.leaseSeconds * 1000) / 3,
+    );
     const stuck = setTimeout(() => abort.abort(), MAX_SIGN_MS);
     const output = path.join(settings.tmpDir, `signed-${randomUUID()}.ipa`);
     let source: Awaited<ReturnType<typeof sourceOf>>;
@@ -151,9 +165,14 @@ export function createSignWorkers(deps: SignWorkerDeps) {
       source = await sourceOf(row);
       if (!source) return await endAttempt(lease, REASON_NO_FEATHER, true);
       const cacheDir =
-        row.source === 'version' ? await cache.versionCache(row.appId, row.appVerId) : { dir: cache.featherDir, wasEmpty: false };
+        row.source === 'version'
+          ? await cache.versionCache(row.appId, row.appVerId)
+          : { dir: cache.featherDir, wasEmpty: false };
       await mkdir(settings.tmpDir, { recursive: true });
-      log.info({ sign: row.id, worker, attempt: row.attempts, mode: row.signType }, `sign ${row.id}: signing`);
+      log.info(
+        { sign: row.id, worker, attempt: row.attempts, mode: row.signType },
+        `sign ${row.id}: signing`,
+      );
       const task: RunnerTask = {
         kind: 'sign',
         input: source.path,
@@ -166,7 +185,12 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         cacheDir: cacheDir.dir,
       };
       const result = await run(task, AbortSignal.any([abort.signal, stopped.signal]));
-      if (!result.ok) return await endAttempt(lease, result.message, result.code !== undefined || row.attempts >= settings.maxAttempts);
+      if (!result.ok)
+        return await endAttempt(
+          lease,
+          result.message,
+          result.code !== undefined || row.attempts >= settings.maxAttempts,
+        );
       if (result.kind !== 'sign') throw new Error('The signing process answered another task.');
       const sizeBytes = (await stat(output)).size;
       const artifactId = randomUUID();
@@ -202,14 +226,17 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     } catch (err) {
       if (err instanceof TaskAborted) {
         // Stopping: the job goes back at once. A lost lease: someone else has it, nothing to do.
-        if (stopped.signal.aborted) await q.releaseLease(db, lease, clock()).then((r) => r && publishSign(bus, r));
+        if (stopped.signal.aborted)
+          await q.releaseLease(db, lease, clock()).then((r) => r && publishSign(bus, r));
         log.info({ sign: row.id, worker }, `sign ${row.id}: stopped`);
         return;
       }
       log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`);
-      await endAttempt(lease, 'The sign failed on the server. Please retry later.', row.attempts >= settings.maxAttempts).catch(
-        (e: unknown) => log.warn({ err: e, sign: row.id }, 'could not record a failed sign'),
-      );
+      await endAttempt(
+        lease,
+        'The sign failed on the server. Please retry later.',
+        row.attempts >= settings.maxAttempts,
+      ).catch((e: unknown) => log.warn({ err: e, sign: row.id }, 'could not record a failed sign'));
     } finally {
       clearInterval(renew);
       clearTimeout(stuck);
@@ -224,7 +251,12 @@ export function createSignWorkers(deps: SignWorkerDeps) {
       const queued = waitForEvent(bus, (e) => e.kind === 'sign-queued', pollMs);
       let row: q.SignRow | undefined;
       try {
-        row = await q.claimNextSign(db, { worker, now: clock(), leaseSeconds: settings.leaseSeconds, maxAttempts: settings.maxAttempts });
+        row = await q.claimNextSign(db, {
+          worker,
+          now: clock(),
+          leaseSeconds: settings.leaseSeconds,
+          maxAttempts: settings.maxAttempts,
+        });
       } catch (err) {
         log.warn({ err, worker }, 'sign claim failed');
       }
@@ -232,7 +264,9 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         metrics.job('sign', 'claimed');
         void queued.catch(() => {});
         // A failure outside the sign (the database gone a moment) loses this lease, not the slot.
-        await signOne(row, worker).catch((err: unknown) => log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`));
+        await signOne(row, worker).catch((err: unknown) =>
+          log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`),
+        );
         continue;
       }
       await Promise.race([queued, whenStopped]);
@@ -265,9 +299,12 @@ export function createSignWorkers(deps: SignWorkerDeps) {
 
     /** Starts `count` slots in this process. */
     start(count: number) {
-      if (count > 0) void removeLeftovers().catch((err: unknown) => log.warn({ err }, 'could not clear old sign files'));
+      if (count > 0)
+        void removeLeftovers().catch((err: unknown) => log.warn({ err }, 'could not clear old sign files'));
       for (let i = 0; i < count; i++) {
-        const loop = slot(`${processTag}:${i + 1}`).catch((err: unknown) => log.warn({ err }, 'a sign worker stopped after an error'));
+        const loop = slot(`${processTag}:${i + 1}`).catch((err: unknown) =>
+          log.warn({ err }, 'a sign worker stopped after an error'),
+        );
         running.add(loop);
         void loop.finally(() => running.delete(loop));
       }
