@@ -67,7 +67,7 @@ export async function runDecryptJob(job: AgentJob, deps: DecryptJobDeps): Promis
     if (await endedEarly(lease, log, tag)) return;
     await lease.drain();
     const failure = failureOf(result);
-    if (failure) return await lease.fail(failure.reason, failure.unsupported);
+    if (failure) return await lease.fail(failure.reason, { unsupported: failure.unsupported });
     if (!(await isFile(output))) return await lease.fail(NO_FILE);
 
     // An app-level job's version: the command's app_ver_id line, else the store's own metadata.

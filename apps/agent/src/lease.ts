@@ -112,9 +112,10 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
     /**
      * Reports the attempt failed so the job goes back to the queue at once (or becomes Not when
      * `unsupported`), retrying while the server is unreachable, up to the lease's end (after
-     * which the server takes the job back by itself).
+     * which the server takes the job back by itself). `stopped`: the agent is stopping and hands
+     * the job back, which the server counts as a lost lease rather than a failed attempt.
      */
-    async fail(reason: string, unsupported = false) {
+    async fail(reason: string, how: { unsupported?: boolean; stopped?: boolean } = {}) {
       if (lost.signal.aborted) return;
       const text = reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason;
       const deadline = Date.now() + job.lease_seconds * 1000;
@@ -123,7 +124,8 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
         try {
           const answer = await api.fail(job.id, {
             reason: text,
-            ...(unsupported ? { unsupported: true } : {}),
+            ...(how.unsupported ? { unsupported: true } : {}),
+            ...(how.stopped ? { stopped: true } : {}),
           });
           log.info(
             `job ${job.id}: reported failed (${answer.status === 'Not' ? 'the entry is now Not' : 'back in the queue'}): ${text}`,

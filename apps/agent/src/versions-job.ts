@@ -44,7 +44,7 @@ export async function runVersionsJob(job: AgentJob, deps: VersionsJobDeps): Prom
     });
     if (await endedEarly(lease, log, tag)) return;
     const failure = failureOf(result);
-    if (failure) return await lease.fail(failure.reason, failure.unsupported);
+    if (failure) return await lease.fail(failure.reason, { unsupported: failure.unsupported });
     if (versions.length === 0) return await lease.fail('The versions command printed no versions.');
     if (versions.length > MAX_VERSIONS)
       log.warn(`${tag}: sending the newest ${MAX_VERSIONS} of ${versions.length} versions`);

@@ -377,11 +377,12 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     );
     expect(await agent.stop('SIGTERM')).toBe(0);
     await until('the command to end', async () => (isAlive(sleeper) ? undefined : true));
-    // Back in the queue now, not when the 30 s lease would have run out.
+    // Back in the queue now, not when the 30 s lease would have run out; a lost lease, not a failure.
     expect(await queued(7)).toMatchObject({
       status: 'Pending',
-      attempts: 1,
-      reason: 'The agent was stopped before it finished the job.',
+      attempts: 0,
+      lost_leases: 1,
+      reason: 'The agent was stopped before it finished the job (lost lease 1 of 10).',
     });
     startAgent();
     expect(await doneVersion(7)).toMatchObject({ app_ver_id: '910007' });

@@ -24,7 +24,10 @@ import { receiveToFile, uploadTooLarge } from './upload.js';
 
 export interface JobSettings {
   leaseSeconds: number;
+  /** Failed attempts (the command's failures, refused IPAs) before the entry becomes Not. */
   maxAttempts: number;
+  /** Lost leases (agents that stopped answering, were stopped or revoked) before the entry becomes Not. */
+  maxLostLeases: number;
   maxIpaBytes: number;
   /** Where uploads are received before they are checked (same disk as local storage). */
   tmpDir: string;
@@ -83,6 +86,23 @@ const leaseLost = () => conflict('This job is no longer yours: its lease ended o
 const REASON_LEASE_EXPIRED = 'The agent stopped answering before it finished.';
 const REASON_REVOKED = 'The agent working on it was revoked.';
 
+/**
+ * How an attempt ended without a result. A failure is the command's or the check's, and counts
+ * toward DECRYPT_MAX_ATTEMPTS; a lost lease (the agent stopped answering, was stopped or revoked)
+ * says nothing of the app and counts apart, toward the larger DECRYPT_MAX_LOST_LEASES, so that
+ * kills alone cannot make a good version Not.
+ */
+type AttemptEnd =
+  { kind: 'failed'; reason: string; unsupported?: boolean } | { kind: 'lost'; reason: string };
+
+/** A lost lease's reason says so, and how many there were: 'The agent ... (lost lease 2 of 10).' */
+export function lostLeaseReason(reason: string, lostLeases: number, maxLostLeases: number, isFinal: boolean) {
+  const cause = reason.replace(/\.$/, '');
+  return isFinal
+    ? `${cause}: given up after ${lostLeases} lost leases.`
+    : `${cause} (lost lease ${lostLeases} of ${maxLostLeases}).`;
+}
+
 export function createJobService(deps: JobServiceDeps) {
   const { db, clock, bus, files, catalog, settings, log, metrics = noMetrics } = deps;
   const now = () => clock();
@@ -90,17 +110,30 @@ export function createJobService(deps: JobServiceDeps) {
 
   /**
    * One attempt ended without a result: back to the queue (Pending), or Not with the reason after
-   * the last attempt or when the agent says the app is unsupported. Runs in the caller's transaction.
+   * the last failed attempt, the last lost lease, or when the agent says the app is unsupported.
+   * Runs in the caller's transaction, on a row it holds locked.
    */
-  async function endAttempt(tx: Database, job: q.JobRow, reason: string, unsupported = false) {
-    const isFinal = unsupported || job.attempts >= settings.maxAttempts;
+  async function endAttempt(tx: Database, job: q.JobRow, end: AttemptEnd) {
+    const failures = job.failures + (end.kind === 'failed' ? 1 : 0);
+    const lostLeases = job.lostLeases + (end.kind === 'lost' ? 1 : 0);
+    const isFinal =
+      end.kind === 'failed'
+        ? end.unsupported === true || failures >= settings.maxAttempts
+        : lostLeases >= settings.maxLostLeases;
+    const reason =
+      end.kind === 'failed'
+        ? end.reason
+        : lostLeaseReason(end.reason, lostLeases, settings.maxLostLeases, isFinal);
     await q.setJobState(tx, job.id, isFinal ? 'failed' : 'queued', {
       agentId: null,
       leaseExpiresAt: null,
+      failures,
+      lostLeases,
       lastReason: reason,
       updatedAt: now(),
     });
-    if (job.agentId !== null) await q.countAgentOutcome(tx, job.agentId, 'failed');
+    // An agent's failed count is its command's failures; a lease it lost says nothing of them.
+    if (job.agentId !== null && end.kind === 'failed') await q.countAgentOutcome(tx, job.agentId, 'failed');
     if (job.kind === 'decrypt' && job.versionSeq !== null) {
       const entry = await q.updateEntry(tx, job.versionSeq, {
         status: isFinal ? 'Not' : 'Pending',
@@ -122,7 +155,7 @@ export function createJobService(deps: JobServiceDeps) {
   async function sweepExpiredLeases(): Promise<number> {
     const expired = await db.transaction(async (tx) => {
       const locked = await q.lockExpiredLeases(tx, now(), 100);
-      for (const job of locked) await endAttempt(tx, job, REASON_LEASE_EXPIRED);
+      for (const job of locked) await endAttempt(tx, job, { kind: 'lost', reason: REASON_LEASE_EXPIRED });
       return locked;
     });
     // Counted once committed: a sweep that rolled back expired nothing.
@@ -418,14 +451,28 @@ export function createJobService(deps: JobServiceDeps) {
       });
     },
 
-    /** Exit code 3 (`unsupported`) makes the entry Not at once; any other failure is retried. */
+    /**
+     * Exit code 3 (`unsupported`) makes the entry Not at once; any other failure is retried. An
+     * agent that is stopping (`stopped`) hands the job back: a lost lease, not a failed attempt.
+     */
     async fail(agent: AgentRef, lease: string, failure: FailRequest) {
       let kind: JobKind = 'decrypt';
+      const isHandedBack = failure.stopped === true && failure.unsupported !== true;
       const status = await withHeldJob(agent, lease, (tx, job) => {
         kind = job.kind;
-        return endAttempt(tx, job, failure.reason, failure.unsupported);
+        return endAttempt(
+          tx,
+          job,
+          isHandedBack
+            ? { kind: 'lost', reason: failure.reason }
+            : {
+                kind: 'failed',
+                reason: failure.reason,
+                ...(failure.unsupported ? { unsupported: true } : {}),
+              },
+        );
       });
-      metrics.job(kind, 'failed');
+      if (!isHandedBack) metrics.job(kind, 'failed');
       return { status };
     },
 
@@ -473,7 +520,7 @@ export function createJobService(deps: JobServiceDeps) {
       });
       try {
         const refuse = async (reason: string): Promise<never> => {
-          await withHeldJob(agent, lease, (tx, held) => endAttempt(tx, held, reason));
+          await withHeldJob(agent, lease, (tx, held) => endAttempt(tx, held, { kind: 'failed', reason }));
           metrics.job('decrypt', 'failed');
           throw new AppError(422, 'RESULT_REFUSED', reason);
         };
@@ -596,7 +643,7 @@ export function createJobService(deps: JobServiceDeps) {
       }
     },
 
-    /** Admin: a failed (Not) or stuck entry goes back to the queue with its attempts counted anew. */
+    /** Admin: a failed (Not) or stuck entry goes back to the queue with its failures and lost leases counted anew. */
     async retry(seq: number) {
       const work = db.transaction(async (tx) => {
         const entry = await q.findEntry(tx, seq);
@@ -637,7 +684,8 @@ export function createJobService(deps: JobServiceDeps) {
     /** Revoking an agent gives its jobs back at once instead of waiting for their leases. */
     async releaseJobsOf(agentId: number) {
       await db.transaction(async (tx) => {
-        for (const job of await q.leasedJobsOf(tx, agentId)) await endAttempt(tx, job, REASON_REVOKED);
+        for (const job of await q.leasedJobsOf(tx, agentId))
+          await endAttempt(tx, job, { kind: 'lost', reason: REASON_REVOKED });
       });
     },
   };

@@ -335,11 +335,13 @@ export async function lockHeldJob(db: Database, lease: { jobId: number; agentId:
   return rows.length ? findJob(db, lease.jobId) : undefined;
 }
 
+/** An agent's leased jobs, locked for the caller to put back. */
 export async function leasedJobsOf(db: Database, agentId: number) {
   return db
     .select()
     .from(jobs)
-    .where(and(eq(jobs.agentId, agentId), eq(jobs.state, 'leased')));
+    .where(and(eq(jobs.agentId, agentId), eq(jobs.state, 'leased')))
+    .for('update');
 }
 
 export async function setJobState(
@@ -392,7 +394,7 @@ export async function countAgentOutcome(db: Database, agentId: number, outcome: 
 export interface AdminQueueRow {
   entry: EntryRow;
   app: { name: string } | null;
-  job: { attempts: number; state: string; lastReason: string | null } | null;
+  job: { failures: number; lostLeases: number; state: string; lastReason: string | null } | null;
   agentName: string | null;
 }
 
@@ -402,7 +404,8 @@ export async function adminQueuePage(db: Database, page: number, pageSize: numbe
     .select({
       entry: versions,
       appName: apps.name,
-      attempts: jobs.attempts,
+      failures: jobs.failures,
+      lostLeases: jobs.lostLeases,
       jobState: jobs.state,
       lastReason: jobs.lastReason,
       agentName: agents.name,
@@ -419,7 +422,14 @@ export async function adminQueuePage(db: Database, page: number, pageSize: numbe
     entry: r.entry,
     app: r.appName === null ? null : { name: r.appName },
     job:
-      r.jobState === null ? null : { attempts: r.attempts ?? 0, state: r.jobState, lastReason: r.lastReason },
+      r.jobState === null
+        ? null
+        : {
+            failures: r.failures ?? 0,
+            lostLeases: r.lostLeases ?? 0,
+            state: r.jobState,
+            lastReason: r.lastReason,
+          },
     agentName: r.agentName,
   }));
 }

@@ -89,20 +89,25 @@ export async function signsOfVersions(db: Database, userId: string, appVerIds: n
 
 /**
  * Takes the next sign for `worker` in one statement: the oldest queued one, or one whose worker
- * let its lease run out with attempts left. The row becomes Process under a new lease and attempt.
+ * let its lease run out, when that lost lease is not its last (`maxLostLeases`; giveUpExpired
+ * takes those). The lost lease is counted (apart from failures) and said in the reason; the row
+ * becomes Process under a new lease and attempt.
  */
 export async function claimNextSign(
   db: Database,
-  claim: { worker: string; now: Date; leaseSeconds: number; maxAttempts: number },
+  claim: { worker: string; now: Date; leaseSeconds: number; maxLostLeases: number; lostReason: string },
 ): Promise<SignRow | undefined> {
   const now = claim.now.toISOString();
   const next = sql`(
     select id from ${signRequests}
     where state = 'queued'
-       or (state = 'leased' and lease_expires_at < ${now} and attempts < ${claim.maxAttempts})
+       or (state = 'leased' and lease_expires_at < ${now} and lost_leases + 1 < ${claim.maxLostLeases})
     order by requested_at, id
     limit 1
     for update skip locked)`;
+  // The right-hand sides read the row as it was: `state = 'leased'` means its lease ran out.
+  const wasLost = sql`${signRequests.state} = 'leased'`;
+  const lostCause = claim.lostReason.replace(/\.$/, '');
   const [row] = await db
     .update(signRequests)
     .set({
@@ -110,6 +115,10 @@ export async function claimNextSign(
       status: 'Process',
       worker: claim.worker,
       attempts: sql`${signRequests.attempts} + 1`,
+      lostLeases: sql`case when ${wasLost} then ${signRequests.lostLeases} + 1 else ${signRequests.lostLeases} end`,
+      lastReason: sql`case when ${wasLost}
+        then ${lostCause} || ' (lost lease ' || (${signRequests.lostLeases} + 1) || ' of ' || ${claim.maxLostLeases}::int || ').'
+        else ${signRequests.lastReason} end`,
       leaseExpiresAt: new Date(claim.now.getTime() + claim.leaseSeconds * 1000),
       updatedAt: claim.now,
     })
@@ -163,8 +172,9 @@ export async function commitArtifact(
 }
 
 /**
- * An attempt that ended without an artifact: back to the queue (Pending), or, when `final`, given
- * up: Done again when an earlier artifact remains, No otherwise. undefined when the lease was lost.
+ * An attempt that failed (counted toward SIGN_MAX_ATTEMPTS): back to the queue (Pending), or, when
+ * `final`, given up: Done again when an earlier artifact remains, No otherwise. undefined when the
+ * lease was lost.
  */
 export async function endAttempt(
   tx: Database,
@@ -180,6 +190,7 @@ export async function endAttempt(
         : 'Pending',
       worker: null,
       leaseExpiresAt: null,
+      failures: sql`${signRequests.failures} + 1`,
       lastReason: outcome.reason,
       updatedAt: outcome.now,
     })
@@ -205,13 +216,14 @@ export async function releaseLease(db: Database, lease: Lease, now: Date) {
   return row;
 }
 
-/** Leases that ran out on their last attempt: given up (claims take the others). */
+/** Leases that ran out and were the last the sign may lose (`maxLostLeases`): given up (claims take the others). */
 export async function giveUpExpired(
   db: Database,
   now: Date,
-  maxAttempts: number,
+  maxLostLeases: number,
   reason: string,
 ): Promise<SignRow[]> {
+  const cause = reason.replace(/\.$/, '');
   return db
     .update(signRequests)
     .set({
@@ -219,14 +231,15 @@ export async function giveUpExpired(
       status: sql`case when ${signRequests.fileKey} is null then 'No' else 'Done' end`,
       worker: null,
       leaseExpiresAt: null,
-      lastReason: reason,
+      lostLeases: sql`${signRequests.lostLeases} + 1`,
+      lastReason: sql`${cause} || ': given up after ' || (${signRequests.lostLeases} + 1) || ' lost leases.'`,
       updatedAt: now,
     })
     .where(
       and(
         eq(signRequests.state, 'leased'),
         sql`${signRequests.leaseExpiresAt} < ${now.toISOString()}`,
-        sql`${signRequests.attempts} >= ${maxAttempts}`,
+        sql`${signRequests.lostLeases} + 1 >= ${maxLostLeases}`,
       ),
     )
     .returning();

@@ -17,7 +17,10 @@ import { publishSign } from './sign-events.js';
 
 export interface SignWorkerSettings {
   leaseSeconds: number;
+  /** Failed signs before one is given up. */
   maxAttempts: number;
+  /** Leases lost to workers that died before a sign is given up (counted apart from failures). */
+  maxLostLeases: number;
   /** Where artifacts are written before they are stored. */
   tmpDir: string;
   /** SIGN_DYLIBS_IAP and SIGN_DYLIBS_IGG: absolute paths. */
@@ -120,6 +123,9 @@ export function createSignWorkers(deps: SignWorkerDeps) {
   );
   const running = new Set<Promise<void>>();
 
+  /** This failure is the sign's last: failures count apart from lost leases (a worker killed mid-sign). */
+  const isLastFailure = (row: q.SignRow) => row.failures + 1 >= settings.maxAttempts;
+
   async function endAttempt(lease: q.Lease, reason: string, final: boolean) {
     await db.transaction(async (tx) => {
       const row = await q.endAttempt(tx, lease, { reason, final, now: clock() });
@@ -186,11 +192,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
       };
       const result = await run(task, AbortSignal.any([abort.signal, stopped.signal]));
       if (!result.ok)
-        return await endAttempt(
-          lease,
-          result.message,
-          result.code !== undefined || row.attempts >= settings.maxAttempts,
-        );
+        return await endAttempt(lease, result.message, result.code !== undefined || isLastFailure(row));
       if (result.kind !== 'sign') throw new Error('The signing process answered another task.');
       const sizeBytes = (await stat(output)).size;
       const artifactId = randomUUID();
@@ -232,11 +234,9 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         return;
       }
       log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`);
-      await endAttempt(
-        lease,
-        'The sign failed on the server. Please retry later.',
-        row.attempts >= settings.maxAttempts,
-      ).catch((e: unknown) => log.warn({ err: e, sign: row.id }, 'could not record a failed sign'));
+      await endAttempt(lease, 'The sign failed on the server. Please retry later.', isLastFailure(row)).catch(
+        (e: unknown) => log.warn({ err: e, sign: row.id }, 'could not record a failed sign'),
+      );
     } finally {
       clearInterval(renew);
       clearTimeout(stuck);
@@ -255,7 +255,8 @@ export function createSignWorkers(deps: SignWorkerDeps) {
           worker,
           now: clock(),
           leaseSeconds: settings.leaseSeconds,
-          maxAttempts: settings.maxAttempts,
+          maxLostLeases: settings.maxLostLeases,
+          lostReason: REASON_LEASE_EXPIRED,
         });
       } catch (err) {
         log.warn({ err, worker }, 'sign claim failed');
@@ -273,9 +274,9 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     }
   }
 
-  /** Gives up signs whose lease ran out on their last attempt (the claim takes the others back). */
+  /** Gives up signs whose lease ran out for the last time they may (the claim takes the others back). */
   async function sweep() {
-    const given = await q.giveUpExpired(db, clock(), settings.maxAttempts, REASON_LEASE_EXPIRED);
+    const given = await q.giveUpExpired(db, clock(), settings.maxLostLeases, REASON_LEASE_EXPIRED);
     if (given.length) metrics.job('sign', 'lease_expired', given.length);
     for (const row of given) await publishSign(bus, row);
     return given.length;
