@@ -118,6 +118,9 @@ async function upload(
       log.info(`${tag}: Done: store version ${done.app_ver_id} (${done.version}), ${done.size_bytes} bytes`);
     else await endedEarly(lease, log, tag);
   } catch (err) {
+    // An upload sent again after its answer was lost, when the first one had been accepted.
+    if (isApiError(err, 'finished'))
+      return log.info(`${tag}: Done: the server had accepted the upload already`);
     if (isApiError(err, 'lease-lost'))
       return log.warn(`${tag}: the server took the job back before the upload (${err.message})`);
     // 422: the server checked the file and refused it; it has recorded the reason and the attempt.

@@ -34,6 +34,8 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
   let gapTimer: NodeJS.Timeout | undefined;
   let released = false;
   let failing = false;
+  /** The server has the job's result (a beat that crossed the upload's answer): beats end, nothing is lost. */
+  let finished = false;
 
   const send = (report: HeartbeatRequest) =>
     api.heartbeat(job.id, report).then(
@@ -42,6 +44,10 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
         failing = false;
       },
       (err: unknown) => {
+        if (isApiError(err, 'finished')) {
+          finished = true;
+          return;
+        }
         if (isApiError(err, 'lease-lost') || isApiError(err, 'unauthorized')) {
           if (!released) lost.abort(err);
           return;
@@ -54,7 +60,7 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
     );
 
   const flush = () => {
-    if (released || inFlight) return;
+    if (released || finished || inFlight) return;
     const wait = lastSentAt + MIN_GAP_MS - Date.now();
     if (wait > 0) {
       gapTimer ??= setTimeout(() => {
@@ -94,7 +100,7 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
      * be reached now hears of them with a later beat.
      */
     async drain() {
-      while (!released && !failing && (pending.length > 0 || inFlight)) {
+      while (!released && !finished && !failing && (pending.length > 0 || inFlight)) {
         if (inFlight) await inFlight;
         else {
           await sleep(Math.max(0, lastSentAt + MIN_GAP_MS - Date.now()));
@@ -138,6 +144,8 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
           }
           if (isApiError(err, 'lease-lost'))
             log.info(`job ${job.id}: the server had already taken the job back`);
+          else if (isApiError(err, 'finished'))
+            log.info(`job ${job.id}: the server has the job's result already; nothing to report`);
           else
             log.warn(
               `job ${job.id}: could not report the failure (${(err as Error).message}); the lease will run out instead`,

@@ -447,6 +447,17 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     ).toEqual(['1', '2']);
   }, 60_000);
 
+  it('logs an accepted upload as Done, never as taken back, while its heartbeats run', async () => {
+    const ipa = await buildIpa({ bundleId: bundleOf(11), version: '2.11', appVerId: '910011' });
+    operator(11, ['echo "status Downloading"', `cp "${ipa}" "$SIDEPORT_OUTPUT"`].join('\n'));
+    expect((await request(11, quick)).statusCode).toBe(200);
+    // A 3 s lease: the agent beats every second, during the upload and as its answer comes.
+    const agent = startAgent(quick);
+    expect(await doneVersion(11, quick)).toMatchObject({ app_ver_id: '910011' });
+    await agent.waitFor(/Done: store version 910011/);
+    expect(agent.output()).not.toMatch(/took the job back|taken back/);
+  });
+
   it('survives a server restart in the middle of a job and finishes it', async () => {
     const ipa = await buildIpa({ bundleId: bundleOf(10), version: '2.10', appVerId: '910010' });
     const dir = operator(

@@ -42,7 +42,10 @@ export interface JobServiceDeps {
   settings: JobSettings;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   metrics?: ServiceMetrics;
-  /** Called after a version became Done (the sign service warms its digest cache from it). */
+  /**
+   * Called after a version became Done (the sign service warms its digest cache from it). An
+   * agent's upload is answered without waiting for it (see `settle`); an import waits.
+   */
   onVersionDone?: (done: {
     appId: number;
     appVerId: number;
@@ -82,6 +85,12 @@ type VerifiedIpa = Extract<DecryptedVerdict, { ok: true }>;
 type Settled = { entry: q.EntryRow; keep: boolean };
 
 const leaseLost = () => conflict('This job is no longer yours: its lease ended or it was removed.');
+/**
+ * A call on a job its own lease finished (a heartbeat that crossed the upload's answer, an upload
+ * sent again after a lost answer): not 409, which the agent takes for its work being taken back.
+ */
+const jobFinished = () =>
+  new AppError(410, 'JOB_FINISHED', 'This job is finished: the server has its result.');
 
 const REASON_LEASE_EXPIRED = 'The agent stopped answering before it finished.';
 const REASON_REVOKED = 'The agent working on it was revoked.';
@@ -262,6 +271,12 @@ export function createJobService(deps: JobServiceDeps) {
     };
   }
 
+  /** Why a lease is not held: the job was finished under it (410), or it ended otherwise (409). */
+  function leaseEnded(job: q.JobRow | undefined, agent: AgentRef, attempt: number) {
+    const isFinishedByIt = job?.state === 'done' && job.agentId === agent.id && job.attempts === attempt;
+    return isFinishedByIt ? jobFinished() : leaseLost();
+  }
+
   /** Holds the job's row for the length of `work`, when the agent still holds this lease. */
   async function withHeldJob<T>(
     agent: AgentRef,
@@ -271,9 +286,29 @@ export function createJobService(deps: JobServiceDeps) {
     const { jobId, attempt } = parseLeaseId(lease);
     return db.transaction(async (tx) => {
       const job = await q.lockHeldJob(tx, { jobId, agentId: agent.id, attempt });
-      if (!job) throw leaseLost();
+      if (!job) throw leaseEnded(await q.findJob(tx, jobId), agent, attempt);
       return work(tx, job);
     });
+  }
+
+  /** What runs after versions became Done and no answer waits for: `settle` waits for it. */
+  const afterDoneWork = new Set<Promise<void>>();
+
+  /**
+   * The work after a version became Done (the digest cache warm-up). Its failure is logged, never
+   * thrown: the version is Done either way, and a sign of it digests what the cache lacks.
+   */
+  function afterDone(appId: number, appVerId: number, fileKey: string): Promise<void> {
+    if (!deps.onVersionDone) return Promise.resolve();
+    const localFile = files.localPath(fileKey);
+    const work = deps
+      .onVersionDone({ appId, appVerId, fileKey, ...(localFile ? { localFile } : {}) })
+      .catch((err: unknown) =>
+        log.warn({ err, appId, appVerId }, 'the work after a version became Done failed'),
+      );
+    afterDoneWork.add(work);
+    void work.finally(() => afterDoneWork.delete(work));
+    return work;
   }
 
   /** Makes the app-level entry the version the agent uploaded, or gives way to one that exists. */
@@ -300,6 +335,8 @@ export function createJobService(deps: JobServiceDeps) {
     appId: number;
     appVerId: number;
     hold: (work: (tx: Database, entry: q.EntryRow) => Promise<Settled>) => Promise<Settled>;
+    /** 'background': answer once the version is Done, and run the work after it in the background. */
+    afterDone: 'await' | 'background';
   }) {
     const { file, verdict, appVerId } = options;
     // Stored before the transaction: a large file on S3 takes a while, and no row waits on it.
@@ -332,10 +369,8 @@ export function createJobService(deps: JobServiceDeps) {
     }
     if (!done.keep) await files.delete(fileKey);
     else {
-      const localFile = files.localPath(fileKey);
-      await deps
-        .onVersionDone?.({ appId: done.entry.appId, appVerId, fileKey, ...(localFile ? { localFile } : {}) })
-        .catch((err: unknown) => log.warn({ err }, 'after-done work failed'));
+      const work = afterDone(done.entry.appId, appVerId, fileKey);
+      if (options.afterDone === 'await') await work;
     }
     return {
       status: 'Done' as const,
@@ -374,6 +409,11 @@ export function createJobService(deps: JobServiceDeps) {
 
   return {
     sweepExpiredLeases,
+
+    /** Waits for the work started after versions became Done (the server waits for it as it closes). */
+    async settle() {
+      while (afterDoneWork.size > 0) await Promise.all([...afterDoneWork]);
+    },
 
     /**
      * The next job for this agent, or null when none came within `waitSeconds` (a long poll:
@@ -507,7 +547,7 @@ export function createJobService(deps: JobServiceDeps) {
       const job = await q.findJob(db, jobId);
       if (!job || job.agentId !== agent.id || job.attempts !== attempt || job.state !== 'leased') {
         body.resume();
-        throw leaseLost();
+        throw leaseEnded(job, agent, attempt);
       }
       if (job.kind !== 'decrypt' || job.versionSeq === null) {
         body.resume();
@@ -549,6 +589,9 @@ export function createJobService(deps: JobServiceDeps) {
           verdict,
           appId: entry.appId,
           appVerId: Number(appVerIdText),
+          // The agent hears its upload is Done at once: the heartbeats it sends meanwhile must not
+          // find the job finished long before the answer arrives (they would read as a lost lease).
+          afterDone: 'background',
           hold: (work) =>
             withHeldJob(agent, lease, async (tx, held) => {
               const settled = await work(tx, entry);
@@ -620,6 +663,8 @@ export function createJobService(deps: JobServiceDeps) {
           verdict,
           appId: app.appId,
           appVerId,
+          // An operator's command: the digest cache is ready when it returns.
+          afterDone: 'await',
           hold: (work) =>
             db.transaction(async (tx) => {
               const entry = await entryToImportInto(tx, app, appVerId, verdict.version);
