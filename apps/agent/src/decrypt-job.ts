@@ -76,7 +76,18 @@ export async function runDecryptJob(job: AgentJob, deps: DecryptJobDeps): Promis
     if (appVerId === undefined) return await lease.fail(NO_VERSION_ID);
     const version = learnt.version ?? metadata?.version;
 
-    const verdict = await verifyDecrypted(output, { bundleId: job.bundle_id });
+    // The job's own version when it names one; for the current version, what the command reported.
+    const verdict = await verifyDecrypted(output, {
+      bundleId: job.bundle_id,
+      appId: job.app_id,
+      ...(job.app_ver_id !== null
+        ? { appVerId: job.app_ver_id, ...(job.version !== null ? { version: job.version } : {}) }
+        : {
+            ...(learnt.appVerId !== undefined ? { appVerId: learnt.appVerId } : {}),
+            ...(learnt.version !== undefined ? { version: learnt.version } : {}),
+            versionSource: 'reported' as const,
+          }),
+    });
     if (!verdict.ok) {
       log.warn(`${tag}: the IPA is refused before upload and not uploaded: ${verdict.reason}`);
       return await lease.fail(verdict.reason);

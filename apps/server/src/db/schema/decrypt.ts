@@ -61,6 +61,8 @@ export const jobs = pgTable(
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
     /** What the agent learnt of an app-level job's version, applied when its upload is accepted. */
     reportedAppVerId: bigint('reported_app_ver_id', { mode: 'number' }),
+    /** The version string the agent reported (its command's `version` line): the IPA must be that version. */
+    reportedVersion: text('reported_version'),
     lastReason: text('last_reason'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),

@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { readStoreMetadata, verifyDecrypted, type DecryptedVerdict } from '@sideport/ipa';
+import {
+  findContradiction,
+  verifyDecrypted,
+  type DecryptedVerdict,
+  type DecryptExpectation,
+} from '@sideport/ipa';
 import type {
   AgentJob,
   FailRequest,
@@ -81,6 +86,27 @@ export function parseLeaseId(value: string): { jobId: number; attempt: number } 
 }
 
 type VerifiedIpa = Extract<DecryptedVerdict, { ok: true }>;
+
+/**
+ * What an entry's IPA must be of its version: a versioned entry's own store version id and version
+ * string; an app-level one's (the store's current version) what the agent reported finding.
+ */
+function expectedVersion(
+  entry: Pick<q.EntryRow, 'appVerId' | 'version'>,
+  reported: { appVerId?: string | undefined; version?: string | undefined },
+): DecryptExpectation {
+  if (entry.appVerId !== null) {
+    return {
+      appVerId: String(entry.appVerId),
+      ...(entry.version !== null ? { version: entry.version } : {}),
+    };
+  }
+  return {
+    ...(reported.appVerId !== undefined ? { appVerId: reported.appVerId } : {}),
+    ...(reported.version !== undefined ? { version: reported.version } : {}),
+    versionSource: 'reported',
+  };
+}
 /** What became of an uploaded or imported version: kept as `entry`, or given way to `entry` (Done before). */
 type Settled = { entry: q.EntryRow; keep: boolean };
 
@@ -473,6 +499,7 @@ export function createJobService(deps: JobServiceDeps) {
           leaseExpiresAt: leaseUntil(),
           updatedAt: now(),
           ...(report.app_ver_id !== undefined ? { reportedAppVerId: Number(report.app_ver_id) } : {}),
+          ...(report.version !== undefined ? { reportedVersion: report.version } : {}),
         });
         if (job.kind === 'decrypt' && job.versionSeq !== null) {
           const entry = await q.findEntry(tx, job.versionSeq);
@@ -571,18 +598,26 @@ export function createJobService(deps: JobServiceDeps) {
           if (checking) await publishEntry(bus, checking, tx);
         });
         const app = await catalog.lookupApp(entry.country, entry.appId);
-        const verdict = await verifyDecrypted(received.path, { bundleId: app.bundleId });
-        if (!verdict.ok) return await refuse(verdict.reason);
         const reported =
           info.app_ver_id ?? (job.reportedAppVerId === null ? undefined : String(job.reportedAppVerId));
+        const reportedVersion = info.version ?? job.reportedVersion ?? undefined;
+        const verdict = await verifyDecrypted(received.path, {
+          bundleId: app.bundleId,
+          appId: String(entry.appId),
+          ...expectedVersion(entry, { appVerId: reported, version: reportedVersion }),
+        });
+        if (!verdict.ok) return await refuse(verdict.reason);
         if (entry.appVerId !== null && reported !== undefined && reported !== String(entry.appVerId)) {
           return await refuse(
             `The agent uploaded store version ${reported}, not the requested ${entry.appVerId}.`,
           );
         }
-        const appVerIdText = entry.appVerId !== null ? String(entry.appVerId) : reported;
+        const appVerIdText =
+          entry.appVerId !== null ? String(entry.appVerId) : (reported ?? verdict.metadata?.appVerId);
         if (appVerIdText === undefined) {
-          return await refuse('The agent did not say which store version it uploaded (app_ver_id).');
+          return await refuse(
+            'The agent did not say which store version it uploaded (app_ver_id), and the IPA has no iTunesMetadata.plist naming it.',
+          );
         }
         const stored = await storeResult({
           file: received,
@@ -645,11 +680,14 @@ export function createJobService(deps: JobServiceDeps) {
         if (sizeBytes > settings.maxIpaBytes) throw uploadTooLarge(settings.maxIpaBytes);
         const known =
           target.appId === undefined ? undefined : await catalog.lookupApp(target.country, target.appId);
-        const verdict = await verifyDecrypted(copy, known ? { bundleId: known.bundleId } : {});
+        const verdict = await verifyDecrypted(copy, {
+          ...(known ? { bundleId: known.bundleId, appId: String(known.appId) } : {}),
+          ...(target.appVerId !== undefined ? { appVerId: String(target.appVerId) } : {}),
+        });
         if (!verdict.ok) throw new AppError(422, 'RESULT_REFUSED', verdict.reason);
         const app = known ?? (await catalog.lookupAppByBundleId(target.country, verdict.report.bundleId));
         const appVerIdText =
-          target.appVerId !== undefined ? String(target.appVerId) : (await readStoreMetadata(copy))?.appVerId;
+          target.appVerId !== undefined ? String(target.appVerId) : verdict.metadata?.appVerId;
         if (appVerIdText === undefined) {
           throw new AppError(
             400,
@@ -658,6 +696,13 @@ export function createJobService(deps: JobServiceDeps) {
           );
         }
         const appVerId = Number(appVerIdText);
+        // A request waiting for this very version knows its version string: the IPA must be it.
+        const waiting = await q.findByAppVerId(db, app.appId, appVerId);
+        const otherVersion =
+          waiting && waiting.status !== 'Done'
+            ? findContradiction(verdict, expectedVersion(waiting, {}))
+            : undefined;
+        if (otherVersion) throw new AppError(422, 'RESULT_REFUSED', otherVersion);
         const stored = await storeResult({
           file: { path: copy, sizeBytes },
           verdict,
