@@ -107,6 +107,7 @@ function expectedVersion(
     versionSource: 'reported',
   };
 }
+
 /** What became of an uploaded or imported version: kept as `entry`, or given way to `entry` (Done before). */
 type Settled = { entry: q.EntryRow; keep: boolean };
 
@@ -131,7 +132,7 @@ type AttemptEnd =
   { kind: 'failed'; reason: string; unsupported?: boolean } | { kind: 'lost'; reason: string };
 
 /** A lost lease's reason says so, and how many there were: 'The agent ... (lost lease 2 of 10).' */
-export function lostLeaseReason(reason: string, lostLeases: number, maxLostLeases: number, isFinal: boolean) {
+function lostLeaseReason(reason: string, lostLeases: number, maxLostLeases: number, isFinal: boolean) {
   const cause = reason.replace(/\.$/, '');
   return isFinal
     ? `${cause}: given up after ${lostLeases} lost leases.`
