@@ -97,8 +97,9 @@ export function agentClient(server: RunningServer, token: string) {
     },
     heartbeat: async (job: AgentJob, report: { status?: string; progress?: number }) =>
       ok(await call('POST', `/api/agent/jobs/${job.id}/heartbeat`, report)),
-    fail: async (job: AgentJob, reason: string) =>
-      ok(await call('POST', `/api/agent/jobs/${job.id}/fail`, { reason })),
+    /** `stopped`: the agent hands the job back as it stops (a lost lease, not a failed attempt). */
+    fail: async (job: AgentJob, reason: string, how: { stopped?: boolean } = {}) =>
+      ok(await call('POST', `/api/agent/jobs/${job.id}/fail`, { reason, ...how })),
     versions: async (job: AgentJob, versions: Array<{ app_ver_id: number; version: string }>) =>
       ok(await call('POST', `/api/agent/jobs/${job.id}/versions`, { versions })),
     /** Uploads a real decrypted IPA: the repository's sample app relabelled as the requested one. */

@@ -23,11 +23,13 @@ import { AGENT_VERSION } from './version.js';
  * How a call to the server went wrong, which decides what the agent does next:
  * - `transient`: the server is unreachable, restarting or overloaded (network error, 5xx, 429): try again later;
  * - `lease-lost`: 409, the job is no longer this agent's: stop working on it;
+ * - `finished`: 410, the job was finished under this agent's own lease (its upload was accepted):
+ *   nothing is left to do or report for it, and it was not taken back;
  * - `unauthorized`: 401, the token is unknown or revoked: nothing will work until an admin makes a new one;
  * - `refused`: any other answer, with the server's sentence: do not repeat the same call;
  * - `aborted`: this agent stopped the call itself.
  */
-export type ApiErrorKind = 'transient' | 'lease-lost' | 'unauthorized' | 'refused' | 'aborted';
+export type ApiErrorKind = 'transient' | 'lease-lost' | 'finished' | 'unauthorized' | 'refused' | 'aborted';
 
 export class ApiError extends Error {
   override name = 'ApiError';
@@ -47,6 +49,7 @@ export const isApiError = (err: unknown, kind?: ApiErrorKind): err is ApiError =
 function errorOfStatus(status: number, body: string): ApiError {
   const sentence = body.trim().slice(0, 500) || `HTTP ${status}`;
   if (status === 409) return new ApiError('lease-lost', sentence, status);
+  if (status === 410) return new ApiError('finished', sentence, status);
   if (status === 401) return new ApiError('unauthorized', sentence, status);
   if (status >= 500 || status === 429 || status === 408)
     return new ApiError('transient', `the server answered ${status}: ${sentence}`, status);

@@ -67,7 +67,7 @@ export async function runDecryptJob(job: AgentJob, deps: DecryptJobDeps): Promis
     if (await endedEarly(lease, log, tag)) return;
     await lease.drain();
     const failure = failureOf(result);
-    if (failure) return await lease.fail(failure.reason, failure.unsupported);
+    if (failure) return await lease.fail(failure.reason, { unsupported: failure.unsupported });
     if (!(await isFile(output))) return await lease.fail(NO_FILE);
 
     // An app-level job's version: the command's app_ver_id line, else the store's own metadata.
@@ -76,7 +76,18 @@ export async function runDecryptJob(job: AgentJob, deps: DecryptJobDeps): Promis
     if (appVerId === undefined) return await lease.fail(NO_VERSION_ID);
     const version = learnt.version ?? metadata?.version;
 
-    const verdict = await verifyDecrypted(output, { bundleId: job.bundle_id });
+    // The job's own version when it names one; for the current version, what the command reported.
+    const verdict = await verifyDecrypted(output, {
+      bundleId: job.bundle_id,
+      appId: job.app_id,
+      ...(job.app_ver_id !== null
+        ? { appVerId: job.app_ver_id, ...(job.version !== null ? { version: job.version } : {}) }
+        : {
+            ...(learnt.appVerId !== undefined ? { appVerId: learnt.appVerId } : {}),
+            ...(learnt.version !== undefined ? { version: learnt.version } : {}),
+            versionSource: 'reported' as const,
+          }),
+    });
     if (!verdict.ok) {
       log.warn(`${tag}: the IPA is refused before upload and not uploaded: ${verdict.reason}`);
       return await lease.fail(verdict.reason);
@@ -118,6 +129,9 @@ async function upload(
       log.info(`${tag}: Done: store version ${done.app_ver_id} (${done.version}), ${done.size_bytes} bytes`);
     else await endedEarly(lease, log, tag);
   } catch (err) {
+    // An upload sent again after its answer was lost, when the first one had been accepted.
+    if (isApiError(err, 'finished'))
+      return log.info(`${tag}: Done: the server had accepted the upload already`);
     if (isApiError(err, 'lease-lost'))
       return log.warn(`${tag}: the server took the job back before the upload (${err.message})`);
     // 422: the server checked the file and refused it; it has recorded the reason and the attempt.

@@ -34,6 +34,8 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
   let gapTimer: NodeJS.Timeout | undefined;
   let released = false;
   let failing = false;
+  /** The server has the job's result (a beat that crossed the upload's answer): beats end, nothing is lost. */
+  let finished = false;
 
   const send = (report: HeartbeatRequest) =>
     api.heartbeat(job.id, report).then(
@@ -42,6 +44,10 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
         failing = false;
       },
       (err: unknown) => {
+        if (isApiError(err, 'finished')) {
+          finished = true;
+          return;
+        }
         if (isApiError(err, 'lease-lost') || isApiError(err, 'unauthorized')) {
           if (!released) lost.abort(err);
           return;
@@ -54,7 +60,7 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
     );
 
   const flush = () => {
-    if (released || inFlight) return;
+    if (released || finished || inFlight) return;
     const wait = lastSentAt + MIN_GAP_MS - Date.now();
     if (wait > 0) {
       gapTimer ??= setTimeout(() => {
@@ -94,7 +100,7 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
      * be reached now hears of them with a later beat.
      */
     async drain() {
-      while (!released && !failing && (pending.length > 0 || inFlight)) {
+      while (!released && !finished && !failing && (pending.length > 0 || inFlight)) {
         if (inFlight) await inFlight;
         else {
           await sleep(Math.max(0, lastSentAt + MIN_GAP_MS - Date.now()));
@@ -112,9 +118,10 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
     /**
      * Reports the attempt failed so the job goes back to the queue at once (or becomes Not when
      * `unsupported`), retrying while the server is unreachable, up to the lease's end (after
-     * which the server takes the job back by itself).
+     * which the server takes the job back by itself). `stopped`: the agent is stopping and hands
+     * the job back, which the server counts as a lost lease rather than a failed attempt.
      */
-    async fail(reason: string, unsupported = false) {
+    async fail(reason: string, how: { unsupported?: boolean; stopped?: boolean } = {}) {
       if (lost.signal.aborted) return;
       const text = reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason;
       const deadline = Date.now() + job.lease_seconds * 1000;
@@ -123,7 +130,8 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
         try {
           const answer = await api.fail(job.id, {
             reason: text,
-            ...(unsupported ? { unsupported: true } : {}),
+            ...(how.unsupported ? { unsupported: true } : {}),
+            ...(how.stopped ? { stopped: true } : {}),
           });
           log.info(
             `job ${job.id}: reported failed (${answer.status === 'Not' ? 'the entry is now Not' : 'back in the queue'}): ${text}`,
@@ -136,6 +144,8 @@ export function holdLease(job: AgentJob, { api, log, stop }: LeaseDeps) {
           }
           if (isApiError(err, 'lease-lost'))
             log.info(`job ${job.id}: the server had already taken the job back`);
+          else if (isApiError(err, 'finished'))
+            log.info(`job ${job.id}: the server has the job's result already; nothing to report`);
           else
             log.warn(
               `job ${job.id}: could not report the failure (${(err as Error).message}); the lease will run out instead`,

@@ -31,7 +31,8 @@ export async function whileReachable<T>(
 
 /**
  * After the lease's signal aborted: the server took the job back (nothing to report: it already
- * knows), or the agent is stopping (the attempt is reported failed so the job goes back at once).
+ * knows), or the agent is stopping (the job is handed back at once, a lost lease rather than a
+ * failed attempt).
  * True when the job is over for this agent.
  */
 export async function endedEarly(lease: Lease, log: Logger, tag: string): Promise<boolean> {
@@ -40,7 +41,7 @@ export async function endedEarly(lease: Lease, log: Logger, tag: string): Promis
     return true;
   }
   if (lease.endedBy === 'stopped') {
-    await lease.fail('The agent was stopped before it finished the job.');
+    await lease.fail('The agent was stopped before it finished the job.', { stopped: true });
     return true;
   }
   return false;

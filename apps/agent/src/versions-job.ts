@@ -1,5 +1,5 @@
 import type { AgentJob, StoreVersion } from '@sideport/contracts';
-import type { AgentApi } from './api.js';
+import { isApiError, type AgentApi } from './api.js';
 import { commandEnvironment, failureOf, runCommand } from './command.js';
 import { holdLease, type LeaseDeps } from './lease.js';
 import { parseVersionsLine } from './lines.js';
@@ -44,7 +44,7 @@ export async function runVersionsJob(job: AgentJob, deps: VersionsJobDeps): Prom
     });
     if (await endedEarly(lease, log, tag)) return;
     const failure = failureOf(result);
-    if (failure) return await lease.fail(failure.reason, failure.unsupported);
+    if (failure) return await lease.fail(failure.reason, { unsupported: failure.unsupported });
     if (versions.length === 0) return await lease.fail('The versions command printed no versions.');
     if (versions.length > MAX_VERSIONS)
       log.warn(`${tag}: sending the newest ${MAX_VERSIONS} of ${versions.length} versions`);
@@ -55,6 +55,8 @@ export async function runVersionsJob(job: AgentJob, deps: VersionsJobDeps): Prom
     if (sent) log.info(`${tag}: sent ${Math.min(versions.length, MAX_VERSIONS)} versions`);
     else await endedEarly(lease, log, tag);
   } catch (err) {
+    // The list was sent again after its answer was lost, when the first one had arrived.
+    if (isApiError(err, 'finished')) return log.info(`${tag}: the server had the versions already`);
     log.error(`${tag}: ${(err as Error).message}`);
     if (!(await endedEarly(lease, log, tag)))
       await lease.fail(`The agent could not finish the job: ${(err as Error).message}`);

@@ -213,6 +213,8 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   signWorkers.start(config.SIGN_WORKERS);
   app.addHook('onClose', () => signWorkers.stop());
   await app.register(agentRoutes, { agents, jobs });
+  // Digest cache warm-ups that uploads did not wait for finish before the process ends.
+  app.addHook('onClose', () => jobs.settle());
   const checklist = createSetupChecklist({
     config,
     itunes,

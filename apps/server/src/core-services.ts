@@ -71,6 +71,7 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     settings: {
       leaseSeconds: config.DECRYPT_LEASE_SECONDS,
       maxAttempts: config.DECRYPT_MAX_ATTEMPTS,
+      maxLostLeases: config.DECRYPT_MAX_LOST_LEASES,
       maxIpaBytes: config.DECRYPT_MAX_IPA_MB * 1024 * 1024,
       tmpDir,
     },
@@ -102,6 +103,7 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     settings: {
       leaseSeconds: config.SIGN_LEASE_SECONDS,
       maxAttempts: config.SIGN_MAX_ATTEMPTS,
+      maxLostLeases: config.SIGN_MAX_LOST_LEASES,
       tmpDir,
       dylibs: { iap: config.SIGN_DYLIBS_IAP, igg: config.SIGN_DYLIBS_IGG },
       featherIpa: config.FEATHER_IPA,

@@ -49,7 +49,10 @@ export const adminQueueEntry = z.object({
   version: z.nullable(z.string()),
   status: decryptStatus,
   premium: z.boolean(),
+  /** Failed attempts (counted toward DECRYPT_MAX_ATTEMPTS). */
   attempts: z.int(),
+  /** Leases lost without a result (counted apart, toward DECRYPT_MAX_LOST_LEASES). */
+  lost_leases: z.int(),
   reason: z.nullable(z.string()),
   agent: z.nullable(z.string()),
   requested_at: z.string(),

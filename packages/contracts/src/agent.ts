@@ -74,6 +74,8 @@ export const failRequest = z.object({
   reason: z.string().min(1).max(500),
   /** Exit code 3 of the operator's command: the entry becomes Not at once. */
   unsupported: z.boolean().optional(),
+  /** The agent is stopping and hands the job back: a lost lease, not a failed attempt. */
+  stopped: z.boolean().optional(),
 });
 export type FailRequest = z.infer<typeof failRequest>;
 

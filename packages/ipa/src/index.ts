@@ -13,8 +13,8 @@ export type { CheckOptions, CheckProgress, CheckReport, MachOReport, SliceReport
 export type { MachOInspector } from './macho-inspector.js';
 // What a decrypt result must be before anyone accepts it (the agent before uploading, the server
 // before storing), and the store's own record of where an IPA came from.
-export { verifyDecrypted } from './verify.js';
-export type { DecryptedVerdict } from './verify.js';
+export { findContradiction, verifyDecrypted } from './verify.js';
+export type { DecryptedFacts, DecryptedVerdict, DecryptExpectation } from './verify.js';
 export { readStoreMetadata } from './store-metadata.js';
 export type { StoreMetadata } from './store-metadata.js';
 

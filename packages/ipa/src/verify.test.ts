@@ -57,6 +57,66 @@ describe('verifyDecrypted', () => {
     });
   });
 
+  it('refuses another version than the one expected, saying whether the job or the agent expected it', async () => {
+    expect(
+      await verifyDecrypted(fixtureIpa, { bundleId: 'org.fastlane.very-capable-app', version: '0.9' }),
+    ).toEqual({
+      ok: false,
+      reason: 'The IPA is version 1.0 (CFBundleShortVersionString in its Info.plist), not the requested 0.9.',
+    });
+    expect(await verifyDecrypted(fixtureIpa, { version: '5.5.5', versionSource: 'reported' })).toEqual({
+      ok: false,
+      reason:
+        'The IPA is version 1.0 (CFBundleShortVersionString in its Info.plist), not the reported 5.5.5.',
+    });
+    expect(await verifyDecrypted(fixtureIpa, { version: '1.0' })).toMatchObject({ ok: true, version: '1.0' });
+  });
+
+  it('refuses an IPA whose iTunesMetadata.plist names another store version, app or bundle id', async () => {
+    const file = await variant({
+      'iTunesMetadata.plist': buildXmlPlist({
+        softwareVersionExternalIdentifier: 853372310,
+        softwareVersionBundleId: 'org.fastlane.very-capable-app',
+        itemId: 284882215,
+      }),
+    });
+    expect(await verifyDecrypted(file, { appVerId: '853372311' })).toEqual({
+      ok: false,
+      reason:
+        "The IPA's iTunesMetadata.plist names store version 853372310 (softwareVersionExternalIdentifier), not the requested 853372311.",
+    });
+    expect(await verifyDecrypted(file, { appVerId: '1', versionSource: 'reported' })).toMatchObject({
+      reason: expect.stringMatching(/, not the reported 1\.$/),
+    });
+    expect(await verifyDecrypted(file, { appId: '1' })).toEqual({
+      ok: false,
+      reason: "The IPA's iTunesMetadata.plist names store app 284882215 (itemId), not the requested 1.",
+    });
+    const relabelled = await variant({
+      'iTunesMetadata.plist': buildXmlPlist({ softwareVersionBundleId: 'com.example.other' }),
+    });
+    expect(await verifyDecrypted(relabelled, { bundleId: 'org.fastlane.very-capable-app' })).toEqual({
+      ok: false,
+      reason:
+        "The IPA's iTunesMetadata.plist names the app com.example.other (softwareVersionBundleId), not the requested org.fastlane.very-capable-app.",
+    });
+    expect(
+      await verifyDecrypted(file, {
+        bundleId: 'org.fastlane.very-capable-app',
+        appId: '284882215',
+        appVerId: '853372310',
+        version: '1.0',
+      }),
+    ).toMatchObject({ ok: true, metadata: { appVerId: '853372310', appId: '284882215' } });
+  });
+
+  it('does not refuse an IPA without iTunesMetadata.plist for the store ids it cannot name', async () => {
+    expect(await verifyDecrypted(fixtureIpa, { appId: '1', appVerId: '2' })).toMatchObject({
+      ok: true,
+      metadata: undefined,
+    });
+  });
+
   it('refuses an app whose Info.plist names no version', async () => {
     const info = parsePlistDict(entry(infoPath));
     delete info.CFBundleShortVersionString;

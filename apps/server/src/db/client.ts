@@ -56,7 +56,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       db,
       kind: 'postgres',
       description: `PostgreSQL ${url.hostname}:${url.port || 5432}${url.pathname}`,
-      migrate: () => migratePg(drizzlePg(pool), { migrationsFolder }),
+      migrate: () => migrateUnderLock(pool),
       ping: async () => void (await pool.query('select 1')),
       async listen(channel, onPayload) {
         const listener = await listenPg(options.url, channel, onPayload);
@@ -104,6 +104,35 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   };
 }
 
+/** 'SIDEPORT' in ASCII as a 64-bit number: the advisory lock the migrations are run under. */
+const MIGRATION_LOCK_KEY = '6001403042938704468';
+
+/**
+ * Processes started together on an empty database each run the migrations, and drizzle's migrator
+ * (read what is applied, then apply the rest) lets them collide: all but one exit with `relation
+ * ... already exists`. A session advisory lock, held on one connection around the migrator, makes
+ * them take turns: the first migrates, the others then find nothing left to apply. PostgreSQL
+ * releases the lock with the session, so a process killed while migrating holds nobody up.
+ */
+async function migrateUnderLock(pool: pg.Pool) {
+  const client = await pool.connect();
+  let failure: Error | undefined;
+  try {
+    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    try {
+      await migratePg(drizzlePg(client), { migrationsFolder });
+    } finally {
+      await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+    }
+  } catch (err) {
+    failure = err as Error;
+    throw err;
+  } finally {
+    // A connection that failed is not handed back to the pool (it may still hold the lock).
+    client.release(failure);
+  }
+}
+
 interface PgListener {
   stop(): Promise<void>;
 }
@@ -114,7 +143,11 @@ interface PgListener {
  * hearing other processes' events; events sent while it was away are lost, which the clients
  * tolerate (they reload lists on reconnect).
  */
-async function listenPg(url: string, channel: string, onPayload: (payload: string) => void): Promise<PgListener> {
+async function listenPg(
+  url: string,
+  channel: string,
+  onPayload: (payload: string) => void,
+): Promise<PgListener> {
   let stopped = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
@@ -145,7 +178,9 @@ async function listenPg(url: string, channel: string, onPayload: (payload: strin
 }
 
 // fs-native-extensions (CommonJS, untyped): tryLock takes an exclusive OFD lock, false when held.
-const { tryLock } = createRequire(import.meta.url)('fs-native-extensions') as { tryLock(fd: number): boolean };
+const { tryLock } = createRequire(import.meta.url)('fs-native-extensions') as {
+  tryLock(fd: number): boolean;
+};
 
 const LOCK_FILE = 'sideport.lock';
 const LOCK_ATTEMPTS = 20;

@@ -85,8 +85,10 @@ const schema = z.object({
   DECRYPT_ALLOW_PAID: bool.default(false),
   /** An agent that does not heartbeat within this many seconds loses its job back to the queue. */
   DECRYPT_LEASE_SECONDS: positiveInt(60),
-  /** Attempts before an entry becomes Not with the last reason. */
+  /** Failed attempts before an entry becomes Not with the last reason. */
   DECRYPT_MAX_ATTEMPTS: positiveInt(3),
+  /** Lost leases (agents that stopped answering, were stopped or revoked) before an entry becomes Not. */
+  DECRYPT_MAX_LOST_LEASES: positiveInt(10),
   /** Largest IPA an agent may upload. */
   DECRYPT_MAX_IPA_MB: positiveInt(4096),
   // Sign service (docs/sign-service.md).
@@ -131,8 +133,10 @@ const schema = z.object({
   SIGN_WORKERS: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(64, 'must be at most 64').default(1),
   /** A sign worker that does not renew its lease within this many seconds loses the job to another. */
   SIGN_LEASE_SECONDS: positiveInt(60),
-  /** Attempts of a sign before it is given up with the last reason. */
+  /** Failed attempts of a sign before it is given up with the last reason. */
   SIGN_MAX_ATTEMPTS: positiveInt(3),
+  /** Lost leases of a sign (its worker died) before it is given up. */
+  SIGN_MAX_LOST_LEASES: positiveInt(10),
   /** Dylibs injected in modes 1 and 3 (IAP), comma-separated paths; mode 1 and 3 are refused when unset. */
   SIGN_DYLIBS_IAP: pathList,
   /** Dylibs injected in modes 2 and 3 (IGG), comma-separated paths; mode 2 and 3 are refused when unset. */

@@ -29,7 +29,12 @@ export const signRequests = pgTable(
     sourceKey: text('source_key'),
     /** What the artifact is called on the device (the manifest's title). */
     title: text('title').notNull(),
+    /** Leases handed out: the attempt number a worker's lease names. */
     attempts: integer('attempts').notNull().default(0),
+    /** Signs that failed: given up after SIGN_MAX_ATTEMPTS. */
+    failures: integer('failures').notNull().default(0),
+    /** Leases that ran out without a result (the worker died): given up only after SIGN_MAX_LOST_LEASES. */
+    lostLeases: integer('lost_leases').notNull().default(0),
     /** The worker holding the lease: host, process and slot. */
     worker: text('worker'),
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),

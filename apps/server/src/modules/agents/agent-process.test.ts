@@ -377,11 +377,12 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     );
     expect(await agent.stop('SIGTERM')).toBe(0);
     await until('the command to end', async () => (isAlive(sleeper) ? undefined : true));
-    // Back in the queue now, not when the 30 s lease would have run out.
+    // Back in the queue now, not when the 30 s lease would have run out; a lost lease, not a failure.
     expect(await queued(7)).toMatchObject({
       status: 'Pending',
-      attempts: 1,
-      reason: 'The agent was stopped before it finished the job.',
+      attempts: 0,
+      lost_leases: 1,
+      reason: 'The agent was stopped before it finished the job (lost lease 1 of 10).',
     });
     startAgent();
     expect(await doneVersion(7)).toMatchObject({ app_ver_id: '910007' });
@@ -445,6 +446,17 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
         .sort(),
     ).toEqual(['1', '2']);
   }, 60_000);
+
+  it('logs an accepted upload as Done, never as taken back, while its heartbeats run', async () => {
+    const ipa = await buildIpa({ bundleId: bundleOf(11), version: '2.11', appVerId: '910011' });
+    operator(11, ['echo "status Downloading"', `cp "${ipa}" "$SIDEPORT_OUTPUT"`].join('\n'));
+    expect((await request(11, quick)).statusCode).toBe(200);
+    // A 3 s lease: the agent beats every second, during the upload and as its answer comes.
+    const agent = startAgent(quick);
+    expect(await doneVersion(11, quick)).toMatchObject({ app_ver_id: '910011' });
+    await agent.waitFor(/Done: store version 910011/);
+    expect(agent.output()).not.toMatch(/took the job back|taken back/);
+  });
 
   it('survives a server restart in the middle of a job and finishes it', async () => {
     const ipa = await buildIpa({ bundleId: bundleOf(10), version: '2.10', appVerId: '910010' });

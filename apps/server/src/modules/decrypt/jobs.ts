@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { readStoreMetadata, verifyDecrypted, type DecryptedVerdict } from '@sideport/ipa';
+import {
+  findContradiction,
+  verifyDecrypted,
+  type DecryptedVerdict,
+  type DecryptExpectation,
+} from '@sideport/ipa';
 import type {
   AgentJob,
   FailRequest,
@@ -24,7 +29,10 @@ import { receiveToFile, uploadTooLarge } from './upload.js';
 
 export interface JobSettings {
   leaseSeconds: number;
+  /** Failed attempts (the command's failures, refused IPAs) before the entry becomes Not. */
   maxAttempts: number;
+  /** Lost leases (agents that stopped answering, were stopped or revoked) before the entry becomes Not. */
+  maxLostLeases: number;
   maxIpaBytes: number;
   /** Where uploads are received before they are checked (same disk as local storage). */
   tmpDir: string;
@@ -39,8 +47,16 @@ export interface JobServiceDeps {
   settings: JobSettings;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   metrics?: ServiceMetrics;
-  /** Called after a version became Done (the sign service warms its digest cache from it). */
-  onVersionDone?: (done: { appId: number; appVerId: number; fileKey: string; localFile?: string }) => Promise<void>;
+  /**
+   * Called after a version became Done (the sign service warms its digest cache from it). An
+   * agent's upload is answered without waiting for it (see `settle`); an import waits.
+   */
+  onVersionDone?: (done: {
+    appId: number;
+    appVerId: number;
+    fileKey: string;
+    localFile?: string;
+  }) => Promise<void>;
 }
 
 /** What `importIpa` made: a Done version of a store app. */
@@ -70,13 +86,58 @@ export function parseLeaseId(value: string): { jobId: number; attempt: number } 
 }
 
 type VerifiedIpa = Extract<DecryptedVerdict, { ok: true }>;
+
+/**
+ * What an entry's IPA must be of its version: a versioned entry's own store version id and version
+ * string; an app-level one's (the store's current version) what the agent reported finding.
+ */
+function expectedVersion(
+  entry: Pick<q.EntryRow, 'appVerId' | 'version'>,
+  reported: { appVerId?: string | undefined; version?: string | undefined },
+): DecryptExpectation {
+  if (entry.appVerId !== null) {
+    return {
+      appVerId: String(entry.appVerId),
+      ...(entry.version !== null ? { version: entry.version } : {}),
+    };
+  }
+  return {
+    ...(reported.appVerId !== undefined ? { appVerId: reported.appVerId } : {}),
+    ...(reported.version !== undefined ? { version: reported.version } : {}),
+    versionSource: 'reported',
+  };
+}
+
 /** What became of an uploaded or imported version: kept as `entry`, or given way to `entry` (Done before). */
 type Settled = { entry: q.EntryRow; keep: boolean };
 
 const leaseLost = () => conflict('This job is no longer yours: its lease ended or it was removed.');
+/**
+ * A call on a job its own lease finished (a heartbeat that crossed the upload's answer, an upload
+ * sent again after a lost answer): not 409, which the agent takes for its work being taken back.
+ */
+const jobFinished = () =>
+  new AppError(410, 'JOB_FINISHED', 'This job is finished: the server has its result.');
 
 const REASON_LEASE_EXPIRED = 'The agent stopped answering before it finished.';
 const REASON_REVOKED = 'The agent working on it was revoked.';
+
+/**
+ * How an attempt ended without a result. A failure is the command's or the check's, and counts
+ * toward DECRYPT_MAX_ATTEMPTS; a lost lease (the agent stopped answering, was stopped or revoked)
+ * says nothing of the app and counts apart, toward the larger DECRYPT_MAX_LOST_LEASES, so that
+ * kills alone cannot make a good version Not.
+ */
+type AttemptEnd =
+  { kind: 'failed'; reason: string; unsupported?: boolean } | { kind: 'lost'; reason: string };
+
+/** A lost lease's reason says so, and how many there were: 'The agent ... (lost lease 2 of 10).' */
+function lostLeaseReason(reason: string, lostLeases: number, maxLostLeases: number, isFinal: boolean) {
+  const cause = reason.replace(/\.$/, '');
+  return isFinal
+    ? `${cause}: given up after ${lostLeases} lost leases.`
+    : `${cause} (lost lease ${lostLeases} of ${maxLostLeases}).`;
+}
 
 export function createJobService(deps: JobServiceDeps) {
   const { db, clock, bus, files, catalog, settings, log, metrics = noMetrics } = deps;
@@ -85,17 +146,30 @@ export function createJobService(deps: JobServiceDeps) {
 
   /**
    * One attempt ended without a result: back to the queue (Pending), or Not with the reason after
-   * the last attempt or when the agent says the app is unsupported. Runs in the caller's transaction.
+   * the last failed attempt, the last lost lease, or when the agent says the app is unsupported.
+   * Runs in the caller's transaction, on a row it holds locked.
    */
-  async function endAttempt(tx: Database, job: q.JobRow, reason: string, unsupported = false) {
-    const isFinal = unsupported || job.attempts >= settings.maxAttempts;
+  async function endAttempt(tx: Database, job: q.JobRow, end: AttemptEnd) {
+    const failures = job.failures + (end.kind === 'failed' ? 1 : 0);
+    const lostLeases = job.lostLeases + (end.kind === 'lost' ? 1 : 0);
+    const isFinal =
+      end.kind === 'failed'
+        ? end.unsupported === true || failures >= settings.maxAttempts
+        : lostLeases >= settings.maxLostLeases;
+    const reason =
+      end.kind === 'failed'
+        ? end.reason
+        : lostLeaseReason(end.reason, lostLeases, settings.maxLostLeases, isFinal);
     await q.setJobState(tx, job.id, isFinal ? 'failed' : 'queued', {
       agentId: null,
       leaseExpiresAt: null,
+      failures,
+      lostLeases,
       lastReason: reason,
       updatedAt: now(),
     });
-    if (job.agentId !== null) await q.countAgentOutcome(tx, job.agentId, 'failed');
+    // An agent's failed count is its command's failures; a lease it lost says nothing of them.
+    if (job.agentId !== null && end.kind === 'failed') await q.countAgentOutcome(tx, job.agentId, 'failed');
     if (job.kind === 'decrypt' && job.versionSeq !== null) {
       const entry = await q.updateEntry(tx, job.versionSeq, {
         status: isFinal ? 'Not' : 'Pending',
@@ -117,12 +191,13 @@ export function createJobService(deps: JobServiceDeps) {
   async function sweepExpiredLeases(): Promise<number> {
     const expired = await db.transaction(async (tx) => {
       const locked = await q.lockExpiredLeases(tx, now(), 100);
-      for (const job of locked) await endAttempt(tx, job, REASON_LEASE_EXPIRED);
+      for (const job of locked) await endAttempt(tx, job, { kind: 'lost', reason: REASON_LEASE_EXPIRED });
       return locked;
     });
     // Counted once committed: a sweep that rolled back expired nothing.
     for (const job of expired) metrics.job(job.kind, 'lease_expired');
-    if (expired.length) log.info({ jobs: expired.map((j) => j.id) }, 'leases expired; jobs returned to the queue');
+    if (expired.length)
+      log.info({ jobs: expired.map((j) => j.id) }, 'leases expired; jobs returned to the queue');
     return expired.length;
   }
 
@@ -158,7 +233,10 @@ export function createJobService(deps: JobServiceDeps) {
    * database, the next ones gather and go in the following statement, so at low load a claim
    * waits for nobody and at high load the database does one statement for many agents.
    */
-  function createClaimBatcher(run: (agentIds: number[], kinds: readonly JobKind[]) => Promise<q.ClaimedJob[]>, maxBatch = 64) {
+  function createClaimBatcher(
+    run: (agentIds: number[], kinds: readonly JobKind[]) => Promise<q.ClaimedJob[]>,
+    maxBatch = 64,
+  ) {
     interface Waiter {
       agentId: number;
       resolve(job: q.ClaimedJob | undefined): void;
@@ -174,14 +252,30 @@ export function createJobService(deps: JobServiceDeps) {
           const batch = group.waiters.splice(0, maxBatch);
           if (group.waiters.length === 0) waiting.delete(key);
           try {
-            const claimed = await run(batch.map((w) => w.agentId), group.kinds);
+            const claimed = await run(
+              batch.map((w) => w.agentId),
+              group.kinds,
+            );
             const bySlot = new Map(claimed.map((job) => [job.slot, job]));
             const events = claimed.flatMap((job) =>
               job.entry
-                ? [{ kind: 'live' as const, event: entryEvent({ ...job.entry, country: job.country, appId: job.appId, status: 'Downloading', progress: 0 }) }]
+                ? [
+                    {
+                      kind: 'live' as const,
+                      event: entryEvent({
+                        ...job.entry,
+                        country: job.country,
+                        appId: job.appId,
+                        status: 'Downloading',
+                        progress: 0,
+                      }),
+                    },
+                  ]
                 : [],
             );
-            await bus.publishMany(events).catch((err: unknown) => log.warn({ err }, 'could not publish claimed entries'));
+            await bus
+              .publishMany(events)
+              .catch((err: unknown) => log.warn({ err }, 'could not publish claimed entries'));
             batch.forEach((waiter, slot) => waiter.resolve(bySlot.get(slot)));
           } catch (err) {
             for (const waiter of batch) waiter.reject(err);
@@ -204,14 +298,44 @@ export function createJobService(deps: JobServiceDeps) {
     };
   }
 
+  /** Why a lease is not held: the job was finished under it (410), or it ended otherwise (409). */
+  function leaseEnded(job: q.JobRow | undefined, agent: AgentRef, attempt: number) {
+    const isFinishedByIt = job?.state === 'done' && job.agentId === agent.id && job.attempts === attempt;
+    return isFinishedByIt ? jobFinished() : leaseLost();
+  }
+
   /** Holds the job's row for the length of `work`, when the agent still holds this lease. */
-  async function withHeldJob<T>(agent: AgentRef, lease: string, work: (tx: Database, job: q.JobRow) => Promise<T>) {
+  async function withHeldJob<T>(
+    agent: AgentRef,
+    lease: string,
+    work: (tx: Database, job: q.JobRow) => Promise<T>,
+  ) {
     const { jobId, attempt } = parseLeaseId(lease);
     return db.transaction(async (tx) => {
       const job = await q.lockHeldJob(tx, { jobId, agentId: agent.id, attempt });
-      if (!job) throw leaseLost();
+      if (!job) throw leaseEnded(await q.findJob(tx, jobId), agent, attempt);
       return work(tx, job);
     });
+  }
+
+  /** What runs after versions became Done and no answer waits for: `settle` waits for it. */
+  const afterDoneWork = new Set<Promise<void>>();
+
+  /**
+   * The work after a version became Done (the digest cache warm-up). Its failure is logged, never
+   * thrown: the version is Done either way, and a sign of it digests what the cache lacks.
+   */
+  function afterDone(appId: number, appVerId: number, fileKey: string): Promise<void> {
+    if (!deps.onVersionDone) return Promise.resolve();
+    const localFile = files.localPath(fileKey);
+    const work = deps
+      .onVersionDone({ appId, appVerId, fileKey, ...(localFile ? { localFile } : {}) })
+      .catch((err: unknown) =>
+        log.warn({ err, appId, appVerId }, 'the work after a version became Done failed'),
+      );
+    afterDoneWork.add(work);
+    void work.finally(() => afterDoneWork.delete(work));
+    return work;
   }
 
   /** Makes the app-level entry the version the agent uploaded, or gives way to one that exists. */
@@ -238,6 +362,8 @@ export function createJobService(deps: JobServiceDeps) {
     appId: number;
     appVerId: number;
     hold: (work: (tx: Database, entry: q.EntryRow) => Promise<Settled>) => Promise<Settled>;
+    /** 'background': answer once the version is Done, and run the work after it in the background. */
+    afterDone: 'await' | 'background';
   }) {
     const { file, verdict, appVerId } = options;
     // Stored before the transaction: a large file on S3 takes a while, and no row waits on it.
@@ -270,10 +396,8 @@ export function createJobService(deps: JobServiceDeps) {
     }
     if (!done.keep) await files.delete(fileKey);
     else {
-      const localFile = files.localPath(fileKey);
-      await deps
-        .onVersionDone?.({ appId: done.entry.appId, appVerId, fileKey, ...(localFile ? { localFile } : {}) })
-        .catch((err: unknown) => log.warn({ err }, 'after-done work failed'));
+      const work = afterDone(done.entry.appId, appVerId, fileKey);
+      if (options.afterDone === 'await') await work;
     }
     return {
       status: 'Done' as const,
@@ -287,7 +411,12 @@ export function createJobService(deps: JobServiceDeps) {
    * The entry an imported version settles: its own (refused when already Done), else the app's
    * waiting app-level request when the store's current version is this one, else a new entry.
    */
-  async function entryToImportInto(tx: Database, app: { country: string; appId: number; version: string }, appVerId: number, version: string) {
+  async function entryToImportInto(
+    tx: Database,
+    app: { country: string; appId: number; version: string },
+    appVerId: number,
+    version: string,
+  ) {
     const own = await q.findByAppVerId(tx, app.appId, appVerId);
     if (own?.status === 'Done') throw conflict('This version is already decrypted.');
     if (own) return own;
@@ -308,11 +437,21 @@ export function createJobService(deps: JobServiceDeps) {
   return {
     sweepExpiredLeases,
 
+    /** Waits for the work started after versions became Done (the server waits for it as it closes). */
+    async settle() {
+      while (afterDoneWork.size > 0) await Promise.all([...afterDoneWork]);
+    },
+
     /**
      * The next job for this agent, or null when none came within `waitSeconds` (a long poll:
      * a job queued meanwhile by any process wakes it at once).
      */
-    async claim(agent: AgentRef, kinds: readonly JobKind[], waitSeconds: number, signal?: AbortSignal): Promise<AgentJob | null> {
+    async claim(
+      agent: AgentRef,
+      kinds: readonly JobKind[],
+      waitSeconds: number,
+      signal?: AbortSignal,
+    ): Promise<AgentJob | null> {
       const deadline = Date.now() + waitSeconds * 1000;
       // The server is closing: waiting claims answer at once instead of holding the close up.
       const closing = new Promise<undefined>((resolve) => {
@@ -327,20 +466,32 @@ export function createJobService(deps: JobServiceDeps) {
           void queued.catch(() => {});
           return job;
         }
-        if (Date.now() >= deadline || signal?.aborted || !(await Promise.race([queued, closing]))) return null;
+        if (Date.now() >= deadline || signal?.aborted || !(await Promise.race([queued, closing])))
+          return null;
       }
     },
 
     /** A job claimed for an agent that was gone before it heard of it: back to the queue, the attempt not counted. */
     async unclaim(agent: AgentRef, lease: string) {
       await withHeldJob(agent, lease, async (tx, job) => {
-        await q.setJobState(tx, job.id, 'queued', { agentId: null, leaseExpiresAt: null, attempts: job.attempts - 1, updatedAt: now() });
+        await q.setJobState(tx, job.id, 'queued', {
+          agentId: null,
+          leaseExpiresAt: null,
+          attempts: job.attempts - 1,
+          updatedAt: now(),
+        });
         if (job.kind === 'decrypt' && job.versionSeq !== null) {
-          const entry = await q.updateEntry(tx, job.versionSeq, { status: 'Pending', progress: null, updatedAt: now() });
+          const entry = await q.updateEntry(tx, job.versionSeq, {
+            status: 'Pending',
+            progress: null,
+            updatedAt: now(),
+          });
           if (entry) await publishEntry(bus, entry, tx);
         }
         await bus.publish({ kind: 'jobs-queued' }, tx);
-      }).catch((err: unknown) => log.warn({ err, lease }, 'could not put back a job claimed for an agent that left'));
+      }).catch((err: unknown) =>
+        log.warn({ err, lease }, 'could not put back a job claimed for an agent that left'),
+      );
     },
 
     async heartbeat(agent: AgentRef, lease: string, report: HeartbeatRequest) {
@@ -349,6 +500,7 @@ export function createJobService(deps: JobServiceDeps) {
           leaseExpiresAt: leaseUntil(),
           updatedAt: now(),
           ...(report.app_ver_id !== undefined ? { reportedAppVerId: Number(report.app_ver_id) } : {}),
+          ...(report.version !== undefined ? { reportedVersion: report.version } : {}),
         });
         if (job.kind === 'decrypt' && job.versionSeq !== null) {
           const entry = await q.findEntry(tx, job.versionSeq);
@@ -367,20 +519,35 @@ export function createJobService(deps: JobServiceDeps) {
       });
     },
 
-    /** Exit code 3 (`unsupported`) makes the entry Not at once; any other failure is retried. */
+    /**
+     * Exit code 3 (`unsupported`) makes the entry Not at once; any other failure is retried. An
+     * agent that is stopping (`stopped`) hands the job back: a lost lease, not a failed attempt.
+     */
     async fail(agent: AgentRef, lease: string, failure: FailRequest) {
       let kind: JobKind = 'decrypt';
+      const isHandedBack = failure.stopped === true && failure.unsupported !== true;
       const status = await withHeldJob(agent, lease, (tx, job) => {
         kind = job.kind;
-        return endAttempt(tx, job, failure.reason, failure.unsupported);
+        return endAttempt(
+          tx,
+          job,
+          isHandedBack
+            ? { kind: 'lost', reason: failure.reason }
+            : {
+                kind: 'failed',
+                reason: failure.reason,
+                ...(failure.unsupported ? { unsupported: true } : {}),
+              },
+        );
       });
-      metrics.job(kind, 'failed');
+      if (!isHandedBack) metrics.job(kind, 'failed');
       return { status };
     },
 
     async submitVersions(agent: AgentRef, lease: string, list: StoreVersion[]) {
       await withHeldJob(agent, lease, async (tx, job) => {
-        if (job.kind !== 'versions') throw new AppError(400, 'WRONG_JOB_KIND', 'This job is not a versions job.');
+        if (job.kind !== 'versions')
+          throw new AppError(400, 'WRONG_JOB_KIND', 'This job is not a versions job.');
         const seen = new Set<string>();
         const versions = list
           .filter((v) => !seen.has(v.app_ver_id) && seen.add(v.app_ver_id))
@@ -408,7 +575,7 @@ export function createJobService(deps: JobServiceDeps) {
       const job = await q.findJob(db, jobId);
       if (!job || job.agentId !== agent.id || job.attempts !== attempt || job.state !== 'leased') {
         body.resume();
-        throw leaseLost();
+        throw leaseEnded(job, agent, attempt);
       }
       if (job.kind !== 'decrypt' || job.versionSeq === null) {
         body.resume();
@@ -421,7 +588,7 @@ export function createJobService(deps: JobServiceDeps) {
       });
       try {
         const refuse = async (reason: string): Promise<never> => {
-          await withHeldJob(agent, lease, (tx, held) => endAttempt(tx, held, reason));
+          await withHeldJob(agent, lease, (tx, held) => endAttempt(tx, held, { kind: 'failed', reason }));
           metrics.job('decrypt', 'failed');
           throw new AppError(422, 'RESULT_REFUSED', reason);
         };
@@ -432,34 +599,64 @@ export function createJobService(deps: JobServiceDeps) {
           if (checking) await publishEntry(bus, checking, tx);
         });
         const app = await catalog.lookupApp(entry.country, entry.appId);
-        const verdict = await verifyDecrypted(received.path, { bundleId: app.bundleId });
+        const reported =
+          info.app_ver_id ?? (job.reportedAppVerId === null ? undefined : String(job.reportedAppVerId));
+        const reportedVersion = info.version ?? job.reportedVersion ?? undefined;
+        const verdict = await verifyDecrypted(received.path, {
+          bundleId: app.bundleId,
+          appId: String(entry.appId),
+          ...expectedVersion(entry, { appVerId: reported, version: reportedVersion }),
+        });
         if (!verdict.ok) return await refuse(verdict.reason);
-        const reported = info.app_ver_id ?? (job.reportedAppVerId === null ? undefined : String(job.reportedAppVerId));
         if (entry.appVerId !== null && reported !== undefined && reported !== String(entry.appVerId)) {
-          return await refuse(`The agent uploaded store version ${reported}, not the requested ${entry.appVerId}.`);
+          return await refuse(
+            `The agent uploaded store version ${reported}, not the requested ${entry.appVerId}.`,
+          );
         }
-        const appVerIdText = entry.appVerId !== null ? String(entry.appVerId) : reported;
+        const appVerIdText =
+          entry.appVerId !== null ? String(entry.appVerId) : (reported ?? verdict.metadata?.appVerId);
         if (appVerIdText === undefined) {
-          return await refuse('The agent did not say which store version it uploaded (app_ver_id).');
+          return await refuse(
+            'The agent did not say which store version it uploaded (app_ver_id), and the IPA has no iTunesMetadata.plist naming it.',
+          );
         }
         const stored = await storeResult({
           file: received,
           verdict,
           appId: entry.appId,
           appVerId: Number(appVerIdText),
+          // The agent hears its upload is Done at once: the heartbeats it sends meanwhile must not
+          // find the job finished long before the answer arrives (they would read as a lost lease).
+          afterDone: 'background',
           hold: (work) =>
             withHeldJob(agent, lease, async (tx, held) => {
               const settled = await work(tx, entry);
               // A result that gave way to an existing Done version leaves no entry, and so no job.
-              if (settled.keep) await q.setJobState(tx, held.id, 'done', { leaseExpiresAt: null, lastReason: null, updatedAt: now() });
+              if (settled.keep)
+                await q.setJobState(tx, held.id, 'done', {
+                  leaseExpiresAt: null,
+                  lastReason: null,
+                  updatedAt: now(),
+                });
               if (held.agentId !== null) await q.countAgentOutcome(tx, held.agentId, 'done');
               return settled;
             }),
         });
-        log.info({ appId: entry.appId, appVerId: stored.app_ver_id, agent: agent.name }, 'decrypted version accepted');
+        log.info(
+          { appId: entry.appId, appVerId: stored.app_ver_id, agent: agent.name },
+          'decrypted version accepted',
+        );
         metrics.job('decrypt', 'done');
-        metrics.decryptDuration(job.priority > 0 ? 'premium' : 'free', (now().getTime() - job.createdAt.getTime()) / 1000);
-        return { status: 'Done', app_ver_id: stored.app_ver_id, version: stored.version, size_bytes: stored.size_bytes };
+        metrics.decryptDuration(
+          job.priority > 0 ? 'premium' : 'free',
+          (now().getTime() - job.createdAt.getTime()) / 1000,
+        );
+        return {
+          status: 'Done',
+          app_ver_id: stored.app_ver_id,
+          version: stored.version,
+          size_bytes: stored.size_bytes,
+        };
       } finally {
         await rm(received.path, { force: true });
       }
@@ -471,7 +668,10 @@ export function createJobService(deps: JobServiceDeps) {
      * must match), the version id the IPA's iTunesMetadata.plist names (or `appVerId`). The
      * version becomes Done; a waiting request for it is answered. The source file is left alone.
      */
-    async importIpa(source: string, target: { country: string; appId?: number; appVerId?: number }): Promise<ImportAnswer> {
+    async importIpa(
+      source: string,
+      target: { country: string; appId?: number; appVerId?: number },
+    ): Promise<ImportAnswer> {
       await mkdir(settings.tmpDir, { recursive: true });
       const copy = path.join(settings.tmpDir, `import-${randomUUID()}.ipa`);
       try {
@@ -479,11 +679,16 @@ export function createJobService(deps: JobServiceDeps) {
         await copyFile(source, copy);
         const sizeBytes = (await stat(copy)).size;
         if (sizeBytes > settings.maxIpaBytes) throw uploadTooLarge(settings.maxIpaBytes);
-        const known = target.appId === undefined ? undefined : await catalog.lookupApp(target.country, target.appId);
-        const verdict = await verifyDecrypted(copy, known ? { bundleId: known.bundleId } : {});
+        const known =
+          target.appId === undefined ? undefined : await catalog.lookupApp(target.country, target.appId);
+        const verdict = await verifyDecrypted(copy, {
+          ...(known ? { bundleId: known.bundleId, appId: String(known.appId) } : {}),
+          ...(target.appVerId !== undefined ? { appVerId: String(target.appVerId) } : {}),
+        });
         if (!verdict.ok) throw new AppError(422, 'RESULT_REFUSED', verdict.reason);
         const app = known ?? (await catalog.lookupAppByBundleId(target.country, verdict.report.bundleId));
-        const appVerIdText = target.appVerId !== undefined ? String(target.appVerId) : (await readStoreMetadata(copy))?.appVerId;
+        const appVerIdText =
+          target.appVerId !== undefined ? String(target.appVerId) : verdict.metadata?.appVerId;
         if (appVerIdText === undefined) {
           throw new AppError(
             400,
@@ -492,18 +697,33 @@ export function createJobService(deps: JobServiceDeps) {
           );
         }
         const appVerId = Number(appVerIdText);
+        // A request waiting for this very version knows its version string: the IPA must be it.
+        const waiting = await q.findByAppVerId(db, app.appId, appVerId);
+        const otherVersion =
+          waiting && waiting.status !== 'Done'
+            ? findContradiction(verdict, expectedVersion(waiting, {}))
+            : undefined;
+        if (otherVersion) throw new AppError(422, 'RESULT_REFUSED', otherVersion);
         const stored = await storeResult({
           file: { path: copy, sizeBytes },
           verdict,
           appId: app.appId,
           appVerId,
+          // An operator's command: the digest cache is ready when it returns.
+          afterDone: 'await',
           hold: (work) =>
             db.transaction(async (tx) => {
               const entry = await entryToImportInto(tx, app, appVerId, verdict.version);
               const settled = await work(tx, entry);
               const job = settled.keep ? await q.jobOfEntry(tx, entry.seq) : undefined;
               // A job still queued or leased for it is finished: its agent's next call is told so.
-              if (job) await q.setJobState(tx, job.id, 'done', { agentId: null, leaseExpiresAt: null, lastReason: null, updatedAt: now() });
+              if (job)
+                await q.setJobState(tx, job.id, 'done', {
+                  agentId: null,
+                  leaseExpiresAt: null,
+                  lastReason: null,
+                  updatedAt: now(),
+                });
               return settled;
             }),
         });
@@ -514,7 +734,7 @@ export function createJobService(deps: JobServiceDeps) {
       }
     },
 
-    /** Admin: a failed (Not) or stuck entry goes back to the queue with its attempts counted anew. */
+    /** Admin: a failed (Not) or stuck entry goes back to the queue with its failures and lost leases counted anew. */
     async retry(seq: number) {
       const work = db.transaction(async (tx) => {
         const entry = await q.findEntry(tx, seq);
@@ -524,14 +744,27 @@ export function createJobService(deps: JobServiceDeps) {
         // holding the first lease would take the new attempt for its own.
         const job = await q.jobOfEntry(tx, seq);
         if (job) await q.deleteJob(tx, job.id);
-        await q.insertJob(tx, { kind: 'decrypt', versionSeq: seq, country: entry.country, appId: entry.appId, priority: entry.premium ? 1 : 0, now: now() });
-        const pending = (await q.updateEntry(tx, seq, { status: 'Pending', reason: null, progress: null, updatedAt: now() }))!;
+        await q.insertJob(tx, {
+          kind: 'decrypt',
+          versionSeq: seq,
+          country: entry.country,
+          appId: entry.appId,
+          priority: entry.premium ? 1 : 0,
+          now: now(),
+        });
+        const pending = (await q.updateEntry(tx, seq, {
+          status: 'Pending',
+          reason: null,
+          progress: null,
+          updatedAt: now(),
+        }))!;
         await publishEntry(bus, pending, tx);
         await bus.publish({ kind: 'jobs-queued' }, tx);
         return pending;
       });
       return work.catch((err: unknown) => {
-        if (q.isUniqueViolation(err)) throw conflict('This app is already requested again; that request is in the queue.');
+        if (q.isUniqueViolation(err))
+          throw conflict('This app is already requested again; that request is in the queue.');
         throw err;
       });
     },
@@ -542,7 +775,8 @@ export function createJobService(deps: JobServiceDeps) {
     /** Revoking an agent gives its jobs back at once instead of waiting for their leases. */
     async releaseJobsOf(agentId: number) {
       await db.transaction(async (tx) => {
-        for (const job of await q.leasedJobsOf(tx, agentId)) await endAttempt(tx, job, REASON_REVOKED);
+        for (const job of await q.leasedJobsOf(tx, agentId))
+          await endAttempt(tx, job, { kind: 'lost', reason: REASON_REVOKED });
       });
     },
   };

@@ -92,7 +92,14 @@ export async function updateEntry(db: Database, seq: number, set: Partial<typeof
 export async function markEntryDone(
   db: Database,
   seq: number,
-  done: { appVerId: number; version: string; minimumOs: string | null; sizeBytes: number; fileKey: string; now: Date },
+  done: {
+    appVerId: number;
+    version: string;
+    minimumOs: string | null;
+    sizeBytes: number;
+    fileKey: string;
+    now: Date;
+  },
 ) {
   const [row] = await db
     .update(versions)
@@ -123,7 +130,14 @@ export async function deleteEntry(db: Database, seq: number) {
 
 export async function insertJob(
   db: Database,
-  job: { kind: 'decrypt' | 'versions'; versionSeq?: number; country: string; appId: number; priority: number; now: Date },
+  job: {
+    kind: 'decrypt' | 'versions';
+    versionSeq?: number;
+    country: string;
+    appId: number;
+    priority: number;
+    now: Date;
+  },
 ) {
   const { now, ...values } = job;
   const [row] = await db
@@ -153,7 +167,12 @@ export async function openVersionsJob(db: Database, country: string, appId: numb
     .select()
     .from(jobs)
     .where(
-      and(eq(jobs.kind, 'versions'), eq(jobs.country, country), eq(jobs.appId, appId), inArray(jobs.state, ['queued', 'leased'])),
+      and(
+        eq(jobs.kind, 'versions'),
+        eq(jobs.country, country),
+        eq(jobs.appId, appId),
+        inArray(jobs.state, ['queued', 'leased']),
+      ),
     );
   return row;
 }
@@ -207,7 +226,10 @@ export async function claimNextJobs(
 ): Promise<ClaimedJob[]> {
   const now = claim.now.toISOString();
   const leaseUntil = new Date(claim.now.getTime() + claim.leaseSeconds * 1000).toISOString();
-  const agentIds = sql.join(claim.agentIds.map((id) => sql`${id}`), sql`, `);
+  const agentIds = sql.join(
+    claim.agentIds.map((id) => sql`${id}`),
+    sql`, `,
+  );
   const rows = await queryRows<ClaimedRow>(
     db,
     sql`
@@ -215,7 +237,10 @@ export async function claimNextJobs(
         select agent_id, n from unnest(array[${agentIds}]::bigint[]) with ordinality as w(agent_id, n)
       ), picked as (
         select id, priority from ${jobs}
-        where state = 'queued' and kind in (${sql.join(claim.kinds.map((k) => sql`${k}`), sql`, `)})
+        where state = 'queued' and kind in (${sql.join(
+          claim.kinds.map((k) => sql`${k}`),
+          sql`, `,
+        )})
         order by priority desc, id
         limit ${claim.agentIds.length}
         for update skip locked
@@ -269,15 +294,33 @@ export async function lockExpiredLeases(db: Database, now: Date, max: number) {
         order by lease_expires_at limit ${max} for update skip locked`,
   );
   if (rows.length === 0) return [];
-  return db.select().from(jobs).where(inArray(jobs.id, rows.map((r) => Number(r.id))));
+  return db
+    .select()
+    .from(jobs)
+    .where(
+      inArray(
+        jobs.id,
+        rows.map((r) => Number(r.id)),
+      ),
+    );
 }
 
 /** Renews the lease of a job the agent holds (this attempt); undefined when it lost it. */
-export async function renewLease(db: Database, lease: { jobId: number; agentId: number; attempt: number; until: Date; now: Date }) {
+export async function renewLease(
+  db: Database,
+  lease: { jobId: number; agentId: number; attempt: number; until: Date; now: Date },
+) {
   const [row] = await db
     .update(jobs)
     .set({ leaseExpiresAt: lease.until, updatedAt: lease.now })
-    .where(and(eq(jobs.id, lease.jobId), eq(jobs.agentId, lease.agentId), eq(jobs.attempts, lease.attempt), eq(jobs.state, 'leased')))
+    .where(
+      and(
+        eq(jobs.id, lease.jobId),
+        eq(jobs.agentId, lease.agentId),
+        eq(jobs.attempts, lease.attempt),
+        eq(jobs.state, 'leased'),
+      ),
+    )
     .returning();
   return row;
 }
@@ -292,11 +335,21 @@ export async function lockHeldJob(db: Database, lease: { jobId: number; agentId:
   return rows.length ? findJob(db, lease.jobId) : undefined;
 }
 
+/** An agent's leased jobs, locked for the caller to put back. */
 export async function leasedJobsOf(db: Database, agentId: number) {
-  return db.select().from(jobs).where(and(eq(jobs.agentId, agentId), eq(jobs.state, 'leased')));
+  return db
+    .select()
+    .from(jobs)
+    .where(and(eq(jobs.agentId, agentId), eq(jobs.state, 'leased')))
+    .for('update');
 }
 
-export async function setJobState(db: Database, id: number, state: JobState, set: Partial<typeof jobs.$inferInsert> = {}) {
+export async function setJobState(
+  db: Database,
+  id: number,
+  state: JobState,
+  set: Partial<typeof jobs.$inferInsert> = {},
+) {
   return updateJob(db, id, { state, ...set });
 }
 
@@ -328,7 +381,11 @@ export async function saveVersionList(
 export async function countAgentOutcome(db: Database, agentId: number, outcome: 'done' | 'failed') {
   await db
     .update(agents)
-    .set(outcome === 'done' ? { doneCount: sql`${agents.doneCount} + 1` } : { failedCount: sql`${agents.failedCount} + 1` })
+    .set(
+      outcome === 'done'
+        ? { doneCount: sql`${agents.doneCount} + 1` }
+        : { failedCount: sql`${agents.failedCount} + 1` },
+    )
     .where(eq(agents.id, agentId));
 }
 
@@ -337,7 +394,7 @@ export async function countAgentOutcome(db: Database, agentId: number, outcome: 
 export interface AdminQueueRow {
   entry: EntryRow;
   app: { name: string } | null;
-  job: { attempts: number; state: string; lastReason: string | null } | null;
+  job: { failures: number; lostLeases: number; state: string; lastReason: string | null } | null;
   agentName: string | null;
 }
 
@@ -347,7 +404,8 @@ export async function adminQueuePage(db: Database, page: number, pageSize: numbe
     .select({
       entry: versions,
       appName: apps.name,
-      attempts: jobs.attempts,
+      failures: jobs.failures,
+      lostLeases: jobs.lostLeases,
       jobState: jobs.state,
       lastReason: jobs.lastReason,
       agentName: agents.name,
@@ -363,7 +421,15 @@ export async function adminQueuePage(db: Database, page: number, pageSize: numbe
   return rows.map((r) => ({
     entry: r.entry,
     app: r.appName === null ? null : { name: r.appName },
-    job: r.jobState === null ? null : { attempts: r.attempts ?? 0, state: r.jobState, lastReason: r.lastReason },
+    job:
+      r.jobState === null
+        ? null
+        : {
+            failures: r.failures ?? 0,
+            lostLeases: r.lostLeases ?? 0,
+            state: r.jobState,
+            lastReason: r.lastReason,
+          },
     agentName: r.agentName,
   }));
 }

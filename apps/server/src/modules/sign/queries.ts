@@ -53,7 +53,11 @@ export async function insertSign(tx: Database, row: typeof signRequests.$inferIn
   return inserted!;
 }
 
-export async function updateSign(tx: Database, id: number, set: Partial<typeof signRequests.$inferInsert>): Promise<SignRow | undefined> {
+export async function updateSign(
+  tx: Database,
+  id: number,
+  set: Partial<typeof signRequests.$inferInsert>,
+): Promise<SignRow | undefined> {
   const [row] = await tx.update(signRequests).set(set).where(eq(signRequests.id, id)).returning();
   return row;
 }
@@ -67,27 +71,43 @@ export async function findArtifact(db: Database, artifactId: string): Promise<Si
 export async function signsOfVersions(db: Database, userId: string, appVerIds: number[]) {
   if (appVerIds.length === 0) return [];
   return db
-    .select({ appId: signRequests.appId, appVerId: signRequests.appVerId, signType: signRequests.signType, status: signRequests.status })
+    .select({
+      appId: signRequests.appId,
+      appVerId: signRequests.appVerId,
+      signType: signRequests.signType,
+      status: signRequests.status,
+    })
     .from(signRequests)
-    .where(and(eq(signRequests.userId, userId), eq(signRequests.source, 'version'), inArray(signRequests.appVerId, appVerIds)));
+    .where(
+      and(
+        eq(signRequests.userId, userId),
+        eq(signRequests.source, 'version'),
+        inArray(signRequests.appVerId, appVerIds),
+      ),
+    );
 }
 
 /**
  * Takes the next sign for `worker` in one statement: the oldest queued one, or one whose worker
- * let its lease run out with attempts left. The row becomes Process under a new lease and attempt.
+ * let its lease run out, when that lost lease is not its last (`maxLostLeases`; giveUpExpired
+ * takes those). The lost lease is counted (apart from failures) and said in the reason; the row
+ * becomes Process under a new lease and attempt.
  */
 export async function claimNextSign(
   db: Database,
-  claim: { worker: string; now: Date; leaseSeconds: number; maxAttempts: number },
+  claim: { worker: string; now: Date; leaseSeconds: number; maxLostLeases: number; lostReason: string },
 ): Promise<SignRow | undefined> {
   const now = claim.now.toISOString();
   const next = sql`(
     select id from ${signRequests}
     where state = 'queued'
-       or (state = 'leased' and lease_expires_at < ${now} and attempts < ${claim.maxAttempts})
+       or (state = 'leased' and lease_expires_at < ${now} and lost_leases + 1 < ${claim.maxLostLeases})
     order by requested_at, id
     limit 1
     for update skip locked)`;
+  // The right-hand sides read the row as it was: `state = 'leased'` means its lease ran out.
+  const wasLost = sql`${signRequests.state} = 'leased'`;
+  const lostCause = claim.lostReason.replace(/\.$/, '');
   const [row] = await db
     .update(signRequests)
     .set({
@@ -95,6 +115,10 @@ export async function claimNextSign(
       status: 'Process',
       worker: claim.worker,
       attempts: sql`${signRequests.attempts} + 1`,
+      lostLeases: sql`case when ${wasLost} then ${signRequests.lostLeases} + 1 else ${signRequests.lostLeases} end`,
+      lastReason: sql`case when ${wasLost}
+        then ${lostCause} || ' (lost lease ' || (${signRequests.lostLeases} + 1) || ' of ' || ${claim.maxLostLeases}::int || ').'
+        else ${signRequests.lastReason} end`,
       leaseExpiresAt: new Date(claim.now.getTime() + claim.leaseSeconds * 1000),
       updatedAt: claim.now,
     })
@@ -120,9 +144,24 @@ export async function renewLease(db: Database, lease: Lease, until: Date): Promi
 export async function commitArtifact(
   tx: Database,
   lease: Lease,
-  artifact: Pick<SignRow, 'artifactId' | 'fileKey' | 'signedAt' | 'udids' | 'bundleId' | 'bundleVersion' | 'sizeBytes' | 'sourceTag' | 'updatedAt'>,
+  artifact: Pick<
+    SignRow,
+    | 'artifactId'
+    | 'fileKey'
+    | 'signedAt'
+    | 'udids'
+    | 'bundleId'
+    | 'bundleVersion'
+    | 'sizeBytes'
+    | 'sourceTag'
+    | 'updatedAt'
+  >,
 ): Promise<{ row: SignRow; previousKey: string | null } | undefined> {
-  const [previous] = await tx.select({ fileKey: signRequests.fileKey }).from(signRequests).where(held(lease)).for('update');
+  const [previous] = await tx
+    .select({ fileKey: signRequests.fileKey })
+    .from(signRequests)
+    .where(held(lease))
+    .for('update');
   if (!previous) return undefined;
   const [row] = await tx
     .update(signRequests)
@@ -133,17 +172,25 @@ export async function commitArtifact(
 }
 
 /**
- * An attempt that ended without an artifact: back to the queue (Pending), or, when `final`, given
- * up: Done again when an earlier artifact remains, No otherwise. undefined when the lease was lost.
+ * An attempt that failed (counted toward SIGN_MAX_ATTEMPTS): back to the queue (Pending), or, when
+ * `final`, given up: Done again when an earlier artifact remains, No otherwise. undefined when the
+ * lease was lost.
  */
-export async function endAttempt(tx: Database, lease: Lease, outcome: { reason: string; final: boolean; now: Date }) {
+export async function endAttempt(
+  tx: Database,
+  lease: Lease,
+  outcome: { reason: string; final: boolean; now: Date },
+) {
   const [row] = await tx
     .update(signRequests)
     .set({
       state: outcome.final ? 'idle' : 'queued',
-      status: outcome.final ? sql`case when ${signRequests.fileKey} is null then 'No' else 'Done' end` : 'Pending',
+      status: outcome.final
+        ? sql`case when ${signRequests.fileKey} is null then 'No' else 'Done' end`
+        : 'Pending',
       worker: null,
       leaseExpiresAt: null,
+      failures: sql`${signRequests.failures} + 1`,
       lastReason: outcome.reason,
       updatedAt: outcome.now,
     })
@@ -156,14 +203,27 @@ export async function endAttempt(tx: Database, lease: Lease, outcome: { reason: 
 export async function releaseLease(db: Database, lease: Lease, now: Date) {
   const [row] = await db
     .update(signRequests)
-    .set({ state: 'queued', status: 'Pending', worker: null, leaseExpiresAt: null, attempts: sql`${signRequests.attempts} - 1`, updatedAt: now })
+    .set({
+      state: 'queued',
+      status: 'Pending',
+      worker: null,
+      leaseExpiresAt: null,
+      attempts: sql`${signRequests.attempts} - 1`,
+      updatedAt: now,
+    })
     .where(held(lease))
     .returning();
   return row;
 }
 
-/** Leases that ran out on their last attempt: given up (claims take the others). */
-export async function giveUpExpired(db: Database, now: Date, maxAttempts: number, reason: string): Promise<SignRow[]> {
+/** Leases that ran out and were the last the sign may lose (`maxLostLeases`): given up (claims take the others). */
+export async function giveUpExpired(
+  db: Database,
+  now: Date,
+  maxLostLeases: number,
+  reason: string,
+): Promise<SignRow[]> {
+  const cause = reason.replace(/\.$/, '');
   return db
     .update(signRequests)
     .set({
@@ -171,10 +231,17 @@ export async function giveUpExpired(db: Database, now: Date, maxAttempts: number
       status: sql`case when ${signRequests.fileKey} is null then 'No' else 'Done' end`,
       worker: null,
       leaseExpiresAt: null,
-      lastReason: reason,
+      lostLeases: sql`${signRequests.lostLeases} + 1`,
+      lastReason: sql`${cause} || ': given up after ' || (${signRequests.lostLeases} + 1) || ' lost leases.'`,
       updatedAt: now,
     })
-    .where(and(eq(signRequests.state, 'leased'), sql`${signRequests.leaseExpiresAt} < ${now.toISOString()}`, sql`${signRequests.attempts} >= ${maxAttempts}`))
+    .where(
+      and(
+        eq(signRequests.state, 'leased'),
+        sql`${signRequests.leaseExpiresAt} < ${now.toISOString()}`,
+        sql`${signRequests.lostLeases} + 1 >= ${maxLostLeases}`,
+      ),
+    )
     .returning();
 }
 
@@ -182,6 +249,12 @@ export async function giveUpExpired(db: Database, now: Date, maxAttempts: number
 export async function deleteSignsOfVersion(db: Database, appId: number, appVerId: number) {
   return db
     .delete(signRequests)
-    .where(and(eq(signRequests.source, 'version'), eq(signRequests.appId, appId), eq(signRequests.appVerId, appVerId)))
+    .where(
+      and(
+        eq(signRequests.source, 'version'),
+        eq(signRequests.appId, appId),
+        eq(signRequests.appVerId, appVerId),
+      ),
+    )
     .returning();
 }

@@ -91,7 +91,7 @@ export function createSignService(deps: SignServiceDeps) {
         if (existing && existing.state !== 'idle') return existing;
         const sameSource = fields.sourceTag === undefined || existing?.sourceTag === fields.sourceTag;
         if (existing && isCurrent(existing, devices) && sameSource) return existing;
-        const queued = { status: 'Pending' as const, state: 'queued' as const, attempts: 0, lastReason: null, requestedAt: now, updatedAt: now };
+        const queued = { status: 'Pending' as const, state: 'queued' as const, attempts: 0, failures: 0, lostLeases: 0, lastReason: null, requestedAt: now, updatedAt: now };
         const row = existing
           ? (await q.updateSign(tx, existing.id, { ...queued, sourceKey: fields.sourceKey, title: fields.title }))!
           : await q.insertSign(tx, { ...key, ...queued, sourceKey: fields.sourceKey, title: fields.title });

@@ -17,7 +17,10 @@ import { publishSign } from './sign-events.js';
 
 export interface SignWorkerSettings {
   leaseSeconds: number;
+  /** Failed signs before one is given up. */
   maxAttempts: number;
+  /** Leases lost to workers that died before a sign is given up (counted apart from failures). */
+  maxLostLeases: number;
   /** Where artifacts are written before they are stored. */
   tmpDir: string;
   /** SIGN_DYLIBS_IAP and SIGN_DYLIBS_IGG: absolute paths. */
@@ -51,7 +54,12 @@ const isSubstrate = (file: string) => /^(libsubstrate\.dylib|CydiaSubstrate.*)$/
 
 /** The dylibs a mode injects, in load order, and a bundled substrate among them (docs/sign-service.md). */
 export function modeDylibs(mode: number, dylibs: SignWorkerSettings['dylibs']) {
-  const paths = [...new Set([...(mode === 1 || mode === 3 ? dylibs.iap : []), ...(mode === 2 || mode === 3 ? dylibs.igg : [])])];
+  const paths = [
+    ...new Set([
+      ...(mode === 1 || mode === 3 ? dylibs.iap : []),
+      ...(mode === 2 || mode === 3 ? dylibs.igg : []),
+    ]),
+  ];
   const substrate = paths.find(isSubstrate);
   return {
     inject: paths.filter((p) => !isSubstrate(p)).map((p) => ({ name: path.basename(p), path: p })),
@@ -86,10 +94,14 @@ export async function fileTag(file: string): Promise<string> {
   return tag;
 }
 
-const toRunnerIdentity = (identity: Awaited<ReturnType<SigningService['signingMaterial']>> & object): RunnerIdentity => {
+const toRunnerIdentity = (
+  identity: Awaited<ReturnType<SigningService['signingMaterial']>> & object,
+): RunnerIdentity => {
   const source = identity.identity;
   return {
-    ...('p12' in source ? { p12: source.p12, password: source.password } : { certPem: source.certPem, keyPem: source.keyPem }),
+    ...('p12' in source
+      ? { p12: source.p12, password: source.password }
+      : { certPem: source.certPem, keyPem: source.keyPem }),
     ...(source.chain ? { chain: [...source.chain] } : {}),
   };
 };
@@ -106,8 +118,13 @@ export function createSignWorkers(deps: SignWorkerDeps) {
   const pollMs = settings.pollMs ?? Math.min(5000, (settings.leaseSeconds * 1000) / 2);
   let stopping = false;
   const stopped = new AbortController();
-  const whenStopped = new Promise<void>((resolve) => stopped.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const whenStopped = new Promise<void>((resolve) =>
+    stopped.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
   const running = new Set<Promise<void>>();
+
+  /** This failure is the sign's last: failures count apart from lost leases (a worker killed mid-sign). */
+  const isLastFailure = (row: q.SignRow) => row.failures + 1 >= settings.maxAttempts;
 
   async function endAttempt(lease: q.Lease, reason: string, final: boolean) {
     await db.transaction(async (tx) => {
@@ -130,15 +147,18 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     const lease: q.Lease = { id: row.id, worker, attempt: row.attempts };
     await publishSign(bus, row);
     const abort = new AbortController();
-    const renew = setInterval(() => {
-      q.renewLease(db, lease, new Date(clock().getTime() + settings.leaseSeconds * 1000))
-        .then((held) => {
-          if (held) return;
-          metrics.job('sign', 'lease_expired');
-          abort.abort();
-        })
-        .catch((err: unknown) => log.warn({ err, sign: row.id }, 'could not renew a sign lease'));
-    }, (settings.leaseSeconds * 1000) / 3);
+    const renew = setInterval(
+      () => {
+        q.renewLease(db, lease, new Date(clock().getTime() + settings.leaseSeconds * 1000))
+          .then((held) => {
+            if (held) return;
+            metrics.job('sign', 'lease_expired');
+            abort.abort();
+          })
+          .catch((err: unknown) => log.warn({ err, sign: row.id }, 'could not renew a sign lease'));
+      },
+      (settings.leaseSeconds * 1000) / 3,
+    );
     const stuck = setTimeout(() => abort.abort(), MAX_SIGN_MS);
     const output = path.join(settings.tmpDir, `signed-${randomUUID()}.ipa`);
     let source: Awaited<ReturnType<typeof sourceOf>>;
@@ -151,9 +171,14 @@ export function createSignWorkers(deps: SignWorkerDeps) {
       source = await sourceOf(row);
       if (!source) return await endAttempt(lease, REASON_NO_FEATHER, true);
       const cacheDir =
-        row.source === 'version' ? await cache.versionCache(row.appId, row.appVerId) : { dir: cache.featherDir, wasEmpty: false };
+        row.source === 'version'
+          ? await cache.versionCache(row.appId, row.appVerId)
+          : { dir: cache.featherDir, wasEmpty: false };
       await mkdir(settings.tmpDir, { recursive: true });
-      log.info({ sign: row.id, worker, attempt: row.attempts, mode: row.signType }, `sign ${row.id}: signing`);
+      log.info(
+        { sign: row.id, worker, attempt: row.attempts, mode: row.signType },
+        `sign ${row.id}: signing`,
+      );
       const task: RunnerTask = {
         kind: 'sign',
         input: source.path,
@@ -166,7 +191,8 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         cacheDir: cacheDir.dir,
       };
       const result = await run(task, AbortSignal.any([abort.signal, stopped.signal]));
-      if (!result.ok) return await endAttempt(lease, result.message, result.code !== undefined || row.attempts >= settings.maxAttempts);
+      if (!result.ok)
+        return await endAttempt(lease, result.message, result.code !== undefined || isLastFailure(row));
       if (result.kind !== 'sign') throw new Error('The signing process answered another task.');
       const sizeBytes = (await stat(output)).size;
       const artifactId = randomUUID();
@@ -202,12 +228,13 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     } catch (err) {
       if (err instanceof TaskAborted) {
         // Stopping: the job goes back at once. A lost lease: someone else has it, nothing to do.
-        if (stopped.signal.aborted) await q.releaseLease(db, lease, clock()).then((r) => r && publishSign(bus, r));
+        if (stopped.signal.aborted)
+          await q.releaseLease(db, lease, clock()).then((r) => r && publishSign(bus, r));
         log.info({ sign: row.id, worker }, `sign ${row.id}: stopped`);
         return;
       }
       log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`);
-      await endAttempt(lease, 'The sign failed on the server. Please retry later.', row.attempts >= settings.maxAttempts).catch(
+      await endAttempt(lease, 'The sign failed on the server. Please retry later.', isLastFailure(row)).catch(
         (e: unknown) => log.warn({ err: e, sign: row.id }, 'could not record a failed sign'),
       );
     } finally {
@@ -224,7 +251,13 @@ export function createSignWorkers(deps: SignWorkerDeps) {
       const queued = waitForEvent(bus, (e) => e.kind === 'sign-queued', pollMs);
       let row: q.SignRow | undefined;
       try {
-        row = await q.claimNextSign(db, { worker, now: clock(), leaseSeconds: settings.leaseSeconds, maxAttempts: settings.maxAttempts });
+        row = await q.claimNextSign(db, {
+          worker,
+          now: clock(),
+          leaseSeconds: settings.leaseSeconds,
+          maxLostLeases: settings.maxLostLeases,
+          lostReason: REASON_LEASE_EXPIRED,
+        });
       } catch (err) {
         log.warn({ err, worker }, 'sign claim failed');
       }
@@ -232,16 +265,18 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         metrics.job('sign', 'claimed');
         void queued.catch(() => {});
         // A failure outside the sign (the database gone a moment) loses this lease, not the slot.
-        await signOne(row, worker).catch((err: unknown) => log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`));
+        await signOne(row, worker).catch((err: unknown) =>
+          log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`),
+        );
         continue;
       }
       await Promise.race([queued, whenStopped]);
     }
   }
 
-  /** Gives up signs whose lease ran out on their last attempt (the claim takes the others back). */
+  /** Gives up signs whose lease ran out for the last time they may (the claim takes the others back). */
   async function sweep() {
-    const given = await q.giveUpExpired(db, clock(), settings.maxAttempts, REASON_LEASE_EXPIRED);
+    const given = await q.giveUpExpired(db, clock(), settings.maxLostLeases, REASON_LEASE_EXPIRED);
     if (given.length) metrics.job('sign', 'lease_expired', given.length);
     for (const row of given) await publishSign(bus, row);
     return given.length;
@@ -265,9 +300,12 @@ export function createSignWorkers(deps: SignWorkerDeps) {
 
     /** Starts `count` slots in this process. */
     start(count: number) {
-      if (count > 0) void removeLeftovers().catch((err: unknown) => log.warn({ err }, 'could not clear old sign files'));
+      if (count > 0)
+        void removeLeftovers().catch((err: unknown) => log.warn({ err }, 'could not clear old sign files'));
       for (let i = 0; i < count; i++) {
-        const loop = slot(`${processTag}:${i + 1}`).catch((err: unknown) => log.warn({ err }, 'a sign worker stopped after an error'));
+        const loop = slot(`${processTag}:${i + 1}`).catch((err: unknown) =>
+          log.warn({ err }, 'a sign worker stopped after an error'),
+        );
         running.add(loop);
         void loop.finally(() => running.delete(loop));
       }

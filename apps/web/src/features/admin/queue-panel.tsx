@@ -21,7 +21,8 @@ const QUEUE_COLUMNS = [
 
 /**
  * The decrypt queue as the operator sees it: every waiting, working and failed entry with its
- * attempts, last reason and agent; retry gives a failed or stuck entry its attempts anew.
+ * failed attempts, lost leases, last reason and agent; retry gives a failed or stuck entry its
+ * attempts anew.
  */
 export function QueuePanel() {
   const queryClient = useQueryClient();
@@ -85,7 +86,15 @@ export function QueuePanel() {
                 </Badge>
               )}
             </td>
-            <td>{entry.attempts}</td>
+            <td className="text-nowrap">
+              {entry.attempts}
+              {/* Lost leases (agents killed or stopped mid-job) are not failures, and are counted apart. */}
+              {entry.lost_leases > 0 && (
+                <div className="small text-body-secondary">
+                  {entry.lost_leases} lost {entry.lost_leases === 1 ? 'lease' : 'leases'}
+                </div>
+              )}
+            </td>
             <td className="small">{entry.reason ?? '-'}</td>
             <td className="d-none d-md-table-cell">{entry.agent ?? '-'}</td>
             <td className="d-none d-md-table-cell text-nowrap small">{formatTime(entry.requested_at)}</td>
