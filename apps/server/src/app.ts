@@ -4,6 +4,7 @@ import path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyInstance, type FastifyReply, type RouteOptions } from 'fastify';
+import type { DestinationStream } from 'pino';
 import fastifySwagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { publicConfig } from '@sideport/contracts';
@@ -46,6 +47,8 @@ export interface AppDeps {
   config: Config;
   database: DatabaseHandle;
   clock?: () => Date;
+  /** Where the log lines go (stdout unless given; the tests read them). */
+  logStream?: DestinationStream;
 }
 
 /** Paths that authenticate on their own (agent token, webhook signature, enrollment, signed URLs) and so skip the cross-site check. */
@@ -60,10 +63,10 @@ export interface RegisteredRoute {
 }
 type FastifyRouteSchema = RouteOptions['schema'];
 
-export async function buildApp({ config, database, clock = () => new Date() }: AppDeps) {
+export async function buildApp({ config, database, clock = () => new Date(), logStream }: AppDeps) {
   const isHttps = config.PUBLIC_URL?.startsWith('https:') ?? false;
   const app: FastifyInstance = Fastify({
-    logger: loggerOptions(config),
+    logger: loggerOptions(config, logStream),
     genReqId: () => randomUUID(),
     bodyLimit: config.BODY_LIMIT_BYTES,
     trustProxy: config.TRUST_PROXY,

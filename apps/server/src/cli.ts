@@ -21,7 +21,11 @@ import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstra
 import { loadConfig, type Config } from './platform/config.js';
 import { requestBackup } from './platform/control-socket.js';
 import { AppError } from './platform/errors.js';
+import { OWNER_ONLY_UMASK, secureDataDir } from './platform/data-dir.js';
 import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
+
+// What a command and its children create is the operator's alone (docs/security.md, Data at rest).
+process.umask(OWNER_ONLY_UMASK);
 
 /**
  * Operator commands. They read the same environment as the server (DATA_DIR or DATABASE_URL).
@@ -35,6 +39,7 @@ logProcessWarnings(() => cli.log);
 function commandConfig(): Config {
   const config = loadConfig();
   cli.log.level = config.LOG_LEVEL;
+  secureDataDir(config.DATA_DIR, cli.log, { create: false });
   return config;
 }
 

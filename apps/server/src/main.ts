@@ -6,7 +6,11 @@ import { writeBackup } from './platform/backup.js';
 import { loadConfig } from './platform/config.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
 import { listenControlSocket } from './platform/control-socket.js';
+import { OWNER_ONLY_UMASK, secureDataDir } from './platform/data-dir.js';
 import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
+
+// What this process and its children create is theirs alone (docs/security.md, Data at rest).
+process.umask(OWNER_ONLY_UMASK);
 
 // Until the app's logger exists, Node's warnings go to one like it (JSON on stdout).
 let warningLog: { warn(obj: object, msg: string): void } = createProcessLogger({ LOG_LEVEL: 'info' }, 1);
@@ -14,6 +18,7 @@ logProcessWarnings(() => warningLog);
 
 async function start() {
   const config = loadConfig();
+  secureDataDir(config.DATA_DIR, createProcessLogger(config, 1), { create: true });
   const database = await openConfiguredDatabase(config);
   await database.migrate();
   const { app, services } = await buildApp({ config, database });

@@ -1,8 +1,9 @@
-import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
+import { NodeFS } from '@electric-sql/pglite/nodefs';
 import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -10,6 +11,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
+import { restrictToOwner } from '../platform/data-dir.js';
 import * as schema from './schema/index.js';
 
 export type Schema = typeof schema;
@@ -78,7 +80,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   try {
     // loadDataDir: a folder restored from dumpDataDir's tarball (the folder must hold no database yet).
     const from = options.loadDataDir ? { loadDataDir: options.loadDataDir } : {};
-    client = dir ? await PGlite.create(dir, from) : await PGlite.create(from);
+    client = dir ? await PGlite.create({ ...from, fs: ownerOnlyFs(dir) }) : await PGlite.create(from);
+    // What PGlite made before its modes were masked (a folder an older version left) is put right too.
+    if (dir) restrictToOwner(dir);
   } catch (err) {
     lock?.release();
     throw err;
@@ -131,6 +135,64 @@ async function migrateUnderLock(pool: pg.Pool) {
     // A connection that failed is not handed back to the pool (it may still hold the lock).
     client.release(failure);
   }
+}
+
+type EmscriptenModule = Parameters<NodeFS['init']>[1];
+interface NodeFsOps {
+  node_ops: {
+    mknod(parent: unknown, name: string, mode: number, dev: number): unknown;
+    setattr(node: unknown, attr: { mode?: number }): void;
+  };
+  stream_ops: { setattr(stream: unknown, attr: { mode?: number }): void };
+}
+const OWNER_ONLY = ~0o077;
+
+/**
+ * PGlite's Node file system with group and other bits masked off every mode it sets. Its NODEFS
+ * creates folders and files with the mode PostgreSQL asks for and then chmods them to it, 0666
+ * for what initdb makes, whatever the process umask: so the modes are masked where they are
+ * set (creating a node, changing its attributes), and the database folder stays the server
+ * user's alone (docs/security.md, Data at rest). Each module is patched once.
+ */
+class OwnerOnlyNodeFS extends NodeFS {
+  constructor(dir: string) {
+    super(dir); // makes the folder when missing, with the process umask
+    chmodSync(dir, 0o700);
+  }
+
+  override async init(pg: PGlite, options: EmscriptenModule) {
+    const result = await super.init(pg, options);
+    const preRun = result.emscriptenOpts.preRun ?? [];
+    result.emscriptenOpts.preRun = [
+      (mod) => maskModes((mod as unknown as { NODEFS: NodeFsOps }).NODEFS),
+      ...preRun,
+    ];
+    return result;
+  }
+}
+
+/** PGlite's file system for the folder `dir`, making nothing group or others may read or write. */
+export const ownerOnlyFs = (dir: string): NodeFS => new OwnerOnlyNodeFS(dir);
+
+const maskedNodeFs = new WeakSet<NodeFsOps>();
+
+function maskModes(nodefs: NodeFsOps | undefined) {
+  const ops = [nodefs?.node_ops?.mknod, nodefs?.node_ops?.setattr, nodefs?.stream_ops?.setattr];
+  if (!nodefs || ops.some((op) => typeof op !== 'function')) {
+    throw new Error(
+      "PGlite's NODEFS is not the one Sideport knows: the database folder's modes cannot be kept private.",
+    );
+  }
+  if (maskedNodeFs.has(nodefs)) return;
+  maskedNodeFs.add(nodefs);
+  const { node_ops: nodeOps, stream_ops: streamOps } = nodefs;
+  const { mknod, setattr } = nodeOps;
+  const setStreamAttr = streamOps.setattr;
+  const masked = <T extends { mode?: number }>(attr: T): T =>
+    attr.mode === undefined ? attr : { ...attr, mode: attr.mode & OWNER_ONLY };
+  nodeOps.mknod = (parent, name, mode, dev) => mknod.call(nodeOps, parent, name, mode & OWNER_ONLY, dev);
+  nodeOps.setattr = (node, attr) => setattr.call(nodeOps, node, masked(attr));
+  streamOps.setattr = (stream, attr) => setStreamAttr.call(streamOps, stream, masked(attr));
 }
 
 interface PgListener {
@@ -198,9 +260,9 @@ interface FolderLock {
  * the file cannot block a start. The pid written into the file only names the holder in the message.
  */
 async function lockDataFolder(dir: string): Promise<FolderLock> {
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const file = path.join(dir, LOCK_FILE);
-  const fd = openSync(file, 'a+');
+  const fd = openSync(file, 'a+', 0o600);
   let locked = false;
   try {
     // A holder killed a moment ago may still be closing its files: give it a moment.

@@ -1,6 +1,9 @@
 /** `npm run demo` (see demo.ts). PORT and DATA_DIR choose the port (8080) and the data folder (./data-demo). */
 import { demoInstructions, startDemo } from './demo.js';
 import { runDemoLoop } from './demo-loop.js';
+import { OWNER_ONLY_UMASK } from '../platform/data-dir.js';
+
+process.umask(OWNER_ONLY_UMASK);
 
 const dataDir = process.env.DATA_DIR || './data-demo';
 const demo = await startDemo({

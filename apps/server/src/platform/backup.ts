@@ -263,7 +263,7 @@ export async function restoreBackup(
       await writeFile(path.join(dataDir, SECRET_KEY_FILE), await readAll(body), { mode: 0o600 });
     else {
       const target = path.join(dataDir, 'files', part.key);
-      await mkdir(path.dirname(target), { recursive: true });
+      await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
       await pipeline(body, createWriteStream(target, { mode: 0o600 }));
     }
   });

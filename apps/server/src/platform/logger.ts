@@ -1,11 +1,43 @@
 import type { FastifyServerOptions } from 'fastify';
-import { pino, type Logger, type LoggerOptions } from 'pino';
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import type { Config } from './config.js';
+import { redactUrl } from './redact-url.js';
 
-/** Structured JSON logs (pino). Cookies, tokens and passwords never reach a log line. */
-export function loggerOptions(config: Pick<Config, 'LOG_LEVEL'>): FastifyServerOptions['logger'] {
+/** What a request line shows of a request: fastify's fields, its address with the secrets redacted. */
+interface LoggedRequest {
+  method?: string;
+  url?: string;
+  headers?: Record<string, string | string[] | undefined>;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number | undefined } | null;
+}
+
+export function serializeRequest(req: LoggedRequest) {
+  return {
+    method: req.method,
+    url: typeof req.url === 'string' ? redactUrl(req.url) : req.url,
+    version: [req.headers?.['accept-version'] ?? []].flat().join(', ') || undefined,
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
+}
+
+/**
+ * Structured JSON logs (pino). Cookies, tokens and passwords never reach a log line: headers that
+ * carry them and fields named for them are redacted, and so are the secrets of a request's address
+ * (signed links' `sig`, enrollment, setup and Feather certificate tokens: see redact-url.ts).
+ * `stream`: where the lines go (stdout unless given).
+ */
+export function loggerOptions(
+  config: Pick<Config, 'LOG_LEVEL'>,
+  stream?: DestinationStream,
+): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
+    serializers: { req: serializeRequest },
+    ...(stream ? { stream } : {}),
     redact: {
       paths: [
         'req.headers.cookie',

@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
@@ -47,7 +47,9 @@ export function createLocalStore(root: string): FileStore {
     description: `local disk ${root}`,
     async putFile(key, localPath) {
       const target = full(key);
-      await mkdir(path.dirname(target), { recursive: true });
+      // Stored files are the server user's alone, whatever made them (docs/security.md, Data at rest).
+      await chmod(localPath, 0o600);
+      await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
       try {
         await rename(localPath, target);
       } catch (err) {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
 import pg from 'pg';
+import type { DestinationStream } from 'pino';
 import { buildApp } from '../app.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { payments } from '../db/schema/index.js';
@@ -71,7 +72,7 @@ export interface TestApp extends Awaited<ReturnType<typeof buildApp>> {
 /** The real server (fastify inject) on a fresh database, with env overrides and an optional clock. */
 export async function createTestApp(
   kind: DatabaseKind,
-  options: { env?: Record<string, string>; clock?: () => Date; web?: boolean } = {},
+  options: { env?: Record<string, string>; clock?: () => Date; web?: boolean; logStream?: DestinationStream } = {},
 ): Promise<TestApp> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-test-'));
   // `web`: a small built web app in DATA_DIR/web, so the SPA and static routes are registered.
@@ -88,7 +89,12 @@ export async function createTestApp(
     ...options.env,
   });
   const database = await openTestDatabase(kind);
-  const built = await buildApp({ config, database, ...(options.clock ? { clock: options.clock } : {}) });
+  const built = await buildApp({
+    config,
+    database,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.logStream ? { logStream: options.logStream } : {}),
+  });
   await built.app.ready();
   return {
     ...built,

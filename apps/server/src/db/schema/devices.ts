@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigserial, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigserial, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from './accounts.js';
 
 /**
@@ -49,6 +49,8 @@ export const devices = pgTable(
   (t) => [
     index('devices_user_idx').on(t.userId, t.id),
     uniqueIndex('devices_user_udid_key').on(t.userId, t.udid),
+    // One device, one row: a UDID is kept in upper case only (src/modules/devices/udid.ts).
+    check('devices_udid_canonical', sql`${t.udid} = upper(${t.udid})`),
     // The registration worker's scan: the few devices Pending or in Process.
     index('devices_waiting_idx').on(t.status, t.id).where(sql`status in ('Pending', 'Process')`),
   ],

@@ -1,4 +1,4 @@
-import { and, eq, gt, lt, sql } from 'drizzle-orm';
+import { and, eq, gt, lt, lte, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
 import { rateLimits, sessions, settings, users } from '../../db/schema/index.js';
 
@@ -78,8 +78,22 @@ export async function hitRateLimit(db: Database, key: string, now: Date, windowM
   return row?.count ?? 1;
 }
 
+/** The count of `key` in its current window, without counting a hit (0 when none or ended). */
+export async function readRateLimit(db: Database, key: string, now: Date): Promise<number> {
+  const [row] = await db
+    .select({ count: rateLimits.count })
+    .from(rateLimits)
+    .where(and(eq(rateLimits.key, key), gt(rateLimits.resetAt, now)));
+  return row?.count ?? 0;
+}
+
 export async function clearRateLimit(db: Database, key: string) {
   await db.delete(rateLimits).where(eq(rateLimits.key, key));
+}
+
+/** Counters whose window has ended: the next hit starts them afresh anyway. */
+export async function deleteEndedRateLimits(db: Database, now: Date) {
+  await db.delete(rateLimits).where(lte(rateLimits.resetAt, now));
 }
 
 /** Whether any account has a grade above 0. */
@@ -90,7 +104,10 @@ export async function hasAdmin(db: Database): Promise<boolean> {
 
 /** Keeps `value` under `key`, replacing what was there. */
 export async function putSetting(db: Database, key: string, value: string) {
-  await db.insert(settings).values({ key, value }).onConflictDoUpdate({ target: settings.key, set: { value } });
+  await db
+    .insert(settings)
+    .values({ key, value })
+    .onConflictDoUpdate({ target: settings.key, set: { value } });
 }
 
 export async function findSetting(db: Database, key: string): Promise<string | undefined> {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { credentials, gradeAnswer } from '@sideport/contracts';
+import { addressKey } from './client-address.js';
 import { SESSION_COOKIE } from './guard.js';
 import type { AuthService } from './service.js';
 import { SETUP_TOKEN_PATTERN, type SetupLinkService } from './setup-link.js';
@@ -21,7 +22,11 @@ const setupParams = z.object({
 export async function authRoutes(app: FastifyInstance, { auth, setup, secureCookies }: AuthRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
-  function setSession(request: FastifyRequest, reply: FastifyReply, session: { token: string; expiresAt: Date }) {
+  function setSession(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: { token: string; expiresAt: Date },
+  ) {
     reply.setCookie(SESSION_COOKIE, session.token, {
       path: '/',
       httpOnly: true,
@@ -32,13 +37,13 @@ export async function authRoutes(app: FastifyInstance, { auth, setup, secureCook
   }
 
   r.post('/api/sign-up', { schema: { body: credentials } }, async (request, reply) => {
-    const result = await auth.signUp(request.body, request.ip);
+    const result = await auth.signUp(request.body, addressKey(request.ip));
     setSession(request, reply, result);
     return { grade: result.grade };
   });
 
   r.post('/api/sign-in', { schema: { body: credentials } }, async (request, reply) => {
-    const result = await auth.signIn(request.body, request.ip);
+    const result = await auth.signIn(request.body, addressKey(request.ip));
     setSession(request, reply, result);
     return { grade: result.grade };
   });
@@ -54,7 +59,7 @@ export async function authRoutes(app: FastifyInstance, { auth, setup, secureCook
     '/api/setup/:token',
     { schema: { params: setupParams, body: credentials, response: { 200: gradeAnswer } } },
     async (request, reply) => {
-      const result = await setup.createAdmin(request.params.token, request.body, request.ip);
+      const result = await setup.createAdmin(request.params.token, request.body, addressKey(request.ip));
       request.log.info({ admin: request.body.id }, 'admin account created with the setup link');
       setSession(request, reply, result);
       return { grade: result.grade };

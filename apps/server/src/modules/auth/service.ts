@@ -75,26 +75,40 @@ export function createAuthService(deps: AuthServiceDeps) {
       return { grade: 0, ...session };
     },
 
+    /**
+     * Sign-in limits (docs/security.md, Sessions and passwords). Guessing is bounded per client
+     * address and slowed per id, but a guesser cannot lock the owner out:
+     * - an address makes at most SIGN_IN_LIMIT_PER_ADDRESS attempts per window, whatever the ids;
+     * - an address makes at most SIGN_IN_LIMIT_PER_ID attempts on one id since its last success there;
+     * - once an id has had SIGN_IN_LIMIT_PER_ID wrong passwords in the window, from anywhere, each
+     *   address gets one attempt on it: many addresses guessing one id get one guess each, while
+     *   the owner, from an address that has not been guessing, still signs in with the right password.
+     * Attempts are counted before the password is checked (one statement each), so a burst of
+     * parallel requests cannot slip past a count; a refused attempt costs no argon2.
+     */
     async signIn(input: Credentials, address: string) {
       const now = clock();
-      const idKey = `sign-in:id:${input.id.toLowerCase()}`;
-      const [perId, perAddress] = await Promise.all([
-        q.hitRateLimit(db, idKey, now, windowMs),
+      const id = input.id.toLowerCase();
+      const failedKey = `sign-in:failed:${id}`;
+      const pairKey = `sign-in:id-address:${id}@${address}`;
+      const [perAddress, perPair, failedOnId] = await Promise.all([
         q.hitRateLimit(db, `sign-in:ip:${address}`, now, windowMs),
+        q.hitRateLimit(db, pairKey, now, windowMs),
+        q.readRateLimit(db, failedKey, now),
       ]);
-      if (perId > limits.signInPerId || perAddress > limits.signInPerAddress) {
+      const pairLimit = failedOnId >= limits.signInPerId ? 1 : limits.signInPerId;
+      if (perAddress > limits.signInPerAddress || perPair > pairLimit) {
         throw tooManyRequests('Too many sign-in attempts. Please wait a few minutes and try again.');
       }
       const user = await q.findUserById(db, input.id);
-      if (!user) {
-        dummyHash ??= hash('0'.repeat(32), ARGON2);
-        await verify(await dummyHash, normalizeMd5(input.pw));
+      const passwordHash = user?.passwordHash ?? (await (dummyHash ??= hash('0'.repeat(32), ARGON2)));
+      const matches = await verify(passwordHash, normalizeMd5(input.pw));
+      if (!user || !matches) {
+        await q.hitRateLimit(db, failedKey, now, windowMs);
         throw new AppError(401, 'WRONG_CREDENTIALS', WRONG_CREDENTIALS);
       }
-      if (!(await verify(user.passwordHash, normalizeMd5(input.pw)))) {
-        throw new AppError(401, 'WRONG_CREDENTIALS', WRONG_CREDENTIALS);
-      }
-      await q.clearRateLimit(db, idKey);
+      // The id's failures stay counted: the owner signing in does not give guessers their tries back.
+      await q.clearRateLimit(db, pairKey);
       const session = await openSession(user.id);
       return { grade: user.grade, ...session };
     },
@@ -114,7 +128,10 @@ export function createAuthService(deps: AuthServiceDeps) {
       if (cached) return cached.user && cached.expiresAt > now ? cached.user : undefined;
       const found = await q.findSessionUser(db, key, now);
       if (cacheSessions) {
-        sessionCache.set(key, found ? { user: { id: found.id, grade: found.grade }, expiresAt: found.expiresAt } : { user: null });
+        sessionCache.set(
+          key,
+          found ? { user: { id: found.id, grade: found.grade }, expiresAt: found.expiresAt } : { user: null },
+        );
       }
       return found ? { id: found.id, grade: found.grade } : undefined;
     },
@@ -147,8 +164,10 @@ export function createAuthService(deps: AuthServiceDeps) {
       sessionCache.clear();
     },
 
+    /** Hourly: ended sessions, and the rate-limit counters of ended windows (one per id and address tried). */
     async purgeExpiredSessions() {
       await q.deleteExpiredSessions(db, clock());
+      await q.deleteEndedRateLimits(db, clock());
     },
   };
 }

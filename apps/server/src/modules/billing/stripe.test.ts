@@ -668,13 +668,13 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       await t.services.devices.addDevice({
         userId: id,
         product: 'iPhone14,5',
-        udid: 'abc',
+        udid: 'ABC',
         status: 'Registered',
         expiresAt,
       });
       expect((await get('/api/info', cookie)).json()).toMatchObject({
         device_info: [
-          { Product: 'iPhone14,5', UDID: 'abc', status: 'Registered', expired_date: expiresAt.toISOString() },
+          { Product: 'iPhone14,5', UDID: 'ABC', status: 'Registered', expired_date: expiresAt.toISOString() },
         ],
       });
       expect((await get('/api/pay/device/0', cookie)).statusCode).toBe(200);

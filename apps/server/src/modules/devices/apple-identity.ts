@@ -16,6 +16,7 @@ import type { SecretBox } from '../../platform/secrets.js';
 import type { AscCertificate, AscClient } from './asc-client.js';
 import * as q from './queries.js';
 import { certificateDetails, type IdentityDetails, type SigningIdentityProvider } from './signing.js';
+import { canonicalUdid } from './udid.js';
 
 /** The App ID every profile is for: a wildcard, so any bundle id (DUP copies included) signs. */
 export const WILDCARD_BUNDLE_ID = { identifier: '*', name: 'Sideport Wildcard' } as const;
@@ -120,10 +121,10 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
 
   /** Apple's ids of the user's Registered devices listed in `udids`, registering any Apple lacks. */
   async function appleDeviceIds(userId: string, udids: readonly string[]): Promise<string[]> {
-    const wanted = new Set(udids);
+    const wanted = new Set(udids.map(canonicalUdid));
     const ids: string[] = [];
     for (const device of await q.registeredDevicesOf(db, userId)) {
-      if (!wanted.has(device.udid)) continue;
+      if (!wanted.has(canonicalUdid(device.udid))) continue;
       let id = device.appleDeviceId;
       if (id === null) {
         // Registered before the account was configured (with the dev identity): Apple learns of it now.

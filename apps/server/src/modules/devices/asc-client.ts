@@ -14,6 +14,7 @@ import forge from 'node-forge';
 import { z } from 'zod';
 import { AppError } from '../../platform/errors.js';
 import { generateRsaKeyPair } from './pki.js';
+import { isSameUdid } from './udid.js';
 
 export const ASC_DEFAULT_BASE_URL = 'https://api.appstoreconnect.apple.com';
 export const ASC_AUDIENCE = 'appstoreconnect-v1';
@@ -497,15 +498,13 @@ export function createAscClient(options: AscClientOptions): AscClient {
     }
   }
 
-  const sameUdid = (a: string, b: string) => a.toUpperCase() === b.toUpperCase();
-
   async function findDevice(udid: string, filtered: boolean): Promise<AscDevice | undefined> {
     const devices = await listAll(
       '/v1/devices',
       filtered ? { 'filter[udid]': udid } : {},
       parseDevicesResponse,
     );
-    return devices.find((d) => sameUdid(d.udid, udid));
+    return devices.find((d) => isSameUdid(d.udid, udid));
   }
 
   async function useExisting(device: AscDevice): Promise<RegisteredDevice> {

@@ -166,6 +166,22 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
     expect(await deviceInfo(cookie)).toHaveLength(1);
   });
 
+  it('takes the same UDID in another letter case for the same device, kept in upper case', async () => {
+    const user = uid();
+    const cookie = await signedInUser(t, user);
+    for (const udid of ['00008110-000a1b2c3d4e5f60', '00008110-000A1B2C3D4E5F60', '00008110-000A1b2C3d4E5f60']) {
+      const { url, token } = await download(cookie);
+      expect((await post(url.pathname, answerOf({ CHALLENGE: token, UDID: udid }))).statusCode).toBe(301);
+    }
+    expect(await deviceInfo(cookie)).toEqual([
+      { Product: 'iPhone15,2', UDID: '00008110-000A1B2C3D4E5F60', name: ATTRIBUTES.DEVICE_NAME, status: 'Add' },
+    ]);
+    // One device, so one registration to pay for.
+    const pay = (index: number) => t.app.inject({ url: `/api/pay/device/${index}`, headers: { cookie, ...SAME_ORIGIN } });
+    expect((await pay(0)).statusCode).toBe(200);
+    expect((await pay(1)).statusCode).toBe(404);
+  });
+
   describe('refuses with a 4xx sentence and changes nothing', () => {
     /** Posts `body` to a fresh token's URL of a new user; returns the answer, the token's URL and the user's cookie. */
     async function refused(makeBody: (token: string) => Buffer, status: number) {

@@ -22,6 +22,7 @@ import {
 import { AppError } from '../../platform/errors.js';
 import { signAttachedCms } from './pki.js';
 import { uuidFrom } from './dev-identity.js';
+import { canonicalUdid } from './udid.js';
 
 export const MOBILECONFIG_CONTENT_TYPE = 'application/x-apple-aspen-config';
 /** What the device is asked for (docs/sign-service.md). */
@@ -389,7 +390,7 @@ function readFields(content: Buffer): Omit<EnrolledDevice, 'signerSubject' | 'ch
   const serial = read('SERIAL');
   const deviceName = read('DEVICE_NAME');
   return {
-    udid: udid!,
+    udid: canonicalUdid(udid!),
     product: product!,
     version: version!,
     challenge: challenge!,

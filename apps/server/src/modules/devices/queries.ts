@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, sql } from 'drizzle-orm';
 import { queryRows, type Database } from '../../db/client.js';
 import { devices, enrollmentTokens, userProfiles } from '../../db/schema/index.js';
+import { canonicalUdid } from './udid.js';
 
 export type DeviceRow = typeof devices.$inferSelect;
 
@@ -20,7 +21,7 @@ export async function insertDevice(
     deviceName?: string | null;
   },
 ): Promise<DeviceRow> {
-  const [row] = await db.insert(devices).values(device).returning();
+  const [row] = await db.insert(devices).values({ ...device, udid: canonicalUdid(device.udid) }).returning();
   return row!;
 }
 
@@ -93,7 +94,7 @@ export async function insertEnrolledDevice(
 ): Promise<DeviceRow | undefined> {
   const [row] = await db
     .insert(devices)
-    .values({ ...device, status: 'Add' })
+    .values({ ...device, udid: canonicalUdid(device.udid), status: 'Add' })
     .onConflictDoNothing({ target: [devices.userId, devices.udid] })
     .returning();
   return row;

@@ -5,6 +5,7 @@ import type { SecretBox } from '../../platform/secrets.js';
 import { settingOrCreate } from '../../platform/settings.js';
 import { createDevIdentity, createDevProfile, devIdentitySource, DEV_IDENTITY_LABEL, type DevIdentity } from './dev-identity.js';
 import * as q from './queries.js';
+import { canonicalUdid } from './udid.js';
 
 /**
  * Who signs: the operator's Apple identity (App Store Connect) or Sideport's dev identity. Each
@@ -121,7 +122,7 @@ export function createSigningService({ db, clock, identity }: SigningServiceDeps
   async function materialFor(userId: string): Promise<SigningMaterial | undefined> {
     const registered = (await q.listDevicesOf(db, userId)).filter((d) => d.status === 'Registered');
     if (registered.length === 0) return undefined;
-    const udids = [...new Set(registered.map((d) => d.udid))].sort();
+    const udids = [...new Set(registered.map((d) => canonicalUdid(d.udid)))].sort();
     const stored = await q.findUserProfile(db, userId);
     const isCurrent =
       stored !== undefined &&

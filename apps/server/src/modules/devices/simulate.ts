@@ -11,6 +11,7 @@ import type { EnrollmentService } from './enrollment-service.js';
 import type { RegistrationService } from './registration.js';
 import type { DeviceService, DeviceStatus } from './service.js';
 import { createSimulatedDevice, type SimulatedDeviceOptions } from './simulated-device.js';
+import { isSameUdid } from './udid.js';
 
 export interface SimulateDeps {
   identityKind: 'dev' | 'apple';
@@ -57,7 +58,7 @@ export async function simulateDevice(
   const { url, body } = device.answer(profile);
   await deps.enrollment.enroll(new URL(url).pathname.split('/').at(-1) ?? '', body);
 
-  const index = (await deps.devices.listDevices(user.id)).findIndex((d) => d.udid === device.udid);
+  const index = (await deps.devices.listDevices(user.id)).findIndex((d) => isSameUdid(d.udid, device.udid));
   if (options.paid) {
     // The test-mode checkout's Pay, as a person presses it: the same payment event a webhook applies.
     const checkout = await deps.billing.startCheckout(

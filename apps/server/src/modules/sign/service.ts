@@ -15,6 +15,7 @@ import * as q from './queries.js';
 import type { SignCache } from './sign-cache.js';
 import { publishSign } from './sign-events.js';
 import { fileTag } from './worker.js';
+import { canonicalUdid } from '../devices/udid.js';
 
 export interface SignSettings {
   /** Lifetime of manifest, IPA and certificate URLs (DOWNLOAD_URL_TTL_SECONDS). */
@@ -55,8 +56,8 @@ const PASSWORD_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz2345
 /** Whether an artifact still serves every Registered device of its owner (check-sign's 200). */
 export function isCurrent(row: q.SignRow, devices: Array<{ udid: string; registeredAt: Date | null }>): boolean {
   if (!row.fileKey || !row.signedAt) return false;
-  const listed = new Set(row.udids ?? []);
-  return devices.every((d) => listed.has(d.udid) && (d.registeredAt === null || d.registeredAt <= row.signedAt!));
+  const listed = new Set((row.udids ?? []).map(canonicalUdid));
+  return devices.every((d) => listed.has(canonicalUdid(d.udid)) && (d.registeredAt === null || d.registeredAt <= row.signedAt!));
 }
 
 /**

@@ -1,0 +1,1 @@
+ALTER TABLE "devices" ADD CONSTRAINT "devices_udid_canonical" CHECK ("devices"."udid" = upper("devices"."udid"));

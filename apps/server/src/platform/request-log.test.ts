@@ -1,0 +1,145 @@
+/**
+ * The request lines the server logs, read from the stream its logger writes to, while the real
+ * routes are driven with bearer links: no secret of a link may appear in any line, and the path's
+ * shape stays readable.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as devices from '../modules/devices/queries.js';
+import { createSimulatedDevice } from '../modules/devices/simulated-device.js';
+import { fixtureIpa } from '../test/fixtures.js';
+import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../test/harness.js';
+import { redactUrl } from './redact-url.js';
+
+const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
+
+describe.each(databaseKinds)('request logs on %s', (kind) => {
+  let t: TestApp;
+  const lines: string[] = [];
+  /** Every `url` a request line showed. */
+  const loggedUrls = () =>
+    lines
+      .map((line) => (JSON.parse(line) as { req?: { url?: string } }).req?.url)
+      .filter((url) => url !== undefined);
+
+  beforeAll(async () => {
+    t = await createTestApp(kind, {
+      env: { LOG_LEVEL: 'info', FEATHER_IPA: fixtureIpa, SIGN_IN_LIMIT_PER_ADDRESS: '10000' },
+      web: true,
+      logStream: { write: (line: string) => void lines.push(line) },
+    });
+  });
+  afterAll(() => t.close());
+
+  /** Runs `drive`, then checks that no line logged meanwhile holds any of the secrets it returns. */
+  async function expectNoSecretLogged(drive: () => Promise<string[]>) {
+    const from = lines.length;
+    const secrets = await drive();
+    expect(secrets.length).toBeGreaterThan(0);
+    const logged = lines.slice(from);
+    expect(logged.length).toBeGreaterThan(0);
+    for (const secret of secrets) {
+      expect(secret.length).toBeGreaterThanOrEqual(16);
+      expect(logged.filter((line) => line.includes(secret))).toEqual([]);
+    }
+  }
+
+  it("hides the first admin's setup token, on its page and its API", async () => {
+    const token = (await t.services.setup.issue())!;
+    expect(token).toBeDefined();
+    await expectNoSecretLogged(async () => {
+      expect((await t.app.inject({ url: `/setup/${token}` })).statusCode).toBe(200);
+      expect((await t.app.inject({ url: `/api/setup/${token}`, headers: SAME_ORIGIN })).statusCode).toBe(204);
+      const created = await t.app.inject({
+        method: 'POST',
+        url: `/api/setup/${token}`,
+        headers: SAME_ORIGIN,
+        payload: { id: `first_admin_${kind}`, pw: 'b'.repeat(32) },
+      });
+      expect(created.statusCode).toBe(200);
+      return [token];
+    });
+    expect(loggedUrls()).toEqual(expect.arrayContaining(['/setup/[redacted]', '/api/setup/[redacted]']));
+  });
+
+  it("hides a device's enrollment token", async () => {
+    const cookie = await signedInUser(t, `enrolling_${kind}`);
+    await expectNoSecretLogged(async () => {
+      const profile = await t.app.inject({ url: '/api/udid/profile', headers: { cookie, ...SAME_ORIGIN } });
+      expect(profile.statusCode).toBe(200);
+      const { url, body } = createSimulatedDevice({}).answer(profile.rawPayload);
+      const path = new URL(url).pathname;
+      const enrolled = await t.app.inject({
+        method: 'POST',
+        url: path,
+        headers: { 'content-type': 'application/pkcs7-signature' },
+        payload: body,
+      });
+      expect(enrolled.statusCode).toBe(301);
+      return [path.split('/').at(-1)!];
+    });
+    expect(loggedUrls()).toContain('/api/udid/enroll/[redacted]');
+  });
+
+  it("hides a Feather certificate link's sealed token and signature", async () => {
+    const user = `feather_${kind}`;
+    const cookie = await signedInUser(t, user);
+    await devices.insertDevice(t.database.db, {
+      userId: user,
+      product: 'iPhone15,2',
+      udid: '00008110-000A1B2C3D4E5F61',
+      status: 'Registered',
+    });
+    let expires = '';
+    await expectNoSecretLogged(async () => {
+      const answer = await t.app.inject({ url: '/api/feather/cert', headers: { cookie, ...SAME_ORIGIN } });
+      expect(answer.statusCode).toBe(200);
+      const link = new URL((answer.json() as { url: string }).url);
+      expires = link.searchParams.get('expires')!;
+      const zip = await t.app.inject({ url: `${link.pathname}${link.search}` });
+      expect(zip.statusCode).toBe(200);
+      expect(zip.headers['content-type']).toBe('application/zip');
+      return [link.pathname.split('/').at(-1)!, link.searchParams.get('sig')!];
+    });
+    expect(loggedUrls()).toContain(`/files/feather/cert/[redacted]?expires=${expires}&sig=[redacted]`);
+  });
+
+  it('hides the signature of a signed file link and any credential in a query, keeping the rest', async () => {
+    const sig = 'ab'.repeat(32);
+    const apiKey = 'sk_live_0123456789abcdef';
+    await expectNoSecretLogged(async () => {
+      expect((await t.app.inject({ url: `/files/ipa/1/2?expires=9999999999&sig=${sig}` })).statusCode).toBe(
+        403,
+      );
+      await t.app.inject({ url: `/api/queue/0?access_token=${apiKey}&X-Amz-Signature=${sig}&page=2` });
+      return [sig, apiKey];
+    });
+    expect(loggedUrls()).toEqual(
+      expect.arrayContaining([
+        '/files/ipa/1/2?expires=9999999999&sig=[redacted]',
+        '/api/queue/0?access_token=[redacted]&X-Amz-Signature=[redacted]&page=2',
+      ]),
+    );
+  });
+});
+
+describe('redactUrl', () => {
+  it.each([
+    ['/api/latest/0?anchor=1', '/api/latest/0?anchor=1'],
+    ['/api/search/kr/facebook', '/api/search/kr/facebook'],
+    // An artifact's id is a UUID: an id, shown; the link's secret is its signature.
+    [
+      '/files/sign/0b3c2f6e-8a1d-4c1e-9f5b-2a7d3e4c5b6a/app.ipa?expires=1&sig=00ff',
+      '/files/sign/0b3c2f6e-8a1d-4c1e-9f5b-2a7d3e4c5b6a/app.ipa?expires=1&sig=[redacted]',
+    ],
+    // The router decodes the path: a token behind an encoded prefix is still the setup link's.
+    ['/%61pi/setup/short', '/%61pi/setup/[redacted]'],
+    // A token-like segment anywhere else (43 characters of base64url).
+    ['/somewhere/new/Q2FsbCBtZSBJc2htYWVsLiBTb21lIHllYXJzIGFnby4uLg', '/somewhere/new/[redacted]'],
+    [
+      'https://user:secret@sideport.example/my?session_id=cs_test_1',
+      'https://[redacted]@sideport.example/my?session_id=[redacted]',
+    ],
+  ])('%s is logged as %s', (url, logged) => {
+    expect(redactUrl(url)).toBe(logged);
+  });
+});
