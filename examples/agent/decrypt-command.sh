@@ -5,9 +5,10 @@
 #     --command '/opt/sideport/decrypt-command.sh' \
 #     --versions-command '/opt/sideport/versions-command.sh'
 #
-# sideport-agent runs this once per decrypt job, in a fresh empty folder (the current directory),
-# in a process group of its own: if the server takes the job back, or the agent is stopped, the
-# whole group gets SIGTERM (then SIGKILL 5 s later), your tool's children included.
+# sideport-agent runs this once per decrypt job, in a fresh folder (the current directory; empty
+# but for the agent's hidden .sideport-agent marker), in a process group of its own: if the server
+# takes the job back, or the agent is stopped, the whole group gets SIGTERM (then SIGKILL 5 s
+# later), your tool's children included.
 #
 # Sideport contains no decryption code and this script contains none either. The one part that
 # does the work is YOUR TOOL, below: replace the placeholder with the tool you use, on your own

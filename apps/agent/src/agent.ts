@@ -5,6 +5,7 @@ import { createBackoff, sleep } from './backoff.js';
 import { runDecryptJob } from './decrypt-job.js';
 import type { Logger } from './log.js';
 import { runVersionsJob } from './versions-job.js';
+import { clearStaleJobFolders, STALE_MS } from './work-dir.js';
 
 export interface AgentOptions {
   api: AgentApi;
@@ -43,8 +44,18 @@ export async function runAgent(options: AgentOptions): Promise<number> {
   const backoff = createBackoff({ baseMs: 500, maxMs: options.maxBackoffMs ?? 30_000 });
   let unreachable = false;
   await mkdir(options.workDir, { recursive: true });
+  // What a killed agent left (its job folder, a whole IPA in it) goes now, and hourly after.
+  let clearedAt = 0;
+  const clearStale = async () => {
+    clearedAt = Date.now();
+    await clearStaleJobFolders(options.workDir, log).catch((err: unknown) =>
+      log.warn(`could not clear stale job folders: ${(err as Error).message}`),
+    );
+  };
+  await clearStale();
   log.info(`waiting for ${kinds.join(' and ')} jobs`);
   while (!stop.aborted) {
+    if (Date.now() - clearedAt > STALE_MS) await clearStale();
     let job: AgentJob | null;
     try {
       job = await api.claim(kinds, options.claimWaitSeconds ?? 25, stop);

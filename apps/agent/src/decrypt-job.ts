@@ -1,4 +1,4 @@
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentJob } from '@sideport/contracts';
 import { readStoreMetadata, verifyDecrypted } from '@sideport/ipa';
@@ -8,12 +8,13 @@ import { holdLease, type Lease, type LeaseDeps } from './lease.js';
 import { parseCommandLine } from './lines.js';
 import { endedEarly, whileReachable } from './retry.js';
 import { createUploadProgress } from './upload-progress.js';
+import { openJobFolder } from './work-dir.js';
 
 export interface DecryptJobDeps extends LeaseDeps {
   api: AgentApi;
   /** The operator's --command. */
   command: string;
-  /** An absolute folder; each job works in a new folder inside it, removed afterwards. */
+  /** An absolute folder; each job works in a new folder inside it, removed afterwards (work-dir.ts). */
   workDir: string;
 }
 
@@ -36,7 +37,8 @@ export async function runDecryptJob(job: AgentJob, deps: DecryptJobDeps): Promis
   const { log } = deps;
   const tag = `job ${job.id}`;
   const lease = holdLease(job, deps);
-  const jobDir = await mkdtemp(path.join(deps.workDir, `job-${job.id.replace(/[^\w-]/g, '_')}-`));
+  const folder = await openJobFolder(deps.workDir, job.id);
+  const jobDir = folder.dir;
   const output = path.join(jobDir, `${job.app_id}.ipa`);
   const learnt: { appVerId?: string; version?: string } = {};
   try {
@@ -103,7 +105,7 @@ export async function runDecryptJob(job: AgentJob, deps: DecryptJobDeps): Promis
       await lease.fail(`The agent could not finish the job: ${(err as Error).message}`);
   } finally {
     await lease.release();
-    await rm(jobDir, { recursive: true, force: true });
+    await folder.release();
   }
 }
 

@@ -135,7 +135,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(authRoutes, { auth, setup, secureCookies: isHttps });
   // The catalogue tells the decrypt domain, then the sign service, of admin deletes; both exist after it.
   const afterRemoved: Array<DecryptService['afterRemoved'] | SignService['afterRemoved']> = [];
-  const { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, itunes } =
+  const { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes } =
     await createCoreServices({
       config,
       database,
@@ -254,6 +254,11 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   }, 5000);
   sweeper.unref();
   app.addHook('onClose', async () => clearInterval(sweeper));
+  // Files nothing uses any more go, at start and periodically (one process at a time sweeps the store).
+  if (config.ORPHAN_SWEEP_MINUTES > 0) {
+    const stopSweep = fileSweep.start(config.ORPHAN_SWEEP_MINUTES * 60_000);
+    app.addHook('onClose', stopSweep);
+  }
   // Every process registers paid devices and expires old ones; the claim query skips rows another takes.
   if (config.REGISTRATION_INTERVAL_SECONDS > 0) {
     const stopRegistration = registration.start(config.REGISTRATION_INTERVAL_SECONDS * 1000);
@@ -293,7 +298,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   return {
     app,
     routes,
-    services: { auth, setup, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration, sign, signWorkers },
+    services: { auth, setup, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration, sign, signWorkers, fileSweep },
   };
 }
 

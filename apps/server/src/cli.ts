@@ -279,6 +279,8 @@ program
     const sweeper = setInterval(() => {
       services.signWorkers.sweep().catch((err: unknown) => log.warn({ err }, 'sign lease sweep failed'));
     }, 5000);
+    const stopFileSweep =
+      config.ORPHAN_SWEEP_MINUTES > 0 ? services.fileSweep.start(config.ORPHAN_SWEEP_MINUTES * 60_000) : undefined;
     log.info(
       { workers: count, database: database.description, storage: services.files.description, metrics: served?.url ?? null },
       `Sign worker started: ${count} at once, ${database.description}, storage ${services.files.description}` +
@@ -290,6 +292,7 @@ program
     });
     log.info({ signal }, 'Stopping: signs under way go back to the queue.');
     clearInterval(sweeper);
+    await stopFileSweep?.();
     await services.signWorkers.stop();
     await served?.close();
     await services.bus.close();

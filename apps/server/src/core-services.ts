@@ -21,11 +21,12 @@ import {
 import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
 import { createSignWorkers } from './modules/sign/worker.js';
+import { createFileSweep } from './modules/files/sweep.js';
 import { noMetrics, type ServiceMetrics } from './modules/metrics/registry.js';
 
 export interface CoreServicesDeps {
   config: Config;
-  database: Pick<DatabaseHandle, 'db' | 'listen'>;
+  database: Pick<DatabaseHandle, 'db' | 'listen' | 'kind'>;
   clock: () => Date;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Told of every entry an admin removed (the decrypt service deletes its file). */
@@ -61,7 +62,8 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     ...(onRemoved ? { onRemoved } : {}),
   });
   const tmpDir = path.join(config.DATA_DIR, 'tmp');
-  const signCache = createSignCache({ files, dir: path.join(config.DATA_DIR, 'sign-cache'), tmpDir, run: runInSignProcess, log });
+  const signCacheDir = path.join(config.DATA_DIR, 'sign-cache');
+  const signCache = createSignCache({ files, dir: signCacheDir, tmpDir, run: runInSignProcess, log });
   const jobs = createJobService({
     db,
     clock,
@@ -111,7 +113,19 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     log,
     metrics,
   });
-  return { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, itunes };
+  // Made here, started by the caller: the server and `sideport worker` sweep every ORPHAN_SWEEP_MINUTES.
+  const fileSweep = createFileSweep({
+    db,
+    databaseKind: database.kind,
+    files,
+    // Files carry the wall clock's times, whatever clock the services are given.
+    clock: () => new Date(),
+    tmpDir,
+    signCacheDir,
+    minAgeMs: config.ORPHAN_MIN_AGE_MINUTES * 60_000,
+    log,
+  });
+  return { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes };
 }
 
 /**

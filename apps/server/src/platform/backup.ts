@@ -63,6 +63,7 @@ export function withHeldDeletes(store: FileStore): HoldableFileStore {
     sizeOf: (key) => store.sizeOf(key),
     localPath: (key) => store.localPath(key),
     presignGet: (key, options) => store.presignGet(key, options),
+    list: () => store.list(),
     async delete(key) {
       // Keys are never reused, so a deletion that waits removes exactly what it meant to.
       if (holds > 0) waiting.push(key);

@@ -143,6 +143,13 @@ const schema = z.object({
   SIGN_DYLIBS_IGG: pathList,
   /** The operator's Feather IPA, signed for each user's devices (GET /api/feather/install); Feather is not offered when unset. */
   FEATHER_IPA: z.string().optional(),
+  /**
+   * How often this process removes stored files no row names and stale temporary files (and once
+   * at start); 0: never (another process must). Only files older than ORPHAN_MIN_AGE_MINUTES go.
+   */
+  ORPHAN_SWEEP_MINUTES: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(1440, 'must be at most 1440').default(60),
+  /** Longer than any upload, stored file's commit or sign step takes: younger files are work under way. */
+  ORPHAN_MIN_AGE_MINUTES: positiveInt(60),
   VERSIONS_WAIT_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0).max(120, 'must be at most 120').default(20),
   // Operations.
   /** Bearer token that GET /metrics requires of every caller; unset, only this machine (loopback) may read it. */

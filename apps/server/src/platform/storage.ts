@@ -1,8 +1,14 @@
 import { createReadStream } from 'node:fs';
-import { chmod, copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  paginateListObjectsV2,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { create as createContentDisposition } from 'content-disposition';
@@ -26,15 +32,28 @@ export interface FileStore {
   localPath(key: string): string | undefined;
   /** S3: a presigned GET URL that expires; local disk: undefined (the server signs its own URLs). */
   presignGet(key: string, options: { expiresInSeconds: number; fileName: string }): Promise<string | undefined>;
+  /**
+   * Every stored file, for the sweep of files nothing names (modules/files/sweep.ts). Keys that
+   * Sideport could not have made (another tool's objects under the same prefix) are left out.
+   */
+  list(): AsyncIterable<StoredFile>;
+}
+
+export interface StoredFile {
+  key: string;
+  sizeBytes: number;
+  /** Local disk: the file's mtime; S3: the object's LastModified. */
+  modifiedAt: Date;
 }
 
 const SAFE_KEY = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
 
+const isSafeKey = (key: string) =>
+  SAFE_KEY.test(key) && !key.split('/').some((part) => part === '..' || part === '.');
+
 function checkKey(key: string) {
   // Keys are made by Sideport, never by a client; this only guards against a bug writing outside.
-  if (!SAFE_KEY.test(key) || key.split('/').some((part) => part === '..' || part === '.')) {
-    throw new Error(`Refusing the storage key ${JSON.stringify(key)}.`);
-  }
+  if (!isSafeKey(key)) throw new Error(`Refusing the storage key ${JSON.stringify(key)}.`);
 }
 
 export function createLocalStore(root: string): FileStore {
@@ -76,6 +95,22 @@ export function createLocalStore(root: string): FileStore {
     },
     localPath: full,
     presignGet: async () => undefined,
+    async *list() {
+      // Depth-first over the folder; a folder removed meanwhile (a sweep elsewhere) is just empty.
+      const folders = [''];
+      while (folders.length > 0) {
+        const dir = folders.pop()!;
+        const entries = await readdir(path.join(root, dir), { withFileTypes: true }).catch(() => []);
+        for (const entry of entries) {
+          const key = dir ? `${dir}/${entry.name}` : entry.name;
+          if (entry.isDirectory()) folders.push(key);
+          else if (entry.isFile() && isSafeKey(key)) {
+            const s = await stat(path.join(root, key)).catch(() => undefined);
+            if (s) yield { key, sizeBytes: s.size, modifiedAt: s.mtime };
+          }
+        }
+      }
+    },
   };
 }
 
@@ -160,6 +195,18 @@ export function createS3Store(location: S3Location, client?: S3Client): FileStor
         ResponseContentType: 'application/octet-stream',
       });
       return getSignedUrl(s3, command, { expiresIn: expiresInSeconds });
+    },
+    async *list() {
+      const under = location.prefix ? `${location.prefix}/` : '';
+      // ListObjectsV2, a thousand keys a page, through the store's own client and credentials.
+      const pages = paginateListObjectsV2({ client: s3 }, { Bucket, ...(under ? { Prefix: under } : {}) });
+      for await (const page of pages) {
+        for (const object of page.Contents ?? []) {
+          const key = object.Key?.slice(under.length);
+          if (!key || !isSafeKey(key)) continue;
+          yield { key, sizeBytes: object.Size ?? 0, modifiedAt: object.LastModified ?? new Date() };
+        }
+      }
     },
   };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FileStore } from '../../platform/storage.js';
@@ -19,8 +19,12 @@ export interface SignCacheDeps {
 /** A stored IPA as a local file for the length of a task: the stored file itself on local disk, a copy from S3. */
 export interface LocalSource {
   path: string;
+  /** Marks a copy as in use, so the file sweep (modules/files/sweep.ts) leaves it while a long sign runs. */
+  refresh(): Promise<void>;
   release(): Promise<void>;
 }
+
+const noop = async () => {};
 
 const DIGESTS = 'resource-digests';
 
@@ -37,7 +41,7 @@ export function createSignCache({ files, dir, tmpDir, run, log }: SignCacheDeps)
 
   async function localSource(fileKey: string): Promise<LocalSource> {
     const local = files.localPath(fileKey);
-    if (local) return { path: local, release: async () => {} };
+    if (local) return { path: local, refresh: noop, release: noop };
     await mkdir(tmpDir, { recursive: true });
     const copy = path.join(tmpDir, `source-${randomUUID()}.ipa`);
     try {
@@ -46,7 +50,11 @@ export function createSignCache({ files, dir, tmpDir, run, log }: SignCacheDeps)
       await rm(copy, { force: true });
       throw err;
     }
-    return { path: copy, release: () => rm(copy, { force: true }) };
+    return {
+      path: copy,
+      refresh: () => utimes(copy, new Date(), new Date()).catch(() => {}),
+      release: () => rm(copy, { force: true }),
+    };
   }
 
   /** Keeps this machine's cache of a version in the store, for workers elsewhere. */
@@ -99,7 +107,9 @@ export function createSignCache({ files, dir, tmpDir, run, log }: SignCacheDeps)
      * sign). Runs in a signing process; the upload's own file is read when it is at hand.
      */
     async warm(done: { appId: number; appVerId: number; fileKey: string; localFile?: string }) {
-      const source = done.localFile ? { path: done.localFile, release: async () => {} } : await localSource(done.fileKey);
+      const source = done.localFile
+        ? { path: done.localFile, refresh: noop, release: noop }
+        : await localSource(done.fileKey);
       try {
         const started = Date.now();
         const result = await run({ kind: 'warm', input: source.path, cacheDir: versionDir(done.appId, done.appVerId) });

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { SignMode } from '@sideport/ipa';
@@ -138,7 +138,8 @@ export function createSignWorkers(deps: SignWorkerDeps) {
   async function sourceOf(row: q.SignRow) {
     if (row.source === 'feather') {
       if (!settings.featherIpa) return undefined;
-      return { path: settings.featherIpa, tag: await fileTag(settings.featherIpa), release: async () => {} };
+      const tag = await fileTag(settings.featherIpa);
+      return { path: settings.featherIpa, tag, refresh: async () => {}, release: async () => {} };
     }
     return { ...(await cache.localSource(row.sourceKey!)), tag: null };
   }
@@ -147,21 +148,20 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     const lease: q.Lease = { id: row.id, worker, attempt: row.attempts };
     await publishSign(bus, row);
     const abort = new AbortController();
-    const renew = setInterval(
-      () => {
-        q.renewLease(db, lease, new Date(clock().getTime() + settings.leaseSeconds * 1000))
-          .then((held) => {
-            if (held) return;
-            metrics.job('sign', 'lease_expired');
-            abort.abort();
-          })
-          .catch((err: unknown) => log.warn({ err, sign: row.id }, 'could not renew a sign lease'));
-      },
-      (settings.leaseSeconds * 1000) / 3,
-    );
+    let source: Awaited<ReturnType<typeof sourceOf>>;
+    const renew = setInterval(() => {
+      // A source copied from S3 stays fresh while it is signed: the file sweep removes only old ones.
+      void source?.refresh();
+      q.renewLease(db, lease, new Date(clock().getTime() + settings.leaseSeconds * 1000))
+        .then((held) => {
+          if (held) return;
+          metrics.job('sign', 'lease_expired');
+          abort.abort();
+        })
+        .catch((err: unknown) => log.warn({ err, sign: row.id }, 'could not renew a sign lease'));
+    }, (settings.leaseSeconds * 1000) / 3);
     const stuck = setTimeout(() => abort.abort(), MAX_SIGN_MS);
     const output = path.join(settings.tmpDir, `signed-${randomUUID()}.ipa`);
-    let source: Awaited<ReturnType<typeof sourceOf>>;
     const started = Date.now();
     try {
       const material = await signing.signingMaterial(row.userId);
@@ -282,26 +282,11 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     return given.length;
   }
 
-  /**
-   * Removes what signing processes of a worker killed mid-sign left in the temp folder. Other
-   * processes may share the folder, so only files older than any sign is let run.
-   */
-  async function removeLeftovers() {
-    const names = await readdir(settings.tmpDir).catch(() => [] as string[]);
-    for (const name of names.filter((n) => /^(signed|source)-[0-9a-f-]{36}\.ipa(\.partial-.+)?$/.test(n))) {
-      const file = path.join(settings.tmpDir, name);
-      const age = Date.now() - (await stat(file).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs;
-      if (age > MAX_SIGN_MS) await rm(file, { force: true });
-    }
-  }
-
   return {
     sweep,
 
     /** Starts `count` slots in this process. */
     start(count: number) {
-      if (count > 0)
-        void removeLeftovers().catch((err: unknown) => log.warn({ err }, 'could not clear old sign files'));
       for (let i = 0; i < count; i++) {
         const loop = slot(`${processTag}:${i + 1}`).catch((err: unknown) =>
           log.warn({ err }, 'a sign worker stopped after an error'),
