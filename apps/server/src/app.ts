@@ -40,7 +40,7 @@ import { decodedPath, isApiPath, registerCrossSiteGuard } from './platform/cross
 import { registerErrorHandler } from './platform/error-handler.js';
 import { loggerOptions } from './platform/logger.js';
 import { hasControlCharacters } from './platform/params.js';
-import { registerSecurityHeaders } from './platform/security-headers.js';
+import { registerSecurityHeaders, securityHeaderMap } from './platform/security-headers.js';
 
 export interface AppDeps {
   config: Config;
@@ -62,6 +62,7 @@ type FastifyRouteSchema = RouteOptions['schema'];
 
 export async function buildApp({ config, database, clock = () => new Date() }: AppDeps) {
   const isHttps = config.PUBLIC_URL?.startsWith('https:') ?? false;
+  const securityHeaders = securityHeaderMap(isHttps);
   const app: FastifyInstance = Fastify({
     logger: loggerOptions(config),
     genReqId: () => randomUUID(),
@@ -71,10 +72,15 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     // Errors raised before routing (a malformed %-escape in the path) get the same text/plain answer.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ code: error.code }, 'malformed request address');
-      void (reply as FastifyReply).code(400).type('text/plain; charset=utf-8').send('This address is not valid.');
+      // No hook runs before routing, so the security headers are set here.
+      void (reply as FastifyReply)
+        .code(400)
+        .headers(securityHeaders)
+        .type('text/plain; charset=utf-8')
+        .send('This address is not valid.');
     },
     // What Node's HTTP parser refuses (a bad Content-Length) gets a text/plain sentence too.
-    clientErrorHandler: createClientErrorHandler(() => app.log),
+    clientErrorHandler: createClientErrorHandler(() => app.log, securityHeaders),
   });
   // Every route, as registered: the route-access suite checks each against its declared access.
   const routes: RegisteredRoute[] = [];
