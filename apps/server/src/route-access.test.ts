@@ -134,6 +134,18 @@ describe.each(databaseKinds)('route access on %s', (kind) => {
       }
     });
 
+    it('documents every route but the web app and the document itself in GET /api/openapi.json', async () => {
+      const doc = (await suite.t.app.inject({ url: '/api/openapi.json' })).json() as { paths: Record<string, object> };
+      const documented = new Set(
+        Object.entries(doc.paths).flatMap(([url, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${url}`)),
+      );
+      const missing = registeredRoutes(suite)
+        .filter((r) => r.entry?.access !== 'page' && r.key !== 'GET /api/openapi.json')
+        .map((r) => `${r.method} ${r.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{*}')}`)
+        .filter((key) => !documented.has(key));
+      expect(missing, 'routes GET /api/openapi.json does not list').toEqual([]);
+    });
+
     it.each(Object.keys(ROUTE_ACCESS))('%s answers each caller as declared', async (key) => {
       const [method, url] = key.split(' ') as [string, string];
       const registered = suite.t.routes.some((r) => r.method === method && r.url === url);

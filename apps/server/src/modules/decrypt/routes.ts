@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { decryptAnswer, urlAnswer, versionHistoryAnswer, appList } from '@sideport/contracts';
 import { currentUser, isAdmin, type Guards } from '../auth/guard.js';
 import { AppError } from '../../platform/errors.js';
-import { baseUrlOf, checkSignedUrl, sendLocalFile } from '../../platform/serve-file.js';
+import { baseUrlOf, checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { DecryptService } from './service.js';
@@ -79,7 +79,13 @@ export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, fil
   // link copied elsewhere stops working. Ranges are served (resumed and parallel downloads).
   r.get(
     '/files/ipa/:app_id/:app_ver_id',
-    { schema: { params: versionParams, querystring: signedQuery, hide: true } },
+    {
+      schema: {
+        params: versionParams,
+        querystring: signedQuery,
+        ...signedFileDoc('The decrypted IPA (ranges served)', 'application/octet-stream'),
+      },
+    },
     async (request, reply) => {
       const { app_id, app_ver_id } = request.params;
       checkSignedUrl(urls, request, `/files/ipa/${app_id}/${app_ver_id}`, request.query);

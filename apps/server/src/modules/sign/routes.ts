@@ -5,7 +5,7 @@ import { featherCertAnswer, signAnswer, signCheckAnswer, signRequest, urlAnswer 
 import { currentUser, type Guards } from '../auth/guard.js';
 import { AppError } from '../../platform/errors.js';
 import { opaqueIdParam, sealedTokenParam, signedQuery, signTypeParam, versionParams } from '../../platform/params.js';
-import { baseUrlOf, checkSignedUrl, sendLocalFile } from '../../platform/serve-file.js';
+import { baseUrlOf, checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SignService } from './service.js';
@@ -67,7 +67,13 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
 
   r.get(
     '/files/sign/:artifact_id/manifest.plist',
-    { schema: { params: artifactParams, querystring: signedQuery, hide: true } },
+    {
+      schema: {
+        params: artifactParams,
+        querystring: signedQuery,
+        ...signedFileDoc('The over-the-air install manifest of a signed app', 'text/xml'),
+      },
+    },
     async (request, reply) => {
       const { artifact_id } = request.params;
       checkSignedUrl(urls, request, `/files/sign/${artifact_id}/manifest.plist`, request.query);
@@ -79,7 +85,13 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
 
   r.get(
     '/files/sign/:artifact_id/app.ipa',
-    { schema: { params: artifactParams, querystring: signedQuery, hide: true } },
+    {
+      schema: {
+        params: artifactParams,
+        querystring: signedQuery,
+        ...signedFileDoc('The signed IPA (ranges served)', 'application/octet-stream'),
+      },
+    },
     async (request, reply) => {
       const { artifact_id } = request.params;
       checkSignedUrl(urls, request, `/files/sign/${artifact_id}/app.ipa`, request.query);
@@ -92,7 +104,13 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
 
   r.get(
     '/files/feather/cert/:token',
-    { schema: { params: z.object({ token: sealedTokenParam }), querystring: signedQuery, hide: true } },
+    {
+      schema: {
+        params: z.object({ token: sealedTokenParam }),
+        querystring: signedQuery,
+        ...signedFileDoc("A zip of the signing identity's .p12 and the person's .mobileprovision", 'application/zip'),
+      },
+    },
     async (request, reply) => {
       const { token } = request.params;
       checkSignedUrl(urls, request, `/files/feather/cert/${token}`, request.query);
