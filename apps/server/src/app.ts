@@ -35,6 +35,7 @@ import { settingOrCreate } from './platform/settings.js';
 import { eventRoutes } from './modules/events/routes.js';
 import { createUrlSigner } from './platform/signed-urls.js';
 import type { Config } from './platform/config.js';
+import { registerBodyIdleTimeout } from './platform/body-timeout.js';
 import { createClientErrorHandler } from './platform/client-error.js';
 import { decodedPath, isApiPath, registerCrossSiteGuard } from './platform/cross-site.js';
 import { registerErrorHandler } from './platform/error-handler.js';
@@ -90,6 +91,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
+  registerBodyIdleTimeout(app, { idleMs: config.BODY_IDLE_TIMEOUT_MS });
   // Before the cross-site guard, so its refusals carry the same headers.
   await registerSecurityHeaders(app, { isHttps });
   registerCrossSiteGuard(app, {
@@ -218,7 +220,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   // In-process sign workers (docs/architecture.md, Topology); `sideport worker` runs more elsewhere.
   signWorkers.start(config.SIGN_WORKERS);
   app.addHook('onClose', () => signWorkers.stop());
-  await app.register(agentRoutes, { agents, jobs });
+  await app.register(agentRoutes, { agents, jobs, uploadIdleTimeoutMs: config.AGENT_UPLOAD_IDLE_TIMEOUT_MS });
   const checklist = createSetupChecklist({
     config,
     itunes,

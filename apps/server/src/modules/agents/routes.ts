@@ -28,6 +28,8 @@ declare module 'fastify' {
 export interface AgentRoutesDeps {
   agents: Pick<AgentService, 'authenticate' | 'markSeen'>;
   jobs: JobService;
+  /** How long an upload may pause before it is refused 408 (AGENT_UPLOAD_IDLE_TIMEOUT_MS). */
+  uploadIdleTimeoutMs: number;
 }
 
 const leaseParams = z.object({ id: z.string().max(40) });
@@ -44,7 +46,7 @@ function currentAgent(request: FastifyRequest): AgentRef {
  * The decrypt agent protocol (docs/agent-protocol.md), exempt from the cross-site check: every call
  * carries the agent's bearer token instead of a cookie. A token unknown or revoked gets 401.
  */
-export async function agentRoutes(app: FastifyInstance, { agents, jobs }: AgentRoutesDeps) {
+export async function agentRoutes(app: FastifyInstance, { agents, jobs, uploadIdleTimeoutMs }: AgentRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   app.addHook('onRequest', async (request) => {
@@ -110,7 +112,10 @@ export async function agentRoutes(app: FastifyInstance, { agents, jobs }: AgentR
     upload.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
     upload.withTypeProvider<ZodTypeProvider>().put(
       '/api/agent/jobs/:id/ipa',
-      { schema: { params: leaseParams, querystring: uploadQuery, response: { 200: uploadAnswer } } },
+      {
+        schema: { params: leaseParams, querystring: uploadQuery, response: { 200: uploadAnswer } },
+        config: { bodyIdleTimeoutMs: uploadIdleTimeoutMs },
+      },
       async (request) => {
         const mediaType = (request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
         if (mediaType !== IPA_CONTENT_TYPE) {
