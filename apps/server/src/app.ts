@@ -39,6 +39,7 @@ import { registerBodyIdleTimeout } from './platform/body-timeout.js';
 import { createClientErrorHandler } from './platform/client-error.js';
 import { decodedPath, isApiPath, registerCrossSiteGuard } from './platform/cross-site.js';
 import { registerErrorHandler } from './platform/error-handler.js';
+import { registerHostCheck } from './platform/public-origin.js';
 import { loggerOptions } from './platform/logger.js';
 import { hasControlCharacters } from './platform/params.js';
 import { registerSecurityHeaders, securityHeaderMap } from './platform/security-headers.js';
@@ -94,6 +95,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   registerBodyIdleTimeout(app, { idleMs: config.BODY_IDLE_TIMEOUT_MS });
   // Before the cross-site guard, so its refusals carry the same headers.
   await registerSecurityHeaders(app, { isHttps });
+  registerHostCheck(app);
   registerCrossSiteGuard(app, {
     exemptPrefixes: CROSS_SITE_EXEMPT,
     ...(config.PUBLIC_URL ? { publicOrigin: new URL(config.PUBLIC_URL).origin } : {}),

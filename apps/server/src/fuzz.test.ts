@@ -184,6 +184,32 @@ describe.each(databaseKinds)('bad input on %s', (kind) => {
       }
     });
 
+    it.each(Object.keys(ROUTE_ACCESS))('%s answers a request that names no host (HTTP/1.0) without a 5xx', async (key) => {
+      const [method, pattern] = key.split(' ') as [string, string];
+      if (!suite.t.routes.some((r) => r.method === method && r.url === pattern)) return;
+      const entry = ROUTE_ACCESS[key]!;
+      if (entry.stream) return;
+      const example = exampleRequest(method, entry, await suite.fixtures());
+      const body = example.payload === undefined ? undefined : Buffer.from(JSON.stringify(example.payload));
+      const headers: Record<string, string> = {
+        ...(example.headers as Record<string, string>),
+        ...identityHeaders(suite, entry),
+        ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}),
+      };
+      const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+      const before = await snapshotDatabase(suite.t.database.db);
+      const { socket, answer } = await openRaw(port);
+      socket.write(Buffer.concat([Buffer.from(`${method} ${String(example.url)} HTTP/1.0\r\n${head}\r\n`), body ?? Buffer.alloc(0)]));
+      const res = parseRawAnswer(await answer);
+      expect(res.status, res.body).toBeLessThan(500);
+      // A route that makes a link from the request's host refuses before it changes anything.
+      if (res.body === 'Send a Host header naming this site.') {
+        expect(res.status).toBe(400);
+        const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
+        expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
+      }
+    });
+
     it.each(Object.keys(ROUTE_ACCESS).filter((key) => !/^(GET|HEAD) /.test(key)))(
       '%s answers a body that stops arriving with a 4xx sentence, closes, and changes nothing',
       async (key) => {

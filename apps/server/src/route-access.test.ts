@@ -7,11 +7,26 @@ import { ROUTE_ACCESS, SELF_AUTHENTICATED, type RouteAccess } from './test/route
 import {
   CONFIGURATIONS,
   exampleRequest,
+  identityHeaders,
   openRouteSuite,
   registeredRoutes,
   withCookie,
   type RouteSuite,
 } from './test/route-suite.js';
+
+/** Host headers no site has: a space, a path, a bad port, an unclosed or bad IPv6 literal, markup. */
+const MALFORMED_HOSTS = [
+  'bad host',
+  'evil.example/path',
+  'evil.example@good.example',
+  'sideport.example:99999',
+  'sideport.example:http',
+  '[::1',
+  '[not:an:address]',
+  'a..b',
+  '"><script>',
+  'a,b',
+];
 
 const isTextSentence = (res: LightMyRequestResponse) =>
   /^text\/plain/.test(String(res.headers['content-type'])) && res.body.length > 0;
@@ -144,6 +159,22 @@ describe.each(databaseKinds)('route access on %s', (kind) => {
         .map((r) => `${r.method} ${r.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{*}')}`)
         .filter((key) => !documented.has(key));
       expect(missing, 'routes GET /api/openapi.json does not list').toEqual([]);
+    });
+
+    it.each(Object.keys(ROUTE_ACCESS))('%s refuses a malformed Host with a 400 sentence and changes nothing', async (key) => {
+      const [method, url] = key.split(' ') as [string, string];
+      if (!suite.t.routes.some((r) => r.method === method && r.url === url)) return;
+      const entry = ROUTE_ACCESS[key]!;
+      const example = exampleRequest(method, entry, await suite.fixtures());
+      const headers = { ...(example.headers as Record<string, string>), ...identityHeaders(suite, entry) };
+      const before = await snapshotDatabase(suite.t.database.db);
+      for (const host of MALFORMED_HOSTS) {
+        const res = await suite.t.app.inject({ ...example, headers: { ...headers, host } });
+        expect(res.statusCode, `Host: ${host}: ${res.body}`).toBe(400);
+        expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
+        expect(res.body).toBe('The Host header is not a valid host name.');
+      }
+      expect(changedTables(before, await snapshotDatabase(suite.t.database.db))).toEqual({});
     });
 
     it.each(Object.keys(ROUTE_ACCESS))('%s answers each caller as declared', async (key) => {

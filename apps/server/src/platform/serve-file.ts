@@ -6,10 +6,6 @@ import { AppError } from './errors.js';
 import type { UrlSigner } from './signed-urls.js';
 import { contentDisposition } from './storage.js';
 
-/** The origin absolute links are made with: PUBLIC_URL, else the request's own. */
-export const baseUrlOf = (request: FastifyRequest, publicUrl: string | undefined) =>
-  new URL(publicUrl ?? `${request.protocol}://${request.host}`).origin;
-
 /**
  * The OpenAPI description of a file served on a signed URL (GET /api/openapi.json lists them with
  * the API): no cookie, the signature and expiry in the query, a changed or expired link 403.

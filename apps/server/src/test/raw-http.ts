@@ -32,7 +32,7 @@ export function openRaw(port: number): Promise<{ socket: Socket; answer: Promise
 }
 
 /** Sends bytes as they are and returns the whole answer (the request asks the server to close). */
-export async function rawRequest(port: number, bytes: string): Promise<RawAnswer> {
+export async function rawRequest(port: number, bytes: string | Buffer): Promise<RawAnswer> {
   const { socket, answer } = await openRaw(port);
   socket.write(bytes);
   return parseRawAnswer(await answer);

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { badRequest, forbidden, notFound } from '../../platform/errors.js';
 import { isSameSiteRequest } from '../../platform/cross-site.js';
+import { publicOrigin } from '../../platform/public-origin.js';
 import { opaqueIdParam } from '../../platform/params.js';
 import { currentUser, type Guards } from '../auth/guard.js';
 import { DEV_PAGE_CSP, renderCheckoutPage, renderPortalPage } from './dev-pages.js';
@@ -39,8 +40,7 @@ export async function billingRoutes(
   app: FastifyInstance,
   { billing, guards, providerName, publicUrl }: BillingRoutesDeps,
 ) {
-  const baseUrl = (request: FastifyRequest) =>
-    new URL(publicUrl ?? `${request.protocol}://${request.host}`).origin;
+  const baseUrl = (request: FastifyRequest) => publicOrigin(request, publicUrl);
   const signedIn = { onRequest: guards.requireUser };
   const r = app.withTypeProvider<ZodTypeProvider>();
 

@@ -3,7 +3,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { decryptAnswer, urlAnswer, versionHistoryAnswer, appList } from '@sideport/contracts';
 import { currentUser, isAdmin, type Guards } from '../auth/guard.js';
 import { AppError } from '../../platform/errors.js';
-import { baseUrlOf, checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
+import { publicOrigin } from '../../platform/public-origin.js';
+import { checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { DecryptService } from './service.js';
@@ -21,7 +22,7 @@ export interface DecryptRoutesDeps {
 export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, files, urls, publicUrl }: DecryptRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const signedIn = guards.requireUser;
-  const baseUrl = (request: FastifyRequest) => baseUrlOf(request, publicUrl);
+  const baseUrl = (request: FastifyRequest) => publicOrigin(request, publicUrl);
   const viewerOf = (request: FastifyRequest) => {
     const user = currentUser(request);
     return { id: user.id, isAdmin: isAdmin(user) };

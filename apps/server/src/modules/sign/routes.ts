@@ -5,7 +5,8 @@ import { featherCertAnswer, signAnswer, signCheckAnswer, signRequest, urlAnswer 
 import { currentUser, type Guards } from '../auth/guard.js';
 import { AppError } from '../../platform/errors.js';
 import { opaqueIdParam, sealedTokenParam, signedQuery, signTypeParam, versionParams } from '../../platform/params.js';
-import { baseUrlOf, checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
+import { publicOrigin } from '../../platform/public-origin.js';
+import { checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SignService } from './service.js';
@@ -51,18 +52,18 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
     { schema: { params: signedParams, response: { 200: urlAnswer } }, onRequest: signedIn },
     async (request) => {
       const { app_id, app_ver_id, type } = request.params;
-      return sign.install(currentUser(request).id, app_id, app_ver_id, type, baseUrlOf(request, publicUrl));
+      return sign.install(currentUser(request).id, app_id, app_ver_id, type, publicOrigin(request, publicUrl));
     },
   );
 
   r.get('/api/feather/install', { schema: { response: { 200: urlAnswer } }, onRequest: signedIn }, async (request) =>
-    sign.featherInstall(currentUser(request).id, baseUrlOf(request, publicUrl)),
+    sign.featherInstall(currentUser(request).id, publicOrigin(request, publicUrl)),
   );
 
   r.get('/api/feather/cert', { schema: { response: { 200: featherCertAnswer } }, onRequest: signedIn }, async (request, reply) => {
     // The password is in this answer: no cache keeps it.
     reply.header('cache-control', 'no-store');
-    return sign.featherCert(currentUser(request).id, baseUrlOf(request, publicUrl));
+    return sign.featherCert(currentUser(request).id, publicOrigin(request, publicUrl));
   });
 
   r.get(
@@ -77,7 +78,7 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
     async (request, reply) => {
       const { artifact_id } = request.params;
       checkSignedUrl(urls, request, `/files/sign/${artifact_id}/manifest.plist`, request.query);
-      const manifest = await sign.manifest(artifact_id, baseUrlOf(request, publicUrl));
+      const manifest = await sign.manifest(artifact_id, publicOrigin(request, publicUrl));
       if (manifest === undefined) throw artifactGone();
       return reply.type('text/xml; charset=utf-8').header('cache-control', 'private, no-store').send(manifest);
     },
