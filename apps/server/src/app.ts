@@ -10,7 +10,8 @@ import { publicConfig } from '@sideport/contracts';
 import { createCoreServices } from './core-services.js';
 import type { DatabaseHandle } from './db/client.js';
 import { accountRoutes } from './modules/account/routes.js';
-import { createGuards } from './modules/auth/guard.js';
+import { createGuards, SESSION_COOKIE } from './modules/auth/guard.js';
+import { createNavigationTokens } from './modules/auth/navigation-tokens.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { billingRoutes } from './modules/billing/routes.js';
 import { createBillingService } from './modules/billing/service.js';
@@ -37,7 +38,7 @@ import { createUrlSigner } from './platform/signed-urls.js';
 import type { Config } from './platform/config.js';
 import { registerBodyIdleTimeout } from './platform/body-timeout.js';
 import { createClientErrorHandler } from './platform/client-error.js';
-import { decodedPath, isApiPath, registerCrossSiteGuard } from './platform/cross-site.js';
+import { createSiteCheck, decodedPath, isApiPath, registerCrossSiteGuard } from './platform/cross-site.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHostCheck } from './platform/public-origin.js';
 import { loggerOptions } from './platform/logger.js';
@@ -59,6 +60,7 @@ export interface RegisteredRoute {
   method: string;
   url: string;
   schema: FastifyRouteSchema | undefined;
+  config: RouteOptions['config'];
 }
 type FastifyRouteSchema = RouteOptions['schema'];
 
@@ -87,7 +89,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   // Every route, as registered: the route-access suite checks each against its declared access.
   const routes: RegisteredRoute[] = [];
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) routes.push({ method, url: route.url, schema: route.schema });
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, schema: route.schema, config: route.config });
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -96,10 +98,6 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
   // Before the cross-site guard, so its refusals carry the same headers.
   await registerSecurityHeaders(app, { isHttps });
   registerHostCheck(app);
-  registerCrossSiteGuard(app, {
-    exemptPrefixes: CROSS_SITE_EXEMPT,
-    ...(config.PUBLIC_URL ? { publicOrigin: new URL(config.PUBLIC_URL).origin } : {}),
-  });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -133,13 +131,21 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     },
   });
   const guards = createGuards(auth);
+  // After the cookie parser and before every route: its refusals carry the security headers too.
+  const navigation = createNavigationTokens({ db, clock, auth });
+  const siteCheck = createSiteCheck({
+    ...(config.PUBLIC_URL ? { publicOrigin: new URL(config.PUBLIC_URL).origin } : {}),
+    sessionCookie: SESSION_COOKIE,
+    redeemNavigationToken: (request) => navigation.redeem(request),
+  });
+  registerCrossSiteGuard(app, { exemptPrefixes: CROSS_SITE_EXEMPT, check: siteCheck });
   const setup = createSetupLinkService({
     db,
     clock,
     auth,
     limits: { perAddress: config.SIGN_IN_LIMIT_PER_ADDRESS, windowMinutes: config.SIGN_IN_WINDOW_MINUTES },
   });
-  await app.register(authRoutes, { auth, setup, secureCookies: isHttps });
+  await app.register(authRoutes, { auth, setup, navigation, guards, secureCookies: isHttps });
   // The catalogue tells the decrypt domain, then the sign service, of admin deletes; both exist after it.
   const afterRemoved: Array<DecryptService['afterRemoved'] | SignService['afterRemoved']> = [];
   const { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, itunes } =
@@ -165,7 +171,7 @@ export async function buildApp({ config, database, clock = () => new Date() }: A
     freeDailyLimit: config.FREE_DAILY_LIMIT,
     log: app.log,
   });
-  await app.register(billingRoutes, { billing, guards, providerName: billingProvider.name, publicUrl: config.PUBLIC_URL });
+  await app.register(billingRoutes, { billing, guards, siteCheck, providerName: billingProvider.name, publicUrl: config.PUBLIC_URL });
   await app.register(accountRoutes, { guards, billing, devices });
 
   // The download URL key: configured, or made once and shared by every process through the database.

@@ -126,6 +126,16 @@ describe.each(databaseKinds)('route access on %s', (kind) => {
       expect(missing, 'registered routes missing from ROUTE_ACCESS (src/test/route-access.ts)').toEqual([]);
     });
 
+    it('marks in the route itself exactly the GETs the table says change state', () => {
+      for (const route of registeredRoutes(suite)) {
+        if (route.method !== 'GET' || !route.entry) continue;
+        const marked = (route.config as { changesState?: boolean } | undefined)?.changesState === true;
+        expect(marked, `${route.key}: config.changesState in the route, changesState in the table`).toBe(
+          route.entry.changesState === true,
+        );
+      }
+    });
+
     it('validates the input of every route that takes any', () => {
       for (const route of registeredRoutes(suite)) {
         const schema = (route.schema ?? {}) as Record<string, unknown>;

@@ -28,15 +28,20 @@ export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, fil
     return { id: user.id, isAdmin: isAdmin(user) };
   };
 
+  // Decrypt requests are GETs that change state (docs/product.md, Calls): guarded as a POST is.
   r.get(
     '/api/decrypt/:country/:app_id',
-    { schema: { params: appParams, response: { 200: decryptAnswer } }, onRequest: signedIn },
+    { schema: { params: appParams, response: { 200: decryptAnswer } }, onRequest: signedIn, config: { changesState: true } },
     async (request) => decrypt.requestApp(currentUser(request).id, request.params.country, request.params.app_id),
   );
 
   r.get(
     '/api/decrypt/:country/:app_id/:app_ver_id',
-    { schema: { params: appVersionParams, response: { 200: decryptAnswer } }, onRequest: signedIn },
+    {
+      schema: { params: appVersionParams, response: { 200: decryptAnswer } },
+      onRequest: signedIn,
+      config: { changesState: true },
+    },
     async (request) => {
       const { country, app_id, app_ver_id } = request.params;
       return decrypt.requestVersion(currentUser(request).id, country, app_id, app_ver_id);

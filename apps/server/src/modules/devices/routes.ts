@@ -45,7 +45,8 @@ export async function deviceRoutes(
   const admin = { onRequest: guards.requireAdmin };
 
   // A GET that makes a one-time token (docs/product.md, Screens: navigating to /udid downloads the profile).
-  r.get('/api/udid/profile', { onRequest: guards.requireUser }, async (request, reply) => {
+  // The web app navigates here (a download) with a one-time token (docs/security.md, Cross-site requests).
+  r.get('/api/udid/profile', { onRequest: guards.requireUser, config: { changesState: true } }, async (request, reply) => {
     const profile = await enrollment.issueProfile(currentUser(request).id, baseUrl(request));
     return reply
       .type(MOBILECONFIG_CONTENT_TYPE)

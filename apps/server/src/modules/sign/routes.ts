@@ -56,11 +56,13 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
     },
   );
 
-  r.get('/api/feather/install', { schema: { response: { 200: urlAnswer } }, onRequest: signedIn }, async (request) =>
+  // Both sign or export for the caller's devices: GETs that change state, guarded as a POST is.
+  const changesState = { changesState: true };
+  r.get('/api/feather/install', { schema: { response: { 200: urlAnswer } }, onRequest: signedIn, config: changesState }, async (request) =>
     sign.featherInstall(currentUser(request).id, publicOrigin(request, publicUrl)),
   );
 
-  r.get('/api/feather/cert', { schema: { response: { 200: featherCertAnswer } }, onRequest: signedIn }, async (request, reply) => {
+  r.get('/api/feather/cert', { schema: { response: { 200: featherCertAnswer } }, onRequest: signedIn, config: changesState }, async (request, reply) => {
     // The password is in this answer: no cache keeps it.
     reply.header('cache-control', 'no-store');
     return sign.featherCert(currentUser(request).id, publicOrigin(request, publicUrl));
