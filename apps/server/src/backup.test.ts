@@ -126,9 +126,10 @@ describe('sideport backup and restore of the embedded default', () => {
       const versions = async () => {
         const cookie = await signUp('requester');
         for (let i = 0; i < APPS && !stopping; i++) {
-          expect((await fetch(`${base}/api/decrypt/KR/${appId(i)}`, { headers: { cookie, ...WEB_CLIENT } })).status).toBe(
-            200,
-          );
+          expect(
+            (await fetch(`${base}/api/decrypt/KR/${appId(i)}`, { headers: { cookie, ...WEB_CLIENT } }))
+              .status,
+          ).toBe(200);
           const claim = await fetch(`${base}/api/agent/claim`, {
             method: 'POST',
             headers: { ...agent, 'content-type': 'application/json' },

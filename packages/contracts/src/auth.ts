@@ -71,7 +71,9 @@ export const navigationTokenRequest = z.object(
   {
     path: z.string({ error: 'Send the path to open as a string.' }).check(
       z.maxLength(NAVIGATION_PATH_MAX_LENGTH, { error: 'This path is too long.' }),
-      z.regex(/^\/api\/[\x21-\x7e]*$/, { error: 'The path must be an API path (/api/...) without spaces or a query.' }),
+      z.regex(/^\/api\/[\x21-\x7e]*$/, {
+        error: 'The path must be an API path (/api/...) without spaces or a query.',
+      }),
       z.refine((path) => !path.includes('?') && !path.includes('#'), {
         error: 'The path must be an API path (/api/...) without spaces or a query.',
       }),

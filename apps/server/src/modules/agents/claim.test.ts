@@ -38,7 +38,10 @@ describe.each(databaseKinds)('waiting claims on %s', (kind) => {
     gone.abort();
     await abandoned;
 
-    const asked = await live.app.inject({ url: '/api/decrypt/KR/6501', headers: { cookie: user, ...WEB_CLIENT } });
+    const asked = await live.app.inject({
+      url: '/api/decrypt/KR/6501',
+      headers: { cookie: user, ...WEB_CLIENT },
+    });
     expect(asked.statusCode).toBe(200);
     // Were the abandoned claim still waiting, the queued job would wake it and be leased to nobody.
     await new Promise((resolve) => setTimeout(resolve, 500));
