@@ -252,6 +252,20 @@ describe.each(databaseKinds)('browsers without Fetch Metadata (iOS Safari before
     expect((await t.app.inject({ url: '/healthz' })).statusCode).toBe(200);
   });
 
+  it('grants no other site the preflight it would need to send the client header', async () => {
+    const res = await suite.t.app.inject({
+      method: 'OPTIONS',
+      url: '/api/pay/service/0',
+      headers: {
+        origin: 'https://evil.example',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'x-sideport-client',
+      },
+    });
+    expect(res.statusCode).toBeGreaterThanOrEqual(400);
+    expect(Object.keys(res.headers).filter((name) => name.startsWith('access-control-'))).toEqual([]);
+  });
+
   it('asks for a token only with the client header or from the site, for an API path', async () => {
     const { t, cookies } = suite;
     const ask = (headers: Record<string, string>, path = '/api/udid/profile') =>
