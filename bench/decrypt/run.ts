@@ -57,7 +57,11 @@ const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'a
 async function adminAndAgent(baseUrl: string) {
   const signIn = await fetch(`${baseUrl}/api/sign-in`, json({ id: 'benchadmin', pw: md5('bench-password') }));
   const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
-  const made = await fetch(`${baseUrl}/api/admin/agents`, { ...json({ name: 'bench' }), headers: { 'content-type': 'application/json', cookie } });
+  const made = await fetch(`${baseUrl}/api/admin/agents`, {
+    ...json({ name: 'bench' }),
+    // As the web app calls (docs/security.md, Cross-site requests).
+    headers: { 'content-type': 'application/json', cookie, 'x-sideport-client': 'web' },
+  });
   const { token } = (await made.json()) as { token: string };
   return { cookie, token };
 }
@@ -209,7 +213,7 @@ async function uploadBench() {
   const rss = sampleRss(server.pid!);
   try {
     const { cookie, token } = await adminAndAgent(baseUrl);
-    const asked = await fetch(`${baseUrl}/api/decrypt/KR/424242`, { headers: { cookie } });
+    const asked = await fetch(`${baseUrl}/api/decrypt/KR/424242`, { headers: { cookie, 'x-sideport-client': 'web' } });
     if (asked.status !== 200) throw new Error(`request answered ${asked.status}: ${await asked.text()}`);
     const claim = await fetch(`${baseUrl}/api/agent/claim`, { ...json({}), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
     const { job } = (await claim.json()) as { job: { id: string } };

@@ -109,7 +109,7 @@ async function main() {
       const started = performance.now();
       const res = await fetch(`${base}/api/sign/${APP_ID}/${APP_VER_ID}`, {
         method: 'PUT',
-        headers: { 'content-type': 'application/json', cookie: user.cookie },
+        headers: { 'content-type': 'application/json', cookie: user.cookie, 'x-sideport-client': 'web' },
         body: JSON.stringify({ type: 0 }),
       });
       if (res.status !== 200) throw new Error(`sign request refused: ${res.status} ${await res.text()}`);

@@ -7,6 +7,7 @@ import {
   launchBrowser,
   newDataDir,
   openSession,
+  sendAsBrowserWithoutFetchMetadata,
   startServer,
   submitSignIn,
   submitSignUp,
@@ -64,6 +65,24 @@ describe('paying in test mode', () => {
     const until = new Date(await cell(s, 'premium-until'));
     expect(Math.abs(until.getTime() - inAMonth.getTime())).toBeLessThan(3 * 86_400_000);
     expect(await cell(s, 'daily-limit')).toBe('50 App/day');
+    await s.context.close();
+  });
+
+  it('buys a plan on a browser that sends no Fetch Metadata (iOS Safari before 16.4)', async () => {
+    const s = await openSession(browser, server.url);
+    await signUpAndOpenMyPage(s, 'old_safari_payer');
+    const answered = await sendAsBrowserWithoutFetchMetadata(s, server.url);
+    await s.page.getByRole('button', { name: '$3.99 / month · 20 App/day' }).click();
+    await s.page.waitForURL('**/billing/dev-checkout/**');
+    await s.page.getByRole('button', { name: 'Pay' }).click();
+    await s.page.waitForURL('**/my?checkout=success');
+    await expect.poll(() => cell(s, 'daily-limit')).toBe('20 App/day');
+    // Asked for by the API client (its header proves the call), paid with the page's form (its Origin).
+    expect(answered).toContain('GET /api/pay/service/0 200');
+    expect(
+      answered.filter((call) => /^POST \/billing\/dev-checkout\/[^/]+\/pay 303$/.test(call)),
+    ).toHaveLength(1);
+    await s.context.unrouteAll({ behavior: 'ignoreErrors' });
     await s.context.close();
   });
 

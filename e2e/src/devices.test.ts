@@ -9,6 +9,7 @@ import {
   launchBrowser,
   newDataDir,
   openSession,
+  sendAsBrowserWithoutFetchMetadata,
   startServer,
   submitSignUp,
   type RunningServer,
@@ -56,6 +57,37 @@ describe('adding a device', () => {
     expect(
       await s.page.getByRole('link', { name: 'Download the device profile again' }).getAttribute('href'),
     ).toBe('/api/udid/profile');
+    await s.context.close();
+  });
+
+  it('downloads the profile on a browser that sends no Fetch Metadata, and refuses a link from elsewhere', async () => {
+    const s = await openSession(browser, server.url, IPHONE_VIEWPORT, undefined, {
+      userAgent: IPHONE_USER_AGENT,
+    });
+    await submitSignUp(s, 'old_safari');
+    await s.page.waitForURL((u) => u.pathname === '/');
+    // As iOS Safari before 16.4 sends them: no Sec-Fetch-*, no Origin on a GET.
+    const answered = await sendAsBrowserWithoutFetchMetadata(s, server.url);
+
+    const download = s.page.waitForEvent('download');
+    await s.page.goto('/udid');
+    expect((await download).suggestedFilename()).toBe('sideport-device.mobileconfig');
+    expect(answered).toEqual(
+      expect.arrayContaining(['POST /api/navigation-tokens 200', 'GET /api/udid/profile 200']),
+    );
+
+    // Again from the page's link: a new token, a new download.
+    const again = s.page.waitForEvent('download');
+    await s.page.getByRole('link', { name: 'Download the device profile again' }).click();
+    expect((await again).suggestedFilename()).toBe('sideport-device.mobileconfig');
+
+    // What a link on another site opens in that browser: the cookie and nothing else.
+    const fromElsewhere = await s.page.goto('/api/udid/profile');
+    expect(fromElsewhere?.status()).toBe(403);
+    expect(await s.page.textContent('body')).toBe(
+      "This request did not show that it came from the site's own pages; open it from there.",
+    );
+    await s.context.unrouteAll({ behavior: 'ignoreErrors' });
     await s.context.close();
   });
 

@@ -2,7 +2,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import {
+  chromium,
+  type Browser,
+  type BrowserContext,
+  type Locator,
+  type Page,
+  type Route,
+} from 'playwright-core';
 import { repoRoot } from './paths.js';
 
 export interface RunningServer {
@@ -146,6 +153,34 @@ export async function openSession(
     void (accept ? dialog.accept() : dialog.dismiss());
   });
   return session;
+}
+
+/**
+ * Makes a session's calls to the server look as iOS Safari before 16.4 sends them: no
+ * Sec-Fetch-* headers at all, and an Origin only on methods other than GET and HEAD. Chromium
+ * would add them back to a request it sends itself, so each call to the API or the test-mode
+ * checkout is sent from here, with the page's other headers and its cookie. The live stream (a
+ * safe GET that never ends) is left to Chromium. Returns the calls answered, as 'METHOD path status'.
+ */
+export async function sendAsBrowserWithoutFetchMetadata(s: Session, serverUrl: string): Promise<string[]> {
+  const answered: string[] = [];
+  const handler = async (route: Route) => {
+    const request = route.request();
+    const { pathname } = new URL(request.url());
+    if (pathname === '/api/events') return route.continue();
+    const keepsOrigin = request.method() !== 'GET' && request.method() !== 'HEAD';
+    const headers = Object.fromEntries(
+      Object.entries(request.headers()).filter(
+        ([name]) => !name.startsWith('sec-fetch-') && (keepsOrigin || name !== 'origin'),
+      ),
+    );
+    const response = await route.fetch({ headers, maxRedirects: 0 });
+    answered.push(`${request.method()} ${pathname} ${response.status()}`);
+    await route.fulfill({ response });
+  };
+  await s.context.route(`${serverUrl}/api/**`, handler);
+  await s.context.route(`${serverUrl}/billing/**`, handler);
+  return answered;
 }
 
 /** Waits until a dialog with this message has been shown. */

@@ -11,7 +11,8 @@ import { publicConfig } from '@sideport/contracts';
 import { createCoreServices } from './core-services.js';
 import type { DatabaseHandle } from './db/client.js';
 import { accountRoutes } from './modules/account/routes.js';
-import { createGuards } from './modules/auth/guard.js';
+import { createGuards, SESSION_COOKIE } from './modules/auth/guard.js';
+import { createNavigationTokens } from './modules/auth/navigation-tokens.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { billingRoutes } from './modules/billing/routes.js';
 import { createBillingService } from './modules/billing/service.js';
@@ -36,12 +37,14 @@ import { settingOrCreate } from './platform/settings.js';
 import { eventRoutes } from './modules/events/routes.js';
 import { createUrlSigner } from './platform/signed-urls.js';
 import type { Config } from './platform/config.js';
+import { registerBodyIdleTimeout } from './platform/body-timeout.js';
 import { createClientErrorHandler } from './platform/client-error.js';
-import { decodedPath, isApiPath, registerCrossSiteGuard } from './platform/cross-site.js';
+import { createSiteCheck, decodedPath, isApiPath, registerCrossSiteGuard } from './platform/cross-site.js';
 import { registerErrorHandler } from './platform/error-handler.js';
+import { registerHostCheck } from './platform/public-origin.js';
 import { loggerOptions } from './platform/logger.js';
 import { hasControlCharacters } from './platform/params.js';
-import { registerSecurityHeaders } from './platform/security-headers.js';
+import { registerSecurityHeaders, securityHeaderMap } from './platform/security-headers.js';
 
 export interface AppDeps {
   config: Config;
@@ -60,11 +63,13 @@ export interface RegisteredRoute {
   method: string;
   url: string;
   schema: FastifyRouteSchema | undefined;
+  config: RouteOptions['config'];
 }
 type FastifyRouteSchema = RouteOptions['schema'];
 
 export async function buildApp({ config, database, clock = () => new Date(), logStream }: AppDeps) {
   const isHttps = config.PUBLIC_URL?.startsWith('https:') ?? false;
+  const securityHeaders = securityHeaderMap(isHttps);
   const app: FastifyInstance = Fastify({
     logger: loggerOptions(config, logStream),
     genReqId: () => randomUUID(),
@@ -74,25 +79,28 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     // Errors raised before routing (a malformed %-escape in the path) get the same text/plain answer.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ code: error.code }, 'malformed request address');
-      void (reply as FastifyReply).code(400).type('text/plain; charset=utf-8').send('This address is not valid.');
+      // No hook runs before routing, so the security headers are set here.
+      void (reply as FastifyReply)
+        .code(400)
+        .headers(securityHeaders)
+        .type('text/plain; charset=utf-8')
+        .send('This address is not valid.');
     },
     // What Node's HTTP parser refuses (a bad Content-Length) gets a text/plain sentence too.
-    clientErrorHandler: createClientErrorHandler(() => app.log),
+    clientErrorHandler: createClientErrorHandler(() => app.log, securityHeaders),
   });
   // Every route, as registered: the route-access suite checks each against its declared access.
   const routes: RegisteredRoute[] = [];
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) routes.push({ method, url: route.url, schema: route.schema });
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, schema: route.schema, config: route.config });
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
+  registerBodyIdleTimeout(app, { idleMs: config.BODY_IDLE_TIMEOUT_MS });
   // Before the cross-site guard, so its refusals carry the same headers.
   await registerSecurityHeaders(app, { isHttps });
-  registerCrossSiteGuard(app, {
-    exemptPrefixes: CROSS_SITE_EXEMPT,
-    ...(config.PUBLIC_URL ? { publicOrigin: new URL(config.PUBLIC_URL).origin } : {}),
-  });
+  registerHostCheck(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -126,13 +134,21 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     },
   });
   const guards = createGuards(auth);
+  // After the cookie parser and before every route: its refusals carry the security headers too.
+  const navigation = createNavigationTokens({ db, clock, auth });
+  const siteCheck = createSiteCheck({
+    ...(config.PUBLIC_URL ? { publicOrigin: new URL(config.PUBLIC_URL).origin } : {}),
+    sessionCookie: SESSION_COOKIE,
+    redeemNavigationToken: (request) => navigation.redeem(request),
+  });
+  registerCrossSiteGuard(app, { exemptPrefixes: CROSS_SITE_EXEMPT, check: siteCheck });
   const setup = createSetupLinkService({
     db,
     clock,
     auth,
     limits: { perAddress: config.SIGN_IN_LIMIT_PER_ADDRESS, windowMinutes: config.SIGN_IN_WINDOW_MINUTES },
   });
-  await app.register(authRoutes, { auth, setup, secureCookies: isHttps });
+  await app.register(authRoutes, { auth, setup, navigation, guards, secureCookies: isHttps });
   // The catalogue tells the decrypt domain, then the sign service, of admin deletes; both exist after it.
   const afterRemoved: Array<DecryptService['afterRemoved'] | SignService['afterRemoved']> = [];
   const { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes } =
@@ -158,7 +174,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     freeDailyLimit: config.FREE_DAILY_LIMIT,
     log: app.log,
   });
-  await app.register(billingRoutes, { billing, guards, providerName: billingProvider.name, publicUrl: config.PUBLIC_URL });
+  await app.register(billingRoutes, { billing, guards, siteCheck, providerName: billingProvider.name, publicUrl: config.PUBLIC_URL });
   await app.register(accountRoutes, { guards, billing, devices });
 
   // The download URL key: configured, or made once and shared by every process through the database.
@@ -215,7 +231,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   // In-process sign workers (docs/architecture.md, Topology); `sideport worker` runs more elsewhere.
   signWorkers.start(config.SIGN_WORKERS);
   app.addHook('onClose', () => signWorkers.stop());
-  await app.register(agentRoutes, { agents, jobs });
+  await app.register(agentRoutes, { agents, jobs, uploadIdleTimeoutMs: config.AGENT_UPLOAD_IDLE_TIMEOUT_MS });
   // Digest cache warm-ups that uploads did not wait for finish before the process ends.
   app.addHook('onClose', () => jobs.settle());
   const checklist = createSetupChecklist({

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from './dev/itunes-server.js';
 import { buildIpa, storeApp, storeWith } from './test/decrypt-support.js';
-import { createPostgresDatabase } from './test/harness.js';
+import { createPostgresDatabase, WEB_CLIENT } from './test/harness.js';
 import { md5, runCli, startServer, stopServer, type Running } from './test/server-process.js';
 
 const PASSWORD = md5('backup test password');
@@ -78,7 +78,7 @@ describe('sideport backup and restore of the embedded default', () => {
       const post = (url: string, body: unknown, cookie?: string) =>
         fetch(`${base}${url}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
+          headers: { 'content-type': 'application/json', ...(cookie ? { cookie, ...WEB_CLIENT } : {}) },
           body: JSON.stringify(body),
         });
       const admin = cookieOf(
@@ -107,7 +107,7 @@ describe('sideport backup and restore of the embedded default', () => {
           const user = `payer_${i}`;
           const cookie = await signUp(user);
           const { url } = (await (
-            await fetch(`${base}/api/pay/service/0`, { headers: { cookie } })
+            await fetch(`${base}/api/pay/service/0`, { headers: { cookie, ...WEB_CLIENT } })
           ).json()) as { url: string };
           const paid = await fetch(`${base}${new URL(url).pathname}/pay`, {
             method: 'POST',
@@ -126,9 +126,10 @@ describe('sideport backup and restore of the embedded default', () => {
       const versions = async () => {
         const cookie = await signUp('requester');
         for (let i = 0; i < APPS && !stopping; i++) {
-          expect((await fetch(`${base}/api/decrypt/KR/${appId(i)}`, { headers: { cookie } })).status).toBe(
-            200,
-          );
+          expect(
+            (await fetch(`${base}/api/decrypt/KR/${appId(i)}`, { headers: { cookie, ...WEB_CLIENT } }))
+              .status,
+          ).toBe(200);
           const claim = await fetch(`${base}/api/agent/claim`, {
             method: 'POST',
             headers: { ...agent, 'content-type': 'application/json' },

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { badRequests, badSegment, type FuzzCase, type FuzzRoute } from './test/bad-input.js';
 import { changedTables, createTableDigest, differingTables, snapshotDatabase } from './test/db-snapshot.js';
 import { databaseKinds } from './test/harness.js';
+import { openRaw, parseRawAnswer } from './test/raw-http.js';
 import { ROUTE_ACCESS } from './test/route-access.js';
 import {
   CONFIGURATIONS,
@@ -182,6 +183,64 @@ describe.each(databaseKinds)('bad input on %s', (kind) => {
         expect(Object.keys(changed).filter((table) => table !== 'rate_limits'), `FUZZ_SEED=${SEED}`).toEqual([]);
       }
     });
+
+    it.each(Object.keys(ROUTE_ACCESS))('%s answers a request that names no host (HTTP/1.0) without a 5xx', async (key) => {
+      const [method, pattern] = key.split(' ') as [string, string];
+      if (!suite.t.routes.some((r) => r.method === method && r.url === pattern)) return;
+      const entry = ROUTE_ACCESS[key]!;
+      if (entry.stream) return;
+      const example = exampleRequest(method, entry, await suite.fixtures());
+      const body = example.payload === undefined ? undefined : Buffer.from(JSON.stringify(example.payload));
+      const headers: Record<string, string> = {
+        ...(example.headers as Record<string, string>),
+        ...identityHeaders(suite, entry),
+        ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}),
+      };
+      const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+      const before = await snapshotDatabase(suite.t.database.db);
+      const { socket, answer } = await openRaw(port);
+      socket.write(Buffer.concat([Buffer.from(`${method} ${String(example.url)} HTTP/1.0\r\n${head}\r\n`), body ?? Buffer.alloc(0)]));
+      const res = parseRawAnswer(await answer);
+      expect(res.status, res.body).toBeLessThan(500);
+      // A route that makes a link from the request's host refuses before it changes anything.
+      if (res.body === 'Send a Host header naming this site.') {
+        expect(res.status).toBe(400);
+        const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
+        expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
+      }
+    });
+
+    it.each(Object.keys(ROUTE_ACCESS).filter((key) => !/^(GET|HEAD) /.test(key)))(
+      '%s answers a body that stops arriving with a 4xx sentence, closes, and changes nothing',
+      async (key) => {
+        const [method, pattern] = key.split(' ') as [string, string];
+        if (!suite.t.routes.some((r) => r.method === method && r.url === pattern)) return;
+        const entry = ROUTE_ACCESS[key]!;
+        const example = exampleRequest(method, entry, await suite.fixtures());
+        const headers: Record<string, string> = {
+          host: '127.0.0.1',
+          ...(example.headers as Record<string, string>),
+          ...identityHeaders(suite, entry),
+          'content-type': pattern.endsWith('/ipa') ? 'application/octet-stream' : 'application/json',
+        };
+        // The first half of the example's body, of the whole length it announces; then silence.
+        const body = Buffer.from(JSON.stringify(example.payload ?? { padding: 'x'.repeat(64) }));
+        const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+        const before = await snapshotDatabase(suite.t.database.db);
+        const { socket, answer } = await openRaw(port);
+        socket.write(`${method} ${String(example.url)} HTTP/1.1\r\n${head}content-length: ${body.length}\r\n\r\n`);
+        socket.write(body.subarray(0, body.length >> 1));
+        // Resolves once the server has closed the connection: the client never does.
+        const res = parseRawAnswer(await answer);
+        const answered = { statusCode: res.status, headers: res.headers, body: res.body };
+        expect(sentenceProblem(answered), `${res.status} ${res.body}`).toBeUndefined();
+        // A route that reads its body says why it gave up; one may refuse before reading (a lost lease).
+        if (res.status !== 408) expect(res.status, res.body).not.toBe(200);
+        else expect(res.body).toBe('The request body stopped arriving. Send the request again.');
+        const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
+        expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
+      },
+    );
   });
 });
 

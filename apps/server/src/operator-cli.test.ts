@@ -9,7 +9,7 @@ import type { ItunesServer } from './dev/itunes-server.js';
 import { openConfiguredDatabase } from './platform/bootstrap.js';
 import { loadConfig } from './platform/config.js';
 import { buildIpa, storeApp, storeWith } from './test/decrypt-support.js';
-import { createPostgresDatabase, databaseKinds, signedInUser } from './test/harness.js';
+import { createPostgresDatabase, databaseKinds, signedInUser, WEB_CLIENT } from './test/harness.js';
 import { STRIPE_ENV } from './test/route-suite.js';
 
 // The built CLI, as `npx sideport` runs it (root `npm test` builds dist before the tests).
@@ -132,7 +132,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
     const cookie = await withServer(async (built) => {
       const user = await signedInUser(built, `cli_user_${kind}`);
       expect(
-        (await built.app.inject({ url: '/api/decrypt/KR/6601', headers: { cookie: user } })).json(),
+        (await built.app.inject({ url: '/api/decrypt/KR/6601', headers: { cookie: user, ...WEB_CLIENT } })).json(),
       ).toMatchObject({ status: 'Pending' });
       return user;
     });

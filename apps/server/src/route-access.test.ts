@@ -7,11 +7,26 @@ import { ROUTE_ACCESS, SELF_AUTHENTICATED, type RouteAccess } from './test/route
 import {
   CONFIGURATIONS,
   exampleRequest,
+  identityHeaders,
   openRouteSuite,
   registeredRoutes,
   withCookie,
   type RouteSuite,
 } from './test/route-suite.js';
+
+/** Host headers no site has: a space, a path, a bad port, an unclosed or bad IPv6 literal, markup. */
+const MALFORMED_HOSTS = [
+  'bad host',
+  'evil.example/path',
+  'evil.example@good.example',
+  'sideport.example:99999',
+  'sideport.example:http',
+  '[::1',
+  '[not:an:address]',
+  'a..b',
+  '"><script>',
+  'a,b',
+];
 
 const isTextSentence = (res: LightMyRequestResponse) =>
   /^text\/plain/.test(String(res.headers['content-type'])) && res.body.length > 0;
@@ -111,6 +126,16 @@ describe.each(databaseKinds)('route access on %s', (kind) => {
       expect(missing, 'registered routes missing from ROUTE_ACCESS (src/test/route-access.ts)').toEqual([]);
     });
 
+    it('marks in the route itself exactly the GETs the table says change state', () => {
+      for (const route of registeredRoutes(suite)) {
+        if (route.method !== 'GET' || !route.entry) continue;
+        const marked = (route.config as { changesState?: boolean } | undefined)?.changesState === true;
+        expect(marked, `${route.key}: config.changesState in the route, changesState in the table`).toBe(
+          route.entry.changesState === true,
+        );
+      }
+    });
+
     it('validates the input of every route that takes any', () => {
       for (const route of registeredRoutes(suite)) {
         const schema = (route.schema ?? {}) as Record<string, unknown>;
@@ -132,6 +157,34 @@ describe.each(databaseKinds)('route access on %s', (kind) => {
         const exempt = CROSS_SITE_EXEMPT.some((prefix) => route.url.startsWith(prefix));
         expect(exempt, `${route.key} is ${route.entry.access}`).toBe(SELF_AUTHENTICATED.has(route.entry.access));
       }
+    });
+
+    it('documents every route but the web app and the document itself in GET /api/openapi.json', async () => {
+      const doc = (await suite.t.app.inject({ url: '/api/openapi.json' })).json() as { paths: Record<string, object> };
+      const documented = new Set(
+        Object.entries(doc.paths).flatMap(([url, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${url}`)),
+      );
+      const missing = registeredRoutes(suite)
+        .filter((r) => r.entry?.access !== 'page' && r.key !== 'GET /api/openapi.json')
+        .map((r) => `${r.method} ${r.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{*}')}`)
+        .filter((key) => !documented.has(key));
+      expect(missing, 'routes GET /api/openapi.json does not list').toEqual([]);
+    });
+
+    it.each(Object.keys(ROUTE_ACCESS))('%s refuses a malformed Host with a 400 sentence and changes nothing', async (key) => {
+      const [method, url] = key.split(' ') as [string, string];
+      if (!suite.t.routes.some((r) => r.method === method && r.url === url)) return;
+      const entry = ROUTE_ACCESS[key]!;
+      const example = exampleRequest(method, entry, await suite.fixtures());
+      const headers = { ...(example.headers as Record<string, string>), ...identityHeaders(suite, entry) };
+      const before = await snapshotDatabase(suite.t.database.db);
+      for (const host of MALFORMED_HOSTS) {
+        const res = await suite.t.app.inject({ ...example, headers: { ...headers, host } });
+        expect(res.statusCode, `Host: ${host}: ${res.body}`).toBe(400);
+        expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
+        expect(res.body).toBe('The Host header is not a valid host name.');
+      }
+      expect(changedTables(before, await snapshotDatabase(suite.t.database.db))).toEqual({});
     });
 
     it.each(Object.keys(ROUTE_ACCESS))('%s answers each caller as declared', async (key) => {

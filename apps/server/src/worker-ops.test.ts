@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from './dev/itunes-server.js';
 import { buildIpa, storeApp, storeWith } from './test/decrypt-support.js';
 import { deviceInfo, enrollDevice, payForDevice } from './test/device-flow.js';
-import { databaseKinds, signedInUser } from './test/harness.js';
+import { databaseKinds, signedInUser, WEB_CLIENT } from './test/harness.js';
 import { startLiveServer, type LiveServer } from './test/live-server.js';
 import { hasPromtool, promtoolCheck, sampleValue } from './test/promtool.js';
 import { cliJs } from './test/server-process.js';
@@ -123,7 +123,7 @@ describe.each(databaseKinds)('sideport worker logs and metrics on %s', (kind) =>
       method: 'PUT',
       url: `/api/sign/${APP_ID}/${APP_VER_ID}`,
       payload: { type: 0 },
-      headers: { cookie },
+      headers: { cookie, ...WEB_CLIENT },
     });
     expect(res.json()).toMatchObject({ status: 'Pending' });
     await live.stop();

@@ -59,3 +59,30 @@ export type Credentials = z.infer<typeof credentials>;
 /** Sign-in and sign-up answer. grade > 0 means admin. */
 export const gradeAnswer = z.object({ grade: z.int() });
 export type GradeAnswer = z.infer<typeof gradeAnswer>;
+
+/** The longest path a navigation token is asked for. */
+export const NAVIGATION_PATH_MAX_LENGTH = 300;
+
+/**
+ * POST /api/navigation-tokens payload: the API path a signed-in page is about to navigate to (the
+ * enrollment profile), which a navigation cannot send the API client's header to.
+ */
+export const navigationTokenRequest = z.object(
+  {
+    path: z.string({ error: 'Send the path to open as a string.' }).check(
+      z.maxLength(NAVIGATION_PATH_MAX_LENGTH, { error: 'This path is too long.' }),
+      z.regex(/^\/api\/[\x21-\x7e]*$/, {
+        error: 'The path must be an API path (/api/...) without spaces or a query.',
+      }),
+      z.refine((path) => !path.includes('?') && !path.includes('#'), {
+        error: 'The path must be an API path (/api/...) without spaces or a query.',
+      }),
+    ),
+  },
+  { error: 'Send a JSON object with path.' },
+);
+export type NavigationTokenRequest = z.infer<typeof navigationTokenRequest>;
+
+/** The one-time token, sent as `?nav_token=` on that path, and when it expires. */
+export const navigationTokenAnswer = z.object({ token: z.string(), expires_at: z.string() });
+export type NavigationTokenAnswer = z.infer<typeof navigationTokenAnswer>;

@@ -9,6 +9,7 @@ import type { AppEntry } from '@sideport/contracts';
 import { until } from '../test/agent-process.js';
 import { demoInstructions, startDemo, type Demo } from './demo.js';
 import { DEMO_APP, runDemoLoop } from './demo-loop.js';
+import { WEB_CLIENT } from '../test/harness.js';
 
 const md5 = (s: string) => createHash('md5').update(s).digest('hex');
 
@@ -46,7 +47,7 @@ describe('the demo', () => {
     });
     expect(await signIn.json()).toEqual({ grade: 1 });
     const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
-    const get = (url: string) => fetch(`${demo.url}${url}`, { headers: { cookie } });
+    const get = (url: string) => fetch(`${demo.url}${url}`, { headers: { cookie, ...WEB_CLIENT } });
 
     for (const term of ['facebook', 'talon', 'annuaire']) {
       expect(

@@ -1,25 +1,7 @@
-import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../test/harness.js';
-
-/** Sends bytes as they are and returns the whole answer (the server closes the connection). */
-function rawRequest(port: number, bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
-    let answer = '';
-    socket.on('data', (chunk) => (answer += chunk.toString('utf8')));
-    socket.on('close', () => resolve(answer));
-    socket.on('error', reject);
-  });
-}
-
-const parse = (answer: string) => {
-  const [head = '', body = ''] = answer.split('\r\n\r\n', 2);
-  const [statusLine = '', ...lines] = head.split('\r\n');
-  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-  return { status: Number(statusLine.split(' ')[1]), headers, body };
-};
+import { rawRequest } from '../test/raw-http.js';
 
 describe('malformed HTTP', () => {
   let t: TestApp;
@@ -32,13 +14,33 @@ describe('malformed HTTP', () => {
   afterAll(() => t.close());
 
   it.each([
-    ['a Content-Length that is not a number', 'POST /api/sign-in HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'The Content-Length header is not valid.'],
-    ['two different Content-Lengths', 'POST /api/sign-in HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}', 400, 'The Content-Length header is not valid.'],
+    [
+      'a Content-Length that is not a number',
+      'POST /api/sign-in HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+      400,
+      'The Content-Length header is not valid.',
+    ],
+    [
+      'two different Content-Lengths',
+      'POST /api/sign-in HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}',
+      400,
+      'The Content-Length header is not valid.',
+    ],
     ['a request line that is not HTTP', 'HELLO\r\n\r\n', 400, 'The request is not valid HTTP.'],
-    ['a header without a colon', 'GET /healthz HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n', 400, 'The request is not valid HTTP.'],
-    ['headers past the size limit', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'The request headers are too large.'],
+    [
+      'a header without a colon',
+      'GET /healthz HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n',
+      400,
+      'The request is not valid HTTP.',
+    ],
+    [
+      'headers past the size limit',
+      `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      431,
+      'The request headers are too large.',
+    ],
   ])('answers %s with a text/plain sentence', async (_what, bytes, status, sentence) => {
-    const answer = parse(await rawRequest(port, bytes));
+    const answer = await rawRequest(port, bytes);
     expect(answer.status).toBe(status);
     expect(answer.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(answer.body).toBe(sentence);

@@ -42,6 +42,10 @@ const schema = z.object({
   SESSION_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int().min(0, 'must be 0 or more').default(2000),
   FREE_DAILY_LIMIT: positiveInt(3),
   BODY_LIMIT_BYTES: positiveInt(64 * 1024),
+  /** A request body from which no byte arrives for this long is answered 408 (docs/security.md, Limits). */
+  BODY_IDLE_TIMEOUT_MS: positiveInt(30_000),
+  /** The same bound for an agent's IPA upload, which may pause longer (a busy disk on the agent's side). */
+  AGENT_UPLOAD_IDLE_TIMEOUT_MS: positiveInt(120_000),
   SIGN_IN_LIMIT_PER_ID: positiveInt(10),
   SIGN_IN_LIMIT_PER_ADDRESS: positiveInt(30),
   SIGN_IN_WINDOW_MINUTES: positiveInt(15),

@@ -5,7 +5,7 @@ import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from '../dev/itunes-server.js';
 import { buildIpa, makeAgent, storeApp, storeWith } from '../test/decrypt-support.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../test/harness.js';
 import { createLocalStore, parseStorageUrl } from './storage.js';
 
 describe('storage URLs', () => {
@@ -66,7 +66,7 @@ describe.each(databaseKinds)('S3-compatible storage on %s', (kind) => {
   });
 
   it('stores an accepted IPA in the bucket, hands out a presigned link, and deletes it with the version', async () => {
-    expect((await t.app.inject({ url: '/api/decrypt/KR/6101', headers: { cookie: user } })).statusCode).toBe(200);
+    expect((await t.app.inject({ url: '/api/decrypt/KR/6101', headers: { cookie: user, ...WEB_CLIENT } })).statusCode).toBe(200);
     const agent = await makeAgent(t, admin);
     const { job } = await agent.claim();
     const ipa = await buildIpa({ bundleId: 'com.example.s3', version: '2.0' });
@@ -83,7 +83,7 @@ describe.each(databaseKinds)('S3-compatible storage on %s', (kind) => {
     // The store checks the signature; the link lives DOWNLOAD_URL_TTL_SECONDS (600 by default).
     expect(new URL(link.url).searchParams.get('X-Amz-Expires')).toBe('600');
 
-    const removed = await t.app.inject({ method: 'DELETE', url: '/api/app/6101/77001', headers: { cookie: admin } });
+    const removed = await t.app.inject({ method: 'DELETE', url: '/api/app/6101/77001', headers: { cookie: admin, ...WEB_CLIENT } });
     expect(removed.statusCode).toBe(204);
     expect((await fetch(link.url)).status).toBe(404);
   });

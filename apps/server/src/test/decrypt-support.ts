@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { makeSampleIpa, type SampleIpaOptions } from '../dev/sample-ipa.js';
 import { startItunesServer, type ItunesServer } from '../dev/itunes-server.js';
-import { fixturesDir, signedInUser, type TestApp } from './harness.js';
+import { fixturesDir, signedInUser, WEB_CLIENT, type TestApp } from './harness.js';
 
 /** A real store record (Facebook, from fastlane's recorded lookup), to derive others from. */
 export const facebookRecord = (
@@ -47,7 +47,7 @@ export interface AgentClient {
 
 /** An agent made through the admin API, and calls of its protocol through the real server. */
 export async function makeAgent(t: Pick<TestApp, 'app'>, adminCookie: string, name = 'mac-mini'): Promise<AgentClient> {
-  const made = await t.app.inject({ method: 'POST', url: '/api/admin/agents', headers: { cookie: adminCookie }, payload: { name } });
+  const made = await t.app.inject({ method: 'POST', url: '/api/admin/agents', headers: { cookie: adminCookie, ...WEB_CLIENT }, payload: { name } });
   if (made.statusCode !== 200) throw new Error(`agent creation failed: ${made.statusCode} ${made.body}`);
   const { token, id } = made.json() as { token: string; id: string };
   const call: AgentClient['call'] = (method, url, payload, extra = {}) =>
@@ -78,7 +78,7 @@ export async function signedInAdmin(t: Pick<TestApp, 'app' | 'services'>, id: st
 
 /** Makes a user premium the way a payment does (the test-mode checkout, paid). */
 export async function makePremium(t: Pick<TestApp, 'app'>, cookie: string, plan = 0) {
-  const start = await t.app.inject({ url: `/api/pay/service/${plan}`, headers: { cookie } });
+  const start = await t.app.inject({ url: `/api/pay/service/${plan}`, headers: { cookie, ...WEB_CLIENT } });
   const url = new URL((start.json() as { url: string }).url);
   const id = url.pathname.split('/').pop()!;
   const paid = await t.app.inject({ method: 'POST', url: `/billing/dev-checkout/${id}/pay`, headers: { cookie, 'sec-fetch-site': 'same-origin' } });

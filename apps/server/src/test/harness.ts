@@ -108,6 +108,13 @@ export async function createTestApp(
   };
 }
 
+/**
+ * The header the web app's API client sends on every call (apps/web/src/lib/api.ts): with a
+ * session cookie and neither Sec-Fetch-Site nor Origin, a call that changes state needs it
+ * (docs/security.md, Cross-site requests). Tests that call as the web app send it with the cookie.
+ */
+export const WEB_CLIENT = { 'x-sideport-client': 'web' } as const;
+
 /** The cookie header that carries the session set by a sign-in or sign-up answer. */
 export function sessionCookie(response: { cookies: Array<{ name: string; value: string }> }) {
   const cookie = response.cookies.find((c) => c.name === 'sideport_session');

@@ -48,7 +48,11 @@ export interface RouteAccess {
   access: Access;
   /** A request the allowed caller makes successfully. */
   example: ExampleRequest | ((fx: Fixtures) => ExampleRequest);
-  /** A GET that changes state (docs/product.md, Calls: decrypt, pay, portal): cross-site checked as a POST is. */
+  /**
+   * A GET that changes state (docs/product.md, Calls: decrypt, pay, portal): cross-site checked as a
+   * POST is. The route says so too (`config: { changesState: true }`); route-access.test.ts checks
+   * that the two agree.
+   */
   changesState?: true;
   /**
    * An answer that never ends (Server-Sent Events): refusals are checked as usual, but the allowed
@@ -72,6 +76,8 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/setup/:token': { access: 'public', example: `/api/setup/${'A'.repeat(43)}` },
   'POST /api/setup/:token': { access: 'public', example: (fx) => ({ url: `/api/setup/${'A'.repeat(43)}`, payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 } }) },
   'POST /api/sign-out': { access: 'public', bodyless: true, example: '/api/sign-out' },
+  // A one-time token for a navigation that changes state (docs/security.md, Cross-site requests)
+  'POST /api/navigation-tokens': { access: 'user', example: { url: '/api/navigation-tokens', payload: { path: '/api/udid/profile' } } },
   'GET /api/info': { access: 'user', example: '/api/info' },
 
   // Catalogue

@@ -31,6 +31,9 @@ export const STRIPE_ENV = {
   STRIPE_PRICE_DEVICE: 'price_device',
 };
 
+/** The suites' bound on a silent request body (BODY_IDLE_TIMEOUT_MS); uploads get twice as long. */
+export const SUITE_BODY_IDLE_TIMEOUT_MS = 400;
+
 /** Sent by the site's own pages; the suites that are not about cross-site requests send it. */
 export const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' } as const;
 
@@ -63,6 +66,9 @@ export async function openRouteSuite(kind: DatabaseKind, configuration: Configur
     LIST_CACHE_MS: '0',
     SIGN_IN_LIMIT_PER_ADDRESS: '1000000',
     SIGN_IN_LIMIT_PER_ID: '1000000',
+    // A body that stops arriving is given up on soon (src/fuzz.test.ts stalls one on every route).
+    BODY_IDLE_TIMEOUT_MS: String(SUITE_BODY_IDLE_TIMEOUT_MS),
+    AGENT_UPLOAD_IDLE_TIMEOUT_MS: String(SUITE_BODY_IDLE_TIMEOUT_MS * 2),
     ...(configuration === 'stripe' ? STRIPE_ENV : {}),
   };
   const t = await createTestApp(kind, { env, ...(configuration === 'dev' ? { web: true } : {}) });

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { alertFailure, api, ApiError, RETRY_LATER } from './api';
+import { alertFailure, api, ApiError, openWithToken, RETRY_LATER } from './api';
 import { setNavigate } from './navigation';
 import { useClientStore } from './store';
 
@@ -87,5 +87,50 @@ describe('api failures', () => {
     expect(alerts).toEqual(['The id or password is not correct.']);
     expect(visited).toEqual([]);
     expect(useClientStore.getState().isLogin).toBe(true);
+  });
+});
+
+describe("proving a call is the site's own (docs/security.md, Cross-site requests)", () => {
+  it('sends X-Sideport-Client: web on every call, with a body or without', async () => {
+    const fetch = answer(200, '{}', 'application/json');
+    vi.stubGlobal('fetch', fetch);
+    await api('/api/decrypt/KR/1');
+    await api('/api/sign/1/2', { method: 'PUT', body: { type: 0 } });
+    const sent = fetch.mock.calls.map((call) => (call as unknown as [string, RequestInit])[1].headers);
+    expect(sent).toEqual([
+      { 'x-sideport-client': 'web' },
+      { 'x-sideport-client': 'web', 'content-type': 'application/json' },
+    ]);
+  });
+
+  it('asks for a one-time token before it opens a navigation, and opens the path with it', async () => {
+    const opened: string[] = [];
+    vi.stubGlobal('window', {
+      location: { pathname: '/udid', search: '', assign: (url: string) => opened.push(url) },
+    });
+    const fetch = answer(
+      200,
+      JSON.stringify({ token: 'a+b/c', expires_at: '2026-11-27T10:01:00.000Z' }),
+      'application/json',
+    );
+    vi.stubGlobal('fetch', fetch);
+    await openWithToken('/api/udid/profile');
+    const [url, init] = fetch.mock.calls[0] as unknown as [string, RequestInit];
+    expect(url).toBe('/api/navigation-tokens');
+    expect(init.method).toBe('POST');
+    expect(JSON.parse(String(init.body))).toEqual({ path: '/api/udid/profile' });
+    expect(opened).toEqual(['/api/udid/profile?nav_token=a%2Bb%2Fc']);
+  });
+
+  it('opens nothing when the token is refused, and says why', async () => {
+    const opened: string[] = [];
+    vi.stubGlobal('window', {
+      location: { pathname: '/udid', search: '', assign: (url: string) => opened.push(url) },
+      alert: (message: string) => alerts.push(message),
+    });
+    vi.stubGlobal('fetch', answer(403, 'Cross-site requests are not allowed.', 'text/plain; charset=utf-8'));
+    await failureOf(openWithToken('/api/udid/profile'));
+    expect(opened).toEqual([]);
+    expect(alerts).toEqual(['Cross-site requests are not allowed.']);
   });
 });

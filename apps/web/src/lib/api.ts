@@ -1,7 +1,15 @@
+import { navigationTokenAnswer } from '@sideport/contracts';
 import { useClientStore } from './store';
 import { currentPath, navigate } from './navigation';
 
 export const RETRY_LATER = 'Please retry later.';
+
+/**
+ * Sent on every call: a browser that tells the server nothing of where a request comes from (no
+ * Sec-Fetch-Site, no Origin: iOS Safari before 16.4) proves with it that the call is the site's
+ * own, since another site cannot send it without a CORS preflight (docs/security.md, Cross-site requests).
+ */
+export const CLIENT_HEADER = { 'x-sideport-client': 'web' } as const;
 
 /** A failed call: the server's sentence (text/plain) or nothing. */
 export class ApiError extends Error {
@@ -63,7 +71,10 @@ export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<Api
     response = await fetch(path, {
       method: init.method ?? 'GET',
       credentials: 'include',
-      headers: init.body === undefined ? {} : { 'content-type': 'application/json' },
+      headers:
+        init.body === undefined
+          ? { ...CLIENT_HEADER }
+          : { ...CLIENT_HEADER, 'content-type': 'application/json' },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
     });
   } catch {
@@ -83,6 +94,18 @@ export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<Api
 }
 
 export const api = async <T>(path: string, init?: ApiInit) => (await apiFetch<T>(path, init)).data;
+
+/**
+ * Opens an API path that changes state as a navigation (the enrollment profile's download), which
+ * cannot carry CLIENT_HEADER: asks for a one-time token of the signed-in person for that path
+ * first, and opens the path with it. Failures throw as api's do.
+ */
+export async function openWithToken(path: string) {
+  const { token } = navigationTokenAnswer.parse(
+    await api<unknown>('/api/navigation-tokens', { method: 'POST', body: { path } }),
+  );
+  window.location.assign(`${path}?nav_token=${encodeURIComponent(token)}`);
+}
 
 /** docs/product.md, Errors: show the server's sentence, or 'Please retry later.'; a 401 was already handled. */
 export function alertFailure(error: unknown) {

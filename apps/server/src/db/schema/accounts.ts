@@ -34,3 +34,24 @@ export const rateLimits = pgTable('rate_limits', {
   count: integer('count').notNull(),
   resetAt: timestamp('reset_at', { withTimezone: true }).notNull(),
 });
+
+/**
+ * One-time tokens a signed-in page asks for before it navigates to a call that changes state
+ * (docs/security.md, Cross-site requests): a navigation cannot carry the web app's request header,
+ * and a browser without Fetch Metadata sends nothing that tells it from another site's link. Only
+ * a hash is kept; each is bound to its user and the one path it opens, and lives a minute.
+ */
+export const navigationTokens = pgTable(
+  'navigation_tokens',
+  {
+    /** sha256 (hex) of the token. */
+    tokenHash: text('token_hash').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade', onUpdate: 'cascade' }),
+    /** The decoded path, without query, that the token opens. */
+    path: text('path').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('navigation_tokens_expires_at_idx').on(t.expiresAt)],
+);

@@ -1,7 +1,7 @@
 import { accountInfo } from '@sideport/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from '../../dev/itunes-server.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { makePremium, storeApp, storeWith } from '../../test/decrypt-support.js';
 import { insertDevice } from '../devices/queries.js';
 
@@ -27,7 +27,7 @@ describe.each(databaseKinds)('account info on %s', (kind) => {
   it("tells today's use against the limit, and the plan that gives it", async () => {
     const cookie = await signedInUser(t, `counter_${kind}`);
     expect(await info(cookie)).toMatchObject({ plan: null, used_today: 0, daily_limit: 3, premium: false });
-    await t.app.inject({ url: '/api/decrypt/KR/6201', headers: { cookie } });
+    await t.app.inject({ url: '/api/decrypt/KR/6201', headers: { cookie, ...WEB_CLIENT } });
     expect(await info(cookie)).toMatchObject({ plan: null, used_today: 1, daily_limit: 3 });
 
     await makePremium(t, cookie, 3);
@@ -35,8 +35,8 @@ describe.each(databaseKinds)('account info on %s', (kind) => {
     expect(premium).toMatchObject({ plan: 3, used_today: 1, daily_limit: 50, premium: true });
     expect(premium.expired_date).not.toBeNull();
     // A second request of the same app joins the first: it costs nothing.
-    await t.app.inject({ url: '/api/decrypt/KR/6201', headers: { cookie } });
-    await t.app.inject({ url: '/api/decrypt/KR/6202', headers: { cookie } });
+    await t.app.inject({ url: '/api/decrypt/KR/6201', headers: { cookie, ...WEB_CLIENT } });
+    await t.app.inject({ url: '/api/decrypt/KR/6202', headers: { cookie, ...WEB_CLIENT } });
     expect((await info(cookie)).used_today).toBe(2);
   });
 

@@ -21,7 +21,7 @@ import {
   storeApp,
   storeWith,
 } from '../../test/decrypt-support.js';
-import { databaseKinds, signedInUser } from '../../test/harness.js';
+import { databaseKinds, signedInUser, WEB_CLIENT } from '../../test/harness.js';
 import { startLiveServer, type LiveServer } from '../../test/live-server.js';
 
 /**
@@ -155,7 +155,7 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
   }
 
   const inject = (server: LiveServer, url: string, cookie: string, method: 'GET' | 'POST' = 'GET') =>
-    server.app.inject({ method, url, headers: { cookie } });
+    server.app.inject({ method, url, headers: { cookie, ...WEB_CLIENT } });
   const request = (n: number, server = live) =>
     inject(server, `/api/decrypt/KR/${appId(n)}`, people.get(server)!.user);
   const versionsOf = async (n: number, server = live) =>
@@ -409,7 +409,7 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     const retried = await quick.app.inject({
       method: 'POST',
       url: `/api/admin/queue/${entry.seq}/retry`,
-      headers: { cookie: people.get(quick)!.admin },
+      headers: { cookie: people.get(quick)!.admin, ...WEB_CLIENT },
     });
     expect(retried.statusCode).toBe(204);
 

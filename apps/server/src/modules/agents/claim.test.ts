@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { makeAgent, signedInAdmin, storeApp, storeWith } from '../../test/decrypt-support.js';
-import { databaseKinds, signedInUser } from '../../test/harness.js';
+import { databaseKinds, signedInUser, WEB_CLIENT } from '../../test/harness.js';
 import { startLiveServer, type LiveServer } from '../../test/live-server.js';
 
 /** The long-polling claim over a real connection: what happens when either side goes away. */
@@ -38,7 +38,10 @@ describe.each(databaseKinds)('waiting claims on %s', (kind) => {
     gone.abort();
     await abandoned;
 
-    const asked = await live.app.inject({ url: '/api/decrypt/KR/6501', headers: { cookie: user } });
+    const asked = await live.app.inject({
+      url: '/api/decrypt/KR/6501',
+      headers: { cookie: user, ...WEB_CLIENT },
+    });
     expect(asked.statusCode).toBe(200);
     // Were the abandoned claim still waiting, the queued job would wake it and be leased to nobody.
     await new Promise((resolve) => setTimeout(resolve, 500));

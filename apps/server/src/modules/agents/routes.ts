@@ -14,7 +14,7 @@ import {
   uploadQuery,
   versionsRequest,
 } from '@sideport/contracts';
-import { badRequest, unauthorized } from '../../platform/errors.js';
+import { AppError, unauthorized } from '../../platform/errors.js';
 import type { AgentRef, JobService } from '../decrypt/jobs.js';
 import type { AgentService } from './service.js';
 
@@ -28,9 +28,14 @@ declare module 'fastify' {
 export interface AgentRoutesDeps {
   agents: Pick<AgentService, 'authenticate' | 'markSeen'>;
   jobs: JobService;
+  /** How long an upload may pause before it is refused 408 (AGENT_UPLOAD_IDLE_TIMEOUT_MS). */
+  uploadIdleTimeoutMs: number;
 }
 
 const leaseParams = z.object({ id: z.string().max(40) });
+
+/** The one content type an IPA upload is sent with (docs/agent-protocol.md). */
+const IPA_CONTENT_TYPE = 'application/octet-stream';
 
 function currentAgent(request: FastifyRequest): AgentRef {
   if (!request.agent) throw unauthorized('Send the agent token as Authorization: Bearer <token>.');
@@ -41,7 +46,7 @@ function currentAgent(request: FastifyRequest): AgentRef {
  * The decrypt agent protocol (docs/agent-protocol.md), exempt from the cross-site check: every call
  * carries the agent's bearer token instead of a cookie. A token unknown or revoked gets 401.
  */
-export async function agentRoutes(app: FastifyInstance, { agents, jobs }: AgentRoutesDeps) {
+export async function agentRoutes(app: FastifyInstance, { agents, jobs, uploadIdleTimeoutMs }: AgentRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   app.addHook('onRequest', async (request) => {
@@ -58,9 +63,6 @@ export async function agentRoutes(app: FastifyInstance, { agents, jobs }: AgentR
       await agents.markSeen(request.agent.id).catch((err: unknown) => request.log.warn({ err }, 'could not record the agent as seen'));
     }
   });
-
-  // The IPA arrives as a raw stream and is written to disk as it comes, never held whole.
-  app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
 
   // A long-polling claim would hold a closing server up for its whole wait: it answers at once.
   const closing = new AbortController();
@@ -104,18 +106,33 @@ export async function agentRoutes(app: FastifyInstance, { agents, jobs }: AgentR
     },
   );
 
-  r.put(
-    '/api/agent/jobs/:id/ipa',
-    { schema: { params: leaseParams, querystring: uploadQuery, response: { 200: uploadAnswer } } },
-    async (request) => {
-      if (!(request.headers['content-type'] ?? '').startsWith('application/octet-stream')) {
-        throw badRequest('Send the IPA as the request body with Content-Type: application/octet-stream.');
-      }
-      const declared = request.headers['content-length'];
-      return jobs.acceptUpload(currentAgent(request), request.params.id, request.body as Readable, {
-        ...request.query,
-        ...(declared !== undefined ? { declaredBytes: Number(declared) } : {}),
-      });
-    },
-  );
+  // The IPA arrives as a raw stream and is written to disk as it comes, never held whole. Its own
+  // scope takes the body of any content type unread, so a wrong type gets this route's sentence
+  // (naming the type it takes), not the JSON routes' one.
+  await app.register(async (upload) => {
+    upload.removeAllContentTypeParsers();
+    upload.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    upload.withTypeProvider<ZodTypeProvider>().put(
+      '/api/agent/jobs/:id/ipa',
+      {
+        schema: { params: leaseParams, querystring: uploadQuery, response: { 200: uploadAnswer } },
+        config: { bodyIdleTimeoutMs: uploadIdleTimeoutMs },
+      },
+      async (request) => {
+        const mediaType = (request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
+        if (mediaType !== IPA_CONTENT_TYPE) {
+          throw new AppError(
+            415,
+            'UNSUPPORTED_MEDIA_TYPE',
+            `Send the IPA as the request body with Content-Type: ${IPA_CONTENT_TYPE}.`,
+          );
+        }
+        const declared = request.headers['content-length'];
+        return jobs.acceptUpload(currentAgent(request), request.params.id, request.body as Readable, {
+          ...request.query,
+          ...(declared !== undefined ? { declaredBytes: Number(declared) } : {}),
+        });
+      },
+    );
+  });
 }

@@ -1,6 +1,6 @@
 import { and, eq, gt, lt, lte, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
-import { rateLimits, sessions, settings, users } from '../../db/schema/index.js';
+import { navigationTokens, rateLimits, sessions, settings, users } from '../../db/schema/index.js';
 
 export type UserRow = typeof users.$inferSelect;
 
@@ -126,4 +126,28 @@ export async function takeSetting(db: Database, key: string, value: string): Pro
 
 export async function deleteSetting(db: Database, key: string) {
   await db.delete(settings).where(eq(settings.key, key));
+}
+
+export async function insertNavigationToken(db: Database, token: typeof navigationTokens.$inferInsert) {
+  await db.insert(navigationTokens).values(token);
+}
+
+/** Deletes the token if it is this user's, for this path and unexpired: true when it was (so it works once). */
+export async function takeNavigationToken(db: Database, token: { tokenHash: string; userId: string; path: string; now: Date }) {
+  const taken = await db
+    .delete(navigationTokens)
+    .where(
+      and(
+        eq(navigationTokens.tokenHash, token.tokenHash),
+        eq(navigationTokens.userId, token.userId),
+        eq(navigationTokens.path, token.path),
+        gt(navigationTokens.expiresAt, token.now),
+      ),
+    )
+    .returning({ tokenHash: navigationTokens.tokenHash });
+  return taken.length === 1;
+}
+
+export async function deleteExpiredNavigationTokens(db: Database, now: Date) {
+  await db.delete(navigationTokens).where(lt(navigationTokens.expiresAt, now));
 }

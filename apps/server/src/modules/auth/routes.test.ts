@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimits, users } from '../../db/schema/index.js';
-import { createTestApp, databaseKinds, sessionCookie, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, sessionCookie, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 
 const md5 = (s: string) => createHash('md5').update(s).digest('hex');
 const PW = md5('correct horse');
@@ -173,7 +173,7 @@ describe.each(databaseKinds)('accounts on %s', (kind) => {
     it('sign-out revokes the session on the server', async () => {
       const res = await post('/api/sign-up', { id: freshId(), pw: PW });
       const cookie = sessionCookie(res);
-      const out = await t.app.inject({ method: 'POST', url: '/api/sign-out', headers: { cookie } });
+      const out = await t.app.inject({ method: 'POST', url: '/api/sign-out', headers: { cookie, ...WEB_CLIENT } });
       expect(out.statusCode).toBe(204);
       expect(out.cookies.find((c) => c.name === 'sideport_session')?.value).toBe('');
       expect((await t.app.inject({ url: '/api/info', headers: { cookie } })).statusCode).toBe(401);

@@ -1,15 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { credentials, gradeAnswer } from '@sideport/contracts';
+import { credentials, gradeAnswer, navigationTokenAnswer, navigationTokenRequest } from '@sideport/contracts';
 import { addressKey } from './client-address.js';
-import { SESSION_COOKIE } from './guard.js';
+import { currentUser, SESSION_COOKIE, type Guards } from './guard.js';
+import type { NavigationTokens } from './navigation-tokens.js';
 import type { AuthService } from './service.js';
 import { SETUP_TOKEN_PATTERN, type SetupLinkService } from './setup-link.js';
 
 export interface AuthRoutesDeps {
   auth: AuthService;
   setup: SetupLinkService;
+  navigation: Pick<NavigationTokens, 'issue'>;
+  guards: Guards;
   secureCookies: boolean;
 }
 
@@ -19,7 +22,7 @@ const setupParams = z.object({
   }),
 });
 
-export async function authRoutes(app: FastifyInstance, { auth, setup, secureCookies }: AuthRoutesDeps) {
+export async function authRoutes(app: FastifyInstance, { auth, setup, navigation, guards, secureCookies }: AuthRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   function setSession(
@@ -71,4 +74,15 @@ export async function authRoutes(app: FastifyInstance, { auth, setup, secureCook
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     return reply.code(204).send();
   });
+
+  // A one-time token for a navigation that changes state (docs/security.md, Cross-site requests).
+  r.post(
+    '/api/navigation-tokens',
+    { onRequest: guards.requireUser, schema: { body: navigationTokenRequest, response: { 200: navigationTokenAnswer } } },
+    async (request, reply) => {
+      const { token, expiresAt } = await navigation.issue(currentUser(request).id, request.body.path);
+      reply.header('cache-control', 'no-store');
+      return { token, expires_at: expiresAt.toISOString() };
+    },
+  );
 }

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devices, subscriptions } from '../../db/schema/index.js';
 import { ConfigError, loadConfig } from '../../platform/config.js';
-import { countPayments, createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { countPayments, createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 
@@ -19,7 +19,7 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
   afterAll(() => t.close());
 
   const get = (url: string, cookie: string, headers: Record<string, string> = {}) =>
-    t.app.inject({ url, headers: { cookie, ...headers } });
+    t.app.inject({ url, headers: { cookie, ...WEB_CLIENT, ...headers } });
   const post = (url: string, cookie: string, headers: Record<string, string> = SAME_ORIGIN) =>
     t.app.inject({
       method: 'POST',
@@ -271,7 +271,7 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
     });
     try {
       const cookie = await signedInUser(app, uid());
-      const res = await app.app.inject({ url: '/api/pay/service/0', headers: { cookie } });
+      const res = await app.app.inject({ url: '/api/pay/service/0', headers: { cookie, ...WEB_CLIENT } });
       const { url } = res.json() as { url: string };
       expect(url).toMatch(/^https:\/\/sideport\.example\/billing\/dev-checkout\//);
       const paid = await app.app.inject({

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { badRequest, forbidden, notFound } from '../../platform/errors.js';
-import { isSameSiteRequest } from '../../platform/cross-site.js';
+import type { SiteCheck } from '../../platform/cross-site.js';
+import { publicOrigin } from '../../platform/public-origin.js';
 import { opaqueIdParam } from '../../platform/params.js';
 import { currentUser, type Guards } from '../auth/guard.js';
 import { DEV_PAGE_CSP, renderCheckoutPage, renderPortalPage } from './dev-pages.js';
@@ -13,6 +14,8 @@ import type { BillingService, CheckoutAsk } from './service.js';
 export interface BillingRoutesDeps {
   billing: BillingService;
   guards: Guards;
+  /** The cross-site rule of the API, for the test-mode pages outside /api. */
+  siteCheck: SiteCheck;
   providerName: 'stripe' | 'dev';
   /** PUBLIC_URL; the request's own origin when unset. */
   publicUrl?: string | undefined;
@@ -37,18 +40,20 @@ function parseService(raw: string): CheckoutAsk {
 
 export async function billingRoutes(
   app: FastifyInstance,
-  { billing, guards, providerName, publicUrl }: BillingRoutesDeps,
+  { billing, guards, siteCheck, providerName, publicUrl }: BillingRoutesDeps,
 ) {
-  const baseUrl = (request: FastifyRequest) =>
-    new URL(publicUrl ?? `${request.protocol}://${request.host}`).origin;
+  const baseUrl = (request: FastifyRequest) => publicOrigin(request, publicUrl);
   const signedIn = { onRequest: guards.requireUser };
   const r = app.withTypeProvider<ZodTypeProvider>();
 
-  r.get('/api/pay/service/:n', { ...signedIn, schema: { params: serviceParams } }, async (request) => {
+  // GETs that change state (docs/product.md, Calls): guarded as a POST is (platform/cross-site.ts).
+  const changesState = { config: { changesState: true } };
+
+  r.get('/api/pay/service/:n', { ...signedIn, ...changesState, schema: { params: serviceParams } }, async (request) => {
     return billing.startCheckout(currentUser(request), parseService(request.params.n), baseUrl(request));
   });
 
-  r.get('/api/pay/device/:index', { ...signedIn, schema: { params: deviceParams } }, async (request) => {
+  r.get('/api/pay/device/:index', { ...signedIn, ...changesState, schema: { params: deviceParams } }, async (request) => {
     const raw = request.params.index;
     if (!/^\d{1,6}$/.test(raw)) throw notFound('This device');
     return billing.startCheckout(
@@ -58,7 +63,7 @@ export async function billingRoutes(
     );
   });
 
-  app.get('/api/portal', signedIn, async (request) =>
+  app.get('/api/portal', { ...signedIn, ...changesState }, async (request) =>
     billing.openPortal(currentUser(request), baseUrl(request)),
   );
 
@@ -96,9 +101,7 @@ export async function billingRoutes(
       scope.addHook('onRequest', async (request, reply) => {
         reply.header('content-security-policy', DEV_PAGE_CSP).header('cache-control', 'no-store');
         // Outside /api, so the global cross-site guard does not run: the same rule, here.
-        if (!isSameSiteRequest(request, publicUrl ? new URL(publicUrl).origin : undefined)) {
-          throw forbidden('Cross-site requests are not allowed.');
-        }
+        await siteCheck(request);
       });
 
       const dev = scope.withTypeProvider<ZodTypeProvider>();

@@ -4,7 +4,7 @@ import { eq, sql } from 'drizzle-orm';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { billingEvents, devices, subscriptions } from '../../db/schema/index.js';
-import { countPayments, createTestApp, databaseKinds, fixturesDir, signedInUser, type TestApp } from '../../test/harness.js';
+import { countPayments, createTestApp, databaseKinds, fixturesDir, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { startStripeServer, type StripeServer } from '../../test/stripe-server.js';
 
 const SECRET_KEY = 'sk_test_sideport';
@@ -61,7 +61,7 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
     await stripe.close();
   });
 
-  const get = (url: string, cookie: string) => t.app.inject({ url, headers: { cookie } });
+  const get = (url: string, cookie: string) => t.app.inject({ url, headers: { cookie, ...WEB_CLIENT } });
   const deliverRaw = (payload: string, signature: string) =>
     t.app.inject({
       method: 'POST',

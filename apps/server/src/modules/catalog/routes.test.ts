@@ -4,7 +4,7 @@ import { PAGE_SIZE, appList } from '@sideport/contracts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { auditLog } from '../../db/schema/index.js';
 import { startItunesServer, type ItunesServer } from '../../dev/itunes-server.js';
-import { createTestApp, databaseKinds, fixturesDir, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, fixturesDir, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import * as q from './queries.js';
 
 const itunesFixture = (name: string) => readFileSync(path.join(fixturesDir, 'itunes', name), 'utf8');
@@ -286,15 +286,15 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
     it('lets only admins delete, removes the item from the list and audits it', async () => {
       await q.upsertApps(t.database.db, 'KR', [{ appId: 4242, name: 'Gone', developer: 'D', version: '1', iconUrl: '', storeUrl: '', rating: null, ratingCount: null, bundleId: 'b', minimumOs: '12.0', sizeBytes: null, price: null }], now);
       await q.insertVersion(t.database.db, { country: 'KR', appId: 4242, appVerId: 4243, version: '1', status: 'Done' });
-      const denied = await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243', headers: { cookie } });
+      const denied = await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243', headers: { cookie, ...WEB_CLIENT } });
       expect(denied.statusCode).toBe(403);
       expect(denied.body).toBe('Do not have permission.');
       expect((await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243' })).statusCode).toBe(401);
-      const done = await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243', headers: { cookie: adminCookie } });
+      const done = await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243', headers: { cookie: adminCookie, ...WEB_CLIENT } });
       expect(done.statusCode).toBe(204);
       const latest = (await t.app.inject({ url: '/api/latest/0' })).json() as Array<{ app_id: string }>;
       expect(latest.some((e) => e.app_id === '4242')).toBe(false);
-      const again = await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243', headers: { cookie: adminCookie } });
+      const again = await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243', headers: { cookie: adminCookie, ...WEB_CLIENT } });
       expect(again.statusCode).toBe(404);
       const audit = await t.database.db.select().from(auditLog);
       expect(audit.some((a) => a.action === 'delete-version' && a.actor === `admin_${kind}`)).toBe(true);
@@ -303,7 +303,7 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
     it('deletes a queue entry with blacklist, after which the app shows Not in search', async () => {
       await search('us', 'facebook');
       await q.insertVersion(t.database.db, { country: 'US', appId: 284882215, appVerId: null, version: null, status: 'Pending' });
-      const res = await t.app.inject({ method: 'DELETE', url: '/api/queue/black/284882215/0', headers: { cookie: adminCookie } });
+      const res = await t.app.inject({ method: 'DELETE', url: '/api/queue/black/284882215/0', headers: { cookie: adminCookie, ...WEB_CLIENT } });
       expect(res.statusCode).toBe(204);
       const queue = (await t.app.inject({ url: '/api/queue/0' })).json() as Array<{ app_id: string }>;
       expect(queue.some((e) => e.app_id === '284882215')).toBe(false);

@@ -6,7 +6,7 @@ import { openZipFromBuffer } from '@sideport/ipa';
 import { buildZip, withEntry, withSharedRecord } from '../../../../../packages/ipa/src/test-support/build-zip.js';
 import { withCryptid } from '../../../../../packages/ipa/src/test-support/macho-bytes.js';
 import type { ItunesServer } from '../../dev/itunes-server.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { buildIpa, makeAgent, makePremium, storeApp, storeWith, type AgentClient } from '../../test/decrypt-support.js';
 
 const FREE_LIMIT = 3;
@@ -68,7 +68,7 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     await store.close();
   });
 
-  const get = (url: string, cookie: string) => t.app.inject({ url, headers: { cookie } });
+  const get = (url: string, cookie: string) => t.app.inject({ url, headers: { cookie, ...WEB_CLIENT } });
   const request = (n: number, cookie = user) => get(`/api/decrypt/KR/${app(n)}`, cookie);
   /** Claims until the job of `appId` comes (other tests' jobs are failed out of the way). */
   async function claimFor(appId: number, by = agent) {
@@ -165,14 +165,14 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     const paid = await get('/api/decrypt/KR/7001', user);
     expect(paid.statusCode).toBe(403);
     expect(paid.body).toBe('Paid apps are not decrypted on this server.');
-    const search = await t.app.inject({ url: '/api/search/kr/Paid App', headers: { cookie: user } });
+    const search = await t.app.inject({ url: '/api/search/kr/Paid App', headers: { cookie: user, ...WEB_CLIENT } });
     expect(search.json()).toEqual([expect.objectContaining({ app_id: '7001', status: 'Not' })]);
   });
 
   it('keeps version requests, version lists and the premium queue for premium users', async () => {
     expect((await get(`/api/decrypt/KR/${app(2)}/123`, user)).body).toBe('Need decrypt premium.');
-    expect((await t.app.inject({ method: 'PATCH', url: `/api/decrypt/KR/${app(2)}`, headers: { cookie: user } })).statusCode).toBe(403);
-    expect((await t.app.inject({ method: 'POST', url: `/api/version/KR/${app(2)}`, headers: { cookie: user } })).body).toBe(
+    expect((await t.app.inject({ method: 'PATCH', url: `/api/decrypt/KR/${app(2)}`, headers: { cookie: user, ...WEB_CLIENT } })).statusCode).toBe(403);
+    expect((await t.app.inject({ method: 'POST', url: `/api/version/KR/${app(2)}`, headers: { cookie: user, ...WEB_CLIENT } })).body).toBe(
       'Need decrypt premium.',
     );
   });
@@ -184,7 +184,7 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     const free = await signedInUser(t, `free_${kind}`);
     expect((await request(20, free)).json()).toMatchObject({ status: 'Pending', premium: false });
 
-    const history = t.app.inject({ method: 'POST', url: `/api/version/KR/${app(20)}`, headers: { cookie: premium } });
+    const history = t.app.inject({ method: 'POST', url: `/api/version/KR/${app(20)}`, headers: { cookie: premium, ...WEB_CLIENT } });
     const job = await claimFor(app(20));
     expect(job).toMatchObject({ kind: 'versions', bundle_id: 'com.example.app20' });
     const listed = await agent.call('POST', `/api/agent/jobs/${job.id}/versions`, {
@@ -215,7 +215,7 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
       .filter((e) => e.app_id === String(app(20)))
       .map((e) => e.app_ver_id);
     expect(await order()).toEqual(['900001', null]);
-    const moved = await t.app.inject({ method: 'PATCH', url: `/api/decrypt/KR/${app(20)}`, headers: { cookie: premium } });
+    const moved = await t.app.inject({ method: 'PATCH', url: `/api/decrypt/KR/${app(20)}`, headers: { cookie: premium, ...WEB_CLIENT } });
     expect(moved.json()).toMatchObject({ premium: true, app_ver_id: null });
     expect(await order()).toEqual([null, '900001']);
     const next = await claimFor(app(20));
@@ -241,7 +241,7 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     const second = await upload(again.id, wrong, '?app_ver_id=880003');
     expect(second.statusCode).toBe(422);
     expect(second.body).toBe('The IPA is com.example.other, not the requested com.example.app3.');
-    const search = await t.app.inject({ url: `/api/search/kr/App ${app(3)}`, headers: { cookie: user } });
+    const search = await t.app.inject({ url: `/api/search/kr/App ${app(3)}`, headers: { cookie: user, ...WEB_CLIENT } });
     expect(search.json()).toEqual([expect.objectContaining({ status: 'Not' })]);
     expect(storedFiles(t.dataDir)).toEqual(before);
   });
@@ -299,7 +299,7 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     expect(shared.statusCode).toBe(422);
     expect(shared.body).toMatch(/^The IPA is not usable: Expected each entry's bytes to follow the previous entry's, found ".*\.copy-0" starting at offset \d+, inside /);
     expect(storedFiles(t.dataDir)).toEqual(before);
-    const search = await t.app.inject({ url: `/api/search/kr/App ${app(25)}`, headers: { cookie: user } });
+    const search = await t.app.inject({ url: `/api/search/kr/App ${app(25)}`, headers: { cookie: user, ...WEB_CLIENT } });
     expect(search.json()).toEqual([expect.objectContaining({ status: 'Not' })]);
   });
 
@@ -323,9 +323,9 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
   it('gives an admin-retried job a new lease, so the agent that held the old one cannot act on it', async () => {
     expect((await request(6, other)).statusCode).toBe(200);
     const held = await claimFor(app(6));
-    const queue = (await t.app.inject({ url: '/api/admin/queue/0', headers: { cookie: admin } })).json() as Array<{ seq: string; app_id: string }>;
+    const queue = (await t.app.inject({ url: '/api/admin/queue/0', headers: { cookie: admin, ...WEB_CLIENT } })).json() as Array<{ seq: string; app_id: string }>;
     const seqOf = queue.find((e) => e.app_id === String(app(6)))!.seq;
-    const retried = await t.app.inject({ method: 'POST', url: `/api/admin/queue/${seqOf}/retry`, headers: { cookie: admin } });
+    const retried = await t.app.inject({ method: 'POST', url: `/api/admin/queue/${seqOf}/retry`, headers: { cookie: admin, ...WEB_CLIENT } });
     expect(retried.statusCode).toBe(204);
 
     const second = await makeAgent(t, admin, 'after-retry');
@@ -348,7 +348,7 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
       ['POST', '/api/admin/queue/1/retry'],
       ['GET', '/api/admin/audit/0'],
     ] as const) {
-      const res = await t.app.inject({ method, url, headers: { cookie: user }, ...(method === 'POST' ? { payload: { name: 'x' } } : {}) });
+      const res = await t.app.inject({ method, url, headers: { cookie: user, ...WEB_CLIENT }, ...(method === 'POST' ? { payload: { name: 'x' } } : {}) });
       expect(res.statusCode, `${method} ${url}`).toBe(403);
     }
   });

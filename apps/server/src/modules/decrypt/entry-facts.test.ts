@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { appList, queueStatus, type AppEntry } from '@sideport/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from '../../dev/itunes-server.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { buildIpa, makeAgent, makePremium, storeApp, storeWith, type AgentClient } from '../../test/decrypt-support.js';
 import * as catalog from '../catalog/queries.js';
 
@@ -49,7 +49,7 @@ describe.each(databaseKinds)('entry facts on %s', (kind) => {
     await store.close();
   });
 
-  const get = (url: string, cookie: string) => t.app.inject({ url, headers: { cookie } });
+  const get = (url: string, cookie: string) => t.app.inject({ url, headers: { cookie, ...WEB_CLIENT } });
   const list = async (url: string, cookie = user) => appList.parse((await get(url, cookie)).json());
   const status = async () => queueStatus.parse((await t.app.inject({ url: '/api/queue-status' })).json());
   async function claimFor(appId: number) {

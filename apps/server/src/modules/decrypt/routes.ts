@@ -3,7 +3,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { decryptAnswer, urlAnswer, versionHistoryAnswer, appList } from '@sideport/contracts';
 import { currentUser, isAdmin, type Guards } from '../auth/guard.js';
 import { AppError } from '../../platform/errors.js';
-import { baseUrlOf, checkSignedUrl, sendLocalFile } from '../../platform/serve-file.js';
+import { publicOrigin } from '../../platform/public-origin.js';
+import { checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { DecryptService } from './service.js';
@@ -21,21 +22,26 @@ export interface DecryptRoutesDeps {
 export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, files, urls, publicUrl }: DecryptRoutesDeps) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const signedIn = guards.requireUser;
-  const baseUrl = (request: FastifyRequest) => baseUrlOf(request, publicUrl);
+  const baseUrl = (request: FastifyRequest) => publicOrigin(request, publicUrl);
   const viewerOf = (request: FastifyRequest) => {
     const user = currentUser(request);
     return { id: user.id, isAdmin: isAdmin(user) };
   };
 
+  // Decrypt requests are GETs that change state (docs/product.md, Calls): guarded as a POST is.
   r.get(
     '/api/decrypt/:country/:app_id',
-    { schema: { params: appParams, response: { 200: decryptAnswer } }, onRequest: signedIn },
+    { schema: { params: appParams, response: { 200: decryptAnswer } }, onRequest: signedIn, config: { changesState: true } },
     async (request) => decrypt.requestApp(currentUser(request).id, request.params.country, request.params.app_id),
   );
 
   r.get(
     '/api/decrypt/:country/:app_id/:app_ver_id',
-    { schema: { params: appVersionParams, response: { 200: decryptAnswer } }, onRequest: signedIn },
+    {
+      schema: { params: appVersionParams, response: { 200: decryptAnswer } },
+      onRequest: signedIn,
+      config: { changesState: true },
+    },
     async (request) => {
       const { country, app_id, app_ver_id } = request.params;
       return decrypt.requestVersion(currentUser(request).id, country, app_id, app_ver_id);
@@ -79,7 +85,13 @@ export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, fil
   // link copied elsewhere stops working. Ranges are served (resumed and parallel downloads).
   r.get(
     '/files/ipa/:app_id/:app_ver_id',
-    { schema: { params: versionParams, querystring: signedQuery, hide: true } },
+    {
+      schema: {
+        params: versionParams,
+        querystring: signedQuery,
+        ...signedFileDoc('The decrypted IPA (ranges served)', 'application/octet-stream'),
+      },
+    },
     async (request, reply) => {
       const { app_id, app_ver_id } = request.params;
       checkSignedUrl(urls, request, `/files/ipa/${app_id}/${app_ver_id}`, request.query);

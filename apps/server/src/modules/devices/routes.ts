@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { adminDevice, signingIdentityInfo, type SigningIdentityInfo } from '@sideport/contracts';
 import { AppError } from '../../platform/errors.js';
 import { idParam } from '../../platform/params.js';
+import { publicOrigin } from '../../platform/public-origin.js';
 import { contentDisposition } from '../../platform/storage.js';
 import { currentUser, type Guards } from '../auth/guard.js';
 import type { CatalogService } from '../catalog/service.js';
@@ -39,12 +40,13 @@ export async function deviceRoutes(
   app: FastifyInstance,
   { guards, enrollment, registration, signing, audit, publicUrl }: DeviceRoutesDeps,
 ) {
-  const baseUrl = (request: FastifyRequest) => new URL(publicUrl ?? `${request.protocol}://${request.host}`).origin;
+  const baseUrl = (request: FastifyRequest) => publicOrigin(request, publicUrl);
   const r = app.withTypeProvider<ZodTypeProvider>();
   const admin = { onRequest: guards.requireAdmin };
 
   // A GET that makes a one-time token (docs/product.md, Screens: navigating to /udid downloads the profile).
-  r.get('/api/udid/profile', { onRequest: guards.requireUser }, async (request, reply) => {
+  // The web app navigates here (a download) with a one-time token (docs/security.md, Cross-site requests).
+  r.get('/api/udid/profile', { onRequest: guards.requireUser, config: { changesState: true } }, async (request, reply) => {
     const profile = await enrollment.issueProfile(currentUser(request).id, baseUrl(request));
     return reply
       .type(MOBILECONFIG_CONTENT_TYPE)
@@ -66,10 +68,13 @@ export async function deviceRoutes(
       { bodyLimit: ENROLLMENT_ANSWER_MAX_BYTES, schema: { params: tokenParams } },
       async (request, reply) => {
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        // Where the device goes next, made before the device is added: a request no link can be
+        // made for is refused with nothing changed.
+        const accountPage = `${baseUrl(request)}/my`;
         const { userId, added } = await enrollment.enroll(request.params.token, body);
         request.log.info({ userId, added }, added ? 'device enrolled' : 'device enrolled again (already listed)');
         // 301 to the account page: iOS opens it in Safari once the profile is installed.
-        return reply.redirect(`${baseUrl(request)}/my`, 301);
+        return reply.redirect(accountPage, 301);
       },
     );
   });

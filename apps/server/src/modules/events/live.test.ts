@@ -7,7 +7,7 @@ import { buildApp } from '../../app.js';
 import { openDatabase } from '../../db/client.js';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { loadConfig } from '../../platform/config.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { makeAgent, storeApp, storeWith } from '../../test/decrypt-support.js';
 
 /** Reads Server-Sent Events from a running server as a browser tab would. */
@@ -75,7 +75,7 @@ describe.each(databaseKinds)('live status on %s', (kind) => {
   it('streams every status change of a decrypt entry to a signed-in tab', async () => {
     const stream = await openStream(baseUrl, user);
     expect(stream.response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-    expect((await t.app.inject({ url: '/api/decrypt/KR/6001', headers: { cookie: user } })).statusCode).toBe(200);
+    expect((await t.app.inject({ url: '/api/decrypt/KR/6001', headers: { cookie: user, ...WEB_CLIENT } })).statusCode).toBe(200);
     expect(await stream.next((e) => e.type === 'version' && e.app_id === '6001')).toMatchObject({ status: 'Pending', app_ver_id: null });
 
     const agent = await makeAgent(t, admin);
@@ -126,7 +126,7 @@ describe.each(databaseKinds)('live status on %s', (kind) => {
     const secondUrl = await second.app.listen({ port: 0, host: '127.0.0.1' });
     try {
       const stream = await openStream(secondUrl, user);
-      expect((await t.app.inject({ url: '/api/decrypt/KR/6002', headers: { cookie: user } })).statusCode).toBe(200);
+      expect((await t.app.inject({ url: '/api/decrypt/KR/6002', headers: { cookie: user, ...WEB_CLIENT } })).statusCode).toBe(200);
       expect(await stream.next((e) => e.type === 'version' && e.app_id === '6002')).toMatchObject({ status: 'Pending' });
       stream.close();
     } finally {

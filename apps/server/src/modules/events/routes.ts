@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import { currentUser, isAdmin, type Guards } from '../auth/guard.js';
 import type { EventBus } from '../../platform/events.js';
 
@@ -22,7 +23,15 @@ export async function eventRoutes(app: FastifyInstance, { guards, bus, keepAlive
     for (const end of open) end();
   });
 
-  app.get('/api/events', { onRequest: guards.requireUser, schema: { hide: true } }, (request, reply) => {
+  const schema = {
+    summary: 'Live changes for the signed-in person (Server-Sent Events)',
+    description:
+      'A stream that never ends: one `data:` line of JSON per change (a queue entry, a sign, a device), ' +
+      'comment lines to keep proxies from closing it, `retry: 2000`.',
+    produces: ['text/event-stream'],
+    response: { 200: z.string().meta({ description: 'The event stream' }) },
+  };
+  app.get('/api/events', { onRequest: guards.requireUser, schema }, (request, reply) => {
     const user = currentUser(request);
     reply.hijack();
     const res = reply.raw;

@@ -10,7 +10,7 @@ import {
   type AgentClient,
 } from '../../test/decrypt-support.js';
 import { deviceInfo, enrollDevice, payForDevice } from '../../test/device-flow.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { hasPromtool, promtoolCheck, sampleValue } from '../../test/promtool.js';
 import { METRICS_LOOPBACK_ONLY, METRICS_TOKEN_NEEDED } from './access.js';
 import { STATE_CACHE_MS } from './service.js';
@@ -58,7 +58,7 @@ describe.each(databaseKinds)('GET /metrics on %s', (kind) => {
   /** Requests a decrypt of app `n` and returns the job an agent claims for it. */
   async function claimed(n: number, cookie = user) {
     expect(
-      (await t.app.inject({ url: `/api/decrypt/KR/${app(n)}`, headers: { cookie } })).json(),
+      (await t.app.inject({ url: `/api/decrypt/KR/${app(n)}`, headers: { cookie, ...WEB_CLIENT } })).json(),
     ).toMatchObject({ status: 'Pending' });
     const { job } = await agent.claim();
     expect(job?.app_id).toBe(String(app(n)));
@@ -103,7 +103,7 @@ describe.each(databaseKinds)('GET /metrics on %s', (kind) => {
         method: 'PUT',
         url: `/api/sign/${app(0)}/870000`,
         payload: { type: 0 },
-        headers: { cookie: user },
+        headers: { cookie: user, ...WEB_CLIENT },
       });
       expect(sign.json()).toMatchObject({ status: 'Pending' });
       await expect
@@ -148,7 +148,7 @@ describe.each(databaseKinds)('GET /metrics on %s', (kind) => {
 
       // Two free requests and a premium one; the agent takes the premium one first and uploads it.
       for (const n of [2, 3])
-        await t.app.inject({ url: `/api/decrypt/KR/${app(n)}`, headers: { cookie: user } });
+        await t.app.inject({ url: `/api/decrypt/KR/${app(n)}`, headers: { cookie: user, ...WEB_CLIENT } });
       const job = await claimed(4, premium);
       const depth = { queue: 'decrypt', status: 'queued', lane: 'free' };
       // Within the cache period a scrape answers what was read before, without asking the database.

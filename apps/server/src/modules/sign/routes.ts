@@ -5,7 +5,8 @@ import { featherCertAnswer, signAnswer, signCheckAnswer, signRequest, urlAnswer 
 import { currentUser, type Guards } from '../auth/guard.js';
 import { AppError } from '../../platform/errors.js';
 import { opaqueIdParam, sealedTokenParam, signedQuery, signTypeParam, versionParams } from '../../platform/params.js';
-import { baseUrlOf, checkSignedUrl, sendLocalFile } from '../../platform/serve-file.js';
+import { publicOrigin } from '../../platform/public-origin.js';
+import { checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SignService } from './service.js';
@@ -51,27 +52,35 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
     { schema: { params: signedParams, response: { 200: urlAnswer } }, onRequest: signedIn },
     async (request) => {
       const { app_id, app_ver_id, type } = request.params;
-      return sign.install(currentUser(request).id, app_id, app_ver_id, type, baseUrlOf(request, publicUrl));
+      return sign.install(currentUser(request).id, app_id, app_ver_id, type, publicOrigin(request, publicUrl));
     },
   );
 
-  r.get('/api/feather/install', { schema: { response: { 200: urlAnswer } }, onRequest: signedIn }, async (request) =>
-    sign.featherInstall(currentUser(request).id, baseUrlOf(request, publicUrl)),
+  // Both sign or export for the caller's devices: GETs that change state, guarded as a POST is.
+  const changesState = { changesState: true };
+  r.get('/api/feather/install', { schema: { response: { 200: urlAnswer } }, onRequest: signedIn, config: changesState }, async (request) =>
+    sign.featherInstall(currentUser(request).id, publicOrigin(request, publicUrl)),
   );
 
-  r.get('/api/feather/cert', { schema: { response: { 200: featherCertAnswer } }, onRequest: signedIn }, async (request, reply) => {
+  r.get('/api/feather/cert', { schema: { response: { 200: featherCertAnswer } }, onRequest: signedIn, config: changesState }, async (request, reply) => {
     // The password is in this answer: no cache keeps it.
     reply.header('cache-control', 'no-store');
-    return sign.featherCert(currentUser(request).id, baseUrlOf(request, publicUrl));
+    return sign.featherCert(currentUser(request).id, publicOrigin(request, publicUrl));
   });
 
   r.get(
     '/files/sign/:artifact_id/manifest.plist',
-    { schema: { params: artifactParams, querystring: signedQuery, hide: true } },
+    {
+      schema: {
+        params: artifactParams,
+        querystring: signedQuery,
+        ...signedFileDoc('The over-the-air install manifest of a signed app', 'text/xml'),
+      },
+    },
     async (request, reply) => {
       const { artifact_id } = request.params;
       checkSignedUrl(urls, request, `/files/sign/${artifact_id}/manifest.plist`, request.query);
-      const manifest = await sign.manifest(artifact_id, baseUrlOf(request, publicUrl));
+      const manifest = await sign.manifest(artifact_id, publicOrigin(request, publicUrl));
       if (manifest === undefined) throw artifactGone();
       return reply.type('text/xml; charset=utf-8').header('cache-control', 'private, no-store').send(manifest);
     },
@@ -79,7 +88,13 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
 
   r.get(
     '/files/sign/:artifact_id/app.ipa',
-    { schema: { params: artifactParams, querystring: signedQuery, hide: true } },
+    {
+      schema: {
+        params: artifactParams,
+        querystring: signedQuery,
+        ...signedFileDoc('The signed IPA (ranges served)', 'application/octet-stream'),
+      },
+    },
     async (request, reply) => {
       const { artifact_id } = request.params;
       checkSignedUrl(urls, request, `/files/sign/${artifact_id}/app.ipa`, request.query);
@@ -92,7 +107,13 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
 
   r.get(
     '/files/feather/cert/:token',
-    { schema: { params: z.object({ token: sealedTokenParam }), querystring: signedQuery, hide: true } },
+    {
+      schema: {
+        params: z.object({ token: sealedTokenParam }),
+        querystring: signedQuery,
+        ...signedFileDoc("A zip of the signing identity's .p12 and the person's .mobileprovision", 'application/zip'),
+      },
+    },
     async (request, reply) => {
       const { token } = request.params;
       checkSignedUrl(urls, request, `/files/feather/cert/${token}`, request.query);

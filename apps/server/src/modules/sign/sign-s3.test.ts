@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePlist, parseProfile, type PlistObject } from '@sideport/ipa';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { buildIpa, storeApp, storeWith } from '../../test/decrypt-support.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import * as devices from '../devices/queries.js';
 
 const APP_ID = 6300;
@@ -55,14 +55,14 @@ describe.each(databaseKinds)('sign service with S3 storage on %s', (kind) => {
         if (m.kind === 'live' && m.event.type === 'sign' && m.event.status === 'Done') resolve();
       }),
     );
-    const res = await t.app.inject({ method: 'PUT', url: `/api/sign/${APP_ID}/${APP_VER_ID}`, payload: { type: 0 }, headers: { cookie } });
+    const res = await t.app.inject({ method: 'PUT', url: `/api/sign/${APP_ID}/${APP_VER_ID}`, payload: { type: 0 }, headers: { cookie, ...WEB_CLIENT } });
     expect(res.json()).toMatchObject({ status: 'Pending' });
     await done;
     // Both modes' digests came back from the bucket (a sign that digested itself writes only its own).
     expect(readdirSync(cacheDir()).sort()).toEqual(warmed);
 
     // The manifest names the IPA on a presigned URL of the bucket, which iOS fetches directly.
-    const install = await t.app.inject({ url: `/api/install/${APP_ID}/${APP_VER_ID}/0`, headers: { cookie } });
+    const install = await t.app.inject({ url: `/api/install/${APP_ID}/${APP_VER_ID}/0`, headers: { cookie, ...WEB_CLIENT } });
     const manifestUrl = new URL(decodeURIComponent(/&url=(.+)$/.exec(install.json().url)![1]!));
     const manifest = await t.app.inject({ url: `${manifestUrl.pathname}${manifestUrl.search}` });
     const [item] = (parsePlist(Buffer.from(manifest.body)) as { items: PlistObject[] }).items;

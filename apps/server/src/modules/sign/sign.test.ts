@@ -9,7 +9,7 @@ import { buildDylib, objdumpHeaders } from '@sideport/ipa/test-support/toolchain
 import { opensslVerifies, pageHashesMatch, readSignatures } from '@sideport/ipa/test-support/verify-signature';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { buildIpa, storeApp, storeWith } from '../../test/decrypt-support.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { eq } from 'drizzle-orm';
 import * as schema from '../../db/schema/index.js';
 import { deviceInfo, enrollDevice, payForDevice } from '../../test/device-flow.js';
@@ -82,8 +82,8 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
   let caPem: string;
   const events: SignEvent[] = [];
 
-  const get = (url: string, cookie?: string) => t.app.inject({ url, headers: cookie ? { cookie } : {} });
-  const put = (url: string, payload: unknown, cookie: string) => t.app.inject({ method: 'PUT', url, payload: payload as object, headers: { cookie } });
+  const get = (url: string, cookie?: string) => t.app.inject({ url, headers: cookie ? { cookie, ...WEB_CLIENT } : {} });
+  const put = (url: string, payload: unknown, cookie: string) => t.app.inject({ method: 'PUT', url, payload: payload as object, headers: { cookie, ...WEB_CLIENT } });
   const requestSign = (type: number, cookie = alice, appVerId = APP_VER_ID) => put(`/api/sign/${APP_ID}/${appVerId}`, { type }, cookie);
 
   /** Resolves when `user`'s sign of the version in `type` reaches `status`, as the owner's live events tell it. */
@@ -334,7 +334,7 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     now = Date.now();
     const rows = await t.database.db.select().from(schema.signRequests).where(eq(schema.signRequests.appVerId, APP_VER_ID));
     expect(rows.length).toBeGreaterThan(0);
-    const removed = await t.app.inject({ method: 'DELETE', url: `/api/app/${APP_ID}/${APP_VER_ID}`, headers: { cookie: admin } });
+    const removed = await t.app.inject({ method: 'DELETE', url: `/api/app/${APP_ID}/${APP_VER_ID}`, headers: { cookie: admin, ...WEB_CLIENT } });
     expect(removed.statusCode, removed.body).toBe(204);
     expect((await get(`/api/check/sign/${APP_ID}/${APP_VER_ID}/0`, alice)).statusCode).toBe(404);
     expect((await get(local(manifestUrl))).statusCode).toBe(404);
@@ -352,12 +352,12 @@ describe('sign service without dylibs or Feather', () => {
 
   it('refuses the injection modes and Feather with a sentence', async () => {
     const cookie = await signedInUser(t, 'plain_user');
-    const sign = (type: number) => t.app.inject({ method: 'PUT', url: '/api/sign/1/2', payload: { type }, headers: { cookie } });
+    const sign = (type: number) => t.app.inject({ method: 'PUT', url: '/api/sign/1/2', payload: { type }, headers: { cookie, ...WEB_CLIENT } });
     expect([(await sign(1)).statusCode, (await sign(1)).body]).toEqual([403, 'IAP signing is not offered on this server.']);
     expect((await sign(2)).body).toBe('IGG signing is not offered on this server.');
     expect((await sign(3)).body).toBe('IAP + IGG signing is not offered on this server.');
     for (const url of ['/api/feather/install', '/api/feather/cert']) {
-      const res = await t.app.inject({ url, headers: { cookie } });
+      const res = await t.app.inject({ url, headers: { cookie, ...WEB_CLIENT } });
       expect([res.statusCode, res.body]).toEqual([404, 'Feather is not offered on this server.']);
     }
   });

@@ -1,13 +1,20 @@
 import { useEffect, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
+import { alertFailure, openWithToken } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
 import { modelName } from './device-models';
 import { ADD_DEVICE_NOTICE } from './messages';
 import { infoQuery } from './queries';
 
-/** The enrollment profile: a signed-in GET that makes a one-time token (docs/sign-service.md). */
+/**
+ * The enrollment profile: a signed-in GET that makes a one-time token (docs/sign-service.md). It is
+ * a navigation (a download), opened with a navigation token (docs/security.md, Cross-site requests).
+ */
 export const PROFILE_URL = '/api/udid/profile';
+
+/** Downloads the profile: asks for a navigation token, then opens the profile with it. */
+const downloadProfile = () => openWithToken(PROFILE_URL).catch(alertFailure);
 
 /**
  * /udid: navigating here downloads the device profile (docs/product.md, Screens), then says what to do with
@@ -22,7 +29,7 @@ export function UdidPage() {
   useEffect(() => {
     if (started.current) return;
     started.current = true;
-    window.location.assign(PROFILE_URL);
+    void downloadProfile();
   }, []);
   const info = useQuery(infoQuery);
   // The devices there before this visit: one that appears after is the one being added.
@@ -59,8 +66,16 @@ export function UdidPage() {
         <li>Come back here: your device appears on My page&apos;s Device tab.</li>
       </ol>
       <p>
-        <a href={PROFILE_URL}>Download the device profile again</a> ·{' '}
-        <Link to="/my?tab=device">Back to My page</Link>
+        <a
+          href={PROFILE_URL}
+          onClick={(event) => {
+            event.preventDefault();
+            void downloadProfile();
+          }}
+        >
+          Download the device profile again
+        </a>{' '}
+        · <Link to="/my?tab=device">Back to My page</Link>
       </p>
     </section>
   );
