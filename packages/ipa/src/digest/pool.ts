@@ -10,7 +10,13 @@ import { Worker } from 'node:worker_threads';
 import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from '../zip/index.js';
 import { LOCAL_SIGNATURE } from '../zip/records.js';
-import { DIGEST_BYTES, DIGEST_WORKER_SOURCE, DIGESTER_SOURCE, MACHO_FLAG_AT, TASK_FIELDS } from './worker-source.js';
+import {
+  DIGEST_BYTES,
+  DIGEST_WORKER_SOURCE,
+  DIGESTER_SOURCE,
+  MACHO_FLAG_AT,
+  TASK_FIELDS,
+} from './worker-source.js';
 
 export interface FileDigests {
   readonly sha1: Buffer;
@@ -45,12 +51,18 @@ const MAX_WORKERS = 8;
 const MIN_BATCHES_TO_HELP = 2;
 
 /** Digests of `entries` (regular files of the archive at `path`), by entry name. */
-export async function digestEntries(path: string, entries: readonly ZipEntry[], options: DigestOptions = {}): Promise<Map<string, FileDigests>> {
+export async function digestEntries(
+  path: string,
+  entries: readonly ZipEntry[],
+  options: DigestOptions = {},
+): Promise<Map<string, FileDigests>> {
   const result = new Map<string, FileDigests>();
   options.signal?.throwIfAborted();
   if (entries.length === 0) return result;
   // In file order, so the reads go forward through the file.
-  const inFileOrder = [...entries].sort((a, b) => centralFieldsOf(a).relativeOffsetOfLocalHeader - centralFieldsOf(b).relativeOffsetOfLocalHeader);
+  const inFileOrder = [...entries].sort(
+    (a, b) => centralFieldsOf(a).relativeOffsetOfLocalHeader - centralFieldsOf(b).relativeOffsetOfLocalHeader,
+  );
   const batches = toBatches(inFileOrder);
   const workerCount = Math.max(1, Math.min(options.workers ?? 1, MAX_WORKERS, batches.length));
   const workers: Worker[] = [];
@@ -75,10 +87,18 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
       };
       const take = (batch: readonly ZipEntry[], answer: DigestAnswer): void => {
         if ('failed' in answer) return fail(refusal(batch[answer.failed]!, answer.kind, answer.found));
-        const bytes = Buffer.from(answer.digests.buffer, answer.digests.byteOffset, answer.digests.byteLength);
+        const bytes = Buffer.from(
+          answer.digests.buffer,
+          answer.digests.byteOffset,
+          answer.digests.byteLength,
+        );
         batch.forEach((entry, i) => {
           const at = i * DIGEST_BYTES;
-          result.set(entry.name, { sha1: bytes.subarray(at, at + 20), sha256: bytes.subarray(at + 20, at + 52), isMachO: bytes[at + MACHO_FLAG_AT] === 1 });
+          result.set(entry.name, {
+            sha1: bytes.subarray(at, at + 20),
+            sha256: bytes.subarray(at + 20, at + 52),
+            isMachO: bytes[at + MACHO_FLAG_AT] === 1,
+          });
         });
         done += batch.length;
         options.onProgress?.(done, entries.length);
@@ -87,7 +107,11 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
       for (let w = 0; w < workerCount; w++) {
         // A small young generation: the thread makes few JS objects, and its dead buffers go
         // with the young generation's collections.
-        const worker = new Worker(DIGEST_WORKER_SOURCE, { eval: true, workerData: { path }, resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 } });
+        const worker = new Worker(DIGEST_WORKER_SOURCE, {
+          eval: true,
+          workerData: { path },
+          resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 },
+        });
         workers.push(worker);
         const sent: ZipEntry[][] = [];
         const send = (): void => {
@@ -102,24 +126,34 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
         });
         worker.on('error', fail);
         worker.on('exit', (code) => {
-          if (sent.length > 0) fail(new Error(`The digest thread stopped (exit code ${code}) with ${sent.length} batches unanswered.`));
+          if (sent.length > 0)
+            fail(
+              new Error(
+                `The digest thread stopped (exit code ${code}) with ${sent.length} batches unanswered.`,
+              ),
+            );
         });
         for (let i = 0; i <= QUEUED_PER_WORKER; i++) send();
       }
-      options.helpWhen?.then(async () => {
-        if (settled || batches.length - next < MIN_BATCHES_TO_HELP) return;
-        const digester = localDigester(path);
-        try {
-          while (!settled && next < batches.length) {
-            const batch = batches[next++]!;
-            take(batch, await digester.run(tasksOf(batch)));
-            // Between batches, what waits on this thread (answers from the threads, writes) runs.
-            await new Promise((resolve) => setImmediate(resolve));
-          }
-        } finally {
-          digester.close();
-        }
-      }, () => undefined).catch(fail);
+      options.helpWhen
+        ?.then(
+          async () => {
+            if (settled || batches.length - next < MIN_BATCHES_TO_HELP) return;
+            const digester = localDigester(path);
+            try {
+              while (!settled && next < batches.length) {
+                const batch = batches[next++]!;
+                take(batch, await digester.run(tasksOf(batch)));
+                // Between batches, what waits on this thread (answers from the threads, writes) runs.
+                await new Promise((resolve) => setImmediate(resolve));
+              }
+            } finally {
+              digester.close();
+            }
+          },
+          () => undefined,
+        )
+        .catch(fail);
     });
   } finally {
     await Promise.all(workers.map((worker) => worker.terminate()));
@@ -128,7 +162,8 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
 }
 
 /** A batch's digests, or which of its entries failed and why (worker-source.ts). */
-type DigestAnswer = { digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string };
+type DigestAnswer =
+  { digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string };
 
 interface Digester {
   run(tasks: Float64Array): Promise<DigestAnswer>;
@@ -139,9 +174,11 @@ let makeDigester: ((path: string) => Digester) | undefined;
 
 /** The digest threads' code, compiled once in this thread. */
 function localDigester(path: string): Digester {
-  makeDigester ??= (runInThisContext(`(function (require) {\n${DIGESTER_SOURCE}\nreturn createDigester;\n})`, { filename: 'sideport-digester.js' }) as (
-    require: NodeRequire,
-  ) => (path: string) => Digester)(createRequire(import.meta.url));
+  makeDigester ??= (
+    runInThisContext(`(function (require) {\n${DIGESTER_SOURCE}\nreturn createDigester;\n})`, {
+      filename: 'sideport-digester.js',
+    }) as (require: NodeRequire) => (path: string) => Digester
+  )(createRequire(import.meta.url));
   return makeDigester(path);
 }
 
@@ -167,7 +204,14 @@ function tasksOf(batch: readonly ZipEntry[]): Float64Array {
   batch.forEach((entry, i) => {
     const raw = centralFieldsOf(entry);
     tasks.set(
-      [raw.relativeOffsetOfLocalHeader, raw.fileNameRaw?.length ?? Buffer.byteLength(entry.name), entry.compressedSizeBytes, entry.uncompressedSizeBytes, entry.compressionMethod, entry.crc32 >>> 0],
+      [
+        raw.relativeOffsetOfLocalHeader,
+        raw.fileNameRaw?.length ?? Buffer.byteLength(entry.name),
+        entry.compressedSizeBytes,
+        entry.uncompressedSizeBytes,
+        entry.compressionMethod,
+        entry.crc32 >>> 0,
+      ],
       i * TASK_FIELDS,
     );
   });
@@ -176,17 +220,29 @@ function tasksOf(batch: readonly ZipEntry[]): Float64Array {
 
 function refusal(entry: ZipEntry, kind: 'invalid' | 'truncated', found: string): IpaError {
   if (kind === 'truncated') {
-    return new IpaError('ZIP_TRUNCATED', `Expected the stored bytes of "${entry.name}" in the archive, found ${found}.`);
+    return new IpaError(
+      'ZIP_TRUNCATED',
+      `Expected the stored bytes of "${entry.name}" in the archive, found ${found}.`,
+    );
   }
-  return new IpaError('ZIP_INVALID', `Expected "${entry.name}" to inflate to the ${entry.uncompressedSizeBytes} bytes and CRC-32 its header records, found: ${found}.`);
+  return new IpaError(
+    'ZIP_INVALID',
+    `Expected "${entry.name}" to inflate to the ${entry.uncompressedSizeBytes} bytes and CRC-32 its header records, found: ${found}.`,
+  );
 }
 
 /** Where an entry's stored bytes start: after its local header's name and extra field (APPNOTE 4.3.7). */
-export async function entryDataStart(block: { read(offset: number, length: number): Promise<Buffer> }, entry: ZipEntry): Promise<number> {
+export async function entryDataStart(
+  block: { read(offset: number, length: number): Promise<Buffer> },
+  entry: ZipEntry,
+): Promise<number> {
   const offset = centralFieldsOf(entry).relativeOffsetOfLocalHeader;
   const header = await block.read(offset, 30);
   if (header.readUInt32LE(0) !== LOCAL_SIGNATURE) {
-    throw new IpaError('ZIP_INVALID', `Expected a local file header for "${entry.name}" at offset ${offset}, found 0x${header.readUInt32LE(0).toString(16)}.`);
+    throw new IpaError(
+      'ZIP_INVALID',
+      `Expected a local file header for "${entry.name}" at offset ${offset}, found 0x${header.readUInt32LE(0).toString(16)}.`,
+    );
   }
   return offset + 30 + header.readUInt16LE(26) + header.readUInt16LE(28);
 }

@@ -46,7 +46,11 @@ export interface MachOSlice {
    */
   readonly cryptid: number;
   readonly encryptionCommandOffset?: number;
-  readonly codeSignature?: { readonly commandOffset: number; readonly dataOffset: number; readonly dataSize: number };
+  readonly codeSignature?: {
+    readonly commandOffset: number;
+    readonly dataOffset: number;
+    readonly dataSize: number;
+  };
   readonly dylibs: readonly DylibReference[];
   readonly rpaths: readonly string[];
   readonly installName?: string;
@@ -74,8 +78,13 @@ const MAX_FAT_TABLE_BYTES = 16 * 1024;
 export function fatTableBytes(count: number, is64: boolean, where: string): number {
   const bytes = FAT_HEADER_BYTES + count * (is64 ? FAT_ARCH_64_BYTES : FAT_ARCH_BYTES);
   if (count === 0 || bytes > MAX_FAT_TABLE_BYTES) {
-    const most = Math.floor((MAX_FAT_TABLE_BYTES - FAT_HEADER_BYTES) / (is64 ? FAT_ARCH_64_BYTES : FAT_ARCH_BYTES));
-    throw new IpaError('MACHO_BAD_MAGIC', `Expected ${where} to list 1 to ${most} architectures in its fat header, found ${count}.`);
+    const most = Math.floor(
+      (MAX_FAT_TABLE_BYTES - FAT_HEADER_BYTES) / (is64 ? FAT_ARCH_64_BYTES : FAT_ARCH_BYTES),
+    );
+    throw new IpaError(
+      'MACHO_BAD_MAGIC',
+      `Expected ${where} to list 1 to ${most} architectures in its fat header, found ${count}.`,
+    );
   }
   return bytes;
 }
@@ -91,7 +100,14 @@ export function isMachO(head: Buffer): boolean {
   if (head.length < 4) return false;
   const be = head.readUInt32BE(0);
   // 0xfeedface/0xfeedfacf read big-endian: a big-endian file; 0xcefaedfe/0xcffaedfe: a little-endian one.
-  return be === C.MH_MAGIC || be === C.MH_MAGIC_64 || be === C.MH_CIGAM || be === C.MH_CIGAM_64 || be === C.FAT_MAGIC || be === C.FAT_MAGIC_64;
+  return (
+    be === C.MH_MAGIC ||
+    be === C.MH_MAGIC_64 ||
+    be === C.MH_CIGAM ||
+    be === C.MH_CIGAM_64 ||
+    be === C.FAT_MAGIC ||
+    be === C.FAT_MAGIC_64
+  );
 }
 
 /** The earlier name of isMachO, kept for existing callers. */
@@ -120,7 +136,10 @@ function parseFat(bytes: Buffer, is64: boolean, where: string): MachOFile {
     const size = is64 ? toSafeNumber(bytes.readBigUInt64BE(at + 16), where) : bytes.readUInt32BE(at + 12);
     need(bytes, offset, size, where, `architecture ${i + 1}`);
     if (offset < tableBytes) {
-      throw new IpaError('MACHO_TRUNCATED', `Expected architecture ${i + 1} of ${where} to start after the fat header's ${tableBytes} bytes, found it at ${offset}.`);
+      throw new IpaError(
+        'MACHO_TRUNCATED',
+        `Expected architecture ${i + 1} of ${where} to start after the fat header's ${tableBytes} bytes, found it at ${offset}.`,
+      );
     }
     slices.push(parseSlice(bytes, offset, size, where));
   }
@@ -141,7 +160,10 @@ function parseSlice(file: Buffer, offset: number, size: number, where: string): 
   const magic = bytes.readUInt32LE(0);
   const bigEndianMagic = bytes.readUInt32BE(0);
   if (bigEndianMagic === C.MH_MAGIC || bigEndianMagic === C.MH_MAGIC_64) {
-    throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} to be a little-endian Mach-O (every iOS target is), found a big-endian one.`);
+    throw new IpaError(
+      'MACHO_UNSUPPORTED',
+      `Expected ${where} to be a little-endian Mach-O (every iOS target is), found a big-endian one.`,
+    );
   }
   if (magic !== C.MH_MAGIC && magic !== C.MH_MAGIC_64) {
     throw new IpaError(
@@ -203,7 +225,11 @@ function parseSlice(file: Buffer, offset: number, size: number, where: string): 
       case C.LC_CODE_SIGNATURE:
         // linkedit_data_command: cmd, cmdsize, dataoff, datasize
         need(command, 0, 16, where, 'LC_CODE_SIGNATURE');
-        codeSignature = { commandOffset: at, dataOffset: command.readUInt32LE(8), dataSize: command.readUInt32LE(12) };
+        codeSignature = {
+          commandOffset: at,
+          dataOffset: command.readUInt32LE(8),
+          dataSize: command.readUInt32LE(12),
+        };
         break;
       case C.LC_LOAD_DYLIB:
       case C.LC_LOAD_WEAK_DYLIB:

@@ -25,7 +25,11 @@ export interface StreamedSlice {
 }
 
 /** Reads the slices of a Mach-O of `sizeBytes` from `stream`, which it consumes (and then destroys). */
-export async function readSlicesFromStream(stream: Readable, sizeBytes: number, where: string): Promise<StreamedSlice[]> {
+export async function readSlicesFromStream(
+  stream: Readable,
+  sizeBytes: number,
+  where: string,
+): Promise<StreamedSlice[]> {
   const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   let position = 0;
   let pending: Buffer = Buffer.alloc(0);
@@ -33,7 +37,11 @@ export async function readSlicesFromStream(stream: Readable, sizeBytes: number, 
     while (window.filled < window.bytes.length) {
       if (pending.length === 0) {
         const next = await chunks.next();
-        if (next.done) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold ${sizeBytes} bytes, found it ends at ${position}.`);
+        if (next.done)
+          throw new IpaError(
+            'MACHO_TRUNCATED',
+            `Expected ${where} to hold ${sizeBytes} bytes, found it ends at ${position}.`,
+          );
         pending = next.value;
       }
       const end = position + pending.length;
@@ -53,10 +61,18 @@ export async function readSlicesFromStream(stream: Readable, sizeBytes: number, 
   try {
     const head: Window = { start: 0, bytes: Buffer.alloc(Math.min(sizeBytes, FAT_HEADER_BYTES)), filled: 0 };
     await fill(head);
-    if (head.bytes.length < FAT_HEADER_BYTES) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold a Mach-O header, found ${sizeBytes} bytes.`);
+    if (head.bytes.length < FAT_HEADER_BYTES)
+      throw new IpaError(
+        'MACHO_TRUNCATED',
+        `Expected ${where} to hold a Mach-O header, found ${sizeBytes} bytes.`,
+      );
     const magic = head.bytes.readUInt32BE(0);
     if (magic !== FAT_MAGIC && magic !== FAT_MAGIC_64) {
-      const thin: Window = { start: 0, bytes: Buffer.alloc(Math.min(sizeBytes, SLICE_HEAD_BYTES)), filled: 0 };
+      const thin: Window = {
+        start: 0,
+        bytes: Buffer.alloc(Math.min(sizeBytes, SLICE_HEAD_BYTES)),
+        filled: 0,
+      };
       head.bytes.copy(thin.bytes);
       thin.filled = head.bytes.length;
       await fill(thin);
@@ -67,25 +83,44 @@ export async function readSlicesFromStream(stream: Readable, sizeBytes: number, 
     const count = head.bytes.readUInt32BE(4);
     const entryBytes = is64 ? 32 : 20;
     const tableBytes = fatTableBytes(count, is64, where);
-    if (tableBytes > sizeBytes) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold its fat architecture table of ${tableBytes} bytes, found ${sizeBytes} bytes.`);
+    if (tableBytes > sizeBytes)
+      throw new IpaError(
+        'MACHO_TRUNCATED',
+        `Expected ${where} to hold its fat architecture table of ${tableBytes} bytes, found ${sizeBytes} bytes.`,
+      );
     const table: Window = { start: 0, bytes: Buffer.alloc(tableBytes), filled: 0 };
     head.bytes.copy(table.bytes);
     table.filled = head.bytes.length;
     await fill(table);
     const slices = Array.from({ length: count }, (_, i) => {
       const at = 8 + i * entryBytes;
-      const offset = Number(is64 ? table.bytes.readBigUInt64BE(at + 8) : BigInt(table.bytes.readUInt32BE(at + 8)));
-      const size = Number(is64 ? table.bytes.readBigUInt64BE(at + 16) : BigInt(table.bytes.readUInt32BE(at + 12)));
+      const offset = Number(
+        is64 ? table.bytes.readBigUInt64BE(at + 8) : BigInt(table.bytes.readUInt32BE(at + 8)),
+      );
+      const size = Number(
+        is64 ? table.bytes.readBigUInt64BE(at + 16) : BigInt(table.bytes.readUInt32BE(at + 12)),
+      );
       if (offset < tableBytes || offset + size > sizeBytes) {
-        throw new IpaError('MACHO_TRUNCATED', `Expected architecture ${i + 1} of ${where} to lie within its ${sizeBytes} bytes, found ${offset}+${size}.`);
+        throw new IpaError(
+          'MACHO_TRUNCATED',
+          `Expected architecture ${i + 1} of ${where} to lie within its ${sizeBytes} bytes, found ${offset}+${size}.`,
+        );
       }
       return { index: i, offset, size };
     });
     // The stream only goes forward: visit the slices in file order, report them in table order.
     const results: StreamedSlice[] = new Array(count);
     for (const slice of [...slices].sort((a, b) => a.offset - b.offset)) {
-      const window: Window = { start: slice.offset, bytes: Buffer.alloc(Math.min(slice.size, SLICE_HEAD_BYTES)), filled: 0 };
-      if (slice.offset < position) throw new IpaError('MACHO_TRUNCATED', `Expected the slices of ${where} not to overlap, found one at ${slice.offset}.`);
+      const window: Window = {
+        start: slice.offset,
+        bytes: Buffer.alloc(Math.min(slice.size, SLICE_HEAD_BYTES)),
+        filled: 0,
+      };
+      if (slice.offset < position)
+        throw new IpaError(
+          'MACHO_TRUNCATED',
+          `Expected the slices of ${where} not to overlap, found one at ${slice.offset}.`,
+        );
       await fill(window);
       results[slice.index] = describe(window.bytes, slice.size, where);
     }

@@ -35,14 +35,27 @@ export interface StreamedCode {
   readonly cdHash: Buffer;
 }
 
-export async function signMachOStream(read: ReadAt, sizeBytes: number, where: string, input: CodeSignInput, sink: Sink): Promise<StreamedCode> {
-  if (sizeBytes < 8) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold a Mach-O header, found ${sizeBytes} bytes.`);
+export async function signMachOStream(
+  read: ReadAt,
+  sizeBytes: number,
+  where: string,
+  input: CodeSignInput,
+  sink: Sink,
+): Promise<StreamedCode> {
+  if (sizeBytes < 8)
+    throw new IpaError(
+      'MACHO_TRUNCATED',
+      `Expected ${where} to hold a Mach-O header, found ${sizeBytes} bytes.`,
+    );
   const first = await read(0, 8);
   const magic = first.readUInt32BE(0);
   if (magic !== FAT_MAGIC && magic !== FAT_MAGIC_64) {
     const le = first.readUInt32LE(0);
     if (le !== MH_MAGIC && le !== MH_MAGIC_64) {
-      throw new IpaError('MACHO_BAD_MAGIC', `Expected ${where} to start with a Mach-O magic, found 0x${le.toString(16).padStart(8, '0')}.`);
+      throw new IpaError(
+        'MACHO_BAD_MAGIC',
+        `Expected ${where} to start with a Mach-O magic, found 0x${le.toString(16).padStart(8, '0')}.`,
+      );
     }
     const job = await planJob(read, 0, sizeBytes, where, input, 0);
     await streamSlice(read, job, sink);
@@ -54,7 +67,11 @@ export async function signMachOStream(read: ReadAt, sizeBytes: number, where: st
   const count = first.readUInt32BE(4);
   const entryBytes = is64 ? 32 : 20;
   const headerBytes = fatTableBytes(count, is64, where);
-  if (headerBytes > sizeBytes) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold its fat architecture table, found ${sizeBytes} bytes.`);
+  if (headerBytes > sizeBytes)
+    throw new IpaError(
+      'MACHO_TRUNCATED',
+      `Expected ${where} to hold its fat architecture table, found ${sizeBytes} bytes.`,
+    );
   const header = Buffer.from(await read(0, headerBytes));
   const jobs: SliceJob[] = [];
   for (let i = 0; i < count; i++) {
@@ -62,7 +79,10 @@ export async function signMachOStream(read: ReadAt, sizeBytes: number, where: st
     const offset = Number(is64 ? header.readBigUInt64BE(at + 8) : BigInt(header.readUInt32BE(at + 8)));
     const size = Number(is64 ? header.readBigUInt64BE(at + 16) : BigInt(header.readUInt32BE(at + 12)));
     if (offset + size > sizeBytes || offset < headerBytes) {
-      throw new IpaError('MACHO_TRUNCATED', `Expected architecture ${i + 1} of ${where} to lie within its ${sizeBytes} bytes, found ${offset}+${size}.`);
+      throw new IpaError(
+        'MACHO_TRUNCATED',
+        `Expected architecture ${i + 1} of ${where} to lie within its ${sizeBytes} bytes, found ${offset}+${size}.`,
+      );
     }
     const alignment = 2 ** header.readUInt32BE(at + (is64 ? 24 : 16));
     jobs.push({ ...(await planJob(read, offset, size, where, input, alignment)), entryAt: at });
@@ -92,15 +112,33 @@ export async function signMachOStream(read: ReadAt, sizeBytes: number, where: st
   return { sizeBytes: written, cdHash: preferred.cdHash! };
 }
 
-async function planJob(read: ReadAt, offset: number, size: number, where: string, input: CodeSignInput, alignment: number): Promise<SliceJob> {
+async function planJob(
+  read: ReadAt,
+  offset: number,
+  size: number,
+  where: string,
+  input: CodeSignInput,
+  alignment: number,
+): Promise<SliceJob> {
   // mach_header: sizeofcmds at 20; the plan needs the commands and 16 bytes after them.
   const start = await read(offset, Math.min(size, 32));
-  if (start.length < 28) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold a mach_header, found ${start.length} bytes.`);
+  if (start.length < 28)
+    throw new IpaError(
+      'MACHO_TRUNCATED',
+      `Expected ${where} to hold a mach_header, found ${start.length} bytes.`,
+    );
   const headerBytes = start.readUInt32LE(0) === MH_MAGIC_64 ? 32 : 28;
   const headLength = Math.min(size, headerBytes + start.readUInt32LE(20) + 16);
   const head = await read(offset, headLength);
   const slice = parseSliceHead(head, size, where);
-  return { offset, size, arch: slice.arch, plan: planSlice(head, size, slice, where, input), outputOffset: offset, alignment };
+  return {
+    offset,
+    size,
+    arch: slice.arch,
+    plan: planSlice(head, size, slice, where, input),
+    outputOffset: offset,
+    alignment,
+  };
 }
 
 /** Streams one slice: its code with the header edits, hashed page by page, then its signature. */

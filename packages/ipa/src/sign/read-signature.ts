@@ -44,11 +44,18 @@ export async function readEmbeddedEntitlementsAt(
   if (offset + size > sizeBytes) return undefined;
   const header = await read(offset, Math.min(size, 32));
   // mach_header: sizeofcmds at 20; 28 or 32 bytes of header
-  const headLength = Math.min(size, (header.readUInt32LE(0) === 0xfeedfacf ? 32 : 28) + header.readUInt32LE(20));
+  const headLength = Math.min(
+    size,
+    (header.readUInt32LE(0) === 0xfeedfacf ? 32 : 28) + header.readUInt32LE(20),
+  );
   const slice = parseSliceHead(await read(offset, headLength), size, where);
   const signature = slice.codeSignature;
-  if (signature === undefined || signature.dataSize > MAX_SIGNATURE_BYTES || signature.dataOffset >= size) return undefined;
-  const bytes = await read(offset + signature.dataOffset, Math.min(signature.dataSize, size - signature.dataOffset));
+  if (signature === undefined || signature.dataSize > MAX_SIGNATURE_BYTES || signature.dataOffset >= size)
+    return undefined;
+  const bytes = await read(
+    offset + signature.dataOffset,
+    Math.min(signature.dataSize, size - signature.dataOffset),
+  );
   const blob = parseSuperBlob(bytes, where).get(CSSLOT_ENTITLEMENTS);
   if (blob === undefined || blob.length <= 8) return undefined;
   return parsePlistDict(blob.subarray(8), `the entitlements of ${where}`);
