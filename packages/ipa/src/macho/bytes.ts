@@ -2,8 +2,12 @@
 import { IpaError } from '../errors.js';
 
 export function need(bytes: Buffer, at: number, length: number, where: string, what: string): void {
-  if (at < 0 || length < 0 || at + length > bytes.length)
-    throw truncated(where, what, at + length, bytes.length);
+  needWithin(bytes.length, at, length, where, what);
+}
+
+/** The same against a size alone, before the bytes are read. */
+export function needWithin(sizeBytes: number, at: number, length: number, where: string, what: string): void {
+  if (at < 0 || length < 0 || at + length > sizeBytes) throw truncated(where, what, at + length, sizeBytes);
 }
 
 export function truncated(where: string, what: string, needed?: number, found?: number): IpaError {

@@ -69,9 +69,8 @@ export function rewriteDylibPath(
     if (targets.length === 0) return sliceBytes;
     const out = Buffer.from(sliceBytes);
     for (const dylib of targets) {
-      const commandSize = out.readUInt32LE(dylib.commandOffset + 4);
-      const nameOffset = out.readUInt32LE(dylib.commandOffset + 8);
-      const room = commandSize - nameOffset;
+      // The name runs from dylib.name.offset to cmdsize (parse.ts read both).
+      const room = dylib.commandSize - dylib.nameOffset;
       const name = Buffer.from(`${to}\0`, 'utf8');
       if (name.length > room) {
         throw new IpaError(
@@ -79,8 +78,8 @@ export function rewriteDylibPath(
           `Expected room for "${to}" (${name.length} bytes) in the load command of ${dylib.name} in ${where}, found ${room} bytes.`,
         );
       }
-      out.fill(0, dylib.commandOffset + nameOffset, dylib.commandOffset + commandSize);
-      name.copy(out, dylib.commandOffset + nameOffset);
+      out.fill(0, dylib.commandOffset + dylib.nameOffset, dylib.commandOffset + dylib.commandSize);
+      name.copy(out, dylib.commandOffset + dylib.nameOffset);
       rewritten++;
     }
     return out;

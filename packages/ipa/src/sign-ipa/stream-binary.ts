@@ -11,6 +11,7 @@ import { crc32, createInflateRaw } from 'node:zlib';
 import type { FileDigests } from '../digest/index.js';
 import { entryDataStart } from '../digest/pool.js';
 import { IpaError } from '../errors.js';
+import type { ByteReader } from '../macho/reader.js';
 import type { PlistObject } from '../plist.js';
 import { readEmbeddedEntitlementsAt } from '../sign/read-signature.js';
 import { createBlockReader, gridChunks } from '../zip/block-reader.js';
@@ -29,10 +30,8 @@ export interface StreamedBinary {
   readonly digests?: FileDigests;
 }
 
-/** A binary inflated to a temporary file, read back through a window. */
-export interface SpooledBinary {
-  /** The buffer it answers is reused by the next read: use it before then. */
-  readAt(offset: number, length: number): Promise<Buffer>;
+/** A binary inflated to a temporary file, read back through a window (the buffer a read answers is reused by the next). */
+export interface SpooledBinary extends ByteReader {
   /** Deletes the temporary file. */
   close(): Promise<void>;
 }
@@ -64,7 +63,8 @@ export async function spoolBinary(archive: ZipArchive, entry: ZipEntry): Promise
   let answered = 1;
   let ahead: { offset: number; length: number; bytes: Promise<Buffer> } | undefined;
   return {
-    async readAt(offset, length) {
+    sizeBytes: entry.uncompressedSizeBytes,
+    async read(offset, length) {
       if (length > READ_WINDOW_BYTES) return readInto(Buffer.alloc(length), offset, length);
       const prefetched = ahead;
       ahead = undefined;
@@ -105,11 +105,11 @@ export async function signBinaryStreaming(
   requestFor: (own: PlistObject | undefined) => MachOSignRequest,
   options: { digests?: boolean } = {},
 ): Promise<StreamedBinary> {
-  const readAt = spooled.readAt;
-  const size = entry.uncompressedSizeBytes;
+  const read = spooled.read.bind(spooled);
+  const size = spooled.sizeBytes;
   let own: PlistObject | undefined;
   try {
-    own = await readEmbeddedEntitlementsAt(readAt, size, entry.name);
+    own = await readEmbeddedEntitlementsAt(read, size, entry.name);
   } catch {
     own = undefined; // a damaged old signature is replaced anyway
   }
@@ -119,7 +119,7 @@ export async function signBinaryStreaming(
   await writer.addStream(
     entry.name,
     async (sink) => {
-      ({ cdhash } = await signer.signStream(readAt, size, requestFor(own), async (chunk) => {
+      ({ cdhash } = await signer.signStream(read, size, requestFor(own), async (chunk) => {
         sha1?.update(chunk);
         sha256?.update(chunk);
         await sink(chunk);
