@@ -1,22 +1,20 @@
 /**
- * Digests (SHA-1 and SHA-256) of many zip entries' contents, on a digest thread (see
- * worker-source.ts) that reads them from the file itself: hashing a gigabyte of resources takes a
- * core for over a second, and on the main thread it held up the copy that runs beside it. One
+ * Digests (SHA-1 and SHA-256) of many zip entries' contents, on a digest thread (digest-worker.ts,
+ * running digester.ts) that reads them from the file itself: hashing a gigabyte of resources takes
+ * a core for over a second, and on the main thread it held up the copy that runs beside it. One
  * thread by default, so one more V8 heap (some 8 MB); its young generation is kept small.
  */
-import { createRequire } from 'node:module';
-import { runInThisContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from '../zip/index.js';
 import { LOCAL_SIGNATURE } from '../zip/records.js';
-import {
-  DIGEST_BYTES,
-  DIGEST_WORKER_SOURCE,
-  DIGESTER_SOURCE,
-  MACHO_FLAG_AT,
-  TASK_FIELDS,
-} from './worker-source.js';
+import { createDigester, DIGEST_BYTES, MACHO_FLAG_AT, TASK_FIELDS, type DigestAnswer } from './digester.js';
+
+// The digest thread's module, beside this one: digest-worker.js once built. From the TypeScript
+// sources (tests, tsx) a thread cannot load digest-worker.ts by itself; a shim registers tsx first.
+const workerFile = import.meta.url.endsWith('.ts')
+  ? new URL('./digest-worker-from-source.mjs', import.meta.url)
+  : new URL('./digest-worker.js', import.meta.url);
 
 export interface FileDigests {
   readonly sha1: Buffer;
@@ -107,8 +105,7 @@ export async function digestEntries(
       for (let w = 0; w < workerCount; w++) {
         // A small young generation: the thread makes few JS objects, and its dead buffers go
         // with the young generation's collections.
-        const worker = new Worker(DIGEST_WORKER_SOURCE, {
-          eval: true,
+        const worker = new Worker(workerFile, {
           workerData: { path },
           resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 },
         });
@@ -139,7 +136,8 @@ export async function digestEntries(
         ?.then(
           async () => {
             if (settled || batches.length - next < MIN_BATCHES_TO_HELP) return;
-            const digester = localDigester(path);
+            // The threads' own code, here: a second core at work without a second heap.
+            const digester = createDigester(path);
             try {
               while (!settled && next < batches.length) {
                 const batch = batches[next++]!;
@@ -159,27 +157,6 @@ export async function digestEntries(
     await Promise.all(workers.map((worker) => worker.terminate()));
   }
   return result;
-}
-
-/** A batch's digests, or which of its entries failed and why (worker-source.ts). */
-type DigestAnswer =
-  { digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string };
-
-interface Digester {
-  run(tasks: Float64Array): Promise<DigestAnswer>;
-  close(): void;
-}
-
-let makeDigester: ((path: string) => Digester) | undefined;
-
-/** The digest threads' code, compiled once in this thread. */
-function localDigester(path: string): Digester {
-  makeDigester ??= (
-    runInThisContext(`(function (require) {\n${DIGESTER_SOURCE}\nreturn createDigester;\n})`, {
-      filename: 'sideport-digester.js',
-    }) as (require: NodeRequire) => (path: string) => Digester
-  )(createRequire(import.meta.url));
-  return makeDigester(path);
 }
 
 function toBatches(entries: readonly ZipEntry[]): ZipEntry[][] {
