@@ -4,24 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildZip } from '../test-support/build-zip.js';
-import { centralFieldsOf, openZip, type ZipEntry } from '../zip/index.js';
+import { centralFieldsOf, openZip } from '../zip/index.js';
 import { createDigester, DIGEST_BYTES, MACHO_FLAG_AT } from './digester.js';
+import { tasksOf } from './pool.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ipa-digester-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** A batch as pool.ts sends it: per entry its local header offset, name length, sizes, method and CRC-32. */
-const tasksOf = (entries: readonly ZipEntry[]): Float64Array =>
-  Float64Array.from(
-    entries.flatMap((entry) => [
-      centralFieldsOf(entry).relativeOffsetOfLocalHeader,
-      Buffer.byteLength(entry.name),
-      entry.compressedSizeBytes,
-      entry.uncompressedSizeBytes,
-      entry.compressionMethod,
-      entry.crc32 >>> 0,
-    ]),
-  );
 
 describe('createDigester, the module the digest threads run', () => {
   it('digests stored, deflated and streamed entries on this thread, and knows a Mach-O by its magic', async () => {

@@ -176,7 +176,8 @@ function toBatches(entries: readonly ZipEntry[]): ZipEntry[][] {
   return batches;
 }
 
-function tasksOf(batch: readonly ZipEntry[]): Float64Array {
+/** A batch as the digester takes it: TASK_FIELDS numbers per entry (digester.ts). */
+export function tasksOf(batch: readonly ZipEntry[]): Float64Array {
   const tasks = new Float64Array(batch.length * TASK_FIELDS);
   batch.forEach((entry, i) => {
     const raw = centralFieldsOf(entry);
