@@ -313,13 +313,9 @@ function readLoadCommands(
   is64: boolean,
   where: string,
 ): MachOSlice {
-  // mach_header: magic, cputype, cpusubtype, filetype, ncmds, sizeofcmds, flags (+ reserved in 64-bit)
-  const cpuType = bytes.readInt32LE(4);
-  const cpuSubtype = bytes.readUInt32LE(8);
-  const fileType = bytes.readUInt32LE(12);
+  // mach_header: magic, cputype, cpusubtype, filetype, ncmds (16), sizeofcmds (20), flags (+ reserved in 64-bit)
   const commandCount = bytes.readUInt32LE(16);
   const commandsSizeBytes = bytes.readUInt32LE(20);
-  const flags = bytes.readUInt32LE(24);
   const headerSizeBytes = is64 ? MACH_HEADER_64_BYTES : MACH_HEADER_BYTES;
   need(bytes, headerSizeBytes, commandsSizeBytes, where, 'its load commands');
 
@@ -409,6 +405,9 @@ function readLoadCommands(
     size,
     ...segments.filter((s) => s.firstSectionOffset !== undefined).map((s) => s.firstSectionOffset!),
   );
+  // mach_header: cputype at 4, cpusubtype at 8, filetype at 12, flags at 24
+  const cpuType = bytes.readInt32LE(4);
+  const cpuSubtype = bytes.readUInt32LE(8);
   return {
     offset,
     size,
@@ -416,8 +415,8 @@ function readLoadCommands(
     cpuType,
     cpuSubtype,
     is64,
-    fileType,
-    flags,
+    fileType: bytes.readUInt32LE(12),
+    flags: bytes.readUInt32LE(24),
     commandCount,
     commandsSizeBytes,
     headerSizeBytes,

@@ -27,10 +27,9 @@ const arm64e = join(dir, 'plain-e');
 writeFileSync(arm64e, asArm64e(readFileSync(thinPath)));
 const fat = readFileSync(buildFat(dir, 'plain', [thinPath, arm64e]));
 const pki = createTestPki(dir);
+// A plain dylib's signature: what is signed matters here, not for whom.
 const input: CodeSignInput = {
   identifier: 'com.example.plain',
-  teamId: pki.teamId,
-  commonName: pki.commonName,
   isMainBinary: false,
   signer: createCmsSigner(loadIdentity({ p12: pki.p12, password: pki.password })),
   now: new Date('2026-01-02T03:04:05Z'),
