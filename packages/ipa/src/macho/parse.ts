@@ -80,10 +80,12 @@ export interface MachOFile {
 
 export interface MachOReadOptions {
   /**
-   * Refuse a slice whose header and load commands take more than this (real binaries use a few KiB;
-   * lld's -headerpad a few more): for a reader that holds what it reads, such as streamReader.
+   * Read each slice's first min(size, this) bytes at once, take its header and load commands from
+   * them, and refuse commands that run past them: for a reader that only goes forward (streamReader,
+   * as check() reads an entry), which then holds one such window at a time. Real binaries' load
+   * commands take a few KiB; lld's -headerpad a few more.
    */
-  readonly maxHeadBytes?: number;
+  readonly headWindowBytes?: number;
 }
 
 // fat_header: magic, nfat_arch; then nfat_arch fat_arch (cputype, cpusubtype, offset, size, align:
@@ -269,7 +271,10 @@ function* machOSlice(
   options: MachOReadOptions,
 ): Parse<MachOSlice> {
   needWithin(size, 0, 4, where, 'a Mach-O magic number');
-  const header = yield { offset, length: Math.min(size, MACH_HEADER_64_BYTES) };
+  let window: Buffer | undefined;
+  if (options.headWindowBytes !== undefined)
+    window = yield { offset, length: Math.min(size, options.headWindowBytes) };
+  const header = window ?? (yield { offset, length: Math.min(size, MACH_HEADER_64_BYTES) });
   const magic = header.readUInt32LE(0);
   const bigEndianMagic = header.readUInt32BE(0);
   if (bigEndianMagic === C.MH_MAGIC || bigEndianMagic === C.MH_MAGIC_64) {
@@ -289,20 +294,11 @@ function* machOSlice(
   needWithin(size, 0, headerSizeBytes, where, 'a mach_header');
   // mach_header: sizeofcmds at 20
   const commandsSizeBytes = header.readUInt32LE(20);
-  needWithin(
-    Math.min(size, options.maxHeadBytes ?? size),
-    headerSizeBytes,
-    commandsSizeBytes,
-    where,
-    'its load commands',
-  );
-  return readLoadCommands(
-    yield { offset, length: headerSizeBytes + commandsSizeBytes },
-    offset,
-    size,
-    is64,
-    where,
-  );
+  needWithin(window?.length ?? size, headerSizeBytes, commandsSizeBytes, where, 'its load commands');
+  const commands =
+    window?.subarray(0, headerSizeBytes + commandsSizeBytes) ??
+    (yield { offset, length: headerSizeBytes + commandsSizeBytes });
+  return readLoadCommands(commands, offset, size, is64, where);
 }
 
 /** A slice from its header and load commands (`bytes`, from the slice's start) and its full size. */

@@ -7,7 +7,8 @@ import type { Readable } from 'node:stream';
 import { readMachO } from './parse.js';
 import { streamReader } from './reader.js';
 
-// A slice's header and load commands; real binaries use a few KiB, lld's -headerpad a few more.
+// Each slice's first bytes, read as one window: its header and load commands must lie in them (real
+// binaries' take a few KiB, lld's -headerpad a few more), and a stream that ends inside them shows.
 const SLICE_HEAD_BYTES = 256 * 1024;
 
 export interface StreamedSlice {
@@ -23,7 +24,7 @@ export async function readSlicesFromStream(
 ): Promise<StreamedSlice[]> {
   try {
     const file = await readMachO(streamReader(stream, sizeBytes, where), where, {
-      maxHeadBytes: SLICE_HEAD_BYTES,
+      headWindowBytes: SLICE_HEAD_BYTES,
     });
     return file.slices.map(({ arch, cryptid }) => ({ arch, cryptid }));
   } finally {
