@@ -1,16 +1,20 @@
 /**
- * Digests (SHA-1 and SHA-256) of many zip entries' contents, on a digest thread (see
- * worker-source.ts) that reads them from the file itself: hashing a gigabyte of resources takes a
- * core for over a second, and on the main thread it held up the copy that runs beside it. One
+ * Digests (SHA-1 and SHA-256) of many zip entries' contents, on a digest thread (digest-worker.ts,
+ * running digester.ts) that reads them from the file itself: hashing a gigabyte of resources takes
+ * a core for over a second, and on the main thread it held up the copy that runs beside it. One
  * thread by default, so one more V8 heap (some 8 MB); its young generation is kept small.
  */
-import { createRequire } from 'node:module';
-import { runInThisContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from '../zip/index.js';
 import { LOCAL_SIGNATURE } from '../zip/records.js';
-import { DIGEST_BYTES, DIGEST_WORKER_SOURCE, DIGESTER_SOURCE, MACHO_FLAG_AT, TASK_FIELDS } from './worker-source.js';
+import { createDigester, DIGEST_BYTES, MACHO_FLAG_AT, TASK_FIELDS, type DigestAnswer } from './digester.js';
+
+// The digest thread's module, beside this one: digest-worker.js once built. From the TypeScript
+// sources (tests, tsx) a thread cannot load digest-worker.ts by itself; a shim registers tsx first.
+const workerFile = import.meta.url.endsWith('.ts')
+  ? new URL('./digest-worker-from-source.mjs', import.meta.url)
+  : new URL('./digest-worker.js', import.meta.url);
 
 export interface FileDigests {
   readonly sha1: Buffer;
@@ -45,12 +49,18 @@ const MAX_WORKERS = 8;
 const MIN_BATCHES_TO_HELP = 2;
 
 /** Digests of `entries` (regular files of the archive at `path`), by entry name. */
-export async function digestEntries(path: string, entries: readonly ZipEntry[], options: DigestOptions = {}): Promise<Map<string, FileDigests>> {
+export async function digestEntries(
+  path: string,
+  entries: readonly ZipEntry[],
+  options: DigestOptions = {},
+): Promise<Map<string, FileDigests>> {
   const result = new Map<string, FileDigests>();
   options.signal?.throwIfAborted();
   if (entries.length === 0) return result;
   // In file order, so the reads go forward through the file.
-  const inFileOrder = [...entries].sort((a, b) => centralFieldsOf(a).relativeOffsetOfLocalHeader - centralFieldsOf(b).relativeOffsetOfLocalHeader);
+  const inFileOrder = [...entries].sort(
+    (a, b) => centralFieldsOf(a).relativeOffsetOfLocalHeader - centralFieldsOf(b).relativeOffsetOfLocalHeader,
+  );
   const batches = toBatches(inFileOrder);
   const workerCount = Math.max(1, Math.min(options.workers ?? 1, MAX_WORKERS, batches.length));
   const workers: Worker[] = [];
@@ -75,10 +85,18 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
       };
       const take = (batch: readonly ZipEntry[], answer: DigestAnswer): void => {
         if ('failed' in answer) return fail(refusal(batch[answer.failed]!, answer.kind, answer.found));
-        const bytes = Buffer.from(answer.digests.buffer, answer.digests.byteOffset, answer.digests.byteLength);
+        const bytes = Buffer.from(
+          answer.digests.buffer,
+          answer.digests.byteOffset,
+          answer.digests.byteLength,
+        );
         batch.forEach((entry, i) => {
           const at = i * DIGEST_BYTES;
-          result.set(entry.name, { sha1: bytes.subarray(at, at + 20), sha256: bytes.subarray(at + 20, at + 52), isMachO: bytes[at + MACHO_FLAG_AT] === 1 });
+          result.set(entry.name, {
+            sha1: bytes.subarray(at, at + 20),
+            sha256: bytes.subarray(at + 20, at + 52),
+            isMachO: bytes[at + MACHO_FLAG_AT] === 1,
+          });
         });
         done += batch.length;
         options.onProgress?.(done, entries.length);
@@ -87,7 +105,10 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
       for (let w = 0; w < workerCount; w++) {
         // A small young generation: the thread makes few JS objects, and its dead buffers go
         // with the young generation's collections.
-        const worker = new Worker(DIGEST_WORKER_SOURCE, { eval: true, workerData: { path }, resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 } });
+        const worker = new Worker(workerFile, {
+          workerData: { path },
+          resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 },
+        });
         workers.push(worker);
         const sent: ZipEntry[][] = [];
         const send = (): void => {
@@ -102,47 +123,40 @@ export async function digestEntries(path: string, entries: readonly ZipEntry[], 
         });
         worker.on('error', fail);
         worker.on('exit', (code) => {
-          if (sent.length > 0) fail(new Error(`The digest thread stopped (exit code ${code}) with ${sent.length} batches unanswered.`));
+          if (sent.length > 0)
+            fail(
+              new Error(
+                `The digest thread stopped (exit code ${code}) with ${sent.length} batches unanswered.`,
+              ),
+            );
         });
         for (let i = 0; i <= QUEUED_PER_WORKER; i++) send();
       }
-      options.helpWhen?.then(async () => {
-        if (settled || batches.length - next < MIN_BATCHES_TO_HELP) return;
-        const digester = localDigester(path);
-        try {
-          while (!settled && next < batches.length) {
-            const batch = batches[next++]!;
-            take(batch, await digester.run(tasksOf(batch)));
-            // Between batches, what waits on this thread (answers from the threads, writes) runs.
-            await new Promise((resolve) => setImmediate(resolve));
-          }
-        } finally {
-          digester.close();
-        }
-      }, () => undefined).catch(fail);
+      options.helpWhen
+        ?.then(
+          async () => {
+            if (settled || batches.length - next < MIN_BATCHES_TO_HELP) return;
+            // The threads' own code, here: a second core at work without a second heap.
+            const digester = createDigester(path);
+            try {
+              while (!settled && next < batches.length) {
+                const batch = batches[next++]!;
+                take(batch, await digester.run(tasksOf(batch)));
+                // Between batches, what waits on this thread (answers from the threads, writes) runs.
+                await new Promise((resolve) => setImmediate(resolve));
+              }
+            } finally {
+              digester.close();
+            }
+          },
+          () => undefined,
+        )
+        .catch(fail);
     });
   } finally {
     await Promise.all(workers.map((worker) => worker.terminate()));
   }
   return result;
-}
-
-/** A batch's digests, or which of its entries failed and why (worker-source.ts). */
-type DigestAnswer = { digests: Uint8Array } | { failed: number; kind: 'invalid' | 'truncated'; found: string };
-
-interface Digester {
-  run(tasks: Float64Array): Promise<DigestAnswer>;
-  close(): void;
-}
-
-let makeDigester: ((path: string) => Digester) | undefined;
-
-/** The digest threads' code, compiled once in this thread. */
-function localDigester(path: string): Digester {
-  makeDigester ??= (runInThisContext(`(function (require) {\n${DIGESTER_SOURCE}\nreturn createDigester;\n})`, { filename: 'sideport-digester.js' }) as (
-    require: NodeRequire,
-  ) => (path: string) => Digester)(createRequire(import.meta.url));
-  return makeDigester(path);
 }
 
 function toBatches(entries: readonly ZipEntry[]): ZipEntry[][] {
@@ -162,12 +176,20 @@ function toBatches(entries: readonly ZipEntry[]): ZipEntry[][] {
   return batches;
 }
 
-function tasksOf(batch: readonly ZipEntry[]): Float64Array {
+/** A batch as the digester takes it: TASK_FIELDS numbers per entry (digester.ts). */
+export function tasksOf(batch: readonly ZipEntry[]): Float64Array {
   const tasks = new Float64Array(batch.length * TASK_FIELDS);
   batch.forEach((entry, i) => {
     const raw = centralFieldsOf(entry);
     tasks.set(
-      [raw.relativeOffsetOfLocalHeader, raw.fileNameRaw?.length ?? Buffer.byteLength(entry.name), entry.compressedSizeBytes, entry.uncompressedSizeBytes, entry.compressionMethod, entry.crc32 >>> 0],
+      [
+        raw.relativeOffsetOfLocalHeader,
+        raw.fileNameRaw?.length ?? Buffer.byteLength(entry.name),
+        entry.compressedSizeBytes,
+        entry.uncompressedSizeBytes,
+        entry.compressionMethod,
+        entry.crc32 >>> 0,
+      ],
       i * TASK_FIELDS,
     );
   });
@@ -176,17 +198,29 @@ function tasksOf(batch: readonly ZipEntry[]): Float64Array {
 
 function refusal(entry: ZipEntry, kind: 'invalid' | 'truncated', found: string): IpaError {
   if (kind === 'truncated') {
-    return new IpaError('ZIP_TRUNCATED', `Expected the stored bytes of "${entry.name}" in the archive, found ${found}.`);
+    return new IpaError(
+      'ZIP_TRUNCATED',
+      `Expected the stored bytes of "${entry.name}" in the archive, found ${found}.`,
+    );
   }
-  return new IpaError('ZIP_INVALID', `Expected "${entry.name}" to inflate to the ${entry.uncompressedSizeBytes} bytes and CRC-32 its header records, found: ${found}.`);
+  return new IpaError(
+    'ZIP_INVALID',
+    `Expected "${entry.name}" to inflate to the ${entry.uncompressedSizeBytes} bytes and CRC-32 its header records, found: ${found}.`,
+  );
 }
 
 /** Where an entry's stored bytes start: after its local header's name and extra field (APPNOTE 4.3.7). */
-export async function entryDataStart(block: { read(offset: number, length: number): Promise<Buffer> }, entry: ZipEntry): Promise<number> {
+export async function entryDataStart(
+  block: { read(offset: number, length: number): Promise<Buffer> },
+  entry: ZipEntry,
+): Promise<number> {
   const offset = centralFieldsOf(entry).relativeOffsetOfLocalHeader;
   const header = await block.read(offset, 30);
   if (header.readUInt32LE(0) !== LOCAL_SIGNATURE) {
-    throw new IpaError('ZIP_INVALID', `Expected a local file header for "${entry.name}" at offset ${offset}, found 0x${header.readUInt32LE(0).toString(16)}.`);
+    throw new IpaError(
+      'ZIP_INVALID',
+      `Expected a local file header for "${entry.name}" at offset ${offset}, found 0x${header.readUInt32LE(0).toString(16)}.`,
+    );
   }
   return offset + 30 + header.readUInt16LE(26) + header.readUInt16LE(28);
 }

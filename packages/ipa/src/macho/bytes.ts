@@ -2,7 +2,12 @@
 import { IpaError } from '../errors.js';
 
 export function need(bytes: Buffer, at: number, length: number, where: string, what: string): void {
-  if (at < 0 || length < 0 || at + length > bytes.length) throw truncated(where, what, at + length, bytes.length);
+  needWithin(bytes.length, at, length, where, what);
+}
+
+/** The same against a size alone, before the bytes are read. */
+export function needWithin(sizeBytes: number, at: number, length: number, where: string, what: string): void {
+  if (at < 0 || length < 0 || at + length > sizeBytes) throw truncated(where, what, at + length, sizeBytes);
 }
 
 export function truncated(where: string, what: string, needed?: number, found?: number): IpaError {
@@ -23,7 +28,10 @@ export function readCommandString(command: Buffer, fieldAt: number, minSize: num
   need(command, 0, minSize, where, 'a load command string');
   const offset = command.readUInt32LE(fieldAt);
   if (offset < minSize || offset >= command.length) {
-    throw new IpaError('MACHO_TRUNCATED', `Expected a string inside a ${command.length}-byte load command of ${where}, found offset ${offset}.`);
+    throw new IpaError(
+      'MACHO_TRUNCATED',
+      `Expected a string inside a ${command.length}-byte load command of ${where}, found offset ${offset}.`,
+    );
   }
   const nul = command.indexOf(0, offset);
   return command.toString('utf8', offset, nul === -1 ? command.length : nul);

@@ -1,5 +1,15 @@
-export { isMachO, isMachOHead, parseMachO } from './parse.js';
-export type { DylibReference, LoadCommand, MachOFile, MachOSlice, Segment } from './parse.js';
+export { isMachO, isMachOHead, parseMachO, readMachO } from './parse.js';
+export type {
+  DylibReference,
+  LoadCommand,
+  MachOFile,
+  MachOReadOptions,
+  MachOSlice,
+  Segment,
+} from './parse.js';
+// Random access to a Mach-O's bytes, which readMachO reads through.
+export { bufferReader, streamReader } from './reader.js';
+export type { ByteReader } from './reader.js';
 export { readCodeSignature, readSuperBlobIndex, SUPERBLOB_MAGIC } from './code-signature.js';
 export type { SignatureBlob } from './code-signature.js';
 export { archName } from './arch.js';

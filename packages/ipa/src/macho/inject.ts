@@ -57,22 +57,29 @@ function addToSlice(bytes: Buffer, slice: MachOSlice, where: string, load: Dylib
  * Points every dependency whose install name `matches` at `to` (e.g. a CydiaSubstrate reference
  * at the copy bundled in Frameworks). The new name must fit in the existing command.
  */
-export function rewriteDylibPath(bytes: Buffer, where: string, matches: (name: string) => boolean, to: string): { bytes: Buffer; rewritten: number } {
+export function rewriteDylibPath(
+  bytes: Buffer,
+  where: string,
+  matches: (name: string) => boolean,
+  to: string,
+): { bytes: Buffer; rewritten: number } {
   let rewritten = 0;
   const result = rebuildMachO(bytes, where, (sliceBytes, slice) => {
     const targets = slice.dylibs.filter((dylib) => matches(dylib.name) && dylib.name !== to);
     if (targets.length === 0) return sliceBytes;
     const out = Buffer.from(sliceBytes);
     for (const dylib of targets) {
-      const commandSize = out.readUInt32LE(dylib.commandOffset + 4);
-      const nameOffset = out.readUInt32LE(dylib.commandOffset + 8);
-      const room = commandSize - nameOffset;
+      // The name runs from dylib.name.offset to cmdsize (parse.ts read both).
+      const room = dylib.commandSize - dylib.nameOffset;
       const name = Buffer.from(`${to}\0`, 'utf8');
       if (name.length > room) {
-        throw new IpaError('LOAD_COMMANDS_FULL', `Expected room for "${to}" (${name.length} bytes) in the load command of ${dylib.name} in ${where}, found ${room} bytes.`);
+        throw new IpaError(
+          'LOAD_COMMANDS_FULL',
+          `Expected room for "${to}" (${name.length} bytes) in the load command of ${dylib.name} in ${where}, found ${room} bytes.`,
+        );
       }
-      out.fill(0, dylib.commandOffset + nameOffset, dylib.commandOffset + commandSize);
-      name.copy(out, dylib.commandOffset + nameOffset);
+      out.fill(0, dylib.commandOffset + dylib.nameOffset, dylib.commandOffset + dylib.commandSize);
+      name.copy(out, dylib.commandOffset + dylib.nameOffset);
       rewritten++;
     }
     return out;

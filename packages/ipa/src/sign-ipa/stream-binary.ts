@@ -11,6 +11,7 @@ import { crc32, createInflateRaw } from 'node:zlib';
 import type { FileDigests } from '../digest/index.js';
 import { entryDataStart } from '../digest/pool.js';
 import { IpaError } from '../errors.js';
+import type { ByteReader } from '../macho/reader.js';
 import type { PlistObject } from '../plist.js';
 import { readEmbeddedEntitlementsAt } from '../sign/read-signature.js';
 import { createBlockReader, gridChunks } from '../zip/block-reader.js';
@@ -29,10 +30,8 @@ export interface StreamedBinary {
   readonly digests?: FileDigests;
 }
 
-/** A binary inflated to a temporary file, read back through a window. */
-export interface SpooledBinary {
-  /** The buffer it answers is reused by the next read: use it before then. */
-  readAt(offset: number, length: number): Promise<Buffer>;
+/** A binary inflated to a temporary file, read back through a window (the buffer a read answers is reused by the next). */
+export interface SpooledBinary extends ByteReader {
   /** Deletes the temporary file. */
   close(): Promise<void>;
 }
@@ -64,7 +63,8 @@ export async function spoolBinary(archive: ZipArchive, entry: ZipEntry): Promise
   let answered = 1;
   let ahead: { offset: number; length: number; bytes: Promise<Buffer> } | undefined;
   return {
-    async readAt(offset, length) {
+    sizeBytes: entry.uncompressedSizeBytes,
+    async read(offset, length) {
       if (length > READ_WINDOW_BYTES) return readInto(Buffer.alloc(length), offset, length);
       const prefetched = ahead;
       ahead = undefined;
@@ -77,7 +77,11 @@ export async function spoolBinary(archive: ZipArchive, entry: ZipEntry): Promise
       }
       answered ^= 1;
       if (bytes.length === length) {
-        ahead = { offset: offset + length, length, bytes: readInto(buffers[answered ^ 1]!.subarray(0, length), offset + length, length) };
+        ahead = {
+          offset: offset + length,
+          length,
+          bytes: readInto(buffers[answered ^ 1]!.subarray(0, length), offset + length, length),
+        };
         ahead.bytes.catch(() => undefined); // a failure surfaces if that range is asked for
       }
       return bytes;
@@ -101,24 +105,28 @@ export async function signBinaryStreaming(
   requestFor: (own: PlistObject | undefined) => MachOSignRequest,
   options: { digests?: boolean } = {},
 ): Promise<StreamedBinary> {
-  const readAt = spooled.readAt;
-  const size = entry.uncompressedSizeBytes;
+  const read = spooled.read.bind(spooled);
+  const size = spooled.sizeBytes;
   let own: PlistObject | undefined;
   try {
-    own = await readEmbeddedEntitlementsAt(readAt, size, entry.name);
+    own = await readEmbeddedEntitlementsAt(read, size, entry.name);
   } catch {
     own = undefined; // a damaged old signature is replaced anyway
   }
   const sha1 = options.digests ? createHash('sha1') : undefined;
   const sha256 = options.digests ? createHash('sha256') : undefined;
   let cdhash: Buffer = Buffer.alloc(0);
-  await writer.addStream(entry.name, async (sink) => {
-    ({ cdhash } = await signer.signStream(readAt, size, requestFor(own), async (chunk) => {
-      sha1?.update(chunk);
-      sha256?.update(chunk);
-      await sink(chunk);
-    }));
-  }, { unixMode: entry.unixMode ?? 0o100755 });
+  await writer.addStream(
+    entry.name,
+    async (sink) => {
+      ({ cdhash } = await signer.signStream(read, size, requestFor(own), async (chunk) => {
+        sha1?.update(chunk);
+        sha256?.update(chunk);
+        await sink(chunk);
+      }));
+    },
+    { unixMode: entry.unixMode ?? 0o100755 },
+  );
   return { cdhash, ...(sha1 && sha256 ? { digests: { sha1: sha1.digest(), sha256: sha256.digest() } } : {}) };
 }
 
@@ -130,11 +138,15 @@ async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Pro
   if (archive.path === undefined) {
     // An archive held in memory or behind another reader: its own entry stream.
     let position = 0;
-    for await (const piece of await archive.openEntryStream(entry)) position += (await out.write(piece as Buffer, 0, (piece as Buffer).length, position)).bytesWritten;
+    for await (const piece of await archive.openEntryStream(entry))
+      position += (await out.write(piece as Buffer, 0, (piece as Buffer).length, position)).bytesWritten;
     return;
   }
   if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
-    throw new IpaError('ZIP_INVALID', `Expected "${entry.name}" stored or deflated, found compression method ${entry.compressionMethod}.`);
+    throw new IpaError(
+      'ZIP_INVALID',
+      `Expected "${entry.name}" stored or deflated, found compression method ${entry.compressionMethod}.`,
+    );
   }
   const source = await open(archive.path, 'r');
   try {
@@ -143,20 +155,24 @@ async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Pro
     let crc = 0;
     let position = 0;
     const take = async (piece: Buffer): Promise<void> => {
-      if (position + piece.length > entry.uncompressedSizeBytes) throw damaged(entry, `more than the ${entry.uncompressedSizeBytes} bytes it records`);
+      if (position + piece.length > entry.uncompressedSizeBytes)
+        throw damaged(entry, `more than the ${entry.uncompressedSizeBytes} bytes it records`);
       crc = crc32(piece, crc);
-      for (let done = 0; done < piece.length; ) done += (await out.write(piece, done, piece.length - done, position + done)).bytesWritten;
+      for (let done = 0; done < piece.length;)
+        done += (await out.write(piece, done, piece.length - done, position + done)).bytesWritten;
       position += piece.length;
     };
     if (entry.compressionMethod === 0) {
-      for (const [at, length] of gridChunks(start, start + entry.compressedSizeBytes)) await take(await block.read(at, length));
+      for (const [at, length] of gridChunks(start, start + entry.compressedSizeBytes))
+        await take(await block.read(at, length));
     } else {
       const inflater = createInflateRaw({ chunkSize: SPOOL_CHUNK_BYTES });
       const written = (async () => {
         for await (const piece of inflater) {
           await take(piece as Buffer);
           // A piece that ends zlib's output buffer is its last: the buffer is free once written.
-          if ((piece as Buffer).byteOffset + (piece as Buffer).length === (piece as Buffer).buffer.byteLength) discard(piece as Buffer);
+          if ((piece as Buffer).byteOffset + (piece as Buffer).length === (piece as Buffer).buffer.byteLength)
+            discard(piece as Buffer);
         }
       })();
       written.catch(() => undefined); // handled below; a failure may come before it is awaited
@@ -164,21 +180,27 @@ async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Pro
         for (const [at, length] of gridChunks(start, start + entry.compressedSizeBytes)) {
           const chunk = await block.read(at, length);
           // zlib reads the chunk until the write's callback; the block reader reuses it after.
-          await new Promise<void>((resolve, reject) => inflater.write(chunk, (err) => (err ? reject(err) : resolve())));
+          await new Promise<void>((resolve, reject) =>
+            inflater.write(chunk, (err) => (err ? reject(err) : resolve())),
+          );
         }
         inflater.end();
         await written;
       } catch (err) {
         inflater.destroy();
         // The reading side's failure says more than the write that then failed with it.
-        const first: unknown = await written.then(() => err, (failure: unknown) => failure);
+        const first: unknown = await written.then(
+          () => err,
+          (failure: unknown) => failure,
+        );
         throw first instanceof IpaError ? first : damaged(entry, (first as Error).message);
       }
     }
     // The pieces, discarded as they were written, go now: this thread may wait a while next.
     collectYoung();
     if (position !== entry.uncompressedSizeBytes) throw damaged(entry, `${position} bytes`);
-    if (crc >>> 0 !== entry.crc32 >>> 0) throw damaged(entry, `CRC-32 0x${(crc >>> 0).toString(16).padStart(8, '0')}`);
+    if (crc >>> 0 !== entry.crc32 >>> 0)
+      throw damaged(entry, `CRC-32 0x${(crc >>> 0).toString(16).padStart(8, '0')}`);
   } finally {
     await source.close();
   }

@@ -3,9 +3,7 @@
  * size costs a few MiB of memory. The output is byte for byte what signMachO builds in memory:
  * the same plan per slice, the same fat layout, pages hashed as they pass.
  */
-import { IpaError } from '../errors.js';
-import { FAT_MAGIC, FAT_MAGIC_64, MH_MAGIC, MH_MAGIC_64 } from '../macho/constants.js';
-import { fatTableBytes, parseSliceHead } from '../macho/parse.js';
+import { layOutFat, readMachO, type MachOSlice } from '../macho/parse.js';
 import { HASH_SIZE, PAGE_SIZE } from './blobs.js';
 import { hashPages, planSlice, type CodeSignInput, type SlicePlan } from './macho-sign.js';
 
@@ -22,10 +20,6 @@ interface SliceJob {
   readonly size: number;
   readonly arch: string;
   readonly plan: SlicePlan;
-  /** Where the signed slice goes in the output (fat files), and its fat_arch entry. */
-  outputOffset: number;
-  readonly entryAt?: number;
-  readonly alignment: number;
   cdHash?: Buffer;
 }
 
@@ -35,72 +29,52 @@ export interface StreamedCode {
   readonly cdHash: Buffer;
 }
 
-export async function signMachOStream(read: ReadAt, sizeBytes: number, where: string, input: CodeSignInput, sink: Sink): Promise<StreamedCode> {
-  if (sizeBytes < 8) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold a Mach-O header, found ${sizeBytes} bytes.`);
-  const first = await read(0, 8);
-  const magic = first.readUInt32BE(0);
-  if (magic !== FAT_MAGIC && magic !== FAT_MAGIC_64) {
-    const le = first.readUInt32LE(0);
-    if (le !== MH_MAGIC && le !== MH_MAGIC_64) {
-      throw new IpaError('MACHO_BAD_MAGIC', `Expected ${where} to start with a Mach-O magic, found 0x${le.toString(16).padStart(8, '0')}.`);
-    }
-    const job = await planJob(read, 0, sizeBytes, where, input, 0);
-    await streamSlice(read, job, sink);
-    return { sizeBytes: job.plan.codeLimit + job.plan.signatureSize, cdHash: job.cdHash! };
-  }
-
-  // fat_header: magic, nfat_arch; fat_arch (20 bytes) or fat_arch_64 (32 bytes), big-endian
-  const is64 = magic === FAT_MAGIC_64;
-  const count = first.readUInt32BE(4);
-  const entryBytes = is64 ? 32 : 20;
-  const headerBytes = fatTableBytes(count, is64, where);
-  if (headerBytes > sizeBytes) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold its fat architecture table, found ${sizeBytes} bytes.`);
-  const header = Buffer.from(await read(0, headerBytes));
+export async function signMachOStream(
+  read: ReadAt,
+  sizeBytes: number,
+  where: string,
+  input: CodeSignInput,
+  sink: Sink,
+): Promise<StreamedCode> {
+  const file = await readMachO({ sizeBytes, read }, where);
   const jobs: SliceJob[] = [];
-  for (let i = 0; i < count; i++) {
-    const at = 8 + i * entryBytes;
-    const offset = Number(is64 ? header.readBigUInt64BE(at + 8) : BigInt(header.readUInt32BE(at + 8)));
-    const size = Number(is64 ? header.readBigUInt64BE(at + 16) : BigInt(header.readUInt32BE(at + 12)));
-    if (offset + size > sizeBytes || offset < headerBytes) {
-      throw new IpaError('MACHO_TRUNCATED', `Expected architecture ${i + 1} of ${where} to lie within its ${sizeBytes} bytes, found ${offset}+${size}.`);
-    }
-    const alignment = 2 ** header.readUInt32BE(at + (is64 ? 24 : 16));
-    jobs.push({ ...(await planJob(read, offset, size, where, input, alignment)), entryAt: at });
+  for (const slice of file.slices) jobs.push(await planJob(read, slice, where, input));
+  const signedSize = (job: SliceJob): number => job.plan.codeLimit + job.plan.signatureSize;
+  if (!file.isFat) {
+    await streamSlice(read, jobs[0]!, sink);
+    return { sizeBytes: signedSize(jobs[0]!), cdHash: jobs[0]!.cdHash! };
   }
-  // The same layout as rebuildMachO: slices in order from the first one's offset, each aligned.
-  let cursor = Math.min(...jobs.map((j) => j.offset));
-  for (const job of jobs) {
-    job.outputOffset = Math.ceil(cursor / job.alignment) * job.alignment;
-    const signedSize = job.plan.codeLimit + job.plan.signatureSize;
-    if (is64) {
-      header.writeBigUInt64BE(BigInt(job.outputOffset), job.entryAt! + 8);
-      header.writeBigUInt64BE(BigInt(signedSize), job.entryAt! + 16);
-    } else {
-      header.writeUInt32BE(job.outputOffset, job.entryAt! + 8);
-      header.writeUInt32BE(signedSize, job.entryAt! + 12);
-    }
-    cursor = job.outputOffset + signedSize;
-  }
+  // The same layout as rebuildMachO, in a copy of the file's fat header.
+  const header = Buffer.from(await read(0, file.fatTableBytes!));
+  const offsets = layOutFat(header, file, jobs.map(signedSize), where);
   await sink(header);
-  let written = headerBytes;
-  for (const job of jobs) {
-    if (job.outputOffset > written) await sink(Buffer.alloc(job.outputOffset - written));
+  let written = header.length;
+  for (const [i, job] of jobs.entries()) {
+    if (offsets[i]! > written) await sink(Buffer.alloc(offsets[i]! - written));
     await streamSlice(read, job, sink);
-    written = job.outputOffset + job.plan.codeLimit + job.plan.signatureSize;
+    written = offsets[i]! + signedSize(job);
   }
   const preferred = jobs.find((j) => j.arch === 'arm64') ?? jobs[0]!;
   return { sizeBytes: written, cdHash: preferred.cdHash! };
 }
 
-async function planJob(read: ReadAt, offset: number, size: number, where: string, input: CodeSignInput, alignment: number): Promise<SliceJob> {
-  // mach_header: sizeofcmds at 20; the plan needs the commands and 16 bytes after them.
-  const start = await read(offset, Math.min(size, 32));
-  if (start.length < 28) throw new IpaError('MACHO_TRUNCATED', `Expected ${where} to hold a mach_header, found ${start.length} bytes.`);
-  const headerBytes = start.readUInt32LE(0) === MH_MAGIC_64 ? 32 : 28;
-  const headLength = Math.min(size, headerBytes + start.readUInt32LE(20) + 16);
-  const head = await read(offset, headLength);
-  const slice = parseSliceHead(head, size, where);
-  return { offset, size, arch: slice.arch, plan: planSlice(head, size, slice, where, input), outputOffset: offset, alignment };
+async function planJob(
+  read: ReadAt,
+  slice: MachOSlice,
+  where: string,
+  input: CodeSignInput,
+): Promise<SliceJob> {
+  // The plan needs the header, the load commands and the 16 bytes after them (a new LC_CODE_SIGNATURE).
+  const head = await read(
+    slice.offset,
+    Math.min(slice.size, slice.headerSizeBytes + slice.commandsSizeBytes + 16),
+  );
+  return {
+    offset: slice.offset,
+    size: slice.size,
+    arch: slice.arch,
+    plan: planSlice(head, slice.size, slice, where, input),
+  };
 }
 
 /** Streams one slice: its code with the header edits, hashed page by page, then its signature. */

@@ -34,3 +34,20 @@ export function collectYoung(): void {
   for (let i = Math.ceil(young.space_available_size / 32) + 64; i > 0; i--) scratch.last = { a: i };
   delete scratch.last;
 }
+
+/**
+ * Counts the bytes of buffers a thread makes outside V8's heap (inflated pieces) and brings a
+ * collection of the young generation about (collectYoung) after every `everyBytes` of them: their
+ * small JS objects barely fill the young generation, so without it dead ones would pile up, tens of
+ * MB, before a collection came. One collection each time, so the piece zlib is filling survives it
+ * in the young generation rather than being promoted to the old one.
+ */
+export function collectYoungEvery(everyBytes: number): (madeBytes: number) => void {
+  let fresh = 0;
+  return (madeBytes) => {
+    fresh += madeBytes;
+    if (fresh < everyBytes) return;
+    fresh = 0;
+    collectYoung();
+  };
+}
