@@ -1,6 +1,6 @@
 // zod/mini, like catalog.ts: My page parses these in the web app.
 import * as z from 'zod/mini';
-import { signType } from './catalog.js';
+import { signType } from './sign-modes.js';
 
 /** docs/product.md, Entities and fields, Device. status is one of its five values. */
 export const deviceStatus = z.enum(['Add', 'Expired', 'Registered', 'Process', 'Pending']);

@@ -2,6 +2,7 @@
 // (zod's full API weighs ~20 kB compressed there). The schemas are the same to zod's core, so the
 // server validates and documents them as it does every other contract.
 import * as z from 'zod/mini';
+import { signStatusFields } from './sign-modes.js';
 
 /** docs/product.md, Constants: supported store countries, KR by default. */
 export const COUNTRIES = ['US', 'KR', 'AU', 'RU', 'DE', 'IN', 'SE', 'IL', 'IT'] as const;
@@ -22,14 +23,6 @@ export const decryptStatus = z.enum([
   'Not',
 ]);
 export type DecryptStatus = z.infer<typeof decryptStatus>;
-
-export const signStatus = z.enum(['No', 'Pending', 'Process', 'Done']);
-export type SignStatus = z.infer<typeof signStatus>;
-
-/** Sign types (docs/product.md, Entities and fields): 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP. */
-export const SIGN_TYPES = [0, 1, 2, 3, 4] as const;
-export const signType = z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3), z.literal(4)]);
-export type SignType = z.infer<typeof signType>;
 
 /**
  * App / version entry of docs/product.md, Entities and fields; field names are the contract (raiting is spelled so).
@@ -54,11 +47,8 @@ export const appEntry = z.object({
   size: z.nullable(z.number()),
   premium: z.boolean(),
   status: decryptStatus,
-  normal_sign: signStatus,
-  iap_sign: signStatus,
-  igg_sign: signStatus,
-  both_sign: signStatus,
-  dup_sign: signStatus,
+  /** The viewer's status of each sign mode: normal_sign, iap_sign, igg_sign, both_sign, dup_sign (sign-modes.ts). */
+  ...signStatusFields,
   /** The store listing's size in MB, beside `size` when that is the IPA's (they often differ). */
   store_size: z.nullable(z.number()),
   /** The store listing's minimum iOS, beside `require` when that is the IPA's. */

@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { appEntry, decryptStatus } from './catalog.js';
+import { signType } from './sign-modes.js';
 
 /**
  * Answer of GET /api/decrypt/{country}/{app_id}[/{app_ver_id}] and its PATCH: where the request
@@ -52,7 +53,7 @@ export const signEvent = z.object({
   type: z.literal('sign'),
   app_id: z.string(),
   app_ver_id: z.string(),
-  sign_type: z.int().check(z.minimum(0), z.maximum(4)),
+  sign_type: signType,
   status: z.enum(['No', 'Pending', 'Process', 'Done']),
 });
 export type SignEvent = z.infer<typeof signEvent>;

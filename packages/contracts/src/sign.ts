@@ -1,15 +1,16 @@
 // zod/mini: see admin.ts.
 import * as z from 'zod/mini';
-import { signStatus, signType } from './catalog.js';
+import { SIGN_TYPE_NAMES, SIGN_TYPES, signStatus, signType } from './sign-modes.js';
 
 /** PUT /api/sign/{app_id}/{app_ver_id} body (docs/product.md, Calls): the mode of docs/product.md, Entities and fields. */
 export const signRequest = z.object(
   {
-    type: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3), z.literal(4)], {
-      error: 'type must be 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.',
-    }),
+    type: z.union(
+      SIGN_TYPES.map((type) => z.literal(type)),
+      { error: `type must be ${SIGN_TYPE_NAMES}.` },
+    ),
   },
-  { error: 'Send a JSON object with type: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.' },
+  { error: `Send a JSON object with type: ${SIGN_TYPE_NAMES}.` },
 );
 export type SignRequest = z.infer<typeof signRequest>;
 

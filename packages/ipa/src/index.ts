@@ -40,9 +40,15 @@ export type { IdentitySource, SigningIdentity } from './identity.js';
 export * from './macho/index.js';
 
 // Signing whole IPAs: nested code inside-out, CodeResources, the five sign modes (docs/product.md).
-// The service's entry point: identity as PKCS#12 or PEM, mode 0-4, the dylibs named per mode.
+// What each mode injects and renames, in one table; also the package's `./sign-modes` export, which
+// imports nothing, for callers that want the table without the toolkit (a web app's bundle).
+export { findSigningMode, SIGN_MODE_NUMBERS, SIGNING_MODES } from './sign-modes.js';
+export type { DylibKind, SigningMode } from './sign-modes.js';
+// The service's entry point: identity as PKCS#12 or PEM, a mode, the operator's dylibs of each kind
+// (paths or bytes); the mode picks which go in, and which of them is the CydiaSubstrate (isSubstrate).
 export { dylibsForMode, sign } from './sign-ipa/sign.js';
-export type { ModeDylibs, SignOptions } from './sign-ipa/sign.js';
+export type { DylibSource, ModeDylibs, SignOptions } from './sign-ipa/sign.js';
+export { isSubstrate } from './sign-ipa/modes.js';
 export { signIpa } from './sign-ipa/sign-ipa.js';
 // A service fills a version's digest cache when the version arrives, before anyone signs it.
 export { warmDigestCache } from './sign-ipa/warm.js';

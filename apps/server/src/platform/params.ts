@@ -78,7 +78,7 @@ export const sealedTokenParam = z
 /** The query of a signed, expiring URL (platform/signed-urls.ts): checked by the route, bounded here. */
 export const signedQuery = z.object({ expires: z.string().max(20).optional(), sig: z.string().max(128).optional() });
 
-/** Sign types of docs/product.md, Entities and fields: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP. */
+/** Sign types of docs/product.md, Entities and fields (packages/contracts, sign-modes.ts). */
 export const signTypeParam = z
   .string()
   .regex(/^\d$/, { error: `Sign type must be one of ${SIGN_TYPES.join(', ')}.` })

@@ -9,6 +9,7 @@ import { createTestPki, type TestPki } from '../test-support/pki.js';
 import { buildDylib, OBJDUMP } from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
 import { createMachOSigner } from './engine.js';
+import { isSubstrate } from './modes.js';
 import { signIpa } from './sign-ipa.js';
 import { fixtureIpa } from '../test-support/fixtures.js';
 
@@ -93,4 +94,29 @@ describe('sign modes', () => {
     await expect(signIpa({ ...base, mode: 1, inject: [{ name: '../evil.dylib', bytes: Buffer.alloc(4) }] })).rejects.toMatchObject({ code: 'DYLIB_MISSING' });
     expect(() => readFileSync(output)).toThrow();
   });
+});
+
+describe('isSubstrate', () => {
+  // The union of the two checks signing and the sign service each made before: any name holding
+  // CydiaSubstrate or ending in libsubstrate.dylib, or a last component that is libsubstrate.dylib
+  // or starts with CydiaSubstrate.
+  it.each([
+    '/Library/Frameworks/CydiaSubstrate.framework/CydiaSubstrate',
+    '@rpath/CydiaSubstrate.framework/CydiaSubstrate',
+    '/usr/lib/libsubstrate.dylib',
+    'libsubstrate.dylib',
+    'CydiaSubstrate.dylib',
+    'libCydiaSubstrate.dylib',
+    'ellekit-libsubstrate.dylib',
+    '/opt/dylibs/libsubstrate.dylib/',
+  ])('takes %s for CydiaSubstrate', (name) => {
+    expect(isSubstrate(name)).toBe(true);
+  });
+
+  it.each(['libiap.dylib', '@rpath/libigg.dylib', 'substrate.dylib', 'libsubstrate.dylib.bak', 'cydiasubstrate.dylib', '/usr/lib/libsubstrate_dylib'])(
+    'takes %s for a dylib of its own',
+    (name) => {
+      expect(isSubstrate(name)).toBe(false);
+    },
+  );
 });

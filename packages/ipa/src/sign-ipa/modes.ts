@@ -2,10 +2,10 @@ import { posix } from 'node:path';
 import { IpaError } from '../errors.js';
 import { addDylibLoad, rewriteDylibPath } from '../macho/index.js';
 import { buildBinaryPlist, buildXmlPlist, type PlistObject, type PlistValue } from '../plist.js';
+import { findSigningMode, SIGN_MODE_NUMBERS, SIGNING_MODES, type SignMode } from '../sign-modes.js';
 import type { SigningPlan } from './plan.js';
 
-/** Sign types (docs/product.md, Entities and fields). */
-export type SignMode = 0 | 1 | 2 | 3 | 4;
+export type { SignMode } from '../sign-modes.js';
 
 /** An operator-supplied dylib to inject (modes 1-3); Sideport ships none. */
 export interface InjectedDylib {
@@ -27,23 +27,46 @@ export interface ModeOptions {
 
 const SAFE_NAME = /^[A-Za-z0-9._+-]+\.dylib$/;
 const BUNDLE_ID = /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/;
-const isSubstrate = (name: string) => /CydiaSubstrate|libsubstrate\.dylib$/.test(name);
+/** '1, 2 or 3': the modes that inject dylibs. */
+const INJECTING_MODES = SIGNING_MODES.filter((m) => m.injects.length > 0)
+  .map((m) => m.type)
+  .join(', ')
+  .replace(/, (\d+)$/, ' or $1');
+
+/**
+ * Whether a dylib, by its file name or install name, is CydiaSubstrate (or a replacement named
+ * like it): `CydiaSubstrate` anywhere in the name, a name ending in `libsubstrate.dylib`, or a last
+ * path component that is `libsubstrate.dylib` or starts with `CydiaSubstrate`. Injected dylibs
+ * that load one are pointed at the bundled substrate, and one among a mode's dylibs is bundled
+ * without a load command of its own.
+ */
+export function isSubstrate(name: string): boolean {
+  const lastComponent = name.replace(/\/+$/, '').split('/').pop() ?? '';
+  return /CydiaSubstrate|libsubstrate\.dylib$/.test(name) || /^(libsubstrate\.dylib|CydiaSubstrate.*)$/.test(lastComponent);
+}
+
+/** The mode of a number, or MODE_INVALID naming the modes there are. */
+export function signingModeOf(mode: number) {
+  const found = findSigningMode(mode);
+  if (found === undefined) throw new IpaError('MODE_INVALID', `Expected a sign mode from ${SIGN_MODE_NUMBERS[0]} to ${SIGN_MODE_NUMBERS.at(-1)}, found ${mode}.`);
+  return found;
+}
 
 /** Checks the options of a mode before any work: a clear reason instead of a half-made IPA. */
 export function validateModeOptions(options: ModeOptions) {
   const mode = options.mode ?? 0;
-  if (![0, 1, 2, 3, 4].includes(mode)) throw new IpaError('MODE_INVALID', `Expected a sign mode from 0 to 4, found ${mode}.`);
+  const { injects, renamesBundleIds } = signingModeOf(mode);
   const dylibs = [...(options.inject ?? []), ...(options.substrate ? [options.substrate] : [])];
-  if (mode >= 1 && mode <= 3 && (options.inject ?? []).length === 0) {
+  if (injects.length > 0 && (options.inject ?? []).length === 0) {
     throw new IpaError('DYLIB_MISSING', `Mode ${mode} injects the operator's dylibs, but none was given.`);
   }
-  if ((mode === 0 || mode === 4) && dylibs.length > 0) {
-    throw new IpaError('MODE_INVALID', `Mode ${mode} injects nothing, found ${dylibs.length} dylib(s) to inject: choose mode 1, 2 or 3, or leave them out.`);
+  if (injects.length === 0 && dylibs.length > 0) {
+    throw new IpaError('MODE_INVALID', `Mode ${mode} injects nothing, found ${dylibs.length} dylib(s) to inject: choose mode ${INJECTING_MODES}, or leave them out.`);
   }
   for (const dylib of dylibs) {
     if (!SAFE_NAME.test(dylib.name)) throw new IpaError('DYLIB_MISSING', `Expected a plain .dylib file name to inject, found '${dylib.name}'.`);
   }
-  if (mode === 4 && !(options.bundleIdPrefix && BUNDLE_ID.test(options.bundleIdPrefix))) {
+  if (renamesBundleIds && !(options.bundleIdPrefix && BUNDLE_ID.test(options.bundleIdPrefix))) {
     throw new IpaError('BUNDLE_ID_INVALID', `Mode 4 (DUP) needs a new bundle id of letters, digits, '-' and '.', found '${options.bundleIdPrefix ?? ''}'.`);
   }
 }

@@ -11,7 +11,7 @@ import { signBinaryStreaming, spoolBinary, type SpooledBinary } from './stream-b
 import { digestEntries, readCachedDigests, writeCachedDigests, type FileDigests } from '../digest/index.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import { planSigning, type BundlePlan, type SigningPlan } from './plan.js';
-import { applyDup, applyInjection, validateModeOptions, type ModeOptions } from './modes.js';
+import { applyDup, applyInjection, signingModeOf, validateModeOptions, type ModeOptions } from './modes.js';
 import { createSignedZipWriter, type SignedZipWriter, type ZipEntryWriter } from '../zip/writer.js';
 import { copyUnchanged } from './write-zip.js';
 import { assertMachOsDecrypted } from '../check.js';
@@ -168,20 +168,21 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       return spooled;
     };
 
-    const mode = options.mode ?? 0;
+    const mode = signingModeOf(options.mode ?? 0);
+    const injects = mode.injects.length > 0;
     // The modes edit plists and the main executable; fetch just those (one binary at most).
     const readSync = new Map<string, Buffer>();
     for (const bundle of plan.inOrder) readSync.set(`${bundle.dir}/Info.plist`, await read(`${bundle.dir}/Info.plist`));
-    if (mode >= 1 && mode <= 3) readSync.set(plan.app.executable!, await read(plan.app.executable!));
+    if (injects) readSync.set(plan.app.executable!, await read(plan.app.executable!));
     const current = (name: string) => replaced.get(name) ?? readSync.get(name)!;
     let dup: DupRenaming | undefined;
-    if (mode === 4) {
+    if (mode.renamesBundleIds) {
       const oldAppId = plan.app.bundleId;
       const { plists, renameId } = applyDup(plan, options.bundleIdPrefix!, current);
       for (const [name, bytes] of plists) replaced.set(name, bytes);
       dup = { renameId, remapGroup: createGroupRemap(oldAppId, plan.app.bundleId) };
     }
-    if (mode >= 1 && mode <= 3) for (const [name, bytes] of applyInjection(plan, options, current)) replaced.set(name, bytes);
+    if (injects) for (const [name, bytes] of applyInjection(plan, options, current)) replaced.set(name, bytes);
     for (const bundle of plan.inOrder) {
       if (bundle.isMain) replaced.set(`${bundle.dir}/embedded.mobileprovision`, options.profile);
     }

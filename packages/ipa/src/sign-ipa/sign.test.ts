@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -115,6 +115,31 @@ describe('sign', () => {
     await expect(sign({ input: fixtureIpa, output, identity: { p12: pki.p12, password: pki.password }, profile: pki.profile(), mode: 3, dylibs: { iap } }))
       .rejects.toMatchObject({ code: 'DYLIB_MISSING', message: 'Expected the IGG dylib for mode 3, found none configured.' });
     expect(readdirSync(dir).filter((name) => name.startsWith('refused'))).toEqual([]);
+  });
+
+  it('takes each kind as a list of paths: the mode picks its own, and bundles a CydiaSubstrate among them without a load command', async () => {
+    // Named as only one of the two earlier substrate checks knew it: any name holding CydiaSubstrate.
+    const substrate = path.join(dir, 'libCydiaSubstrate.dylib');
+    copyFileSync(buildDylib(dir, 'cydia', HELPER_SOURCE, '/Library/Frameworks/CydiaSubstrate.framework/CydiaSubstrate'), substrate);
+    const tweak = path.join(dir, 'libtweak.dylib');
+    copyFileSync(buildDylib(dir, 'tweak', 'int helper(int);\nint tweak(void) { return helper(2); }\n', '@rpath/libtweak.dylib', { link: [substrate] }), tweak);
+    const game = path.join(dir, 'libgame.dylib');
+    copyFileSync(buildDylib(dir, 'game', 'int game(void) { return 3; }\n', '@rpath/libgame.dylib'), game);
+    const output = path.join(dir, 'lists.ipa');
+    const dylibs = { iap: [tweak, substrate], igg: [game] };
+    await sign({ input: fixtureIpa, output, identity: { p12: pki.p12, password: pki.password }, profile: pki.profile(), mode: 3, dylibs });
+    const app = unzip(output);
+    const loads = [...objdumpHeaders(path.join(app, 'very-capable-app')).matchAll(/name @executable_path\/Frameworks\/(\S+)/g)].map((m) => m[1]);
+    expect(loads).toEqual(['libtweak.dylib', 'libgame.dylib']);
+    expect(objdumpHeaders(path.join(app, 'Frameworks/libtweak.dylib'))).toContain('name @executable_path/Frameworks/libCydiaSubstrate.dylib');
+    const seal = parsePlist(readFileSync(path.join(app, '_CodeSignature/CodeResources'))) as { files2: Record<string, PlistObject> };
+    for (const name of ['libtweak.dylib', 'libCydiaSubstrate.dylib', 'libgame.dylib']) {
+      expect(seal.files2[`Frameworks/${name}`], name).toMatchObject({ cdhash: expect.any(Uint8Array) });
+    }
+    // Mode 2 takes the IGG list alone: nothing of the IAP one is read or bundled.
+    const igg = path.join(dir, 'lists-igg.ipa');
+    await sign({ input: fixtureIpa, output: igg, identity: { p12: pki.p12, password: pki.password }, profile: pki.profile(), mode: 2, dylibs: { iap: [path.join(dir, 'absent.dylib')], igg: [game] } });
+    expect(readdirSync(path.join(unzip(igg), 'Frameworks')).filter((name) => name.endsWith('.dylib'))).toEqual(['libgame.dylib']);
   });
 
   it('picks the dylibs of each mode in load order', () => {

@@ -1,21 +1,31 @@
 /**
  * The signing entry point the service calls: an identity as PKCS#12 or PEM, a profile, a mode of
- * docs/product.md (0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP) and, for modes 1-3, the operator's dylibs
- * named for their mode. Everything else is signIpa's.
+ * docs/product.md (src/sign-modes.ts) and the operator's dylibs of each kind. The mode picks which
+ * of them go in; everything else is signIpa's.
  */
+import { readFile } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { IpaError } from '../errors.js';
 import { loadIdentity, type IdentitySource } from '../identity.js';
+import type { DylibKind } from '../sign-modes.js';
 import { createMachOSigner } from './engine.js';
-import type { InjectedDylib, SignMode } from './modes.js';
+import { isSubstrate, signingModeOf, type InjectedDylib, type SignMode } from './modes.js';
 import { signIpa, type SignIpaReport } from './sign-ipa.js';
 
+/** A dylib as a file's path (named after the file) or as its name and bytes. */
+export type DylibSource = string | InjectedDylib;
+
+/** The operator's dylibs: one or several of each kind, each a path or its bytes. */
 export interface ModeDylibs {
-  /** Injected in modes 1 and 3. */
-  readonly iap?: InjectedDylib;
-  /** Injected in modes 2 and 3. */
-  readonly igg?: InjectedDylib;
-  /** Bundled beside them when they depend on CydiaSubstrate. */
-  readonly substrate?: InjectedDylib;
+  /** Injected by the modes that inject IAP dylibs (src/sign-modes.ts). */
+  readonly iap?: DylibSource | readonly DylibSource[];
+  /** Injected by the modes that inject IGG dylibs. */
+  readonly igg?: DylibSource | readonly DylibSource[];
+  /**
+   * Bundled beside them when they depend on CydiaSubstrate. Without it, the first of the mode's
+   * dylibs that isSubstrate names is bundled so; those are never given a load command.
+   */
+  readonly substrate?: DylibSource;
 }
 
 export interface SignOptions {
@@ -34,22 +44,53 @@ export interface SignOptions {
   readonly now?: Date;
 }
 
-/** The dylibs a mode injects, in load order; refuses a mode whose dylib is not configured. */
-export function dylibsForMode(mode: SignMode, dylibs: ModeDylibs = {}): InjectedDylib[] {
-  const kinds: ('iap' | 'igg')[] = mode === 1 ? ['iap'] : mode === 2 ? ['igg'] : mode === 3 ? ['iap', 'igg'] : [];
-  return kinds.map((kind) => {
-    const dylib = dylibs[kind];
-    if (dylib === undefined) {
-      throw new IpaError('DYLIB_MISSING', `Expected the ${kind.toUpperCase()} dylib for mode ${mode}, found none configured.`);
+const sourcesOf = <T>(kind: T | readonly T[] | undefined): readonly T[] =>
+  kind === undefined ? [] : Array.isArray(kind) ? kind : [kind as T];
+
+const nameOf = (source: DylibSource) => (typeof source === 'string' ? basename(source) : source.name);
+
+const load = async (source: DylibSource): Promise<InjectedDylib> =>
+  typeof source === 'string' ? { name: basename(source), bytes: await readFile(source) } : source;
+
+/**
+ * The dylibs a mode injects, in load order, each once (IAP before IGG); refuses a mode whose
+ * dylibs are not configured, naming the kind.
+ */
+export function dylibsForMode<T extends DylibSource>(
+  mode: SignMode,
+  dylibs: { readonly [K in DylibKind]?: T | readonly T[] } = {},
+): T[] {
+  const picked = signingModeOf(mode).injects.flatMap((kind) => {
+    const sources = sourcesOf(dylibs[kind]);
+    if (sources.length === 0) {
+      throw new IpaError(
+        'DYLIB_MISSING',
+        `Expected the ${kind.toUpperCase()} dylib for mode ${mode}, found none configured.`,
+      );
     }
-    return dylib;
+    return sources;
   });
+  return [...new Set(picked)];
+}
+
+/**
+ * The mode's dylibs split into those injected with a load command and the substrate bundled for
+ * them (the one given, or the first among them that isSubstrate names); none when nothing is injected.
+ */
+async function injectionOf(mode: SignMode, dylibs: ModeDylibs | undefined) {
+  const picked = dylibsForMode(mode, dylibs);
+  const inject = picked.filter((source) => !isSubstrate(nameOf(source)));
+  const substrate = dylibs?.substrate ?? picked.find((source) => isSubstrate(nameOf(source)));
+  return {
+    inject: await Promise.all(inject.map(load)),
+    substrate: substrate !== undefined && inject.length > 0 ? await load(substrate) : undefined,
+  };
 }
 
 export async function sign(options: SignOptions): Promise<SignIpaReport> {
   const identity = loadIdentity(options.identity);
   const mode = options.mode ?? 0;
-  const inject = dylibsForMode(mode, options.dylibs);
+  const { inject, substrate } = await injectionOf(mode, options.dylibs);
   return signIpa({
     input: options.input,
     output: options.output,
@@ -58,7 +99,7 @@ export async function sign(options: SignOptions): Promise<SignIpaReport> {
     signer: createMachOSigner(identity, options.now === undefined ? undefined : () => options.now!),
     mode,
     ...(inject.length > 0 ? { inject } : {}),
-    ...(options.dylibs?.substrate !== undefined && inject.length > 0 ? { substrate: options.dylibs.substrate } : {}),
+    ...(substrate !== undefined ? { substrate } : {}),
     ...(options.bundleIdPrefix === undefined ? {} : { bundleIdPrefix: options.bundleIdPrefix }),
     ...(options.cacheDir === undefined ? {} : { cacheDir: options.cacheDir }),
     ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),

@@ -1,3 +1,4 @@
+import type { SignType } from '@sideport/contracts';
 import { sql } from 'drizzle-orm';
 import { bigint, bigserial, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from './accounts.js';
@@ -22,7 +23,8 @@ export const signRequests = pgTable(
     source: text('source').$type<SignSource>().notNull(),
     appId: bigint('app_id', { mode: 'number' }).notNull(),
     appVerId: bigint('app_ver_id', { mode: 'number' }).notNull(),
-    signType: integer('sign_type').notNull(),
+    /** The mode (packages/contracts, sign-modes.ts); PUT /api/sign takes no other. */
+    signType: integer('sign_type').$type<SignType>().notNull(),
     status: text('status').$type<'No' | 'Pending' | 'Process' | 'Done'>().notNull(),
     state: text('state').$type<SignJobState>().notNull().default('idle'),
     /** The stored IPA to sign (a version's file); null for Feather, which each worker reads from FEATHER_IPA. */

@@ -1,4 +1,4 @@
-import type { AppEntry, DecryptStatus, QueueStatus } from '@sideport/contracts';
+import { NO_SIGN_STATUSES, type AppEntry, type DecryptStatus, type QueueStatus, type SignStatuses } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
 import { AppError, notFound } from '../../platform/errors.js';
 import type { ItunesClient, StoreApp } from './itunes.js';
@@ -44,17 +44,6 @@ export interface EntryFacts {
   position?: number | null;
 }
 
-export type SignStatuses = Pick<AppEntry, 'normal_sign' | 'iap_sign' | 'igg_sign' | 'both_sign' | 'dup_sign'>;
-
-/** Lists show no sign statuses (they are per user and version); the version modal does. */
-export const NO_SIGN_STATUSES: SignStatuses = {
-  normal_sign: 'No',
-  iap_sign: 'No',
-  igg_sign: 'No',
-  both_sign: 'No',
-  dup_sign: 'No',
-};
-
 /** MB to the hundredth; anything above 0 bytes is at least 0.01 MB, so a small IPA never shows as 0 MB. */
 export function megabytes(bytes: number | null | undefined) {
   if (bytes == null) return null;
@@ -68,6 +57,7 @@ export const httpsIcon = (url: string) => url.replace(/^http:\/\//i, 'https://')
 /**
  * An app / version entry of docs/product.md, Entities and fields: the app's store facts, overridden by the entry's own
  * (the decrypted IPA's size and minimum iOS once Done, the store listing's kept beside them).
+ * Lists show no sign statuses (they are per user and version); the version modal does.
  */
 export function toEntry(app: q.AppRow, e: EntryFacts, signs: SignStatuses = NO_SIGN_STATUSES): AppEntry {
   const hasIpaFacts = e.sizeBytes != null || e.minimumOs != null;

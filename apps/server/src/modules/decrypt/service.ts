@@ -1,4 +1,4 @@
-import type { AppEntry, DecryptAnswer, VersionHistoryAnswer } from '@sideport/contracts';
+import type { AppEntry, DecryptAnswer, SignStatuses, VersionHistoryAnswer } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
 import { AppError, conflict, forbidden } from '../../platform/errors.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
@@ -11,7 +11,6 @@ import {
   PAID_REFUSED,
   toEntry,
   type CatalogService,
-  type SignStatuses,
   type Viewer,
 } from '../catalog/service.js';
 import type { RemovedEntry } from '../catalog/queries.js';

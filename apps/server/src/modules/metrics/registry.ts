@@ -1,3 +1,4 @@
+import { SIGN_MODES } from '@sideport/contracts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** The work queues: agents' decrypt and version-list jobs, and the sign workers' signs. */
@@ -60,7 +61,6 @@ const OUTCOMES: readonly RegistrationOutcome[] = [
   'awaiting_confirmation',
   'expired',
 ];
-const SIGN_MODES = ['0', '1', '2', '3', '4'] as const;
 
 /**
  * Node's process metrics (CPU, memory, event loop, GC) belong to the process, not to one app: they
@@ -135,7 +135,7 @@ export function createMetrics({ readState, clock, stateCacheMs, onStateError }: 
   });
   const signDuration = new Histogram({
     name: 'sideport_sign_duration_seconds',
-    help: 'Time from a sign worker claiming a sign to its stored artifact, by sign mode (0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP).',
+    help: `Time from a sign worker claiming a sign to its stored artifact, by sign mode (${SIGN_MODES.map((m) => `${m.type} ${m.apiName}`).join(', ')}).`,
     labelNames: ['mode'] as const,
     buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600],
     registers,
@@ -151,7 +151,7 @@ export function createMetrics({ readState, clock, stateCacheMs, onStateError }: 
   for (const { queue } of QUEUES) for (const event of JOB_EVENTS) jobCounters[event].inc({ queue }, 0);
   for (const outcome of OUTCOMES) registrations.inc({ outcome }, 0);
   for (const lane of ['premium', 'free'] as const) decryptDuration.zero({ lane });
-  for (const mode of SIGN_MODES) signDuration.zero({ mode });
+  for (const mode of SIGN_MODES) signDuration.zero({ mode: String(mode.type) });
 
   let cached: { at: number; value: Promise<StateSnapshot | undefined> } | undefined;
   function state(): Promise<StateSnapshot | undefined> {

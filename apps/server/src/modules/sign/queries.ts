@@ -1,3 +1,4 @@
+import type { SignType } from '@sideport/contracts';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
 import { signRequests, type SignSource } from '../../db/schema/index.js';
@@ -10,7 +11,7 @@ export interface SignKey {
   source: SignSource;
   appId: number;
   appVerId: number;
-  signType: number;
+  signType: SignType;
 }
 
 /** The lease a worker holds: the row, the worker and the attempt it claimed. */

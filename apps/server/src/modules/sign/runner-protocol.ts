@@ -1,4 +1,4 @@
-import type { SignMode } from '@sideport/ipa';
+import type { DylibKind, SignMode } from '@sideport/ipa';
 
 /** The signing identity as it crosses to the signing process (IPC turns Buffers into Uint8Arrays). */
 export type RunnerIdentity = ({ p12: Uint8Array; password: string } | { certPem: string; keyPem: string }) & {
@@ -14,11 +14,9 @@ export type RunnerTask =
       identity: RunnerIdentity;
       profile: Uint8Array;
       mode: SignMode;
-      /** Modes 1-3: the operator's dylibs, in load order. */
-      inject: Array<{ name: string; path: string }>;
-      /** Bundled beside them for dylibs that depend on CydiaSubstrate. */
-      substrate?: { name: string; path: string };
-      /** Mode 4: the copy's bundle id is the app's own followed by this segment. */
+      /** The operator's dylibs of each kind (paths); packages/ipa's sign() picks the mode's. */
+      dylibs: Record<DylibKind, readonly string[]>;
+      /** A mode that renames bundle ids (DUP): the copy's bundle id is the app's own followed by this segment. */
       dupTag?: string;
       cacheDir: string;
     }

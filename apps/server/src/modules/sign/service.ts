@@ -1,5 +1,15 @@
 import { randomInt } from 'node:crypto';
-import { SIGN_TYPES, type FeatherCertAnswer, type SignAnswer, type SignCheckAnswer, type SignType } from '@sideport/contracts';
+import {
+  NO_SIGN_STATUSES,
+  SIGN_TYPES,
+  signModeOf,
+  type FeatherCertAnswer,
+  type SignAnswer,
+  type SignCheckAnswer,
+  type SignStatuses,
+  type SignType,
+} from '@sideport/contracts';
+import type { DylibKind } from '@sideport/ipa';
 import { isUniqueViolation, type Database } from '../../db/client.js';
 import type { SignSource } from '../../db/schema/index.js';
 import { AppError, forbidden } from '../../platform/errors.js';
@@ -7,7 +17,6 @@ import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { FileStore } from '../../platform/storage.js';
-import type { SignStatuses } from '../catalog/service.js';
 import type { SigningService } from '../devices/signing.js';
 import { featherCertZip } from './feather-cert.js';
 import { installManifest } from './manifest.js';
@@ -20,8 +29,8 @@ import { canonicalUdid } from '../devices/udid.js';
 export interface SignSettings {
   /** Lifetime of manifest, IPA and certificate URLs (DOWNLOAD_URL_TTL_SECONDS). */
   urlTtlSeconds: number;
-  /** Which injection modes have their dylibs configured. */
-  hasDylibs: { iap: boolean; igg: boolean };
+  /** Which kinds of dylibs are configured: a mode that injects a kind not configured is not offered. */
+  hasDylibs: Record<DylibKind, boolean>;
   /** FEATHER_IPA: Feather is offered only with it. */
   featherIpa?: string | undefined;
   /** How long GET /api/feather/install waits for a sign under way before asking to come back. */
@@ -43,8 +52,6 @@ export interface SignServiceDeps {
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
 
-const STATUS_FIELDS = ['normal_sign', 'iap_sign', 'igg_sign', 'both_sign', 'dup_sign'] as const;
-const MODE_NAMES = ['normal', 'IAP', 'IGG', 'IAP + IGG', 'DUP'] as const;
 const FEATHER_TITLE = 'Feather';
 const FEATHER_CERT_PURPOSE = 'feather-cert';
 
@@ -102,7 +109,7 @@ export function createSignService(deps: SignServiceDeps) {
     );
   }
 
-  const versionKey = (userId: string, appId: number, appVerId: number, type: number): q.SignKey => ({
+  const versionKey = (userId: string, appId: number, appVerId: number, type: SignType): q.SignKey => ({
     userId,
     source: 'version' as SignSource,
     appId,
@@ -124,14 +131,14 @@ export function createSignService(deps: SignServiceDeps) {
     return { url: `itms-services://?action=download-manifest&url=${encodeURIComponent(manifest)}` };
   }
 
-  /** Modes 1-3 inject the operator's dylibs: offered only when those are configured. */
+  /** A mode that injects the operator's dylibs is offered only when every kind it injects is configured. */
   function isOffered(type: SignType) {
-    const needs = { iap: type === 1 || type === 3, igg: type === 2 || type === 3 };
-    return !(needs.iap && !settings.hasDylibs.iap) && !(needs.igg && !settings.hasDylibs.igg);
+    return signModeOf(type).injects.every((kind) => settings.hasDylibs[kind]);
   }
 
   function refuseUnconfiguredMode(type: SignType) {
-    if (!isOffered(type)) throw forbidden(`${MODE_NAMES[type]} signing is not offered on this server.`);
+    const mode = signModeOf(type);
+    if (!isOffered(type)) throw forbidden(`${mode.confirmLabel ?? mode.apiName} signing is not offered on this server.`);
   }
 
   function requireFeather() {
@@ -159,8 +166,8 @@ export function createSignService(deps: SignServiceDeps) {
       const result = new Map<number, SignStatuses>();
       for (const row of rows) {
         if (!wanted.has(`${row.appId}/${row.appVerId}`)) continue;
-        const statuses = result.get(row.appVerId) ?? { normal_sign: 'No', iap_sign: 'No', igg_sign: 'No', both_sign: 'No', dup_sign: 'No' };
-        statuses[STATUS_FIELDS[row.signType]!] = row.status;
+        const statuses = result.get(row.appVerId) ?? { ...NO_SIGN_STATUSES };
+        statuses[signModeOf(row.signType).statusField] = row.status;
         result.set(row.appVerId, statuses);
       }
       return result;

@@ -4,18 +4,14 @@
  * takes one task over IPC, answers once and exits; it also exits when its parent goes (a worker
  * killed mid-sign leaves nothing running).
  */
-import { readFile } from 'node:fs/promises';
 import {
-  createMachOSigner,
   describeBundle,
   findAppBundle,
   isIpaError,
-  loadIdentity,
   openZip,
   readInfoPlist,
-  signIpa,
+  sign,
   warmDigestCache,
-  type InjectedDylib,
 } from '@sideport/ipa';
 import type { RunnerResult, RunnerTask } from './runner-protocol.js';
 
@@ -30,30 +26,25 @@ async function readApp(input: string) {
   }
 }
 
-const loadDylib = async (file: { name: string; path: string }): Promise<InjectedDylib> => ({ name: file.name, bytes: await readFile(file.path) });
-
 async function run(task: RunnerTask): Promise<RunnerResult> {
   if (task.kind === 'warm') {
     const warmed = await warmDigestCache(task.input, { cacheDir: task.cacheDir });
     return { ok: true, kind: 'warm', fromCache: warmed.fromCache };
   }
   const app = await readApp(task.input);
-  const identity = loadIdentity({
-    ...('p12' in task.identity
-      ? { p12: Buffer.from(task.identity.p12), password: task.identity.password }
-      : { certPem: task.identity.certPem, keyPem: task.identity.keyPem }),
-    chain: (task.identity.chain ?? []).map((c) => Buffer.from(c)),
-  });
-  const inject = await Promise.all(task.inject.map(loadDylib));
-  const report = await signIpa({
+  // The mode picks its dylibs from the lists, and the substrate among them, in sign().
+  const report = await sign({
     input: task.input,
     output: task.output,
-    identity,
+    identity: {
+      ...('p12' in task.identity
+        ? { p12: Buffer.from(task.identity.p12), password: task.identity.password }
+        : { certPem: task.identity.certPem, keyPem: task.identity.keyPem }),
+      chain: (task.identity.chain ?? []).map((c) => Buffer.from(c)),
+    },
     profile: Buffer.from(task.profile),
-    signer: createMachOSigner(identity),
     mode: task.mode,
-    ...(inject.length ? { inject } : {}),
-    ...(task.substrate && inject.length ? { substrate: await loadDylib(task.substrate) } : {}),
+    dylibs: task.dylibs,
     ...(task.dupTag !== undefined ? { bundleIdPrefix: `${app.bundleId}.${task.dupTag}` } : {}),
     cacheDir: task.cacheDir,
   });

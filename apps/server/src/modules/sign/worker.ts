@@ -3,7 +3,8 @@ import { createReadStream } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import type { SignMode } from '@sideport/ipa';
+import { signModeOf } from '@sideport/contracts';
+import type { DylibKind } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { FileStore } from '../../platform/storage.js';
@@ -23,8 +24,8 @@ export interface SignWorkerSettings {
   maxLostLeases: number;
   /** Where artifacts are written before they are stored. */
   tmpDir: string;
-  /** SIGN_DYLIBS_IAP and SIGN_DYLIBS_IGG: absolute paths. */
-  dylibs: { iap: readonly string[]; igg: readonly string[] };
+  /** SIGN_DYLIBS_IAP and SIGN_DYLIBS_IGG: absolute paths; the mode picks which the signing process reads. */
+  dylibs: Record<DylibKind, readonly string[]>;
   /** FEATHER_IPA, when this machine has it. */
   featherIpa?: string | undefined;
   /** How often an idle worker looks for work nobody announced (a lease that ran out). */
@@ -49,23 +50,6 @@ const REASON_NO_DEVICE = 'You have no Registered device to sign for.';
 const REASON_NO_FEATHER = 'This worker has no Feather IPA (FEATHER_IPA).';
 /** A sign that runs longer than this is stuck: its process is ended and the attempt fails. */
 const MAX_SIGN_MS = 60 * 60_000;
-
-const isSubstrate = (file: string) => /^(libsubstrate\.dylib|CydiaSubstrate.*)$/.test(path.basename(file));
-
-/** The dylibs a mode injects, in load order, and a bundled substrate among them (docs/sign-service.md). */
-export function modeDylibs(mode: number, dylibs: SignWorkerSettings['dylibs']) {
-  const paths = [
-    ...new Set([
-      ...(mode === 1 || mode === 3 ? dylibs.iap : []),
-      ...(mode === 2 || mode === 3 ? dylibs.igg : []),
-    ]),
-  ];
-  const substrate = paths.find(isSubstrate);
-  return {
-    inject: paths.filter((p) => !isSubstrate(p)).map((p) => ({ name: path.basename(p), path: p })),
-    ...(substrate ? { substrate: { name: path.basename(substrate), path: substrate } } : {}),
-  };
-}
 
 /** DUP's new bundle id segment: the same for a user and an app every time, different between users. */
 export const dupTag = (userId: string, appId: number) =>
@@ -185,9 +169,9 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         output,
         identity: toRunnerIdentity(material),
         profile: material.profile,
-        mode: row.signType as SignMode,
-        ...modeDylibs(row.signType, settings.dylibs),
-        ...(row.signType === 4 ? { dupTag: dupTag(row.userId, row.appId) } : {}),
+        mode: row.signType,
+        dylibs: settings.dylibs,
+        ...(signModeOf(row.signType).renamesBundleIds ? { dupTag: dupTag(row.userId, row.appId) } : {}),
         cacheDir: cacheDir.dir,
       };
       const result = await run(task, AbortSignal.any([abort.signal, stopped.signal]));

@@ -1,6 +1,6 @@
 import { QueryClient, type InfiniteData } from '@tanstack/react-query';
 import { describe, expect, it } from 'vitest';
-import type { AppEntry, VersionEvent } from '@sideport/contracts';
+import { NO_SIGN_STATUSES, type AppEntry, type VersionEvent } from '@sideport/contracts';
 import { applyLiveEvent, applySignEvent, applyVersionEvent, removeEntry } from './apply-event';
 
 const entry = (app_id: string, app_ver_id: string | null, status: AppEntry['status']): AppEntry => ({
@@ -19,11 +19,7 @@ const entry = (app_id: string, app_ver_id: string | null, status: AppEntry['stat
   size: 10,
   premium: false,
   status,
-  normal_sign: 'No',
-  iap_sign: 'No',
-  igg_sign: 'No',
-  both_sign: 'No',
-  dup_sign: 'No',
+  ...NO_SIGN_STATUSES,
   store_size: null,
   store_require: null,
   decrypted_at: null,

@@ -1,15 +1,12 @@
 import type { QueryClient } from '@tanstack/react-query';
-import type { AppEntry, LiveEvent, SignEvent, SignStatus, SignType, VersionEvent } from '@sideport/contracts';
+import {
+  signModeOf,
+  type LiveEvent,
+  type SignEvent,
+  type SignStatus,
+  type VersionEvent,
+} from '@sideport/contracts';
 import { editEntryCaches, type CachedEntry, type EntryEdit } from './entry-caches';
-
-/** The cached field of each sign type (docs/product.md, Entities and fields). */
-export const SIGN_FIELDS = {
-  0: 'normal_sign',
-  1: 'iap_sign',
-  2: 'igg_sign',
-  3: 'both_sign',
-  4: 'dup_sign',
-} as const satisfies Record<SignType, keyof AppEntry>;
 
 type EntryRef = Pick<CachedEntry, 'country' | 'app_id' | 'app_ver_id'>;
 
@@ -119,7 +116,7 @@ export function applySignEvent(
   event: Omit<SignEvent, 'type'>,
   { onlyForward = false }: { onlyForward?: boolean } = {},
 ) {
-  const field = SIGN_FIELDS[event.sign_type as SignType];
+  const field = signModeOf(event.sign_type).statusField;
   const isBehind = (e: CachedEntry) => {
     const shown = (e as Partial<Record<typeof field, SignStatus>>)[field];
     return onlyForward && shown !== undefined && SIGN_ORDER[shown] >= SIGN_ORDER[event.status];

@@ -1,55 +1,22 @@
 import type { QueryClient } from '@tanstack/react-query';
-import { signAnswer, urlAnswer, type AppEntry, type SignStatus, type SignType } from '@sideport/contracts';
+import {
+  signAnswer,
+  signModeOf,
+  urlAnswer,
+  type AppEntry,
+  type SignModeInfo,
+  type SignStatus,
+  type SignType,
+} from '@sideport/contracts';
 import { alertFailure, api, ApiError } from '../../lib/api';
-import { applySignEvent, SIGN_FIELDS } from '../live/apply-event';
+import { applySignEvent } from '../live/apply-event';
 import { RESIGN_QUESTION } from './messages';
 
-export interface SignMode {
-  type: SignType;
-  /** The mode's name on its button group. */
-  name: string;
-  /** The mode as the sign confirmation names it (docs/product.md, Validation and confirmations); none for normal. */
-  confirmName?: string;
-  /** What the mode does to the app, in a line. */
-  explanation: string;
-  /** Why a server may not offer it (the dylibs it injects are the operator's, configured or not). */
-  notOffered?: string;
-}
+/** The modes, their names, explanations and confirmation labels: packages/contracts, sign-modes.ts. */
+export { SIGN_MODES } from '@sideport/contracts';
 
-/** docs/product.md, Entities and fields: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG, 4 DUP. */
-export const SIGN_MODES: readonly SignMode[] = [
-  { type: 0, name: 'Normal', explanation: 'The app as decrypted, signed for your registered devices.' },
-  {
-    type: 1,
-    name: 'IAP',
-    confirmName: 'IAP',
-    explanation: "Adds the operator's in-app purchase tweak (their IAP dylibs) to the app.",
-    notOffered: 'Not offered on this server: it has no IAP dylibs.',
-  },
-  {
-    type: 2,
-    name: 'IGG',
-    confirmName: 'IGG',
-    explanation: "Adds the operator's IGG tweak, a game memory tool (their IGG dylibs), to the app.",
-    notOffered: 'Not offered on this server: it has no IGG dylibs.',
-  },
-  {
-    type: 3,
-    name: 'IAP+IGG',
-    confirmName: 'IAP + IGG',
-    explanation: 'Adds both the IAP and the IGG tweaks.',
-    notOffered: 'Not offered on this server: it needs both the IAP and the IGG dylibs.',
-  },
-  {
-    type: 4,
-    name: 'DUP',
-    confirmName: 'DUP',
-    explanation:
-      'A copy under its own bundle id: it installs beside the original app instead of replacing it.',
-  },
-];
-
-export const signStatusOf = (entry: AppEntry, type: SignType): SignStatus => entry[SIGN_FIELDS[type]];
+export const signStatusOf = (entry: AppEntry, type: SignType): SignStatus =>
+  entry[signModeOf(type).statusField];
 
 /** docs/product.md, States: No requests, Pending 'Enqueued...', Process 'Processing...', Done 'Install'. */
 export const SIGN_BUTTON_LABELS: Record<SignStatus, string> = {
@@ -63,8 +30,8 @@ export const SIGN_BUTTON_LABELS: Record<SignStatus, string> = {
  * docs/product.md, Validation and confirmations, to the letter: 'Really want request sign' plus the mode in parentheses (IAP, IGG,
  * IAP + IGG or DUP; normal names none) and the app name.
  */
-export const signQuestion = (mode: SignMode, appName: string) =>
-  `Really want request sign${mode.confirmName ? ` (${mode.confirmName})` : ''} ${appName}`;
+export const signQuestion = (mode: SignModeInfo, appName: string) =>
+  `Really want request sign${mode.confirmLabel ? ` (${mode.confirmLabel})` : ''} ${appName}`;
 
 type Version = Pick<AppEntry, 'app_id' | 'app_ver_id' | 'name'>;
 
@@ -74,7 +41,7 @@ type Version = Pick<AppEntry, 'app_id' | 'app_ver_id' | 'name'>;
  * at once when the artifact there still serves every device, or a sign already under way, neither
  * of which any event will announce again. A refusal puts back what was shown before.
  */
-async function putSign(queryClient: QueryClient, entry: Version, mode: SignMode, before: SignStatus) {
+async function putSign(queryClient: QueryClient, entry: Version, mode: SignModeInfo, before: SignStatus) {
   const show = (status: SignStatus, onlyForward = false) =>
     applySignEvent(
       queryClient,
@@ -96,7 +63,7 @@ async function putSign(queryClient: QueryClient, entry: Version, mode: SignMode,
   }
 }
 
-export async function requestSign(queryClient: QueryClient, entry: Version, mode: SignMode) {
+export async function requestSign(queryClient: QueryClient, entry: Version, mode: SignModeInfo) {
   if (!window.confirm(signQuestion(mode, entry.name))) return;
   await putSign(queryClient, entry, mode, 'No');
 }
@@ -108,7 +75,7 @@ export async function requestSign(queryClient: QueryClient, entry: Version, mode
 export async function installSigned(
   queryClient: QueryClient,
   entry: Version,
-  mode: SignMode,
+  mode: SignModeInfo,
   /** Given the itms-services URL: goes there on iOS, shows it as a QR code elsewhere. */
   open: (url: string) => void,
 ) {
