@@ -8,7 +8,7 @@ import type { SecretBox } from '../../platform/secrets.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SignStatuses } from '../catalog/service.js';
-import type { SigningService } from '../devices/signing.js';
+import type { SigningService } from '../identity/signing.js';
 import { featherCertZip } from './feather-cert.js';
 import { installManifest } from './manifest.js';
 import * as q from './queries.js';
