@@ -12,6 +12,12 @@ const optionalUrl = z.url({ error: 'must be an absolute URL' }).optional();
 const positiveInt = (fallback: number) =>
   z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be above 0').default(fallback);
 
+/**
+ * A setting that is a path may be relative: it is taken from the working directory, as every tool
+ * does (`npm start` works in the folder npm was run from: src/npm-start.ts).
+ */
+const fromWorkingDirectory = (p: string) => path.resolve(p);
+
 /** Comma-separated file paths (empty items ignored); checked to exist once resolved. */
 const pathList = z
   .string()
@@ -210,7 +216,7 @@ function readDeviceCa(value: string): string | undefined {
   let text = value.replace(/\\n/g, '\n');
   if (!text.includes('-----BEGIN')) {
     try {
-      text = readFileSync(path.resolve(repositoryRoot, value), 'utf8');
+      text = readFileSync(fromWorkingDirectory(value), 'utf8');
     } catch {
       return undefined;
     }
@@ -244,7 +250,7 @@ function signingProblems(c: z.infer<typeof schema>): string[] {
       if (password !== undefined) problems.push(`  ${name}_PASSWORD: set without ${name}`);
       continue;
     }
-    const problem = p12Problem(name, path.resolve(repositoryRoot, file), password);
+    const problem = p12Problem(name, fromWorkingDirectory(file), password);
     if (problem) problems.push(problem);
   }
   if (c.DEVICE_CA_PEM !== undefined && readDeviceCa(c.DEVICE_CA_PEM) === undefined) {
@@ -267,9 +273,8 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-// src/platform and dist/platform are both four levels below the repository root.
-const repositoryRoot = path.resolve(import.meta.dirname, '../../../..');
-const defaultWebDist = path.join(repositoryRoot, 'apps/web/dist');
+// The web app built beside this server: src/platform and dist/platform are both four levels below the repository root.
+const defaultWebDist = path.resolve(import.meta.dirname, '../../../..', 'apps/web/dist');
 
 /** Parses the environment once; a wrong value stops start-up with a message naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -287,12 +292,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (c.ADMIN_PASSWORD !== undefined && c.ADMIN_PASSWORD.length < 8) {
     throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: must be at least 8 characters');
   }
-  // Files the sign service reads, from the repository root as DATA_DIR is: one line per missing file.
-  const resolve = (p: string) => path.resolve(repositoryRoot, p);
+  // Files the sign service reads: one line per missing file.
   const files = {
-    SIGN_DYLIBS_IAP: (c.SIGN_DYLIBS_IAP ?? []).map(resolve),
-    SIGN_DYLIBS_IGG: (c.SIGN_DYLIBS_IGG ?? []).map(resolve),
-    FEATHER_IPA: c.FEATHER_IPA === undefined ? undefined : resolve(c.FEATHER_IPA),
+    SIGN_DYLIBS_IAP: (c.SIGN_DYLIBS_IAP ?? []).map(fromWorkingDirectory),
+    SIGN_DYLIBS_IGG: (c.SIGN_DYLIBS_IGG ?? []).map(fromWorkingDirectory),
+    FEATHER_IPA: c.FEATHER_IPA === undefined ? undefined : fromWorkingDirectory(c.FEATHER_IPA),
   };
   const missing = Object.entries(files).flatMap(([name, value]) =>
     [value ?? []].flat().filter((p) => !statSync(p, { throwIfNoEntry: false })?.isFile()).map((p) => `  ${name}: there is no file at ${p}`),
@@ -309,14 +313,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return Object.freeze({
     ...c,
     ...files,
-    // Relative paths are taken from the repository root, whichever folder the process starts in:
-    // `npm start` runs in apps/server, `npx sideport` wherever the operator is, and both must meet
-    // the same ./data.
-    DATA_DIR: path.resolve(repositoryRoot, c.DATA_DIR),
-    WEB_DIST_DIR: path.resolve(repositoryRoot, c.WEB_DIST_DIR ?? defaultWebDist),
-    // Files are read where the operator meant them, from the repository root as DATA_DIR is.
-    ...(c.SIGN_P12 === undefined ? {} : { SIGN_P12: path.resolve(repositoryRoot, c.SIGN_P12) }),
-    ...(c.PROFILE_SIGNING_P12 === undefined ? {} : { PROFILE_SIGNING_P12: path.resolve(repositoryRoot, c.PROFILE_SIGNING_P12) }),
+    DATA_DIR: fromWorkingDirectory(c.DATA_DIR),
+    WEB_DIST_DIR: c.WEB_DIST_DIR === undefined ? defaultWebDist : fromWorkingDirectory(c.WEB_DIST_DIR),
+    ...(c.SIGN_P12 === undefined ? {} : { SIGN_P12: fromWorkingDirectory(c.SIGN_P12) }),
+    ...(c.PROFILE_SIGNING_P12 === undefined ? {} : { PROFILE_SIGNING_P12: fromWorkingDirectory(c.PROFILE_SIGNING_P12) }),
     ...(c.DEVICE_CA_PEM === undefined ? {} : { DEVICE_CA_PEM: readDeviceCa(c.DEVICE_CA_PEM)! }),
   });
 }
