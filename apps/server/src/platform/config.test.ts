@@ -39,6 +39,40 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ADMIN_ID: 'root', ADMIN_PASSWORD: 'short' })).toThrow(/ADMIN_PASSWORD: must be at least 8/);
   });
 
+  it('lists the ADMIN_ID and ADMIN_PASSWORD problems with every other problem, in one message', () => {
+    expect(message(() => loadConfig({ ADMIN_ID: 'ab', ADMIN_PASSWORD: 'short', PORT: 'eighty' }))).toBe(
+      [
+        'Invalid configuration:',
+        '  PORT: must be a number',
+        '  ADMIN_ID: must be 4 to 32 letters, digits and . _ @ - (an id the sign-up form takes)',
+        '  ADMIN_PASSWORD: must be at least 8 characters',
+      ].join('\n'),
+    );
+    expect(message(() => loadConfig({ ADMIN_PASSWORD: 'a long password', NODE_ENV: 'production' }))).toBe(
+      [
+        'Invalid configuration:',
+        '  ADMIN_ID: ADMIN_ID and ADMIN_PASSWORD must be set together',
+        '  SECRET_KEY: must be set in production (32 or more random characters)',
+        '  STRIPE_SECRET_KEY: must be set in production (or set BILLING_DEV_ALLOWED=true for the test-mode checkout)',
+      ].join('\n'),
+    );
+  });
+
+  it('holds ADMIN_ID to the sign-up rules and refuses the id as its password', () => {
+    const admin = (id: string, password = 'a long password') => message(() => loadConfig({ ADMIN_ID: id, ADMIN_PASSWORD: password }));
+    for (const id of ['ab', 'has space', 'x'.repeat(33), 'semi;colon']) {
+      expect(admin(id)).toBe('Invalid configuration:\n  ADMIN_ID: must be 4 to 32 letters, digits and . _ @ - (an id the sign-up form takes)');
+    }
+    expect(admin('Constructor')).toBe(
+      "Invalid configuration:\n  ADMIN_ID: Constructor is reserved (it names JavaScript's object machinery); choose another id",
+    );
+    expect(admin('operator', 'Operator')).toBe('Invalid configuration:\n  ADMIN_PASSWORD: must not be the admin id');
+    expect(loadConfig({ ADMIN_ID: 'op.admin@site', ADMIN_PASSWORD: 'operator password' })).toMatchObject({
+      ADMIN_ID: 'op.admin@site',
+      ADMIN_PASSWORD: 'operator password',
+    });
+  });
+
   it('takes a relative DATA_DIR and WEB_DIST_DIR from the working directory, as every tool does', () => {
     const started = process.cwd();
     const folder = realpathSync(mkdtempSync(path.join(tmpdir(), 'sideport-cwd-')));

@@ -1,6 +1,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { ID_MAX_LENGTH, ID_MIN_LENGTH, ID_PATTERN, isReservedId, PASSWORD_MIN_LENGTH } from '@sideport/contracts';
 import { isIpaError, loadIdentity } from '@sideport/ipa';
 import { z } from 'zod';
 import { parseStorageUrl } from './storage.js';
@@ -184,6 +185,31 @@ function billingProblems(c: z.infer<typeof schema>): string[] {
   return STRIPE_REQUIRED.filter((name) => c[name] === undefined).map((name) => `  ${name}: required when STRIPE_SECRET_KEY is set`);
 }
 
+/**
+ * ADMIN_ID and ADMIN_PASSWORD: both or neither, an id the sign-up form would take, and a password
+ * of 8 characters or more that is not the id. One line per problem, read from the raw values so
+ * they are listed beside variables that do not parse.
+ */
+function adminProblems(env: Record<string, string | undefined>): string[] {
+  const { ADMIN_ID: id, ADMIN_PASSWORD: password } = env;
+  if (id === undefined && password === undefined) return [];
+  if (id === undefined || password === undefined) {
+    return [`  ${id === undefined ? 'ADMIN_ID' : 'ADMIN_PASSWORD'}: ADMIN_ID and ADMIN_PASSWORD must be set together`];
+  }
+  const problems: string[] = [];
+  if (id.length < ID_MIN_LENGTH || id.length > ID_MAX_LENGTH || !ID_PATTERN.test(id)) {
+    problems.push(`  ADMIN_ID: must be ${ID_MIN_LENGTH} to ${ID_MAX_LENGTH} letters, digits and . _ @ - (an id the sign-up form takes)`);
+  } else if (isReservedId(id)) {
+    problems.push(`  ADMIN_ID: ${id} is reserved (it names JavaScript's object machinery); choose another id`);
+  }
+  if (password.length < PASSWORD_MIN_LENGTH) {
+    problems.push(`  ADMIN_PASSWORD: must be at least ${PASSWORD_MIN_LENGTH} characters`);
+  } else if (password.toLowerCase() === id.toLowerCase()) {
+    problems.push('  ADMIN_PASSWORD: must not be the admin id');
+  }
+  return problems;
+}
+
 /** Whether `pem` is an App Store Connect key: a PKCS#8 EC key on P-256. The key itself is never shown. */
 function isAscPrivateKey(pem: string): boolean {
   try {
@@ -281,17 +307,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   // Empty strings mean "unset", as in most .env files.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = schema.safeParse(cleaned);
+  const admin = adminProblems(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
-    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+    throw new ConfigError(`Invalid configuration:\n${[...lines, ...admin].join('\n')}`);
   }
   const c = parsed.data;
-  if ((c.ADMIN_ID === undefined) !== (c.ADMIN_PASSWORD === undefined)) {
-    throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: ADMIN_ID and ADMIN_PASSWORD must be set together');
-  }
-  if (c.ADMIN_PASSWORD !== undefined && c.ADMIN_PASSWORD.length < 8) {
-    throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: must be at least 8 characters');
-  }
   // Files the sign service reads: one line per missing file.
   const files = {
     SIGN_DYLIBS_IAP: (c.SIGN_DYLIBS_IAP ?? []).map(fromWorkingDirectory),
@@ -302,6 +323,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     [value ?? []].flat().filter((p) => !statSync(p, { throwIfNoEntry: false })?.isFile()).map((p) => `  ${name}: there is no file at ${p}`),
   );
   const problems = [
+    ...admin,
     ...(c.NODE_ENV === 'production' && c.SECRET_KEY === undefined
       ? ['  SECRET_KEY: must be set in production (32 or more random characters)']
       : []),
