@@ -20,10 +20,10 @@ import { createBillingProvider } from './modules/billing/setup.js';
 import { createAuthService } from './modules/auth/service.js';
 import { createSetupLinkService } from './modules/auth/setup-link.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
-import { createDeviceService } from './modules/devices/service.js';
 import { createEnrollmentService, ENROLLMENT_PATH, enrollmentSettings } from './modules/devices/enrollment-service.js';
 import { createRegistrationService } from './modules/devices/registration.js';
 import { deviceRoutes } from './modules/devices/routes.js';
+import { identityRoutes } from './modules/identity/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { createSetupChecklist } from './modules/admin/setup-checklist.js';
 import { agentRoutes } from './modules/agents/routes.js';
@@ -151,7 +151,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(authRoutes, { auth, setup, navigation, guards, secureCookies: isHttps });
   // The catalogue tells the decrypt domain, then the sign service, of admin deletes; both exist after it.
   const afterRemoved: Array<DecryptService['afterRemoved'] | SignService['afterRemoved']> = [];
-  const { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes } =
+  const { bus, files, catalog, jobs, agents, secrets, devices, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes } =
     await createCoreServices({
       config,
       database,
@@ -163,7 +163,6 @@ export async function buildApp({ config, database, clock = () => new Date(), log
       metrics: metrics.service,
     });
   app.addHook('onClose', () => bus.close());
-  const devices = createDeviceService({ db, bus });
   const billingProvider = createBillingProvider(config, { db, clock, log: app.log });
   const billing = createBillingService({
     db,
@@ -258,10 +257,10 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     guards,
     enrollment,
     registration,
-    signing,
     audit: catalog.audit,
     publicUrl: config.PUBLIC_URL,
   });
+  await app.register(identityRoutes, { guards, signing });
 
   // Every process returns jobs whose agent went quiet; the claim query skips rows another takes.
   const sweeper = setInterval(() => {

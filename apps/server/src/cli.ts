@@ -12,7 +12,6 @@ import { createBillingService } from './modules/billing/service.js';
 import { createBillingProvider } from './modules/billing/setup.js';
 import { createEnrollmentService, enrollmentSettings } from './modules/devices/enrollment-service.js';
 import { createRegistrationService } from './modules/devices/registration.js';
-import { createDeviceService } from './modules/devices/service.js';
 import { simulateDevice } from './modules/devices/simulate.js';
 import { serveMetrics } from './modules/metrics/routes.js';
 import { createSideportMetrics } from './modules/metrics/service.js';
@@ -219,13 +218,12 @@ program
       const core = await createCoreServices({ config, database, clock, log });
       try {
         const { db } = database;
-        const { bus } = core;
+        const { bus, devices } = core;
         const auth = createAuthService({
           db,
           clock,
           limits: { sessionTtlDays: 1, signInPerId: 1, signInPerAddress: 1, signInWindowMinutes: 1 },
         });
-        const devices = createDeviceService({ db, bus });
         const provider = createBillingProvider(config, { db, clock, log });
         const billing = createBillingService({ db, clock, provider, devices, users: auth, freeDailyLimit: config.FREE_DAILY_LIMIT, log });
         const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });

@@ -11,13 +11,14 @@ import { createEventBus } from './platform/events.js';
 import { withHeldDeletes } from './platform/backup.js';
 import { createFileStore } from './platform/storage.js';
 import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platform/secrets.js';
-import { createAppleIdentityProvider } from './modules/devices/apple-identity.js';
-import { createAscClient } from './modules/devices/asc-client.js';
+import { createDeviceService, type DeviceService } from './modules/devices/service.js';
+import { createAppleIdentityProvider } from './modules/identity/apple-identity.js';
+import { createAscClient } from './modules/identity/asc-client.js';
 import {
   createDevIdentityProvider,
   createSigningService,
   type SigningIdentityProvider,
-} from './modules/devices/signing.js';
+} from './modules/identity/signing.js';
 import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
 import { createSignWorkers } from './modules/sign/worker.js';
@@ -91,8 +92,9 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     onlineWithinMs: Math.max(AGENT_ONLINE_WITHIN_MS, 2 * config.DECRYPT_LEASE_SECONDS * 1000),
   });
   const secrets = createSecretBox(config.SECRET_KEY ?? (await loadOrCreateSecretKey(config.DATA_DIR)));
-  const signingIdentity = createSigningIdentity({ config, db, secrets, clock, log });
-  const signing = createSigningService({ db, clock, identity: signingIdentity });
+  const devices = createDeviceService({ db, bus });
+  const signingIdentity = createSigningIdentity({ config, db, secrets, clock, devices, log });
+  const signing = createSigningService({ db, clock, identity: signingIdentity, devices });
   // Made here, started by the caller: the server runs SIGN_WORKERS of them, `sideport worker` its own count.
   const signWorkers = createSignWorkers({
     db,
@@ -125,7 +127,7 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     minAgeMs: config.ORPHAN_MIN_AGE_MINUTES * 60_000,
     log,
   });
-  return { bus, files, catalog, jobs, agents, secrets, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes };
+  return { bus, files, catalog, jobs, agents, secrets, devices, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes };
 }
 
 /**
@@ -137,9 +139,10 @@ function createSigningIdentity(deps: {
   db: CoreServicesDeps['database']['db'];
   secrets: SecretBox;
   clock: () => Date;
+  devices: DeviceService;
   log: CoreServicesDeps['log'];
 }): SigningIdentityProvider {
-  const { config, db, secrets, clock, log } = deps;
+  const { config, db, secrets, clock, devices, log } = deps;
   if (config.ASC_KEY_ID === undefined || config.ASC_ISSUER_ID === undefined || config.ASC_PRIVATE_KEY === undefined) {
     return createDevIdentityProvider({ db, secrets, clock });
   }
@@ -153,6 +156,7 @@ function createSigningIdentity(deps: {
     secrets,
     clock,
     asc,
+    devices,
     keyId: config.ASC_KEY_ID,
     p12: config.SIGN_P12 ? { bytes: readFileSync(config.SIGN_P12), password: config.SIGN_P12_PASSWORD ?? '' } : undefined,
     log,

@@ -26,7 +26,7 @@ export const DEMO_ADMIN_ID = 'demo-admin';
 export interface DemoOptions {
   port: number;
   host: string;
-  /** Relative paths are taken from the repository root. */
+  /** A relative path is taken from the working directory (`npm run demo` runs in the repository root). */
   dataDir: string;
   /** Pause between the demo command's steps, so a person sees the status change. */
   stepMs: number;

@@ -1,17 +1,29 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { issue, p12Of } from '../test/device-answers.js';
+import { cliJs, md5 } from '../test/server-process.js';
 import { loadConfig } from './config.js';
 
 const repositoryRoot = path.resolve(import.meta.dirname, '../../../..');
 
+/** The message loadConfig throws, or '' when it does not. */
+function message(load: () => unknown): string {
+  try {
+    load();
+    return '';
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
 describe('loadConfig', () => {
   it('gives working defaults for an empty environment', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ PORT: 8080, HOST: '0.0.0.0', DATA_DIR: path.join(repositoryRoot, 'data'), FREE_DAILY_LIMIT: 3 });
+    expect(config).toMatchObject({ PORT: 8080, HOST: '0.0.0.0', DATA_DIR: path.resolve('data'), FREE_DAILY_LIMIT: 3 });
     expect(config.DATABASE_URL).toBeUndefined();
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -27,19 +39,56 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ADMIN_ID: 'root', ADMIN_PASSWORD: 'short' })).toThrow(/ADMIN_PASSWORD: must be at least 8/);
   });
 
-  it('resolves a relative DATA_DIR from the repository root, whichever folder the process runs in', () => {
+  it('lists the ADMIN_ID and ADMIN_PASSWORD problems with every other problem, in one message', () => {
+    expect(message(() => loadConfig({ ADMIN_ID: 'ab', ADMIN_PASSWORD: 'short', PORT: 'eighty' }))).toBe(
+      [
+        'Invalid configuration:',
+        '  PORT: must be a number',
+        '  ADMIN_ID: must be 4 to 32 letters, digits and . _ @ - (an id the sign-up form takes)',
+        '  ADMIN_PASSWORD: must be at least 8 characters',
+      ].join('\n'),
+    );
+    expect(message(() => loadConfig({ ADMIN_PASSWORD: 'a long password', NODE_ENV: 'production' }))).toBe(
+      [
+        'Invalid configuration:',
+        '  ADMIN_ID: ADMIN_ID and ADMIN_PASSWORD must be set together',
+        '  SECRET_KEY: must be set in production (32 or more random characters)',
+        '  STRIPE_SECRET_KEY: must be set in production (or set BILLING_DEV_ALLOWED=true for the test-mode checkout)',
+      ].join('\n'),
+    );
+  });
+
+  it('holds ADMIN_ID to the sign-up rules and refuses the id as its password', () => {
+    const admin = (id: string, password = 'a long password') => message(() => loadConfig({ ADMIN_ID: id, ADMIN_PASSWORD: password }));
+    for (const id of ['ab', 'has space', 'x'.repeat(33), 'semi;colon']) {
+      expect(admin(id)).toBe('Invalid configuration:\n  ADMIN_ID: must be 4 to 32 letters, digits and . _ @ - (an id the sign-up form takes)');
+    }
+    expect(admin('Constructor')).toBe(
+      "Invalid configuration:\n  ADMIN_ID: Constructor is reserved (it names JavaScript's object machinery); choose another id",
+    );
+    expect(admin('operator', 'Operator')).toBe('Invalid configuration:\n  ADMIN_PASSWORD: must not be the admin id');
+    expect(loadConfig({ ADMIN_ID: 'op.admin@site', ADMIN_PASSWORD: 'operator password' })).toMatchObject({
+      ADMIN_ID: 'op.admin@site',
+      ADMIN_PASSWORD: 'operator password',
+    });
+  });
+
+  it('takes a relative DATA_DIR and WEB_DIST_DIR from the working directory, as every tool does', () => {
     const started = process.cwd();
+    const folder = realpathSync(mkdtempSync(path.join(tmpdir(), 'sideport-cwd-')));
     try {
-      // npm start runs in apps/server, npx sideport in the repository root: both must meet one ./data.
-      const seen = [repositoryRoot, path.join(repositoryRoot, 'apps/server'), '/'].map((dir) => {
-        process.chdir(dir);
-        return [loadConfig({}).DATA_DIR, loadConfig({ DATA_DIR: 'var/sideport' }).DATA_DIR];
-      });
-      expect(new Set(seen.map((pair) => pair.join('|'))).size).toBe(1);
-      expect(seen[0]).toEqual([path.join(repositoryRoot, 'data'), path.join(repositoryRoot, 'var/sideport')]);
+      process.chdir(folder);
+      const config = loadConfig({ DATA_DIR: 'var/sideport', WEB_DIST_DIR: 'web' });
+      expect(config.DATA_DIR).toBe(path.join(folder, 'var/sideport'));
+      expect(config.WEB_DIST_DIR).toBe(path.join(folder, 'web'));
+      // The defaults: ./data here, and the web app built in this repository wherever the process runs.
+      expect(loadConfig({})).toMatchObject({ DATA_DIR: path.join(folder, 'data'), WEB_DIST_DIR: path.join(repositoryRoot, 'apps/web/dist') });
       expect(loadConfig({ DATA_DIR: '/srv/sideport' }).DATA_DIR).toBe('/srv/sideport');
+      process.chdir(path.join(repositoryRoot, 'apps/server'));
+      expect(loadConfig({}).DATA_DIR).toBe(path.join(repositoryRoot, 'apps/server/data'));
     } finally {
       process.chdir(started);
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 
@@ -107,6 +156,51 @@ describe('loadConfig: the sign service', () => {
     );
   });
 
+  it('takes relative file settings from the working directory, and names the file it looked for', () => {
+    const started = process.cwd();
+    const folder = realpathSync(mkdtempSync(path.join(dir, 'operator-')));
+    mkdirSync(path.join(folder, 'dylibs'));
+    for (const file of ['dylibs/iap.dylib', 'dylibs/igg.dylib', 'Feather.ipa']) writeFileSync(path.join(folder, file), 'x');
+    writeFileSync(path.join(folder, 'identity.p12'), p12Of(identity, 'right-pass'));
+    writeFileSync(path.join(folder, 'device-ca.pem'), identity.pem);
+    const relative = {
+      ...asc,
+      SIGN_DYLIBS_IAP: 'dylibs/iap.dylib',
+      SIGN_DYLIBS_IGG: './dylibs/igg.dylib',
+      FEATHER_IPA: 'Feather.ipa',
+      SIGN_P12: 'identity.p12',
+      SIGN_P12_PASSWORD: 'right-pass',
+      PROFILE_SIGNING_P12: 'identity.p12',
+      PROFILE_SIGNING_P12_PASSWORD: 'right-pass',
+      DEVICE_CA_PEM: 'device-ca.pem',
+    };
+    try {
+      process.chdir(folder);
+      expect(loadConfig(relative)).toMatchObject({
+        SIGN_DYLIBS_IAP: [path.join(folder, 'dylibs/iap.dylib')],
+        SIGN_DYLIBS_IGG: [path.join(folder, 'dylibs/igg.dylib')],
+        FEATHER_IPA: path.join(folder, 'Feather.ipa'),
+        SIGN_P12: path.join(folder, 'identity.p12'),
+        PROFILE_SIGNING_P12: path.join(folder, 'identity.p12'),
+        DEVICE_CA_PEM: identity.pem,
+      });
+      process.chdir(repositoryRoot);
+      expect(message(() => loadConfig(relative))).toBe(
+        [
+          'Invalid configuration:',
+          `  SIGN_P12: cannot read ${path.join(repositoryRoot, 'identity.p12')} (ENOENT)`,
+          `  PROFILE_SIGNING_P12: cannot read ${path.join(repositoryRoot, 'identity.p12')} (ENOENT)`,
+          "  DEVICE_CA_PEM: must be PEM certificates (Apple's device CA) or the path of a file holding them",
+          `  SIGN_DYLIBS_IAP: there is no file at ${path.join(repositoryRoot, 'dylibs/iap.dylib')}`,
+          `  SIGN_DYLIBS_IGG: there is no file at ${path.join(repositoryRoot, 'dylibs/igg.dylib')}`,
+          `  FEATHER_IPA: there is no file at ${path.join(repositoryRoot, 'Feather.ipa')}`,
+        ].join('\n'),
+      );
+    } finally {
+      process.chdir(started);
+    }
+  });
+
   it('reads DEVICE_CA_PEM as PEM text or from a file, and refuses anything else', () => {
     const file = path.join(dir, 'device-ca.pem');
     writeFileSync(file, identity.pem);
@@ -118,3 +212,73 @@ describe('loadConfig: the sign service', () => {
     );
   });
 });
+
+describe('npm start and npx sideport run in one folder', () => {
+  it('meet the same ./data there: npm start works in the folder npm was run from', { timeout: 180_000 }, async () => {
+    const folder = realpathSync(mkdtempSync(path.join(tmpdir(), 'sideport-operator-')));
+    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? folder, ADMIN_PW: 'operator password' };
+    let server: ChildProcess | undefined;
+    let serverPid: number | undefined;
+    try {
+      // `npx sideport` runs the operator CLI where the operator is; DATA_DIR is unset, so ./data.
+      const made = spawnSync(process.execPath, [cliJs, 'user:create', 'operator', '--password-env', 'ADMIN_PW', '--grade', '1'], {
+        cwd: folder,
+        env,
+        encoding: 'utf8',
+      });
+      expect(made.stdout).toContain('User operator is ready with grade 1 (admin).');
+
+      // `npm start` of this repository, run in the same folder (npm runs the script elsewhere).
+      server = spawn('npm', ['--prefix', repositoryRoot, 'start'], {
+        cwd: folder,
+        env: { ...env, HOST: '127.0.0.1', PORT: '0', npm_config_update_notifier: 'false' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        // Its own process group: npm, its shell and the server stop together.
+        detached: true,
+      });
+      const started = await listening(server);
+      serverPid = started.serverPid;
+      const output = started.output;
+      expect(output).toContain(`database: PGlite ${path.join(folder, 'data', 'db')}`);
+      const url = /Sideport listening on (http:\/\/[\d.:]+)/.exec(output)![1]!;
+      const signIn = await fetch(`${url}/api/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' },
+        body: JSON.stringify({ id: 'operator', pw: md5('operator password') }),
+      });
+      expect(await signIn.json()).toEqual({ grade: 1 });
+    } finally {
+      if (server?.pid !== undefined) await stopGroup(server, serverPid);
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});
+
+/** The output up to the server's line that it listens, and the server's own process id from it. */
+function listening(child: ChildProcess): Promise<{ output: string; serverPid: number }> {
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split('\n').find((l) => l.includes('Sideport listening on '));
+      if (line) resolve({ output: out, serverPid: (JSON.parse(line) as { pid: number }).pid });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`npm start exited with ${code}:\n${out}`)));
+  });
+}
+
+/** SIGTERM to npm's process group; resolves once the server in it has shut down. */
+async function stopGroup(child: ChildProcess, serverPid: number | undefined): Promise<void> {
+  process.kill(-child.pid!, 'SIGTERM');
+  const isRunning = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 600 && serverPid !== undefined && isRunning(serverPid); i++) await new Promise((r) => setTimeout(r, 100));
+}

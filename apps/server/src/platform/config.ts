@@ -1,6 +1,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { ID_MAX_LENGTH, ID_MIN_LENGTH, ID_PATTERN, isReservedId, PASSWORD_MIN_LENGTH } from '@sideport/contracts';
 import { isIpaError, loadIdentity } from '@sideport/ipa';
 import { z } from 'zod';
 import { parseStorageUrl } from './storage.js';
@@ -11,6 +12,12 @@ const bool = z
 const optionalUrl = z.url({ error: 'must be an absolute URL' }).optional();
 const positiveInt = (fallback: number) =>
   z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be above 0').default(fallback);
+
+/**
+ * A setting that is a path may be relative: it is taken from the working directory, as every tool
+ * does (`npm start` works in the folder npm was run from: src/npm-start.ts).
+ */
+const fromWorkingDirectory = (p: string) => path.resolve(p);
 
 /** Comma-separated file paths (empty items ignored); checked to exist once resolved. */
 const pathList = z
@@ -182,6 +189,31 @@ function billingProblems(c: z.infer<typeof schema>): string[] {
   return STRIPE_REQUIRED.filter((name) => c[name] === undefined).map((name) => `  ${name}: required when STRIPE_SECRET_KEY is set`);
 }
 
+/**
+ * ADMIN_ID and ADMIN_PASSWORD: both or neither, an id the sign-up form would take, and a password
+ * of 8 characters or more that is not the id. One line per problem, read from the raw values so
+ * they are listed beside variables that do not parse.
+ */
+function adminProblems(env: Record<string, string | undefined>): string[] {
+  const { ADMIN_ID: id, ADMIN_PASSWORD: password } = env;
+  if (id === undefined && password === undefined) return [];
+  if (id === undefined || password === undefined) {
+    return [`  ${id === undefined ? 'ADMIN_ID' : 'ADMIN_PASSWORD'}: ADMIN_ID and ADMIN_PASSWORD must be set together`];
+  }
+  const problems: string[] = [];
+  if (id.length < ID_MIN_LENGTH || id.length > ID_MAX_LENGTH || !ID_PATTERN.test(id)) {
+    problems.push(`  ADMIN_ID: must be ${ID_MIN_LENGTH} to ${ID_MAX_LENGTH} letters, digits and . _ @ - (an id the sign-up form takes)`);
+  } else if (isReservedId(id)) {
+    problems.push(`  ADMIN_ID: ${id} is reserved (it names JavaScript's object machinery); choose another id`);
+  }
+  if (password.length < PASSWORD_MIN_LENGTH) {
+    problems.push(`  ADMIN_PASSWORD: must be at least ${PASSWORD_MIN_LENGTH} characters`);
+  } else if (password.toLowerCase() === id.toLowerCase()) {
+    problems.push('  ADMIN_PASSWORD: must not be the admin id');
+  }
+  return problems;
+}
+
 /** Whether `pem` is an App Store Connect key: a PKCS#8 EC key on P-256. The key itself is never shown. */
 function isAscPrivateKey(pem: string): boolean {
   try {
@@ -214,7 +246,7 @@ function readDeviceCa(value: string): string | undefined {
   let text = value.replace(/\\n/g, '\n');
   if (!text.includes('-----BEGIN')) {
     try {
-      text = readFileSync(path.resolve(repositoryRoot, value), 'utf8');
+      text = readFileSync(fromWorkingDirectory(value), 'utf8');
     } catch {
       return undefined;
     }
@@ -248,7 +280,7 @@ function signingProblems(c: z.infer<typeof schema>): string[] {
       if (password !== undefined) problems.push(`  ${name}_PASSWORD: set without ${name}`);
       continue;
     }
-    const problem = p12Problem(name, path.resolve(repositoryRoot, file), password);
+    const problem = p12Problem(name, fromWorkingDirectory(file), password);
     if (problem) problems.push(problem);
   }
   if (c.DEVICE_CA_PEM !== undefined && readDeviceCa(c.DEVICE_CA_PEM) === undefined) {
@@ -271,37 +303,31 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-// src/platform and dist/platform are both four levels below the repository root.
-const repositoryRoot = path.resolve(import.meta.dirname, '../../../..');
-const defaultWebDist = path.join(repositoryRoot, 'apps/web/dist');
+// The web app built beside this server: src/platform and dist/platform are both four levels below the repository root.
+const defaultWebDist = path.resolve(import.meta.dirname, '../../../..', 'apps/web/dist');
 
 /** Parses the environment once; a wrong value stops start-up with a message naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset", as in most .env files.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = schema.safeParse(cleaned);
+  const admin = adminProblems(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
-    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+    throw new ConfigError(`Invalid configuration:\n${[...lines, ...admin].join('\n')}`);
   }
   const c = parsed.data;
-  if ((c.ADMIN_ID === undefined) !== (c.ADMIN_PASSWORD === undefined)) {
-    throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: ADMIN_ID and ADMIN_PASSWORD must be set together');
-  }
-  if (c.ADMIN_PASSWORD !== undefined && c.ADMIN_PASSWORD.length < 8) {
-    throw new ConfigError('Invalid configuration:\n  ADMIN_PASSWORD: must be at least 8 characters');
-  }
-  // Files the sign service reads, from the repository root as DATA_DIR is: one line per missing file.
-  const resolve = (p: string) => path.resolve(repositoryRoot, p);
+  // Files the sign service reads: one line per missing file.
   const files = {
-    SIGN_DYLIBS_IAP: (c.SIGN_DYLIBS_IAP ?? []).map(resolve),
-    SIGN_DYLIBS_IGG: (c.SIGN_DYLIBS_IGG ?? []).map(resolve),
-    FEATHER_IPA: c.FEATHER_IPA === undefined ? undefined : resolve(c.FEATHER_IPA),
+    SIGN_DYLIBS_IAP: (c.SIGN_DYLIBS_IAP ?? []).map(fromWorkingDirectory),
+    SIGN_DYLIBS_IGG: (c.SIGN_DYLIBS_IGG ?? []).map(fromWorkingDirectory),
+    FEATHER_IPA: c.FEATHER_IPA === undefined ? undefined : fromWorkingDirectory(c.FEATHER_IPA),
   };
   const missing = Object.entries(files).flatMap(([name, value]) =>
     [value ?? []].flat().filter((p) => !statSync(p, { throwIfNoEntry: false })?.isFile()).map((p) => `  ${name}: there is no file at ${p}`),
   );
   const problems = [
+    ...admin,
     ...(c.NODE_ENV === 'production' && c.SECRET_KEY === undefined
       ? ['  SECRET_KEY: must be set in production (32 or more random characters)']
       : []),
@@ -313,14 +339,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return Object.freeze({
     ...c,
     ...files,
-    // Relative paths are taken from the repository root, whichever folder the process starts in:
-    // `npm start` runs in apps/server, `npx sideport` wherever the operator is, and both must meet
-    // the same ./data.
-    DATA_DIR: path.resolve(repositoryRoot, c.DATA_DIR),
-    WEB_DIST_DIR: path.resolve(repositoryRoot, c.WEB_DIST_DIR ?? defaultWebDist),
-    // Files are read where the operator meant them, from the repository root as DATA_DIR is.
-    ...(c.SIGN_P12 === undefined ? {} : { SIGN_P12: path.resolve(repositoryRoot, c.SIGN_P12) }),
-    ...(c.PROFILE_SIGNING_P12 === undefined ? {} : { PROFILE_SIGNING_P12: path.resolve(repositoryRoot, c.PROFILE_SIGNING_P12) }),
+    DATA_DIR: fromWorkingDirectory(c.DATA_DIR),
+    WEB_DIST_DIR: c.WEB_DIST_DIR === undefined ? defaultWebDist : fromWorkingDirectory(c.WEB_DIST_DIR),
+    ...(c.SIGN_P12 === undefined ? {} : { SIGN_P12: fromWorkingDirectory(c.SIGN_P12) }),
+    ...(c.PROFILE_SIGNING_P12 === undefined ? {} : { PROFILE_SIGNING_P12: fromWorkingDirectory(c.PROFILE_SIGNING_P12) }),
     ...(c.DEVICE_CA_PEM === undefined ? {} : { DEVICE_CA_PEM: readDeviceCa(c.DEVICE_CA_PEM)! }),
   });
 }

@@ -20,8 +20,8 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import * as ajvFormats from 'ajv-formats';
 import { decodeProtectedHeader, importSPKI, jwtVerify } from 'jose';
 import forge from 'node-forge';
-import { buildProvisioningProfile, uuidFrom } from '../modules/devices/dev-identity.js';
-import { generateRsaKeyPair } from '../modules/devices/pki.js';
+import { buildProvisioningProfile } from '../modules/identity/dev-identity.js';
+import { generateRsaKeyPair, uuidFrom } from '../modules/identity/pki.js';
 import { fixturesDir } from './fixtures.js';
 
 // ---- Apple's OpenAPI document, loaded once per process -----------------------------------------

@@ -20,8 +20,7 @@ import {
   type SigningIdentity,
 } from '@sideport/ipa';
 import { AppError } from '../../platform/errors.js';
-import { signAttachedCms } from './pki.js';
-import { uuidFrom } from './dev-identity.js';
+import { signAttachedCms, uuidFrom } from '../identity/pki.js';
 import { canonicalUdid } from './udid.js';
 
 export const MOBILECONFIG_CONTENT_TYPE = 'application/x-apple-aspen-config';

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, sql } from 'drizzle-orm';
 import { queryRows, type Database } from '../../db/client.js';
-import { devices, enrollmentTokens, userProfiles } from '../../db/schema/index.js';
+import { devices, enrollmentTokens } from '../../db/schema/index.js';
 import { canonicalUdid } from './udid.js';
 
 export type DeviceRow = typeof devices.$inferSelect;
@@ -36,18 +36,6 @@ export async function markDevicePaid(db: Database, userId: string, deviceId: num
     .where(and(eq(devices.id, deviceId), eq(devices.userId, userId)))
     .returning({ id: devices.id });
   return updated.length === 1;
-}
-
-export type UserProfileRow = typeof userProfiles.$inferSelect;
-
-export async function findUserProfile(db: Database, userId: string): Promise<UserProfileRow | undefined> {
-  const [row] = await db.select().from(userProfiles).where(eq(userProfiles.userId, userId));
-  return row;
-}
-
-export async function saveUserProfile(db: Database, row: UserProfileRow) {
-  const { userId: _key, ...set } = row;
-  await db.insert(userProfiles).values(row).onConflictDoUpdate({ target: userProfiles.userId, set });
 }
 
 // ---- enrollment tokens ----

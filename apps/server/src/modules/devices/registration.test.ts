@@ -9,8 +9,7 @@ import { devices } from '../../db/schema/index.js';
 import { deviceInfo, enrollDevice, payForDevice, yearsAfter } from '../../test/device-flow.js';
 import { createTestApp, databaseKinds, sessionCookie, signedInUser, type TestApp } from '../../test/harness.js';
 import * as q from './queries.js';
-import { createRegistrationService } from './registration.js';
-import type { DeviceToRegister } from './signing.js';
+import { createRegistrationService, type DeviceToRegister } from './registration.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 const quiet = { info() {}, warn() {} };

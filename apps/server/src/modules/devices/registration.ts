@@ -12,9 +12,7 @@ import type { Database } from '../../db/client.js';
 import { AppError, conflict, notFound } from '../../platform/errors.js';
 import type { EventBus } from '../../platform/events.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
-import { isAscError } from './asc-client.js';
 import * as q from './queries.js';
-import type { SigningIdentityProvider } from './signing.js';
 
 export interface RegistrationSettings {
   /** How long a worker holds a device in Process before another may take it over. */
@@ -36,11 +34,38 @@ export const DEFAULT_REGISTRATION_SETTINGS: RegistrationSettings = {
   batch: 50,
 };
 
+export interface DeviceToRegister {
+  userId: string;
+  udid: string;
+  /** Model identifier ('iPhone15,2', 'Mac14,2'). */
+  product: string;
+  platform: 'IOS' | 'MAC_OS';
+  /** The name it gets on the developer account. */
+  name: string;
+}
+
+/**
+ * What registration asks of the signing identity in use (modules/identity), whichever it is: to
+ * register a paid device, and whether a refusal of it holds until a person acts.
+ */
+export interface DeviceRegistrar {
+  /**
+   * Registers a paid device with the developer account (Apple's id of it); absent, registration
+   * succeeds at once (the dev identity). Throws an AppError with the admin's sentence otherwise.
+   */
+  registerDevice?(device: DeviceToRegister): Promise<{ appleDeviceId: string }>;
+  /**
+   * Whether `err`, thrown by registerDevice, repeats until a person acts (a new key, a free slot, a
+   * new enrollment): the device then waits for an admin's retry instead of retrying by itself.
+   */
+  needsAPerson?(err: unknown): boolean;
+}
+
 export interface RegistrationDeps {
   db: Database;
   clock: () => Date;
   bus: Pick<EventBus, 'publish' | 'subscribe'>;
-  registrar: Pick<SigningIdentityProvider, 'registerDevice'>;
+  registrar: DeviceRegistrar;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   settings?: Partial<RegistrationSettings>;
   metrics?: Pick<ServiceMetrics, 'registration'>;
@@ -54,8 +79,6 @@ export interface PassOutcome {
   expired: number;
 }
 
-/** Apple refuses these the same way until a person acts (a new key, a free slot, a new enrollment). */
-const NEEDS_A_PERSON = new Set(['DEVICE_LIMIT', 'INVALID_UDID', 'KEY_REJECTED', 'OTHER']);
 const TOKENS_KEPT_MS = 86_400_000;
 /** Apple's device names are short; the account owner reads them in a list. */
 const APPLE_NAME_MAX = 50;
@@ -68,12 +91,9 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
   function failure(err: unknown, attempts: number): { reason: string; retryAt: Date | null } {
     const retryIn = Math.min(settings.retryDelayMs * 2 ** attempts, settings.maxRetryDelayMs);
     const later = new Date(clock().getTime() + retryIn);
-    if (isAscError(err)) {
-      const automatic = !NEEDS_A_PERSON.has(err.kind) && attempts + 1 < settings.maxAttempts;
-      return { reason: err.message, retryAt: automatic ? later : null };
-    }
     const reason = err instanceof AppError ? err.message : 'Registration failed unexpectedly; the server log has the details.';
-    return { reason, retryAt: attempts + 1 < settings.maxAttempts ? later : null };
+    const automatic = !(registrar.needsAPerson?.(err) ?? false) && attempts + 1 < settings.maxAttempts;
+    return { reason, retryAt: automatic ? later : null };
   }
 
   async function registerOne(device: q.DeviceRow, lease: Date): Promise<'registered' | 'failed' | 'lost'> {

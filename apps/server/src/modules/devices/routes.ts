@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { adminDevice, signingIdentityInfo, type SigningIdentityInfo } from '@sideport/contracts';
-import { AppError } from '../../platform/errors.js';
+import { adminDevice } from '@sideport/contracts';
 import { idParam } from '../../platform/params.js';
 import { publicOrigin } from '../../platform/public-origin.js';
 import { contentDisposition } from '../../platform/storage.js';
@@ -11,20 +10,17 @@ import type { CatalogService } from '../catalog/service.js';
 import { ENROLLMENT_ANSWER_MAX_BYTES, MOBILECONFIG_CONTENT_TYPE } from './enrollment.js';
 import { ENROLLMENT_PATH, ENROLLMENT_TOKEN_PATTERN, type EnrollmentService } from './enrollment-service.js';
 import type { RegistrationService } from './registration.js';
-import type { SigningService } from './signing.js';
 
 export interface DeviceRoutesDeps {
   guards: Guards;
   enrollment: EnrollmentService;
   registration: Pick<RegistrationService, 'waiting' | 'confirm' | 'retry'>;
-  signing: Pick<SigningService, 'identityInfo' | 'identityDetails' | 'identityCaPem'>;
   audit: CatalogService['audit'];
   /** PUBLIC_URL; the request's own origin when unset. */
   publicUrl?: string | undefined;
 }
 
 const PROFILE_FILE_NAME = 'sideport-device.mobileconfig';
-const DEV_CA_FILE_NAME = 'sideport-dev-ca.pem';
 const tokenParams = z.object({
   token: z.string().regex(ENROLLMENT_TOKEN_PATTERN, {
     error: 'This enrollment link is not valid; download the device profile again from My page.',
@@ -34,11 +30,12 @@ const idParams = z.object({ id: idParam('id') });
 
 /**
  * Enrollment (docs/sign-service.md) and the admin console's devices: those waiting for
- * registration with Apple's reasons, a Mac's confirmation, a retry, and the identity in use.
+ * registration with Apple's reasons, a Mac's confirmation, a retry. The identity in use is
+ * modules/identity/routes.ts.
  */
 export async function deviceRoutes(
   app: FastifyInstance,
-  { guards, enrollment, registration, signing, audit, publicUrl }: DeviceRoutesDeps,
+  { guards, enrollment, registration, audit, publicUrl }: DeviceRoutesDeps,
 ) {
   const baseUrl = (request: FastifyRequest) => publicOrigin(request, publicUrl);
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -93,30 +90,5 @@ export async function deviceRoutes(
     const device = await registration.retry(request.params.id);
     await audit(currentUser(request).id, 'retry-device', { id: device.id, user: device.user, product: device.product });
     return device;
-  });
-
-  // The dev identity's CA, so anyone can check what it signed (openssl cms -verify -CAfile, codesign tools).
-  r.get('/api/admin/identity/ca.pem', admin, async (_request, reply) => {
-    const pem = await signing.identityCaPem();
-    if (pem === undefined) {
-      throw new AppError(404, 'NO_DEV_CA', "Apple's certificates sign here: their CA is Apple's own, not one of this server's.");
-    }
-    return reply
-      .type('application/x-pem-file')
-      .header('content-disposition', contentDisposition(DEV_CA_FILE_NAME))
-      .send(pem);
-  });
-
-  r.get('/api/admin/identity', { ...admin, schema: { response: { 200: signingIdentityInfo } } }, async (): Promise<SigningIdentityInfo> => {
-    const { kind, description } = signing.identityInfo();
-    const details = await signing.identityDetails();
-    return {
-      kind,
-      description,
-      installable: kind === 'apple',
-      team_id: details.teamId,
-      certificate_name: details.certificateName,
-      certificate_expires_at: details.certificateExpiresAt?.toISOString() ?? null,
-    };
   });
 }

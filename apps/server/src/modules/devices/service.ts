@@ -24,9 +24,21 @@ export interface UserDevice {
   name: string | null;
 }
 
+/** A Registered device, as the signing identity (modules/identity) lists it in a profile. */
+export interface RegisteredDevice {
+  id: number;
+  udid: string;
+  platform: q.DeviceRow['platform'];
+  /** When it became Registered: an artifact signed before it does not list it. */
+  registeredAt: Date | null;
+  /** Apple's id of it on the developer account; null until the account learns of it. */
+  appleDeviceId: string | null;
+}
+
 /**
- * The part of the devices domain that billing and the account page need: the user's devices and
- * the payment hand-over. Enrollment and registration are enrollment-service.ts and registration.ts.
+ * The part of the devices domain that billing, the account page and the signing identity need: the
+ * user's devices, the payment hand-over, the Registered devices a profile lists. Enrollment and
+ * registration are enrollment-service.ts and registration.ts.
  */
 export function createDeviceService({ db, bus }: DeviceServiceDeps) {
   async function listDevices(userId: string): Promise<UserDevice[]> {
@@ -45,6 +57,22 @@ export function createDeviceService({ db, bus }: DeviceServiceDeps) {
 
   return {
     listDevices,
+
+    /** The user's Registered devices, in list order. */
+    async registeredDevices(userId: string): Promise<RegisteredDevice[]> {
+      return (await q.registeredDevicesOf(db, userId)).map((row) => ({
+        id: row.id,
+        udid: row.udid,
+        platform: row.platform,
+        registeredAt: row.registeredAt,
+        appleDeviceId: row.appleDeviceId,
+      }));
+    },
+
+    /** Apple's id of a device registered before the developer account was configured. */
+    async setAppleDeviceId(deviceId: number, appleDeviceId: string): Promise<void> {
+      await q.setAppleDeviceId(db, deviceId, appleDeviceId);
+    },
 
     async findDeviceByIndex(userId: string, index: number): Promise<UserDevice | undefined> {
       return (await listDevices(userId))[index];

@@ -1,7 +1,7 @@
 import forge from 'node-forge';
 import yazl from 'yazl';
 import { loadIdentity } from '@sideport/ipa';
-import type { SigningMaterial } from '../devices/signing.js';
+import type { SigningMaterial } from '../identity/signing.js';
 
 /**
  * A PKCS#12 of the signing identity under `password`, with its issuers. Triple DES and SHA-1 (the

@@ -17,7 +17,7 @@ import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { FileStore } from '../../platform/storage.js';
-import type { SigningService } from '../devices/signing.js';
+import type { SigningService } from '../identity/signing.js';
 import { featherCertZip } from './feather-cert.js';
 import { installManifest } from './manifest.js';
 import * as q from './queries.js';

@@ -8,7 +8,7 @@ import type { DylibKind } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { FileStore } from '../../platform/storage.js';
-import type { SigningService } from '../devices/signing.js';
+import type { SigningService } from '../identity/signing.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
 import * as q from './queries.js';
 import type { RunnerIdentity, RunnerTask } from './runner-protocol.js';

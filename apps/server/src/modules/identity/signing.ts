@@ -3,15 +3,19 @@ import type { IdentitySource } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import { settingOrCreate } from '../../platform/settings.js';
+import type { DeviceRegistrar } from '../devices/registration.js';
+import type { DeviceService } from '../devices/service.js';
+import { canonicalUdid } from '../devices/udid.js';
 import { createDevIdentity, createDevProfile, devIdentitySource, DEV_IDENTITY_LABEL, type DevIdentity } from './dev-identity.js';
 import * as q from './queries.js';
-import { canonicalUdid } from './udid.js';
 
 /**
  * Who signs: the operator's Apple identity (App Store Connect) or Sideport's dev identity. Each
- * makes the provisioning profile that lists a user's devices.
+ * makes the provisioning profile that lists a user's devices, and is what the devices domain's
+ * registration registers a paid device with (DeviceRegistrar): Apple's registers it on the
+ * developer account, the dev identity has nothing to register.
  */
-export interface SigningIdentityProvider {
+export interface SigningIdentityProvider extends DeviceRegistrar {
   readonly kind: 'dev' | 'apple';
   /** For the admin console and the start-up line. */
   readonly description: string;
@@ -24,25 +28,10 @@ export interface SigningIdentityProvider {
   }>;
   /** Deletes a profile that a new one replaced (Apple's; nothing to do for the dev identity). */
   dropProfile?(appleProfileId: string): Promise<void>;
-  /**
-   * Registers a paid device with the developer account (Apple's id of it); absent, registration
-   * succeeds at once (the dev identity). Throws AscError with the admin's sentence otherwise.
-   */
-  registerDevice?(device: DeviceToRegister): Promise<{ appleDeviceId: string }>;
   /** What the admin console shows; never calls Apple. */
   details?(): Promise<IdentityDetails>;
   /** The CA that issued the signing certificate, PEM: the dev identity's own (Apple's is public). */
   caCertificatePem?(): Promise<string>;
-}
-
-export interface DeviceToRegister {
-  userId: string;
-  udid: string;
-  /** Model identifier ('iPhone15,2', 'Mac14,2'). */
-  product: string;
-  platform: 'IOS' | 'MAC_OS';
-  /** The name it gets on the developer account. */
-  name: string;
 }
 
 export interface IdentityDetails {
@@ -108,6 +97,8 @@ export interface SigningServiceDeps {
   db: Database;
   clock: () => Date;
   identity: SigningIdentityProvider;
+  /** Whose Registered devices a profile lists. */
+  devices: Pick<DeviceService, 'registeredDevices'>;
 }
 
 /**
@@ -115,12 +106,12 @@ export interface SigningServiceDeps {
  * user's Registered devices and has not expired; otherwise a new one is made (profiles cannot be
  * edited) and the old one dropped.
  */
-export function createSigningService({ db, clock, identity }: SigningServiceDeps) {
+export function createSigningService({ db, clock, identity, devices }: SigningServiceDeps) {
   // One profile made at a time per user in this process: two sign jobs of a user need only one.
   const making = new Map<string, Promise<SigningMaterial | undefined>>();
 
   async function materialFor(userId: string): Promise<SigningMaterial | undefined> {
-    const registered = (await q.listDevicesOf(db, userId)).filter((d) => d.status === 'Registered');
+    const registered = await devices.registeredDevices(userId);
     if (registered.length === 0) return undefined;
     const udids = [...new Set(registered.map((d) => canonicalUdid(d.udid)))].sort();
     const stored = await q.findUserProfile(db, userId);
@@ -177,9 +168,7 @@ export function createSigningService({ db, clock, identity }: SigningServiceDeps
 
     /** The user's Registered devices and when each became so (check-sign compares an artifact with them). */
     async registeredDevices(userId: string): Promise<Array<{ udid: string; registeredAt: Date | null }>> {
-      return (await q.listDevicesOf(db, userId))
-        .filter((d) => d.status === 'Registered')
-        .map((d) => ({ udid: d.udid, registeredAt: d.registeredAt }));
+      return (await devices.registeredDevices(userId)).map((d) => ({ udid: d.udid, registeredAt: d.registeredAt }));
     },
   };
 }

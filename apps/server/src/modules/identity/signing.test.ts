@@ -1,7 +1,7 @@
 import { parseProfile } from '@sideport/ipa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
-import * as q from './queries.js';
+import * as q from '../devices/queries.js';
 
 const UDID_A = '00008110-000A1B2C3D4E5F60';
 const UDID_B = '00008120-001122334455667A';

@@ -1,4 +1,7 @@
-/** Key pairs, certificates and CMS signatures for the devices domain (node-forge). */
+/**
+ * Key pairs, certificates and CMS signatures (node-forge) for the signing identities, and for the
+ * devices domain's enrollment profiles and simulated devices.
+ */
 import { generateKeyPairSync } from 'node:crypto';
 import forge from 'node-forge';
 import type { SigningIdentity } from '@sideport/ipa';
@@ -44,4 +47,13 @@ export function generateRsaKeyPair() {
     publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e),
     privateKeyPem,
   };
+}
+
+/** Upper-case RFC 4122 version 4 form, as Apple writes profile UUIDs. */
+export function uuidFrom(bytes: Buffer): string {
+  const b = Buffer.from(bytes.subarray(0, 16));
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const hex = b.toString('hex').toUpperCase();
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

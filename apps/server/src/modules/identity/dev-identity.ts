@@ -15,7 +15,7 @@ import {
   type PlistObject,
   type SigningIdentity,
 } from '@sideport/ipa';
-import { certificateDer, generateRsaKeyPair, signAttachedCms } from './pki.js';
+import { certificateDer, generateRsaKeyPair, signAttachedCms, uuidFrom } from './pki.js';
 
 export const DEV_IDENTITY_LABEL = 'Sideport Dev (not Apple)';
 
@@ -209,15 +209,6 @@ export function buildProvisioningProfile(content: ProvisioningProfileContent): B
     Version: 1,
   };
   return signAttachedCms(Buffer.from(buildXmlPlist(plist), 'utf8'), content.signer, creationDate);
-}
-
-/** Upper-case RFC 4122 version 4 form, as Apple writes profile UUIDs. */
-export function uuidFrom(bytes: Buffer): string {
-  const b = Buffer.from(bytes.subarray(0, 16));
-  b[6] = (b[6]! & 0x0f) | 0x40;
-  b[8] = (b[8]! & 0x3f) | 0x80;
-  const hex = b.toString('hex').toUpperCase();
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /** A positive serial of 16 random bytes (RFC 5280: positive, at most 20 octets). */

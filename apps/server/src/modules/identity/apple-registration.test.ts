@@ -14,9 +14,9 @@ import { devices, settings } from '../../db/schema/index.js';
 import { startAscServer, type AscServer } from '../../test/asc-server.js';
 import { deviceInfo, enrollDevice, payForDevice, yearsAfter } from '../../test/device-flow.js';
 import { createTestApp, databaseKinds, sessionCookie, signedInUser, type TestApp } from '../../test/harness.js';
+import * as q from '../devices/queries.js';
 import { createAppleIdentityProvider } from './apple-identity.js';
 import { createAscClient } from './asc-client.js';
-import * as q from './queries.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 const KEY_ID = 'KEY1234567';
@@ -81,6 +81,7 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
         secrets: t.services.secrets,
         clock: () => now,
         asc: createAscClient({ key: { keyId: KEY_ID, issuerId: ISSUER_ID, privateKeyPem: keyPem }, baseUrl: asc.url, clock: () => now }),
+        devices: t.services.devices,
         keyId: KEY_ID,
         log: quiet,
       }),

@@ -6,31 +6,31 @@
  * Sideport has Apple issue for a key it makes, kept sealed with SECRET_KEY in the database.
  */
 import { randomBytes } from 'node:crypto';
-import { eq, sql } from 'drizzle-orm';
 import forge from 'node-forge';
 import { loadIdentity, parseProfile, type IdentitySource } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
-import { settings } from '../../db/schema/index.js';
 import { AppError } from '../../platform/errors.js';
 import type { SecretBox } from '../../platform/secrets.js';
-import type { AscCertificate, AscClient } from './asc-client.js';
+import type { DeviceService } from '../devices/service.js';
+import { canonicalUdid } from '../devices/udid.js';
+import { isAscError, type AscCertificate, type AscClient, type AscErrorKind } from './asc-client.js';
 import * as q from './queries.js';
 import { certificateDetails, type IdentityDetails, type SigningIdentityProvider } from './signing.js';
-import { canonicalUdid } from './udid.js';
 
 /** The App ID every profile is for: a wildcard, so any bundle id (DUP copies included) signs. */
 export const WILDCARD_BUNDLE_ID = { identifier: '*', name: 'Sideport Wildcard' } as const;
-const CREATED_IDENTITY_SETTING = 'apple_signing_identity';
 const CREATED_IDENTITY_PURPOSE = 'apple-signing-identity';
-// pg_advisory_xact_lock key: one process at a time makes the certificate (Apple allows only a few).
-const CREATE_LOCK_KEY = 0x5349_4750; // 'SIGP'
 const DAY_MS = 86_400_000;
+/** Apple refuses these the same way until a person acts (a new key, a free slot, a new enrollment). */
+const NEEDS_A_PERSON = new Set<AscErrorKind>(['DEVICE_LIMIT', 'INVALID_UDID', 'KEY_REJECTED', 'OTHER']);
 
 export interface AppleIdentityDeps {
   db: Database;
   secrets: SecretBox;
   clock: () => Date;
   asc: AscClient;
+  /** The users' Registered devices, and where Apple's id of one is kept once learnt. */
+  devices: Pick<DeviceService, 'registeredDevices' | 'setAppleDeviceId'>;
   /** ASC_KEY_ID, for the description. */
   keyId: string;
   /** SIGN_P12 and its password; without it a certificate is made through the API. */
@@ -59,7 +59,7 @@ const profileName = (userId: string, now: Date) =>
   `Sideport ${userId.replace(/[^A-Za-z0-9]+/g, ' ').trim() || 'user'} ${now.toISOString().replace(/\D/g, '').slice(0, 14)} ${randomBytes(2).toString('hex')}`;
 
 export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIdentityProvider {
-  const { db, secrets, clock, asc, p12 } = deps;
+  const { db, secrets, clock, asc, devices, p12 } = deps;
   const operator = p12 ? loadIdentity({ p12: p12.bytes, password: p12.password }) : undefined;
   const operatorPem = operator ? forge.pki.certificateToPem(operator.certificate) : undefined;
 
@@ -81,8 +81,8 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
   }
 
   const readCreated = async (tx: Database): Promise<CreatedIdentity | undefined> => {
-    const [row] = await tx.select().from(settings).where(eq(settings.key, CREATED_IDENTITY_SETTING));
-    return row ? (JSON.parse(secrets.open(row.value, CREATED_IDENTITY_PURPOSE).toString('utf8')) as CreatedIdentity) : undefined;
+    const sealed = await q.findCreatedIdentity(tx);
+    return sealed === undefined ? undefined : (JSON.parse(secrets.open(sealed, CREATED_IDENTITY_PURPOSE).toString('utf8')) as CreatedIdentity);
   };
 
   /**
@@ -91,7 +91,7 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
    */
   async function createdCertificate(): Promise<Certificate> {
     return db.transaction(async (tx) => {
-      await tx.execute(sql`select pg_advisory_xact_lock(${CREATE_LOCK_KEY})`);
+      await q.lockCertificateMaking(tx);
       const stored = await readCreated(tx);
       if (stored) {
         const expiresAt = certificateDetails(stored.certPem).certificateExpiresAt!;
@@ -102,8 +102,7 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
       }
       const made = await asc.createDistributionCertificate({ commonName: 'Sideport' });
       const identity: CreatedIdentity = { certificateId: made.certificate.id, certPem: made.certificatePem, keyPem: made.privateKeyPem };
-      const value = secrets.seal(JSON.stringify(identity), CREATED_IDENTITY_PURPOSE);
-      await tx.insert(settings).values({ key: CREATED_IDENTITY_SETTING, value }).onConflictDoUpdate({ target: settings.key, set: { value } });
+      await q.saveCreatedIdentity(tx, secrets.seal(JSON.stringify(identity), CREATED_IDENTITY_PURPOSE));
       deps.log.info({ certificateId: made.certificate.id }, 'made a distribution certificate through App Store Connect');
       return { id: identity.certificateId, source: { certPem: identity.certPem, keyPem: identity.keyPem }, certPem: identity.certPem };
     });
@@ -123,13 +122,13 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
   async function appleDeviceIds(userId: string, udids: readonly string[]): Promise<string[]> {
     const wanted = new Set(udids.map(canonicalUdid));
     const ids: string[] = [];
-    for (const device of await q.registeredDevicesOf(db, userId)) {
+    for (const device of await devices.registeredDevices(userId)) {
       if (!wanted.has(canonicalUdid(device.udid))) continue;
       let id = device.appleDeviceId;
       if (id === null) {
         // Registered before the account was configured (with the dev identity): Apple learns of it now.
         id = (await asc.registerDevice({ name: `Sideport ${userId}`.slice(0, 50), udid: device.udid, platform: device.platform })).device.id;
-        await q.setAppleDeviceId(db, device.id, id);
+        await devices.setAppleDeviceId(device.id, id);
       }
       ids.push(id);
     }
@@ -166,6 +165,8 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
       const { device } = await asc.registerDevice({ name, udid, platform });
       return { appleDeviceId: device.id };
     },
+
+    needsAPerson: (err) => isAscError(err) && NEEDS_A_PERSON.has(err.kind),
 
     async details(): Promise<IdentityDetails> {
       if (operatorPem) return certificateDetails(operatorPem);

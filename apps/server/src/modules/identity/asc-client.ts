@@ -14,7 +14,7 @@ import forge from 'node-forge';
 import { z } from 'zod';
 import { AppError } from '../../platform/errors.js';
 import { generateRsaKeyPair } from './pki.js';
-import { isSameUdid } from './udid.js';
+import { isSameUdid } from '../devices/udid.js';
 
 export const ASC_DEFAULT_BASE_URL = 'https://api.appstoreconnect.apple.com';
 export const ASC_AUDIENCE = 'appstoreconnect-v1';

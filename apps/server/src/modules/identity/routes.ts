@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { signingIdentityInfo, type SigningIdentityInfo } from '@sideport/contracts';
+import { AppError } from '../../platform/errors.js';
+import { contentDisposition } from '../../platform/storage.js';
+import type { Guards } from '../auth/guard.js';
+import type { SigningService } from './signing.js';
+
+export interface IdentityRoutesDeps {
+  guards: Guards;
+  signing: Pick<SigningService, 'identityInfo' | 'identityDetails' | 'identityCaPem'>;
+}
+
+const DEV_CA_FILE_NAME = 'sideport-dev-ca.pem';
+
+/** The admin console's view of the signing identity in use (docs/sign-service.md, Identities). */
+export async function identityRoutes(app: FastifyInstance, { guards, signing }: IdentityRoutesDeps) {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const admin = { onRequest: guards.requireAdmin };
+
+  // The dev identity's CA, so anyone can check what it signed (openssl cms -verify -CAfile, codesign tools).
+  r.get('/api/admin/identity/ca.pem', admin, async (_request, reply) => {
+    const pem = await signing.identityCaPem();
+    if (pem === undefined) {
+      throw new AppError(
+        404,
+        'NO_DEV_CA',
+        "Apple's certificates sign here: their CA is Apple's own, not one of this server's.",
+      );
+    }
+    return reply
+      .type('application/x-pem-file')
+      .header('content-disposition', contentDisposition(DEV_CA_FILE_NAME))
+      .send(pem);
+  });
+
+  r.get(
+    '/api/admin/identity',
+    { ...admin, schema: { response: { 200: signingIdentityInfo } } },
+    async (): Promise<SigningIdentityInfo> => {
+      const { kind, description } = signing.identityInfo();
+      const details = await signing.identityDetails();
+      return {
+        kind,
+        description,
+        installable: kind === 'apple',
+        team_id: details.teamId,
+        certificate_name: details.certificateName,
+        certificate_expires_at: details.certificateExpiresAt?.toISOString() ?? null,
+      };
+    },
+  );
+}
