@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
 import { signRequests, type SignJobState, type SignSource } from '../../db/schema/index.js';
 import { leasedTable, type AttemptOutcome } from '../../platform/lease-queue.js';
@@ -58,26 +58,6 @@ export async function updateSign(
 export async function findArtifact(db: Database, artifactId: string): Promise<SignRow | undefined> {
   const [row] = await db.select().from(signRequests).where(eq(signRequests.artifactId, artifactId));
   return row;
-}
-
-/** The statuses of a user's signs of these versions (rows that exist; the rest are No). */
-export async function signsOfVersions(db: Database, userId: string, appVerIds: number[]) {
-  if (appVerIds.length === 0) return [];
-  return db
-    .select({
-      appId: signRequests.appId,
-      appVerId: signRequests.appVerId,
-      signType: signRequests.signType,
-      status: signRequests.status,
-    })
-    .from(signRequests)
-    .where(
-      and(
-        eq(signRequests.userId, userId),
-        eq(signRequests.source, 'version'),
-        inArray(signRequests.appVerId, appVerIds),
-      ),
-    );
 }
 
 /** Sign requests as leased work (platform/lease-queue.ts): the worker holding one is its `worker`. */

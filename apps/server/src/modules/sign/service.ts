@@ -7,8 +7,8 @@ import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { FileStore } from '../../platform/storage.js';
-import type { SignStatuses } from '../catalog/service.js';
 import type { SigningService } from '../devices/signing.js';
+import type { VersionReadModel } from '../versions/read-model.js';
 import { featherCertZip } from './feather-cert.js';
 import { installManifest } from './manifest.js';
 import * as q from './queries.js';
@@ -36,14 +36,11 @@ export interface SignServiceDeps {
   urls: UrlSigner;
   secrets: SecretBox;
   signing: Pick<SigningService, 'signingMaterial' | 'registeredDevices'>;
-  cache: Pick<SignCache, 'drop'>;
-  /** A Done version's stored file and the name its manifest shows; undefined when not Done. */
-  signable: (appId: number, appVerId: number) => Promise<{ fileKey: string; title: string } | undefined>;
+  /** A Done version's stored file and the name its manifest shows. */
+  versions: Pick<VersionReadModel, 'signable'>;
   settings: SignSettings;
-  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
 
-const STATUS_FIELDS = ['normal_sign', 'iap_sign', 'igg_sign', 'both_sign', 'dup_sign'] as const;
 const MODE_NAMES = ['normal', 'IAP', 'IGG', 'IAP + IGG', 'DUP'] as const;
 const FEATHER_TITLE = 'Feather';
 const FEATHER_CERT_PURPOSE = 'feather-cert';
@@ -146,24 +143,10 @@ export function createSignService(deps: SignServiceDeps) {
     /** PUT /api/sign/{app_id}/{app_ver_id}. */
     async request(userId: string, appId: number, appVerId: number, type: SignType): Promise<SignAnswer> {
       refuseUnconfiguredMode(type);
-      const version = await deps.signable(appId, appVerId);
+      const version = await deps.versions.signable(appId, appVerId);
       if (!version) throw new AppError(404, 'NOT_DECRYPTED', 'This version is not decrypted yet.');
       const row = await enqueue(versionKey(userId, appId, appVerId, type), { sourceKey: version.fileKey, title: version.title });
       return { app_id: String(appId), app_ver_id: String(appVerId), type, status: row.status };
-    },
-
-    /** The caller's five sign statuses per version, for the version list (No where nothing was asked). */
-    async statusesOf(userId: string, versions: Array<{ appId: number; appVerId: number }>): Promise<Map<number, SignStatuses>> {
-      const rows = await q.signsOfVersions(db, userId, versions.map((v) => v.appVerId));
-      const wanted = new Set(versions.map((v) => `${v.appId}/${v.appVerId}`));
-      const result = new Map<number, SignStatuses>();
-      for (const row of rows) {
-        if (!wanted.has(`${row.appId}/${row.appVerId}`)) continue;
-        const statuses = result.get(row.appVerId) ?? { normal_sign: 'No', iap_sign: 'No', igg_sign: 'No', both_sign: 'No', dup_sign: 'No' };
-        statuses[STATUS_FIELDS[row.signType]!] = row.status;
-        result.set(row.appVerId, statuses);
-      }
-      return result;
     },
 
     /** GET /api/check/sign/...: 406 when a device of the caller is newer than the artifact. */
@@ -247,18 +230,25 @@ export function createSignService(deps: SignServiceDeps) {
       const material = await signing.signingMaterial(sealed.u);
       return material ? featherCertZip(material, sealed.p) : undefined;
     },
+  };
+}
 
-    /** After an admin delete: the version's signs, their artifacts and its digest cache go too. */
-    async afterRemoved(removed: Array<{ appId: number; appVerId: number | null }>) {
-      for (const entry of removed) {
-        if (entry.appVerId === null) continue;
-        const rows = await q.deleteSignsOfVersion(db, entry.appId, entry.appVerId);
-        for (const row of rows) {
-          if (row.fileKey) await files.delete(row.fileKey).catch((err: unknown) => deps.log.warn({ err, key: row.fileKey }, 'could not delete a signed file'));
-        }
-        await deps.cache.drop(entry.appId, entry.appVerId).catch(() => {});
+/** After an admin delete: the version's signs, their artifacts and its digest cache go too. */
+export function dropSignsOfVersions(deps: {
+  db: Database;
+  files: Pick<FileStore, 'delete'>;
+  cache: Pick<SignCache, 'drop'>;
+  log: { warn(obj: object, msg: string): void };
+}) {
+  return async (removed: Array<{ appId: number; appVerId: number | null }>) => {
+    for (const entry of removed) {
+      if (entry.appVerId === null) continue;
+      const rows = await q.deleteSignsOfVersion(deps.db, entry.appId, entry.appVerId);
+      for (const row of rows) {
+        if (row.fileKey) await deps.files.delete(row.fileKey).catch((err: unknown) => deps.log.warn({ err, key: row.fileKey }, 'could not delete a signed file'));
       }
-    },
+      await deps.cache.drop(entry.appId, entry.appVerId).catch(() => {});
+    }
   };
 }
 
