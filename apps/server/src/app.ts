@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
@@ -8,34 +8,22 @@ import type { DestinationStream } from 'pino';
 import fastifySwagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { publicConfig } from '@sideport/contracts';
-import { createCoreServices } from './core-services.js';
 import type { DatabaseHandle } from './db/client.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { createGuards, SESSION_COOKIE } from './modules/auth/guard.js';
-import { createNavigationTokens } from './modules/auth/navigation-tokens.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { billingRoutes } from './modules/billing/routes.js';
-import { createBillingService } from './modules/billing/service.js';
-import { createBillingProvider } from './modules/billing/setup.js';
-import { createAuthService } from './modules/auth/service.js';
-import { createSetupLinkService } from './modules/auth/setup-link.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
-import { createEnrollmentService, ENROLLMENT_PATH, enrollmentSettings } from './modules/devices/enrollment-service.js';
-import { createRegistrationService } from './modules/devices/registration.js';
+import { ENROLLMENT_PATH } from './modules/devices/enrollment-service.js';
 import { deviceRoutes } from './modules/devices/routes.js';
 import { identityRoutes } from './modules/identity/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
-import { createSetupChecklist } from './modules/admin/setup-checklist.js';
 import { agentRoutes } from './modules/agents/routes.js';
 import { metricsRoutes, registerRequestMetrics } from './modules/metrics/routes.js';
-import { createSideportMetrics } from './modules/metrics/service.js';
 import { decryptRoutes } from './modules/decrypt/routes.js';
 import { signRoutes } from './modules/sign/routes.js';
-import { createSignService, type SignService } from './modules/sign/service.js';
-import { createDecryptService, type DecryptService } from './modules/decrypt/service.js';
-import { settingOrCreate } from './platform/settings.js';
 import { eventRoutes } from './modules/events/routes.js';
-import { createUrlSigner } from './platform/signed-urls.js';
+import { createServices, periodicTasks } from './services.js';
 import type { Config } from './platform/config.js';
 import { registerBodyIdleTimeout } from './platform/body-timeout.js';
 import { createClientErrorHandler } from './platform/client-error.js';
@@ -44,6 +32,7 @@ import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHostCheck } from './platform/public-origin.js';
 import { loggerOptions } from './platform/logger.js';
 import { hasControlCharacters } from './platform/params.js';
+import { createScheduler } from './platform/scheduler.js';
 import { registerSecurityHeaders, securityHeaderMap } from './platform/security-headers.js';
 
 export interface AppDeps {
@@ -104,7 +93,19 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  const metrics = createSideportMetrics({ db: database.db, clock, decryptLeaseSeconds: config.DECRYPT_LEASE_SECONDS, log: app.log });
+  // Every service, made in dependency order (services.ts); what follows registers routes with them.
+  const services = await createServices({ config, database, clock, log: app.log });
+  const { metrics, auth, setup, navigation, bus, files, catalog, jobs, agents, signing, signWorkers } = services;
+  const { billing, billingProvider, devices, enrollment, registration, urls, decrypt, sign, checklist } = services;
+  // The periodic work (lease sweeps, the file sweep, device registration, the session purge).
+  const scheduler = createScheduler(periodicTasks(config, { role: 'api', services }), app.log);
+  app.addHook('onClose', async () => {
+    await scheduler.stop();
+    await signWorkers.stop();
+    // Digest cache warm-ups that uploads did not wait for finish before the process ends.
+    await jobs.settle();
+    await bus.close();
+  });
   registerRequestMetrics(app, metrics);
   await app.register(fastifyCookie);
   // OpenAPI of every route, from the same zod schemas that validate them: GET /api/openapi.json.
@@ -121,138 +122,28 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     transform: jsonSchemaTransform,
   });
 
-  const { db } = database;
-  const auth = createAuthService({
-    db,
-    clock,
-    sessionCacheMs: config.SESSION_CACHE_MS,
-    limits: {
-      sessionTtlDays: config.SESSION_TTL_DAYS,
-      signInPerId: config.SIGN_IN_LIMIT_PER_ID,
-      signInPerAddress: config.SIGN_IN_LIMIT_PER_ADDRESS,
-      signInWindowMinutes: config.SIGN_IN_WINDOW_MINUTES,
-    },
-  });
   const guards = createGuards(auth);
   // After the cookie parser and before every route: its refusals carry the security headers too.
-  const navigation = createNavigationTokens({ db, clock, auth });
   const siteCheck = createSiteCheck({
     ...(config.PUBLIC_URL ? { publicOrigin: new URL(config.PUBLIC_URL).origin } : {}),
     sessionCookie: SESSION_COOKIE,
     redeemNavigationToken: (request) => navigation.redeem(request),
   });
   registerCrossSiteGuard(app, { exemptPrefixes: CROSS_SITE_EXEMPT, check: siteCheck });
-  const setup = createSetupLinkService({
-    db,
-    clock,
-    auth,
-    limits: { perAddress: config.SIGN_IN_LIMIT_PER_ADDRESS, windowMinutes: config.SIGN_IN_WINDOW_MINUTES },
-  });
   await app.register(authRoutes, { auth, setup, navigation, guards, secureCookies: isHttps });
-  // The catalogue tells the decrypt domain, then the sign service, of admin deletes; both exist after it.
-  const afterRemoved: Array<DecryptService['afterRemoved'] | SignService['afterRemoved']> = [];
-  const { bus, files, catalog, jobs, agents, secrets, devices, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes } =
-    await createCoreServices({
-      config,
-      database,
-      clock,
-      log: app.log,
-      onRemoved: async (removed) => {
-        for (const hook of afterRemoved) await hook(removed);
-      },
-      metrics: metrics.service,
-    });
-  app.addHook('onClose', () => bus.close());
-  const billingProvider = createBillingProvider(config, { db, clock, log: app.log });
-  const billing = createBillingService({
-    db,
-    clock,
-    provider: billingProvider,
-    devices,
-    users: auth,
-    freeDailyLimit: config.FREE_DAILY_LIMIT,
-    log: app.log,
-  });
   await app.register(billingRoutes, { billing, guards, siteCheck, providerName: billingProvider.name, publicUrl: config.PUBLIC_URL });
   await app.register(accountRoutes, { guards, billing, devices });
-
-  // The download URL key: configured, or made once and shared by every process through the database.
-  const urlKey = config.DOWNLOAD_URL_KEY ?? (await settingOrCreate(db, 'download_url_key', () => randomBytes(32).toString('hex')));
-  const urls = createUrlSigner(Buffer.from(urlKey), clock);
   await app.register(catalogRoutes, {
     catalog,
     guards,
     answerCacheMs: config.LIST_CACHE_MS,
     agentSeenAt: async () => (await agents.presence()).lastSeenAt,
   });
-
-  const decrypt = createDecryptService({
-    db,
-    clock,
-    bus,
-    files,
-    urls,
-    catalog,
-    billing,
-    settings: {
-      allowPaid: config.DECRYPT_ALLOW_PAID,
-      versionsWaitMs: config.VERSIONS_WAIT_SECONDS * 1000,
-      versionListTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
-      downloadUrlTtlSeconds: config.DOWNLOAD_URL_TTL_SECONDS,
-    },
-    // The caller's sign statuses in the version list come from the sign service, made next.
-    signStatuses: (userId, versions) => sign.statusesOf(userId, versions),
-    log: app.log,
-  });
-  afterRemoved.push(decrypt.afterRemoved);
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
-
-  const sign = createSignService({
-    db,
-    clock,
-    bus,
-    files,
-    urls,
-    secrets,
-    signing,
-    cache: signCache,
-    signable: (appId, appVerId) => decrypt.signable(appId, appVerId),
-    settings: {
-      urlTtlSeconds: config.DOWNLOAD_URL_TTL_SECONDS,
-      hasDylibs: { iap: config.SIGN_DYLIBS_IAP.length > 0, igg: config.SIGN_DYLIBS_IGG.length > 0 },
-      featherIpa: config.FEATHER_IPA,
-      featherWaitMs: FEATHER_WAIT_MS,
-    },
-    log: app.log,
-  });
-  afterRemoved.push(sign.afterRemoved);
   await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
-  // In-process sign workers (docs/architecture.md, Topology); `sideport worker` runs more elsewhere.
-  signWorkers.start(config.SIGN_WORKERS);
-  app.addHook('onClose', () => signWorkers.stop());
   await app.register(agentRoutes, { agents, jobs, uploadIdleTimeoutMs: config.AGENT_UPLOAD_IDLE_TIMEOUT_MS });
-  // Digest cache warm-ups that uploads did not wait for finish before the process ends.
-  app.addHook('onClose', () => jobs.settle());
-  const checklist = createSetupChecklist({
-    config,
-    itunes,
-    agents,
-    identityKind: signingIdentity.kind,
-    billingProvider: billingProvider.name,
-    storage: files,
-  });
   await app.register(adminRoutes, { guards, agents, jobs, catalog, checklist });
   await app.register(eventRoutes, { guards, bus });
-
-  const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
-  const registration = createRegistrationService({
-    db,
-    clock,
-    bus,
-    registrar: signingIdentity,
-    log: app.log,
-    metrics: metrics.service,
-  });
   await app.register(deviceRoutes, {
     guards,
     enrollment,
@@ -261,24 +152,6 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     publicUrl: config.PUBLIC_URL,
   });
   await app.register(identityRoutes, { guards, signing });
-
-  // Every process returns jobs whose agent went quiet; the claim query skips rows another takes.
-  const sweeper = setInterval(() => {
-    jobs.sweepExpiredLeases().catch((err: unknown) => app.log.warn({ err }, 'lease sweep failed'));
-    signWorkers.sweep().catch((err: unknown) => app.log.warn({ err }, 'sign lease sweep failed'));
-  }, 5000);
-  sweeper.unref();
-  app.addHook('onClose', async () => clearInterval(sweeper));
-  // Files nothing uses any more go, at start and periodically (one process at a time sweeps the store).
-  if (config.ORPHAN_SWEEP_MINUTES > 0) {
-    const stopSweep = fileSweep.start(config.ORPHAN_SWEEP_MINUTES * 60_000);
-    app.addHook('onClose', stopSweep);
-  }
-  // Every process registers paid devices and expires old ones; the claim query skips rows another takes.
-  if (config.REGISTRATION_INTERVAL_SECONDS > 0) {
-    const stopRegistration = registration.start(config.REGISTRATION_INTERVAL_SECONDS * 1000);
-    app.addHook('onClose', stopRegistration);
-  }
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
@@ -309,18 +182,14 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(metricsRoutes, { metrics, token: config.METRICS_TOKEN });
 
   await registerWeb(app, config.WEB_DIST_DIR);
+  // In-process sign workers (docs/architecture.md, Topology); `sideport worker` runs more elsewhere.
+  signWorkers.start(config.SIGN_WORKERS);
+  scheduler.start();
   // Returned beside the app, not on it: a fastify instance is thenable, so `await` would drop extras.
-  return {
-    app,
-    routes,
-    services: { auth, setup, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration, sign, signWorkers, fileSweep },
-  };
+  return { app, routes, services };
 }
 
 export type Built = Awaited<ReturnType<typeof buildApp>>;
-
-/** How long GET /api/feather/install waits for a Feather sign under way (a Feather IPA signs in seconds). */
-const FEATHER_WAIT_MS = 60_000;
 
 /**
  * Serves the built SPA with history fallback: unknown non-API GETs get index.html. The build

@@ -4,14 +4,8 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { COUNTRIES, createAgentRequest, userId } from '@sideport/contracts';
-import { createCoreServices } from './core-services.js';
 import { openDatabase } from './db/client.js';
 import { startItunesServer } from './dev/itunes-server.js';
-import { createAuthService } from './modules/auth/service.js';
-import { createBillingService } from './modules/billing/service.js';
-import { createBillingProvider } from './modules/billing/setup.js';
-import { createEnrollmentService, enrollmentSettings } from './modules/devices/enrollment-service.js';
-import { createRegistrationService } from './modules/devices/registration.js';
 import { simulateDevice } from './modules/devices/simulate.js';
 import { serveMetrics } from './modules/metrics/routes.js';
 import { createSideportMetrics } from './modules/metrics/service.js';
@@ -22,6 +16,16 @@ import { requestBackup } from './platform/control-socket.js';
 import { AppError } from './platform/errors.js';
 import { OWNER_ONLY_UMASK, secureDataDir } from './platform/data-dir.js';
 import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
+import { createScheduler } from './platform/scheduler.js';
+import {
+  createAccountServices,
+  createCoreServices,
+  createPeopleServices,
+  periodicTasks,
+  type AccountServices,
+  type CoreServices,
+  type ServiceDeps,
+} from './services.js';
 
 // What a command and its children create is the operator's alone (docs/security.md, Data at rest).
 process.umask(OWNER_ONLY_UMASK);
@@ -42,37 +46,33 @@ function commandConfig(): Config {
   return config;
 }
 
-async function withAuth<T>(fn: (auth: ReturnType<typeof createAuthService>) => Promise<T>): Promise<T> {
+/** The configuration and a migrated database, as the composition root (services.ts) takes them, for `fn`. */
+async function withDatabase<T>(fn: (deps: ServiceDeps) => Promise<T>): Promise<T> {
   const config = commandConfig();
   const database = await openConfiguredDatabase(config);
   try {
     await database.migrate();
-    const auth = createAuthService({
-      db: database.db,
-      clock: () => new Date(),
-      limits: { sessionTtlDays: 1, signInPerId: 1, signInPerAddress: 1, signInWindowMinutes: 1 },
-    });
-    return await fn(auth);
+    return await fn({ config, database, clock: () => new Date(), log: cli.log });
   } finally {
     await database.close();
   }
 }
 
+/** The accounts' services: the same the API uses. */
+function withAuth<T>(fn: (auth: AccountServices['auth']) => Promise<T>): Promise<T> {
+  return withDatabase((deps) => fn(createAccountServices(deps).auth));
+}
+
 /** The services an operator command acts through: the same the admin API uses. */
-async function withServices<T>(fn: (services: Awaited<ReturnType<typeof createCoreServices>>) => Promise<T>): Promise<T> {
-  const config = commandConfig();
-  const database = await openConfiguredDatabase(config);
-  try {
-    await database.migrate();
-    const services = await createCoreServices({ config, database, clock: () => new Date(), log: cli.log });
+function withServices<T>(fn: (services: CoreServices) => Promise<T>): Promise<T> {
+  return withDatabase(async (deps) => {
+    const services = await createCoreServices(deps);
     try {
       return await fn(services);
     } finally {
       await services.bus.close();
     }
-  } finally {
-    await database.close();
-  }
+  });
 }
 
 /** Who the audit log names for what an operator did from the command line. */
@@ -209,30 +209,18 @@ program
   .argument('<user-id>', 'the account that gets the device')
   .option('--paid', 'pay for it on the test-mode checkout, so it is registered at once (test-mode billing only)')
   .action(async (userId: string, options: { paid?: boolean }) => {
-    const config = commandConfig();
-    const database = await openConfiguredDatabase(config);
-    try {
-      await database.migrate();
-      const clock = () => new Date();
-      const log = cli.log;
-      const core = await createCoreServices({ config, database, clock, log });
+    const made = await withDatabase(async (deps) => {
+      const { config } = deps;
+      const accounts = createAccountServices(deps);
+      const core = await createCoreServices(deps);
       try {
-        const { db } = database;
-        const { bus, devices } = core;
-        const auth = createAuthService({
-          db,
-          clock,
-          limits: { sessionTtlDays: 1, signInPerId: 1, signInPerAddress: 1, signInWindowMinutes: 1 },
-        });
-        const provider = createBillingProvider(config, { db, clock, log });
-        const billing = createBillingService({ db, clock, provider, devices, users: auth, freeDailyLimit: config.FREE_DAILY_LIMIT, log });
-        const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
-        const registration = createRegistrationService({ db, clock, bus, registrar: core.signingIdentity, log });
-        const made = await simulateDevice(
+        const { billingProvider, billing, enrollment, registration } = createPeopleServices(deps, accounts, core);
+        const { devices } = core;
+        return await simulateDevice(
           {
             identityKind: core.signingIdentity.kind,
-            billingProvider: provider.name,
-            users: auth,
+            billingProvider: billingProvider.name,
+            users: accounts.auth,
             enrollment,
             devices,
             billing,
@@ -242,15 +230,13 @@ program
           userId,
           { paid: options.paid === true },
         );
-        console.log(`${made.deviceName} (${made.product}) enrolled for ${userId}: ${made.status}.`);
-        console.log(made.status === 'Registered' ? 'Sign a Done version for it from its version list.' : 'Register it on My page (Device tab), or run this again with --paid.');
-        console.log(made.udid);
       } finally {
         await core.bus.close();
       }
-    } finally {
-      await database.close();
-    }
+    });
+    console.log(`${made.deviceName} (${made.product}) enrolled for ${userId}: ${made.status}.`);
+    console.log(made.status === 'Registered' ? 'Sign a Done version for it from its version list.' : 'Register it on My page (Device tab), or run this again with --paid.');
+    console.log(made.udid);
   });
 
 program
@@ -268,17 +254,15 @@ program
     await database.migrate();
     const clock = () => new Date();
     const metrics = createSideportMetrics({ db: database.db, clock, decryptLeaseSeconds: config.DECRYPT_LEASE_SECONDS, log });
-    const services = await createCoreServices({ config, database, clock, log, metrics: metrics.service });
+    const services = await createCoreServices({ config, database, clock, log }, metrics.service);
     const served =
       config.METRICS_PORT === undefined
         ? undefined
         : await serveMetrics({ host: config.HOST, port: config.METRICS_PORT, token: config.METRICS_TOKEN, metrics, log });
     services.signWorkers.start(count);
-    const sweeper = setInterval(() => {
-      services.signWorkers.sweep().catch((err: unknown) => log.warn({ err }, 'sign lease sweep failed'));
-    }, 5000);
-    const stopFileSweep =
-      config.ORPHAN_SWEEP_MINUTES > 0 ? services.fileSweep.start(config.ORPHAN_SWEEP_MINUTES * 60_000) : undefined;
+    // The API's periodic work that applies here: the sign lease sweep and the file sweep.
+    const scheduler = createScheduler(periodicTasks(config, { role: 'worker', services }), log);
+    scheduler.start();
     log.info(
       { workers: count, database: database.description, storage: services.files.description, metrics: served?.url ?? null },
       `Sign worker started: ${count} at once, ${database.description}, storage ${services.files.description}` +
@@ -289,8 +273,7 @@ program
       process.once('SIGTERM', () => resolve('SIGTERM'));
     });
     log.info({ signal }, 'Stopping: signs under way go back to the queue.');
-    clearInterval(sweeper);
-    await stopFileSweep?.();
+    await scheduler.stop();
     await services.signWorkers.stop();
     await served?.close();
     await services.bus.close();

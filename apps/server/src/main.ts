@@ -29,11 +29,6 @@ async function start() {
     app.log.info({ admin: config.ADMIN_ID }, 'admin account ensured from ADMIN_ID');
   }
 
-  const purge = setInterval(() => {
-    services.auth.purgeExpiredSessions().catch((err: unknown) => app.log.warn({ err }, 'session purge failed'));
-  }, 3_600_000);
-  purge.unref();
-
   // The embedded database is this process's alone: `sideport backup` asks it for the snapshot.
   const dumpDataDir = database.dumpDataDir?.bind(database);
   const control = dumpDataDir
@@ -47,7 +42,6 @@ async function start() {
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'shutting down after an error');
     else app.log.info({ signal }, 'shutting down');
-    clearInterval(purge);
     await control?.close();
     await app.close();
     await database.close();

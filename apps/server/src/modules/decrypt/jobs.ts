@@ -20,6 +20,7 @@ import type {
 import type { Database } from '../../db/client.js';
 import { AppError, conflict, notFound } from '../../platform/errors.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
+import { createClaimBatcher, endOfAttempt, type AttemptEnd } from '../../platform/lease-queue.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { CatalogService } from '../catalog/service.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
@@ -122,52 +123,21 @@ const jobFinished = () =>
 const REASON_LEASE_EXPIRED = 'The agent stopped answering before it finished.';
 const REASON_REVOKED = 'The agent working on it was revoked.';
 
-/**
- * How an attempt ended without a result. A failure is the command's or the check's, and counts
- * toward DECRYPT_MAX_ATTEMPTS; a lost lease (the agent stopped answering, was stopped or revoked)
- * says nothing of the app and counts apart, toward the larger DECRYPT_MAX_LOST_LEASES, so that
- * kills alone cannot make a good version Not.
- */
-type AttemptEnd =
-  { kind: 'failed'; reason: string; unsupported?: boolean } | { kind: 'lost'; reason: string };
-
-/** A lost lease's reason says so, and how many there were: 'The agent ... (lost lease 2 of 10).' */
-function lostLeaseReason(reason: string, lostLeases: number, maxLostLeases: number, isFinal: boolean) {
-  const cause = reason.replace(/\.$/, '');
-  return isFinal
-    ? `${cause}: given up after ${lostLeases} lost leases.`
-    : `${cause} (lost lease ${lostLeases} of ${maxLostLeases}).`;
-}
-
 export function createJobService(deps: JobServiceDeps) {
   const { db, clock, bus, files, catalog, settings, log, metrics = noMetrics } = deps;
   const now = () => clock();
-  const leaseUntil = () => new Date(now().getTime() + settings.leaseSeconds * 1000);
+  const limits = { maxFailures: settings.maxAttempts, maxLostLeases: settings.maxLostLeases };
 
   /**
-   * One attempt ended without a result: back to the queue (Pending), or Not with the reason after
-   * the last failed attempt, the last lost lease, or when the agent says the app is unsupported.
-   * Runs in the caller's transaction, on a row it holds locked.
+   * One attempt ended without a result (platform/lease-queue.ts): back to the queue (Pending), or
+   * Not with the reason after the last failed attempt (DECRYPT_MAX_ATTEMPTS), the last lost lease
+   * (DECRYPT_MAX_LOST_LEASES), or when the agent says the app is unsupported. Runs in the caller's
+   * transaction, on a row it holds locked.
    */
   async function endAttempt(tx: Database, job: q.JobRow, end: AttemptEnd) {
-    const failures = job.failures + (end.kind === 'failed' ? 1 : 0);
-    const lostLeases = job.lostLeases + (end.kind === 'lost' ? 1 : 0);
-    const isFinal =
-      end.kind === 'failed'
-        ? end.unsupported === true || failures >= settings.maxAttempts
-        : lostLeases >= settings.maxLostLeases;
-    const reason =
-      end.kind === 'failed'
-        ? end.reason
-        : lostLeaseReason(end.reason, lostLeases, settings.maxLostLeases, isFinal);
-    await q.setJobState(tx, job.id, isFinal ? 'failed' : 'queued', {
-      agentId: null,
-      leaseExpiresAt: null,
-      failures,
-      lostLeases,
-      lastReason: reason,
-      updatedAt: now(),
-    });
+    const outcome = endOfAttempt(job, end, limits);
+    const { isFinal, reason } = outcome;
+    await q.endJobAttempt(tx, job.id, outcome, now());
     // An agent's failed count is its command's failures; a lease it lost says nothing of them.
     if (job.agentId !== null && end.kind === 'failed') await q.countAgentOutcome(tx, job.agentId, 'failed');
     if (job.kind === 'decrypt' && job.versionSeq !== null) {
@@ -201,8 +171,31 @@ export function createJobService(deps: JobServiceDeps) {
     return expired.length;
   }
 
-  const claims = createClaimBatcher((agentIds, kinds) =>
-    q.claimNextJobs(db, { agentIds, kinds, now: now(), leaseSeconds: settings.leaseSeconds }),
+  /** Concurrent claims share one statement (platform/lease-queue.ts); the entries they took are told before they are answered. */
+  const claims = createClaimBatcher(
+    (agentIds: number[], kinds: readonly JobKind[]) =>
+      q.claimNextJobs(db, { agentIds, kinds, now: now(), leaseSeconds: settings.leaseSeconds }),
+    async (claimed) => {
+      const events = claimed.flatMap((job) =>
+        job.entry
+          ? [
+              {
+                kind: 'live' as const,
+                event: entryEvent({
+                  ...job.entry,
+                  country: job.country,
+                  appId: job.appId,
+                  status: 'Downloading',
+                  progress: 0,
+                }),
+              },
+            ]
+          : [],
+      );
+      await bus
+        .publishMany(events)
+        .catch((err: unknown) => log.warn({ err }, 'could not publish claimed entries'));
+    },
   );
 
   /**
@@ -225,76 +218,6 @@ export function createJobService(deps: JobServiceDeps) {
       version: job.entry?.appVerId == null ? null : (job.entry.version ?? null),
       attempt: job.attempts,
       lease_seconds: settings.leaseSeconds,
-    };
-  }
-
-  /**
-   * Claims arriving together share one statement (group commit): while a claim is at the
-   * database, the next ones gather and go in the following statement, so at low load a claim
-   * waits for nobody and at high load the database does one statement for many agents.
-   */
-  function createClaimBatcher(
-    run: (agentIds: number[], kinds: readonly JobKind[]) => Promise<q.ClaimedJob[]>,
-    maxBatch = 64,
-  ) {
-    interface Waiter {
-      agentId: number;
-      resolve(job: q.ClaimedJob | undefined): void;
-      reject(err: unknown): void;
-    }
-    const waiting = new Map<string, { kinds: readonly JobKind[]; waiters: Waiter[] }>();
-    let isRunning = false;
-    async function drain() {
-      isRunning = true;
-      try {
-        while (waiting.size > 0) {
-          const [key, group] = waiting.entries().next().value!;
-          const batch = group.waiters.splice(0, maxBatch);
-          if (group.waiters.length === 0) waiting.delete(key);
-          try {
-            const claimed = await run(
-              batch.map((w) => w.agentId),
-              group.kinds,
-            );
-            const bySlot = new Map(claimed.map((job) => [job.slot, job]));
-            const events = claimed.flatMap((job) =>
-              job.entry
-                ? [
-                    {
-                      kind: 'live' as const,
-                      event: entryEvent({
-                        ...job.entry,
-                        country: job.country,
-                        appId: job.appId,
-                        status: 'Downloading',
-                        progress: 0,
-                      }),
-                    },
-                  ]
-                : [],
-            );
-            await bus
-              .publishMany(events)
-              .catch((err: unknown) => log.warn({ err }, 'could not publish claimed entries'));
-            batch.forEach((waiter, slot) => waiter.resolve(bySlot.get(slot)));
-          } catch (err) {
-            for (const waiter of batch) waiter.reject(err);
-          }
-        }
-      } finally {
-        isRunning = false;
-      }
-    }
-    return {
-      claim(agentId: number, kinds: readonly JobKind[]) {
-        return new Promise<q.ClaimedJob | undefined>((resolve, reject) => {
-          const key = [...kinds].sort().join(',');
-          const group = waiting.get(key) ?? { kinds, waiters: [] };
-          group.waiters.push({ agentId, resolve, reject });
-          waiting.set(key, group);
-          if (!isRunning) void drain();
-        });
-      },
     };
   }
 
@@ -474,12 +397,7 @@ export function createJobService(deps: JobServiceDeps) {
     /** A job claimed for an agent that was gone before it heard of it: back to the queue, the attempt not counted. */
     async unclaim(agent: AgentRef, lease: string) {
       await withHeldJob(agent, lease, async (tx, job) => {
-        await q.setJobState(tx, job.id, 'queued', {
-          agentId: null,
-          leaseExpiresAt: null,
-          attempts: job.attempts - 1,
-          updatedAt: now(),
-        });
+        await q.releaseJob(tx, job.id, now());
         if (job.kind === 'decrypt' && job.versionSeq !== null) {
           const entry = await q.updateEntry(tx, job.versionSeq, {
             status: 'Pending',
@@ -496,9 +414,7 @@ export function createJobService(deps: JobServiceDeps) {
 
     async heartbeat(agent: AgentRef, lease: string, report: HeartbeatRequest) {
       return withHeldJob(agent, lease, async (tx, job) => {
-        await q.updateJob(tx, job.id, {
-          leaseExpiresAt: leaseUntil(),
-          updatedAt: now(),
+        await q.renewJobLease(tx, job.id, now(), settings.leaseSeconds, {
           ...(report.app_ver_id !== undefined ? { reportedAppVerId: Number(report.app_ver_id) } : {}),
           ...(report.version !== undefined ? { reportedVersion: report.version } : {}),
         });
@@ -533,11 +449,7 @@ export function createJobService(deps: JobServiceDeps) {
           job,
           isHandedBack
             ? { kind: 'lost', reason: failure.reason }
-            : {
-                kind: 'failed',
-                reason: failure.reason,
-                ...(failure.unsupported ? { unsupported: true } : {}),
-              },
+            : { kind: 'failed', reason: failure.reason, final: failure.unsupported === true },
         );
       });
       if (!isHandedBack) metrics.job(kind, 'failed');

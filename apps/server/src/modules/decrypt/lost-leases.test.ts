@@ -2,7 +2,7 @@ import type { AdminQueueEntry } from '@sideport/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { makeAgent, storeApp, storeWith, type AgentClient } from '../../test/decrypt-support.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 
 const MAX_ATTEMPTS = 2;
 const MAX_LOST_LEASES = 4;
@@ -50,7 +50,7 @@ describe.each(databaseKinds)('failed attempts and lost leases on %s', (kind) => 
   });
 
   const request = async (n: number) => {
-    const res = await t.app.inject({ url: `/api/decrypt/KR/${app(n)}`, headers: { cookie: user } });
+    const res = await t.app.inject({ url: `/api/decrypt/KR/${app(n)}`, headers: { ...WEB_CLIENT, cookie: user } });
     expect(res.statusCode, res.body).toBe(200);
   };
   /** The next job, which must be app n's (each test queues one app at a time). */
@@ -67,7 +67,7 @@ describe.each(databaseKinds)('failed attempts and lost leases on %s', (kind) => 
   const fail = (jobId: string, body: object) => agent.call('POST', `/api/agent/jobs/${jobId}/fail`, body);
   async function queued(n: number): Promise<AdminQueueEntry> {
     const list = (
-      await t.app.inject({ url: '/api/admin/queue/0', headers: { cookie: admin } })
+      await t.app.inject({ url: '/api/admin/queue/0', headers: { ...WEB_CLIENT, cookie: admin } })
     ).json() as AdminQueueEntry[];
     return list.find((e) => e.app_id === String(app(n)))!;
   }
@@ -97,7 +97,7 @@ describe.each(databaseKinds)('failed attempts and lost leases on %s', (kind) => 
       reason,
     });
     expect((await agent.claim()).job).toBeNull();
-    const again = await t.app.inject({ url: `/api/decrypt/KR/${app(0)}`, headers: { cookie: user } });
+    const again = await t.app.inject({ url: `/api/decrypt/KR/${app(0)}`, headers: { ...WEB_CLIENT, cookie: user } });
     expect(again.statusCode).toBe(409);
     expect(again.body).toBe(`This version cannot be decrypted: ${reason.replace(/\.$/, '')}.`);
   });
@@ -140,7 +140,7 @@ describe.each(databaseKinds)('failed attempts and lost leases on %s', (kind) => 
     const revoked = await t.app.inject({
       method: 'DELETE',
       url: `/api/admin/agents/${doomed.id}`,
-      headers: { cookie: admin },
+      headers: { ...WEB_CLIENT, cookie: admin },
     });
     expect(revoked.statusCode).toBe(204);
     expect(await queued(2)).toMatchObject({

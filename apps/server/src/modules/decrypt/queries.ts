@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { queryRows, type Database } from '../../db/client.js';
 import { agents, apps, jobs, storeVersionLists, versions, type JobState } from '../../db/schema/index.js';
+import { leasedTable, leaseUntil, type AttemptOutcome } from '../../platform/lease-queue.js';
 
 export type EntryRow = typeof versions.$inferSelect;
 export type JobRow = typeof jobs.$inferSelect;
@@ -225,7 +226,7 @@ export async function claimNextJobs(
   claim: { agentIds: readonly number[]; kinds: readonly string[]; now: Date; leaseSeconds: number },
 ): Promise<ClaimedJob[]> {
   const now = claim.now.toISOString();
-  const leaseUntil = new Date(claim.now.getTime() + claim.leaseSeconds * 1000).toISOString();
+  const until = leaseUntil(claim.now, claim.leaseSeconds).toISOString();
   const agentIds = sql.join(
     claim.agentIds.map((id) => sql`${id}`),
     sql`, `,
@@ -249,7 +250,7 @@ export async function claimNextJobs(
       ), claimed as (
         update ${jobs} j
         set state = 'leased', agent_id = w.agent_id, attempts = j.attempts + 1,
-            lease_expires_at = ${leaseUntil}, updated_at = ${now}
+            lease_expires_at = ${until}, updated_at = ${now}
         from next join wanted w on w.n = next.n
         where j.id = next.id
         returning j.id, j.kind, j.version_seq, j.country, j.app_id, j.attempts, j.agent_id, w.n as slot
@@ -286,53 +287,62 @@ export async function claimNextJobs(
   }));
 }
 
+/** Jobs as leased work (platform/lease-queue.ts): the agent holding one is its `agentId`. */
+const leases = leasedTable<JobState, 'agentId', number>({
+  columns: {
+    id: jobs.id,
+    state: jobs.state,
+    holder: jobs.agentId,
+    attempts: jobs.attempts,
+    failures: jobs.failures,
+    lostLeases: jobs.lostLeases,
+    leaseExpiresAt: jobs.leaseExpiresAt,
+    lastReason: jobs.lastReason,
+  },
+  holderKey: 'agentId',
+  states: { queued: 'queued', leased: 'leased', givenUp: 'failed' },
+});
+
 /** Leased jobs whose agent stopped heart-beating, locked for the caller to put back or fail. */
 export async function lockExpiredLeases(db: Database, now: Date, max: number) {
-  const rows = await queryRows<{ id: string }>(
-    db,
-    sql`select id from ${jobs} where state = 'leased' and lease_expires_at < ${now.toISOString()}
-        order by lease_expires_at limit ${max} for update skip locked`,
-  );
-  if (rows.length === 0) return [];
   return db
     .select()
     .from(jobs)
-    .where(
-      inArray(
-        jobs.id,
-        rows.map((r) => Number(r.id)),
-      ),
-    );
+    .where(leases.expired(now))
+    .orderBy(jobs.leaseExpiresAt)
+    .limit(max)
+    .for('update', { skipLocked: true });
 }
 
-/** Renews the lease of a job the agent holds (this attempt); undefined when it lost it. */
-export async function renewLease(
+/** Renews the lease of a job the caller holds locked, with what the agent reported meanwhile. */
+export async function renewJobLease(
   db: Database,
-  lease: { jobId: number; agentId: number; attempt: number; until: Date; now: Date },
+  id: number,
+  now: Date,
+  leaseSeconds: number,
+  reported: Pick<typeof jobs.$inferInsert, 'reportedAppVerId' | 'reportedVersion'>,
 ) {
-  const [row] = await db
-    .update(jobs)
-    .set({ leaseExpiresAt: lease.until, updatedAt: lease.now })
-    .where(
-      and(
-        eq(jobs.id, lease.jobId),
-        eq(jobs.agentId, lease.agentId),
-        eq(jobs.attempts, lease.attempt),
-        eq(jobs.state, 'leased'),
-      ),
-    )
-    .returning();
-  return row;
+  await updateJob(db, id, { ...leases.renewed(now, leaseSeconds), ...reported, updatedAt: now });
 }
 
 /** Locks the job row when the agent still holds this attempt's lease. */
 export async function lockHeldJob(db: Database, lease: { jobId: number; agentId: number; attempt: number }) {
-  const rows = await queryRows<{ id: string }>(
-    db,
-    sql`select id from ${jobs} where id = ${lease.jobId} and agent_id = ${lease.agentId}
-        and attempts = ${lease.attempt} and state = 'leased' for update`,
-  );
-  return rows.length ? findJob(db, lease.jobId) : undefined;
+  const [row] = await db
+    .select()
+    .from(jobs)
+    .where(leases.held({ id: lease.jobId, holder: lease.agentId, attempt: lease.attempt }))
+    .for('update');
+  return row;
+}
+
+/** An attempt that ended without a result (`endOfAttempt`), on a job the caller holds locked. */
+export async function endJobAttempt(db: Database, id: number, outcome: AttemptOutcome, now: Date) {
+  return updateJob(db, id, leases.ended(outcome, now));
+}
+
+/** A job handed back before its agent heard of it, locked by the caller: queued, the attempt not counted. */
+export async function releaseJob(db: Database, id: number, now: Date) {
+  await db.update(jobs).set(leases.released(now)).where(eq(jobs.id, id));
 }
 
 /** An agent's leased jobs, locked for the caller to put back. */

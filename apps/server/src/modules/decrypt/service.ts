@@ -14,6 +14,7 @@ import {
   type Viewer,
 } from '../catalog/service.js';
 import type { RemovedEntry } from '../catalog/queries.js';
+import type { VersionReadModel } from '../versions/read-model.js';
 import { publishEntry } from './entry-events.js';
 import * as q from './queries.js';
 
@@ -36,9 +37,8 @@ export interface DecryptServiceDeps {
   catalog: Pick<CatalogService, 'lookupApp' | 'isBlacklisted'>;
   billing: Pick<BillingService, 'entitlement' | 'consumeDecrypt'>;
   settings: DecryptSettings;
-  /** The caller's five signing statuses per version (the sign service); all No without it. */
-  signStatuses?: (userId: string, versions: Array<{ appId: number; appVerId: number }>) => Promise<Map<number, SignStatuses>>;
-  log: { warn(obj: object, msg: string): void };
+  /** The caller's five signing statuses per version. */
+  versions: Pick<VersionReadModel, 'signStatuses'>;
 }
 
 const PRIORITY_FREE = 0;
@@ -160,8 +160,8 @@ export function createDecryptService(deps: DecryptServiceDeps) {
   /** The viewer's entries: their signing statuses, and the reason of a Not entry when they may see it. */
   async function entriesFor(viewer: Viewer, app: Parameters<typeof toEntry>[0], rows: q.EntryRow[]): Promise<AppEntry[]> {
     const done = rows.filter((r) => r.status === 'Done' && r.appVerId !== null);
-    const signs = deps.signStatuses && done.length
-      ? await deps.signStatuses(viewer.id, done.map((r) => ({ appId: r.appId, appVerId: r.appVerId! })))
+    const signs = done.length
+      ? await deps.versions.signStatuses(viewer.id, done.map((r) => ({ appId: r.appId, appVerId: r.appVerId! })))
       : new Map<number, SignStatuses>();
     return rows.map((r) =>
       toEntry(
@@ -300,24 +300,22 @@ export function createDecryptService(deps: DecryptServiceDeps) {
       const app = await catalog.lookupApp(entry.country, entry.appId);
       return { fileKey: entry.fileKey, fileName: ipaFileName(app.name, entry.version ?? app.version) };
     },
+  };
+}
 
-    /** What the sign service signs: a Done version's stored file and the app's name. */
-    async signable(appId: number, appVerId: number) {
-      const entry = await q.findByAppVerId(db, appId, appVerId);
-      if (!entry || entry.status !== 'Done' || !entry.fileKey) return undefined;
-      const app = await catalog.lookupApp(entry.country, entry.appId);
-      return { fileKey: entry.fileKey, title: app.name };
-    },
-
-    /** After an admin delete: the stored files go, and open pages hear of it. */
-    async afterRemoved(removed: RemovedEntry[]) {
-      for (const entry of removed) {
-        if (entry.fileKey) {
-          await files.delete(entry.fileKey).catch((err: unknown) => deps.log.warn({ err, key: entry.fileKey }, 'could not delete a stored file'));
-        }
-        await publishEntry(bus, { ...entry, status: 'Deleted' }, undefined, { deleted: true });
+/** After an admin delete: the stored files go, and open pages hear of it. */
+export function dropDecryptedFiles(deps: {
+  files: Pick<FileStore, 'delete'>;
+  bus: Pick<EventBus, 'publish'>;
+  log: { warn(obj: object, msg: string): void };
+}) {
+  return async (removed: RemovedEntry[]) => {
+    for (const entry of removed) {
+      if (entry.fileKey) {
+        await deps.files.delete(entry.fileKey).catch((err: unknown) => deps.log.warn({ err, key: entry.fileKey }, 'could not delete a stored file'));
       }
-    },
+      await publishEntry(deps.bus, { ...entry, status: 'Deleted' }, undefined, { deleted: true });
+    }
   };
 }
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { buildIpa, makeAgent, storeApp, storeWith, type AgentClient } from '../../test/decrypt-support.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { runInSignProcess } from '../sign/run-task.js';
 import { createSignCache } from '../sign/sign-cache.js';
 import { createJobService, type JobService } from './jobs.js';
@@ -83,7 +83,7 @@ describe.each(databaseKinds)('the answer to an upload on %s', (kind) => {
 
   const agentRef = () => ({ id: Number(agent.id), name: 'mac-mini' });
   async function uploadFor(n: number, appVerId: string) {
-    const asked = await t.app.inject({ url: `/api/decrypt/KR/${app(n)}`, headers: { cookie: user } });
+    const asked = await t.app.inject({ url: `/api/decrypt/KR/${app(n)}`, headers: { ...WEB_CLIENT, cookie: user } });
     expect(asked.statusCode).toBe(200);
     const job = (await jobs.claim(agentRef(), ['decrypt'], 0))!;
     expect(job.app_id).toBe(String(app(n)));
@@ -112,7 +112,7 @@ describe.each(databaseKinds)('the answer to an upload on %s', (kind) => {
     expect(warmed).toEqual([]);
     expect(digests('940000')).toEqual([]);
     const versions = (
-      await t.app.inject({ url: `/api/version/KR/${app(0)}`, headers: { cookie: user } })
+      await t.app.inject({ url: `/api/version/KR/${app(0)}`, headers: { ...WEB_CLIENT, cookie: user } })
     ).json() as Array<{ status: string }>;
     expect(versions).toEqual([expect.objectContaining({ app_ver_id: '940000', status: 'Done' })]);
 
@@ -124,7 +124,7 @@ describe.each(databaseKinds)('the answer to an upload on %s', (kind) => {
     const failed = await agent.call('POST', `/api/agent/jobs/${job.id}/fail`, { reason: 'a late failure' });
     expect(failed.statusCode).toBe(410);
     expect(
-      (await t.app.inject({ url: `/api/version/KR/${app(0)}`, headers: { cookie: user } })).json(),
+      (await t.app.inject({ url: `/api/version/KR/${app(0)}`, headers: { ...WEB_CLIENT, cookie: user } })).json(),
     ).toEqual([expect.objectContaining({ app_ver_id: '940000', status: 'Done' })]);
 
     gate.open();
@@ -147,7 +147,7 @@ describe.each(databaseKinds)('the answer to an upload on %s', (kind) => {
       }),
     );
     const versions = (
-      await t.app.inject({ url: `/api/version/KR/${app(1)}`, headers: { cookie: user } })
+      await t.app.inject({ url: `/api/version/KR/${app(1)}`, headers: { ...WEB_CLIENT, cookie: user } })
     ).json() as unknown[];
     expect(versions).toEqual([expect.objectContaining({ app_ver_id: '940001', status: 'Done' })]);
   });

@@ -11,7 +11,7 @@ import {
   storeWith,
   type AgentClient,
 } from '../../test/decrypt-support.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 
 const app = (n: number) => 7500 + n;
 const bundleOf = (n: number) => `com.example.identity${n}`;
@@ -72,7 +72,7 @@ describe.each(databaseKinds)('an upload checked against its job on %s', (kind) =
     await store?.close();
   });
 
-  const get = (url: string) => t.app.inject({ url, headers: { cookie: premium } });
+  const get = (url: string) => t.app.inject({ url, headers: { ...WEB_CLIENT, cookie: premium } });
   /** Claims until app n's job comes (jobs other tests left in the queue are failed out of the way). */
   async function claim(n: number) {
     for (let i = 0; i < 20; i++) {
@@ -91,7 +91,7 @@ describe.each(databaseKinds)('an upload checked against its job on %s', (kind) =
     const history = t.app.inject({
       method: 'POST',
       url: `/api/version/KR/${app(n)}`,
-      headers: { cookie: premium },
+      headers: { ...WEB_CLIENT, cookie: premium },
     });
     const listing = await claim(n);
     const versions = [
@@ -116,7 +116,7 @@ describe.each(databaseKinds)('an upload checked against its job on %s', (kind) =
     agent.call('PUT', `/api/agent/jobs/${jobId}/ipa${query}`, readFileSync(ipa));
   async function queued(n: number): Promise<AdminQueueEntry> {
     const list = (
-      await t.app.inject({ url: '/api/admin/queue/0', headers: { cookie: admin } })
+      await t.app.inject({ url: '/api/admin/queue/0', headers: { ...WEB_CLIENT, cookie: admin } })
     ).json() as AdminQueueEntry[];
     return list.find((e) => e.app_id === String(app(n)))!;
   }

@@ -2,7 +2,7 @@
  * Registration of paid devices (docs/architecture.md, Data and state machines): Pending -> Process -> Registered, with the
  * operator's Apple developer account or the dev identity, and Registered -> Expired at expiry.
  *
- * Every API process runs passes (on a timer, and when any process tells of a device change); the
+ * Every API process runs passes (periodically, and when any process tells of a device change); the
  * claim statement takes one device at a time with SKIP LOCKED and a lease, so processes never
  * register the same device twice at once and a process that dies mid-registration loses the
  * device to another after the lease. No transaction is held while Apple is asked.
@@ -166,7 +166,8 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
       return pass();
     });
     queued = next;
-    tail = next.catch((err: unknown) => log.warn({ err }, 'device registration pass failed'));
+    // Its caller hears of a failure (the scheduler logs it); the next pass runs regardless.
+    tail = next.catch(() => {});
     return next;
   }
 
@@ -194,20 +195,13 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
     runPass,
 
     /**
-     * Passes every `intervalMs`, and at once when any process tells of a device change (a payment,
-     * an admin's confirmation). Returns the stop function, which waits for a running pass.
+     * Calls `listener` when any process tells of a device change (a payment, an admin's
+     * confirmation): a pass is due. Returns the function that stops listening.
      */
-    start(intervalMs: number): () => Promise<void> {
-      const timer = setInterval(() => void runPass().catch(() => {}), intervalMs);
-      timer.unref();
-      const unsubscribe = bus.subscribe((event) => {
-        if (event.kind === 'live' && event.event.type === 'device') void runPass().catch(() => {});
+    onDeviceChange(listener: () => void): () => void {
+      return bus.subscribe((event) => {
+        if (event.kind === 'live' && event.event.type === 'device') listener();
       });
-      return async () => {
-        clearInterval(timer);
-        unsubscribe();
-        await tail;
-      };
     },
 
     /** Devices waiting for registration, for the admin console. */

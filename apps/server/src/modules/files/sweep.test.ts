@@ -6,7 +6,7 @@ import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { buildIpa, storeApp, storeWith } from '../../test/decrypt-support.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import * as devices from '../devices/queries.js';
 import { whileSweepLocked } from './queries.js';
 import { createFileSweep } from './sweep.js';
@@ -104,7 +104,7 @@ describe.each(cases)('the file sweep with %s storage on %s', (storage, kind) => 
       method: 'PUT',
       url: `/api/sign/${APP_ID}/${APP_VER_ID}`,
       payload: { type: 0 },
-      headers: { cookie },
+      headers: { ...WEB_CLIENT, cookie },
     });
     expect(res.statusCode, res.body).toBe(200);
     await signed;
@@ -146,7 +146,7 @@ describe.each(cases)('the file sweep with %s storage on %s', (storage, kind) => 
 
     // The user still downloads the version.
     const cookie = await signedInUser(t, `downloader_${kind}_${storage === 'S3' ? 's3' : 'local'}`);
-    const link = await t.app.inject({ url: `/api/download/${APP_ID}/${APP_VER_ID}`, headers: { cookie } });
+    const link = await t.app.inject({ url: `/api/download/${APP_ID}/${APP_VER_ID}`, headers: { ...WEB_CLIENT, cookie } });
     expect(link.statusCode, link.body).toBe(200);
   });
 

@@ -138,24 +138,7 @@ export function createFileSweep(deps: FileSweepDeps) {
     return result;
   }
 
-  return {
-    sweep,
-
-    /** Sweeps now and every `intervalMs`; the returned function stops it, after a sweep under way. */
-    start(intervalMs: number) {
-      let running: Promise<unknown> = Promise.resolve();
-      const run = () => {
-        running = running.then(() => sweep().catch((err: unknown) => log.warn({ err }, 'file sweep failed')));
-      };
-      run();
-      const timer = setInterval(run, intervalMs);
-      timer.unref();
-      return async () => {
-        clearInterval(timer);
-        await running;
-      };
-    },
-  };
+  return { sweep };
 }
 
 export type FileSweep = ReturnType<typeof createFileSweep>;

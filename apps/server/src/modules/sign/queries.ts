@@ -1,7 +1,8 @@
 import type { SignType } from '@sideport/contracts';
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
-import { signRequests, type SignSource } from '../../db/schema/index.js';
+import { signRequests, type SignJobState, type SignSource } from '../../db/schema/index.js';
+import { leasedTable, type AttemptOutcome } from '../../platform/lease-queue.js';
 
 export type SignRow = typeof signRequests.$inferSelect;
 
@@ -28,14 +29,6 @@ const keyIs = (key: SignKey) =>
     eq(signRequests.appId, key.appId),
     eq(signRequests.appVerId, key.appVerId),
     eq(signRequests.signType, key.signType),
-  );
-
-const held = (lease: Lease) =>
-  and(
-    eq(signRequests.id, lease.id),
-    eq(signRequests.worker, lease.worker),
-    eq(signRequests.attempts, lease.attempt),
-    eq(signRequests.state, 'leased'),
   );
 
 export async function findSign(db: Database, key: SignKey): Promise<SignRow | undefined> {
@@ -68,60 +61,53 @@ export async function findArtifact(db: Database, artifactId: string): Promise<Si
   return row;
 }
 
-/** The statuses of a user's signs of these versions (rows that exist; the rest are No). */
-export async function signsOfVersions(db: Database, userId: string, appVerIds: number[]) {
-  if (appVerIds.length === 0) return [];
-  return db
-    .select({
-      appId: signRequests.appId,
-      appVerId: signRequests.appVerId,
-      signType: signRequests.signType,
-      status: signRequests.status,
-    })
-    .from(signRequests)
-    .where(
-      and(
-        eq(signRequests.userId, userId),
-        eq(signRequests.source, 'version'),
-        inArray(signRequests.appVerId, appVerIds),
-      ),
-    );
-}
+/** Sign requests as leased work (platform/lease-queue.ts): the worker holding one is its `worker`. */
+const leases = leasedTable<SignJobState, 'worker', string>({
+  columns: {
+    id: signRequests.id,
+    state: signRequests.state,
+    holder: signRequests.worker,
+    attempts: signRequests.attempts,
+    failures: signRequests.failures,
+    lostLeases: signRequests.lostLeases,
+    leaseExpiresAt: signRequests.leaseExpiresAt,
+    lastReason: signRequests.lastReason,
+  },
+  holderKey: 'worker',
+  states: { queued: 'queued', leased: 'leased', givenUp: 'idle' },
+});
+
+const held = (lease: Lease) => leases.held({ id: lease.id, holder: lease.worker, attempt: lease.attempt });
+
+/** A sign given up shows its earlier artifact (Done) when there is one, No otherwise. */
+const givenUpStatus = sql<SignRow['status']>`case when ${signRequests.fileKey} is null
+  then 'No' else 'Done' end`;
 
 /**
  * Takes the next sign for `worker` in one statement: the oldest queued one, or one whose worker
- * let its lease run out, when that lost lease is not its last (`maxLostLeases`; giveUpExpired
- * takes those). The lost lease is counted (apart from failures) and said in the reason; the row
+ * let its lease run out, when that lost lease is not its last (`maxLostLeases`; the sweep gives
+ * those up). The lost lease is counted (apart from failures) and said in the reason; the row
  * becomes Process under a new lease and attempt.
  */
 export async function claimNextSign(
   db: Database,
   claim: { worker: string; now: Date; leaseSeconds: number; maxLostLeases: number; lostReason: string },
 ): Promise<SignRow | undefined> {
-  const now = claim.now.toISOString();
+  const limits = { maxLostLeases: claim.maxLostLeases };
   const next = sql`(
     select id from ${signRequests}
-    where state = 'queued'
-       or (state = 'leased' and lease_expires_at < ${now} and lost_leases + 1 < ${claim.maxLostLeases})
+    where state = 'queued' or (${leases.expired(claim.now)} and not ${leases.isLastLostLease(limits)})
     order by requested_at, id
     limit 1
     for update skip locked)`;
   // The right-hand sides read the row as it was: `state = 'leased'` means its lease ran out.
   const wasLost = sql`${signRequests.state} = 'leased'`;
-  const lostCause = claim.lostReason.replace(/\.$/, '');
   const [row] = await db
     .update(signRequests)
     .set({
-      state: 'leased',
+      ...leases.claimed(claim.worker, claim.now, claim.leaseSeconds),
+      ...leases.lostOnClaim(wasLost, claim.lostReason, limits),
       status: 'Process',
-      worker: claim.worker,
-      attempts: sql`${signRequests.attempts} + 1`,
-      lostLeases: sql`case when ${wasLost} then ${signRequests.lostLeases} + 1 else ${signRequests.lostLeases} end`,
-      lastReason: sql`case when ${wasLost}
-        then ${lostCause} || ' (lost lease ' || (${signRequests.lostLeases} + 1) || ' of ' || ${claim.maxLostLeases}::int || ').'
-        else ${signRequests.lastReason} end`,
-      leaseExpiresAt: new Date(claim.now.getTime() + claim.leaseSeconds * 1000),
-      updatedAt: claim.now,
     })
     .where(eq(signRequests.id, next))
     .returning();
@@ -129,13 +115,24 @@ export async function claimNextSign(
 }
 
 /** Renews a lease the worker still holds; false when it lost it (expired and taken, or the row went). */
-export async function renewLease(db: Database, lease: Lease, until: Date): Promise<boolean> {
+export async function renewLease(
+  db: Database,
+  lease: Lease,
+  now: Date,
+  leaseSeconds: number,
+): Promise<boolean> {
   const renewed = await db
     .update(signRequests)
-    .set({ leaseExpiresAt: until })
+    .set(leases.renewed(now, leaseSeconds))
     .where(held(lease))
     .returning({ id: signRequests.id });
   return renewed.length === 1;
+}
+
+/** The row of a lease the worker still holds, locked for the caller's transaction. */
+export async function lockHeld(tx: Database, lease: Lease): Promise<SignRow | undefined> {
+  const [row] = await tx.select().from(signRequests).where(held(lease)).for('update');
+  return row;
 }
 
 /**
@@ -158,11 +155,7 @@ export async function commitArtifact(
     | 'updatedAt'
   >,
 ): Promise<{ row: SignRow; previousKey: string | null } | undefined> {
-  const [previous] = await tx
-    .select({ fileKey: signRequests.fileKey })
-    .from(signRequests)
-    .where(held(lease))
-    .for('update');
+  const previous = await lockHeld(tx, lease);
   if (!previous) return undefined;
   const [row] = await tx
     .update(signRequests)
@@ -173,77 +166,42 @@ export async function commitArtifact(
 }
 
 /**
- * An attempt that failed (counted toward SIGN_MAX_ATTEMPTS): back to the queue (Pending), or, when
- * `final`, given up: Done again when an earlier artifact remains, No otherwise. undefined when the
- * lease was lost.
+ * An attempt that ended without a result (`endOfAttempt`), on a row the caller holds locked: back
+ * to the queue (Pending), or given up: Done again when an earlier artifact remains, No otherwise.
  */
-export async function endAttempt(
-  tx: Database,
-  lease: Lease,
-  outcome: { reason: string; final: boolean; now: Date },
-) {
+export async function endAttempt(tx: Database, id: number, outcome: AttemptOutcome, now: Date) {
   const [row] = await tx
     .update(signRequests)
-    .set({
-      state: outcome.final ? 'idle' : 'queued',
-      status: outcome.final
-        ? sql`case when ${signRequests.fileKey} is null then 'No' else 'Done' end`
-        : 'Pending',
-      worker: null,
-      leaseExpiresAt: null,
-      failures: sql`${signRequests.failures} + 1`,
-      lastReason: outcome.reason,
-      updatedAt: outcome.now,
-    })
-    .where(held(lease))
+    .set({ ...leases.ended(outcome, now), status: outcome.isFinal ? givenUpStatus : 'Pending' })
+    .where(eq(signRequests.id, id))
     .returning();
-  return row;
+  return row!;
 }
 
 /** A job taken back from a worker that stops: queued again, the attempt not counted. */
 export async function releaseLease(db: Database, lease: Lease, now: Date) {
   const [row] = await db
     .update(signRequests)
-    .set({
-      state: 'queued',
-      status: 'Pending',
-      worker: null,
-      leaseExpiresAt: null,
-      attempts: sql`${signRequests.attempts} - 1`,
-      updatedAt: now,
-    })
+    .set({ ...leases.released(now), status: 'Pending' })
     .where(held(lease))
     .returning();
   return row;
 }
 
-/** Leases that ran out and were the last the sign may lose (`maxLostLeases`): given up (claims take the others). */
-export async function giveUpExpired(
-  db: Database,
+/** Leases that ran out and were the last the sign may lose (`maxLostLeases`), locked: given up by the caller (claims take the others). */
+export async function lockLastExpired(
+  tx: Database,
   now: Date,
   maxLostLeases: number,
-  reason: string,
+  max: number,
 ): Promise<SignRow[]> {
-  const cause = reason.replace(/\.$/, '');
-  return db
-    .update(signRequests)
-    .set({
-      state: 'idle',
-      status: sql`case when ${signRequests.fileKey} is null then 'No' else 'Done' end`,
-      worker: null,
-      leaseExpiresAt: null,
-      lostLeases: sql`${signRequests.lostLeases} + 1`,
-      lastReason: sql`${cause} || ': given up after ' || (${signRequests.lostLeases} + 1) || ' lost leases.'`,
-      updatedAt: now,
-    })
-    .where(
-      and(
-        eq(signRequests.state, 'leased'),
-        sql`${signRequests.leaseExpiresAt} < ${now.toISOString()}`,
-        sql`${signRequests.lostLeases} + 1 >= ${maxLostLeases}`,
-      ),
-    )
-    .returning();
+  return tx
+    .select()
+    .from(signRequests)
+    .where(and(leases.expired(now), leases.isLastLostLease({ maxLostLeases })))
+    .orderBy(signRequests.leaseExpiresAt)
+    .limit(max)
+    .for('update', { skipLocked: true });
 }
 
 /** Every sign of a version, removed with it (an admin deleted the version). */

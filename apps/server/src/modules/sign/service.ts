@@ -1,12 +1,10 @@
 import { randomInt } from 'node:crypto';
 import {
-  NO_SIGN_STATUSES,
   SIGN_TYPES,
   signModeOf,
   type FeatherCertAnswer,
   type SignAnswer,
   type SignCheckAnswer,
-  type SignStatuses,
   type SignType,
 } from '@sideport/contracts';
 import type { DylibKind } from '@sideport/ipa';
@@ -18,6 +16,7 @@ import type { SecretBox } from '../../platform/secrets.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SigningService } from '../identity/signing.js';
+import type { VersionReadModel } from '../versions/read-model.js';
 import { featherCertZip } from './feather-cert.js';
 import { installManifest } from './manifest.js';
 import * as q from './queries.js';
@@ -45,11 +44,9 @@ export interface SignServiceDeps {
   urls: UrlSigner;
   secrets: SecretBox;
   signing: Pick<SigningService, 'signingMaterial' | 'registeredDevices'>;
-  cache: Pick<SignCache, 'drop'>;
-  /** A Done version's stored file and the name its manifest shows; undefined when not Done. */
-  signable: (appId: number, appVerId: number) => Promise<{ fileKey: string; title: string } | undefined>;
+  /** A Done version's stored file and the name its manifest shows. */
+  versions: Pick<VersionReadModel, 'signable'>;
   settings: SignSettings;
-  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
 
 const FEATHER_TITLE = 'Feather';
@@ -153,24 +150,10 @@ export function createSignService(deps: SignServiceDeps) {
     /** PUT /api/sign/{app_id}/{app_ver_id}. */
     async request(userId: string, appId: number, appVerId: number, type: SignType): Promise<SignAnswer> {
       refuseUnconfiguredMode(type);
-      const version = await deps.signable(appId, appVerId);
+      const version = await deps.versions.signable(appId, appVerId);
       if (!version) throw new AppError(404, 'NOT_DECRYPTED', 'This version is not decrypted yet.');
       const row = await enqueue(versionKey(userId, appId, appVerId, type), { sourceKey: version.fileKey, title: version.title });
       return { app_id: String(appId), app_ver_id: String(appVerId), type, status: row.status };
-    },
-
-    /** The caller's five sign statuses per version, for the version list (No where nothing was asked). */
-    async statusesOf(userId: string, versions: Array<{ appId: number; appVerId: number }>): Promise<Map<number, SignStatuses>> {
-      const rows = await q.signsOfVersions(db, userId, versions.map((v) => v.appVerId));
-      const wanted = new Set(versions.map((v) => `${v.appId}/${v.appVerId}`));
-      const result = new Map<number, SignStatuses>();
-      for (const row of rows) {
-        if (!wanted.has(`${row.appId}/${row.appVerId}`)) continue;
-        const statuses = result.get(row.appVerId) ?? { ...NO_SIGN_STATUSES };
-        statuses[signModeOf(row.signType).statusField] = row.status;
-        result.set(row.appVerId, statuses);
-      }
-      return result;
     },
 
     /** GET /api/check/sign/...: 406 when a device of the caller is newer than the artifact. */
@@ -254,18 +237,25 @@ export function createSignService(deps: SignServiceDeps) {
       const material = await signing.signingMaterial(sealed.u);
       return material ? featherCertZip(material, sealed.p) : undefined;
     },
+  };
+}
 
-    /** After an admin delete: the version's signs, their artifacts and its digest cache go too. */
-    async afterRemoved(removed: Array<{ appId: number; appVerId: number | null }>) {
-      for (const entry of removed) {
-        if (entry.appVerId === null) continue;
-        const rows = await q.deleteSignsOfVersion(db, entry.appId, entry.appVerId);
-        for (const row of rows) {
-          if (row.fileKey) await files.delete(row.fileKey).catch((err: unknown) => deps.log.warn({ err, key: row.fileKey }, 'could not delete a signed file'));
-        }
-        await deps.cache.drop(entry.appId, entry.appVerId).catch(() => {});
+/** After an admin delete: the version's signs, their artifacts and its digest cache go too. */
+export function dropSignsOfVersions(deps: {
+  db: Database;
+  files: Pick<FileStore, 'delete'>;
+  cache: Pick<SignCache, 'drop'>;
+  log: { warn(obj: object, msg: string): void };
+}) {
+  return async (removed: Array<{ appId: number; appVerId: number | null }>) => {
+    for (const entry of removed) {
+      if (entry.appVerId === null) continue;
+      const rows = await q.deleteSignsOfVersion(deps.db, entry.appId, entry.appVerId);
+      for (const row of rows) {
+        if (row.fileKey) await deps.files.delete(row.fileKey).catch((err: unknown) => deps.log.warn({ err, key: row.fileKey }, 'could not delete a signed file'));
       }
-    },
+      await deps.cache.drop(entry.appId, entry.appVerId).catch(() => {});
+    }
   };
 }
 

@@ -7,6 +7,7 @@ import { signModeOf } from '@sideport/contracts';
 import type { DylibKind } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
+import { endOfAttempt } from '../../platform/lease-queue.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SigningService } from '../identity/signing.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
@@ -107,13 +108,19 @@ export function createSignWorkers(deps: SignWorkerDeps) {
   );
   const running = new Set<Promise<void>>();
 
-  /** This failure is the sign's last: failures count apart from lost leases (a worker killed mid-sign). */
-  const isLastFailure = (row: q.SignRow) => row.failures + 1 >= settings.maxAttempts;
+  const limits = { maxFailures: settings.maxAttempts, maxLostLeases: settings.maxLostLeases };
 
-  async function endAttempt(lease: q.Lease, reason: string, final: boolean) {
+  /**
+   * The attempt failed (`final`: it cannot succeed, whatever the count): back to the queue, or
+   * given up after SIGN_MAX_ATTEMPTS failures (counted apart from lost leases: a worker killed
+   * mid-sign). Nothing when the lease was lost meanwhile.
+   */
+  async function endAttempt(lease: q.Lease, reason: string, final = false) {
     await db.transaction(async (tx) => {
-      const row = await q.endAttempt(tx, lease, { reason, final, now: clock() });
-      if (row) await publishSign(bus, row, tx);
+      const row = await q.lockHeld(tx, lease);
+      if (!row) return;
+      const outcome = endOfAttempt(row, { kind: 'failed', reason, final }, limits);
+      await publishSign(bus, await q.endAttempt(tx, row.id, outcome, clock()), tx);
     });
     metrics.job('sign', 'failed');
   }
@@ -136,7 +143,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     const renew = setInterval(() => {
       // A source copied from S3 stays fresh while it is signed: the file sweep removes only old ones.
       void source?.refresh();
-      q.renewLease(db, lease, new Date(clock().getTime() + settings.leaseSeconds * 1000))
+      q.renewLease(db, lease, clock(), settings.leaseSeconds)
         .then((held) => {
           if (held) return;
           metrics.job('sign', 'lease_expired');
@@ -176,7 +183,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
       };
       const result = await run(task, AbortSignal.any([abort.signal, stopped.signal]));
       if (!result.ok)
-        return await endAttempt(lease, result.message, result.code !== undefined || isLastFailure(row));
+        return await endAttempt(lease, result.message, result.code !== undefined);
       if (result.kind !== 'sign') throw new Error('The signing process answered another task.');
       const sizeBytes = (await stat(output)).size;
       const artifactId = randomUUID();
@@ -218,7 +225,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         return;
       }
       log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`);
-      await endAttempt(lease, 'The sign failed on the server. Please retry later.', isLastFailure(row)).catch(
+      await endAttempt(lease, 'The sign failed on the server. Please retry later.').catch(
         (e: unknown) => log.warn({ err: e, sign: row.id }, 'could not record a failed sign'),
       );
     } finally {
@@ -260,7 +267,16 @@ export function createSignWorkers(deps: SignWorkerDeps) {
 
   /** Gives up signs whose lease ran out for the last time they may (the claim takes the others back). */
   async function sweep() {
-    const given = await q.giveUpExpired(db, clock(), settings.maxLostLeases, REASON_LEASE_EXPIRED);
+    const given = await db.transaction(async (tx) => {
+      const now = clock();
+      const expired = await q.lockLastExpired(tx, now, settings.maxLostLeases, 100);
+      const ended: q.SignRow[] = [];
+      for (const row of expired) {
+        const outcome = endOfAttempt(row, { kind: 'lost', reason: REASON_LEASE_EXPIRED }, limits);
+        ended.push(await q.endAttempt(tx, row.id, outcome, now));
+      }
+      return ended;
+    });
     if (given.length) metrics.job('sign', 'lease_expired', given.length);
     for (const row of given) await publishSign(bus, row);
     return given.length;

@@ -1,0 +1,50 @@
+import { NO_SIGN_STATUSES, signModeOf, type SignStatuses } from '@sideport/contracts';
+import type { Database } from '../../db/client.js';
+import type { CatalogService } from '../catalog/service.js';
+import * as q from './queries.js';
+
+export interface VersionReadModelDeps {
+  db: Database;
+  catalog: Pick<CatalogService, 'lookupApp'>;
+}
+
+/**
+ * What one domain needs to know of a version's state in the other: the decrypt service's version
+ * list shows the caller's sign statuses, and the sign service signs only a Done version's stored
+ * file. Both read it here, so neither calls the other (the decrypt domain writes a version's
+ * decrypt state, the sign domain its sign state; this reads both and changes nothing).
+ */
+export function createVersionReadModel({ db, catalog }: VersionReadModelDeps) {
+  return {
+    /** The caller's five sign statuses of each of these versions (No where nothing was asked). */
+    async signStatuses(
+      userId: string,
+      versions: Array<{ appId: number; appVerId: number }>,
+    ): Promise<Map<number, SignStatuses>> {
+      const rows = await q.signsOfVersions(
+        db,
+        userId,
+        versions.map((v) => v.appVerId),
+      );
+      const wanted = new Set(versions.map((v) => `${v.appId}/${v.appVerId}`));
+      const result = new Map<number, SignStatuses>();
+      for (const row of rows) {
+        if (!wanted.has(`${row.appId}/${row.appVerId}`)) continue;
+        const statuses = result.get(row.appVerId) ?? { ...NO_SIGN_STATUSES };
+        statuses[signModeOf(row.signType).statusField] = row.status;
+        result.set(row.appVerId, statuses);
+      }
+      return result;
+    },
+
+    /** What a sign needs of a Done version: its stored file and the app's name; undefined when not Done. */
+    async signable(appId: number, appVerId: number) {
+      const done = await q.findDoneVersion(db, appId, appVerId);
+      if (!done) return undefined;
+      const app = await catalog.lookupApp(done.country, done.appId);
+      return { fileKey: done.fileKey, title: app.name };
+    },
+  };
+}
+
+export type VersionReadModel = ReturnType<typeof createVersionReadModel>;

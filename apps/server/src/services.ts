@@ -1,0 +1,403 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { DatabaseHandle } from './db/client.js';
+import { createSetupChecklist } from './modules/admin/setup-checklist.js';
+import { AGENT_ONLINE_WITHIN_MS, createAgentService } from './modules/agents/service.js';
+import { createNavigationTokens } from './modules/auth/navigation-tokens.js';
+import { createAuthService } from './modules/auth/service.js';
+import { createSetupLinkService } from './modules/auth/setup-link.js';
+import { createBillingService } from './modules/billing/service.js';
+import { createBillingProvider } from './modules/billing/setup.js';
+import { createItunesClient } from './modules/catalog/itunes.js';
+import { createCatalogService } from './modules/catalog/service.js';
+import { createJobService } from './modules/decrypt/jobs.js';
+import { createDecryptService, dropDecryptedFiles } from './modules/decrypt/service.js';
+import { createEnrollmentService, enrollmentSettings } from './modules/devices/enrollment-service.js';
+import { createRegistrationService } from './modules/devices/registration.js';
+import { createDeviceService, type DeviceService } from './modules/devices/service.js';
+import { createAppleIdentityProvider } from './modules/identity/apple-identity.js';
+import { createAscClient } from './modules/identity/asc-client.js';
+import {
+  createDevIdentityProvider,
+  createSigningService,
+  type SigningIdentityProvider,
+} from './modules/identity/signing.js';
+import { createFileSweep } from './modules/files/sweep.js';
+import { noMetrics, type ServiceMetrics } from './modules/metrics/registry.js';
+import { createSideportMetrics } from './modules/metrics/service.js';
+import { runInSignProcess } from './modules/sign/run-task.js';
+import { createSignService, dropSignsOfVersions } from './modules/sign/service.js';
+import { createSignCache } from './modules/sign/sign-cache.js';
+import { createSignWorkers } from './modules/sign/worker.js';
+import { createVersionReadModel } from './modules/versions/read-model.js';
+import { withHeldDeletes } from './platform/backup.js';
+import type { Config } from './platform/config.js';
+import { createEventBus } from './platform/events.js';
+import type { PeriodicTask } from './platform/scheduler.js';
+import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platform/secrets.js';
+import { settingOrCreate } from './platform/settings.js';
+import { createUrlSigner } from './platform/signed-urls.js';
+import { createFileStore } from './platform/storage.js';
+
+/**
+ * The composition root: every service of a process, made here in dependency order from the
+ * configuration, each given the services it uses, none reached through a hook filled in later.
+ * The API process makes all of it (`createServices`); the operator commands and `sideport worker`
+ * make the steps they need, the same way, so a change an operator makes from the command line (a
+ * revoked agent, an imported IPA) is published to running servers like one made through the API.
+ *
+ *   1. accounts: sessions, sign-in limits, the setup link;
+ *   2. core: the store catalogue, events, file storage, decrypt jobs and agents, the signing
+ *      material, the sign workers and the file sweep;
+ *   3. people: devices, payments, device enrollment and registration;
+ *   4. api: what only the API serves (decrypt requests, signs, download URLs, the setup checklist).
+ */
+
+export interface ServiceDeps {
+  config: Config;
+  database: Pick<DatabaseHandle, 'db' | 'listen' | 'kind'>;
+  clock: () => Date;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+}
+
+/** 1. Accounts: only the database. */
+export function createAccountServices({ config, database, clock }: ServiceDeps) {
+  const { db } = database;
+  const auth = createAuthService({
+    db,
+    clock,
+    sessionCacheMs: config.SESSION_CACHE_MS,
+    limits: {
+      sessionTtlDays: config.SESSION_TTL_DAYS,
+      signInPerId: config.SIGN_IN_LIMIT_PER_ID,
+      signInPerAddress: config.SIGN_IN_LIMIT_PER_ADDRESS,
+      signInWindowMinutes: config.SIGN_IN_WINDOW_MINUTES,
+    },
+  });
+  const setup = createSetupLinkService({
+    db,
+    clock,
+    auth,
+    limits: { perAddress: config.SIGN_IN_LIMIT_PER_ADDRESS, windowMinutes: config.SIGN_IN_WINDOW_MINUTES },
+  });
+  // One-time tokens for the navigations that change state (docs/security.md, old browsers).
+  const navigation = createNavigationTokens({ db, clock, auth });
+  return { auth, setup, navigation };
+}
+
+/**
+ * 2. Core: what the sign worker and the operator commands share with the API. `metrics` counts
+ * jobs claimed, done and failed (the server's and the worker's /metrics).
+ */
+export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetrics = noMetrics) {
+  const { config, database, clock, log } = deps;
+  const { db } = database;
+  const itunes = createItunesClient({
+    baseUrl: config.ITUNES_BASE_URL,
+    timeoutMs: config.ITUNES_TIMEOUT_MS,
+    searchLimit: config.ITUNES_SEARCH_LIMIT,
+    clock: () => clock().getTime(),
+  });
+  const bus = await createEventBus(database);
+  // Deletions can be held while `sideport backup` copies the files (see platform/backup.ts).
+  const files = withHeldDeletes(
+    createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR }),
+  );
+  const tmpDir = path.join(config.DATA_DIR, 'tmp');
+  const signCacheDir = path.join(config.DATA_DIR, 'sign-cache');
+  const signCache = createSignCache({ files, dir: signCacheDir, tmpDir, run: runInSignProcess, log });
+  // Versions an admin removed, told once, in this order: their stored files go and open pages
+  // hear of it, then the signs made of them, their artifacts and digest caches.
+  const whenVersionsRemoved = [
+    dropDecryptedFiles({ files, bus, log }),
+    dropSignsOfVersions({ db, files, cache: signCache, log }),
+  ];
+  const catalog = createCatalogService({
+    db,
+    itunes,
+    clock,
+    cacheTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
+    allowPaid: config.DECRYPT_ALLOW_PAID,
+    log,
+    onRemoved: async (removed) => {
+      for (const drop of whenVersionsRemoved) await drop(removed);
+    },
+  });
+  const jobs = createJobService({
+    db,
+    clock,
+    bus,
+    files,
+    catalog,
+    settings: {
+      leaseSeconds: config.DECRYPT_LEASE_SECONDS,
+      maxAttempts: config.DECRYPT_MAX_ATTEMPTS,
+      maxLostLeases: config.DECRYPT_MAX_LOST_LEASES,
+      maxIpaBytes: config.DECRYPT_MAX_IPA_MB * 1024 * 1024,
+      tmpDir,
+    },
+    log,
+    metrics,
+    // The sign service's digest cache is filled as soon as a version is Done.
+    onVersionDone: (done) => signCache.warm(done),
+  });
+  const agents = createAgentService({
+    db,
+    clock,
+    releaseJobsOf: jobs.releaseJobsOf,
+    cacheMs: config.SESSION_CACHE_MS,
+    // A busy agent beats every third of its lease: a lease longer than the default stretches "online".
+    onlineWithinMs: Math.max(AGENT_ONLINE_WITHIN_MS, 2 * config.DECRYPT_LEASE_SECONDS * 1000),
+  });
+  const secrets = createSecretBox(config.SECRET_KEY ?? (await loadOrCreateSecretKey(config.DATA_DIR)));
+  // Devices are read by the signing identity (the Registered devices a profile lists).
+  const devices = createDeviceService({ db, bus });
+  const signingIdentity = createSigningIdentity({ config, db, secrets, clock, devices, log });
+  const signing = createSigningService({ db, clock, identity: signingIdentity, devices });
+  // Made here, started by the caller: the server runs SIGN_WORKERS of them, `sideport worker` its own count.
+  const signWorkers = createSignWorkers({
+    db,
+    clock,
+    bus,
+    files,
+    signing,
+    cache: signCache,
+    run: runInSignProcess,
+    settings: {
+      leaseSeconds: config.SIGN_LEASE_SECONDS,
+      maxAttempts: config.SIGN_MAX_ATTEMPTS,
+      maxLostLeases: config.SIGN_MAX_LOST_LEASES,
+      tmpDir,
+      dylibs: { iap: config.SIGN_DYLIBS_IAP, igg: config.SIGN_DYLIBS_IGG },
+      featherIpa: config.FEATHER_IPA,
+    },
+    log,
+    metrics,
+  });
+  const fileSweep = createFileSweep({
+    db,
+    databaseKind: database.kind,
+    files,
+    // Files carry the wall clock's times, whatever clock the services are given.
+    clock: () => new Date(),
+    tmpDir,
+    signCacheDir,
+    minAgeMs: config.ORPHAN_MIN_AGE_MINUTES * 60_000,
+    log,
+  });
+  return {
+    itunes,
+    bus,
+    files,
+    signCache,
+    catalog,
+    jobs,
+    agents,
+    secrets,
+    devices,
+    signingIdentity,
+    signing,
+    signWorkers,
+    fileSweep,
+  };
+}
+
+/** 3. People: their devices, payments, and the enrollment and registration of devices. */
+export function createPeopleServices(
+  { config, database, clock, log }: ServiceDeps,
+  { auth }: AccountServices,
+  core: CoreServices,
+  metrics: ServiceMetrics = noMetrics,
+) {
+  const { db } = database;
+  const { bus, devices } = core;
+  const billingProvider = createBillingProvider(config, { db, clock, log });
+  const billing = createBillingService({
+    db,
+    clock,
+    provider: billingProvider,
+    devices,
+    users: auth,
+    freeDailyLimit: config.FREE_DAILY_LIMIT,
+    log,
+  });
+  const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
+  const registration = createRegistrationService({
+    db,
+    clock,
+    bus,
+    registrar: core.signingIdentity,
+    log,
+    metrics,
+  });
+  return { billingProvider, billing, enrollment, registration };
+}
+
+/** 4. What only the API serves. */
+export async function createApiServices(
+  { config, database, clock }: ServiceDeps,
+  core: CoreServices,
+  { billing, billingProvider }: PeopleServices,
+) {
+  const { db } = database;
+  const { bus, files, catalog, secrets, signing, agents } = core;
+  // The download URL key: configured, or made once and shared by every process through the database.
+  const urlKey =
+    config.DOWNLOAD_URL_KEY ??
+    (await settingOrCreate(db, 'download_url_key', () => randomBytes(32).toString('hex')));
+  const urls = createUrlSigner(Buffer.from(urlKey), clock);
+  const versions = createVersionReadModel({ db, catalog });
+  const decrypt = createDecryptService({
+    db,
+    clock,
+    bus,
+    files,
+    urls,
+    catalog,
+    billing,
+    versions,
+    settings: {
+      allowPaid: config.DECRYPT_ALLOW_PAID,
+      versionsWaitMs: config.VERSIONS_WAIT_SECONDS * 1000,
+      versionListTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
+      downloadUrlTtlSeconds: config.DOWNLOAD_URL_TTL_SECONDS,
+    },
+  });
+  const sign = createSignService({
+    db,
+    clock,
+    bus,
+    files,
+    urls,
+    secrets,
+    signing,
+    versions,
+    settings: {
+      urlTtlSeconds: config.DOWNLOAD_URL_TTL_SECONDS,
+      hasDylibs: { iap: config.SIGN_DYLIBS_IAP.length > 0, igg: config.SIGN_DYLIBS_IGG.length > 0 },
+      featherIpa: config.FEATHER_IPA,
+      featherWaitMs: FEATHER_WAIT_MS,
+    },
+  });
+  const checklist = createSetupChecklist({
+    config,
+    itunes: core.itunes,
+    agents,
+    identityKind: core.signingIdentity.kind,
+    billingProvider: billingProvider.name,
+    storage: files,
+  });
+  return { urls, versions, decrypt, sign, checklist };
+}
+
+/** Everything the API process serves with, and its metrics. */
+export async function createServices(deps: ServiceDeps) {
+  const metrics = createSideportMetrics({
+    db: deps.database.db,
+    clock: deps.clock,
+    decryptLeaseSeconds: deps.config.DECRYPT_LEASE_SECONDS,
+    log: deps.log,
+  });
+  const accounts = createAccountServices(deps);
+  const core = await createCoreServices(deps, metrics.service);
+  const people = createPeopleServices(deps, accounts, core, metrics.service);
+  const api = await createApiServices(deps, core, people);
+  return { metrics, ...accounts, ...core, ...people, ...api };
+}
+
+export type AccountServices = ReturnType<typeof createAccountServices>;
+export type CoreServices = Awaited<ReturnType<typeof createCoreServices>>;
+export type PeopleServices = ReturnType<typeof createPeopleServices>;
+export type Services = Awaited<ReturnType<typeof createServices>>;
+
+/** How long GET /api/feather/install waits for a Feather sign under way (a Feather IPA signs in seconds). */
+const FEATHER_WAIT_MS = 60_000;
+
+/** How often every process returns the decrypt jobs and signs whose holder went quiet. */
+const LEASE_SWEEP_MS = 5000;
+/** Ended sessions and the sign-in counters of ended windows. */
+const SESSION_PURGE_MS = 3_600_000;
+
+/**
+ * The periodic work of a process (platform/scheduler.ts), from one list: an API process runs all
+ * of it; `sideport worker` the tasks of what it has (its sign leases, its files). The claim
+ * queries skip rows another process takes, so every process may run each task at once.
+ */
+export function periodicTasks(
+  config: Config,
+  process: { role: 'api'; services: Services } | { role: 'worker'; services: CoreServices },
+): PeriodicTask[] {
+  const { services } = process;
+  const everyProcess: PeriodicTask[] = [
+    { name: 'sign-lease-sweep', intervalMs: LEASE_SWEEP_MS, run: () => services.signWorkers.sweep() },
+    // Files nothing uses any more go, at start and periodically (one process at a time sweeps the store).
+    ...(config.ORPHAN_SWEEP_MINUTES > 0
+      ? [
+          {
+            name: 'file-sweep',
+            intervalMs: config.ORPHAN_SWEEP_MINUTES * 60_000,
+            runAtStart: true,
+            run: () => services.fileSweep.sweep(),
+          },
+        ]
+      : []),
+  ];
+  if (process.role === 'worker') return everyProcess;
+  const { jobs, registration, auth } = process.services;
+  return [
+    { name: 'decrypt-lease-sweep', intervalMs: LEASE_SWEEP_MS, run: () => jobs.sweepExpiredLeases() },
+    ...everyProcess,
+    // Paid devices are registered and old ones expire; a device change any process tells of starts a pass at once.
+    ...(config.REGISTRATION_INTERVAL_SECONDS > 0
+      ? [
+          {
+            name: 'device-registration',
+            intervalMs: config.REGISTRATION_INTERVAL_SECONDS * 1000,
+            run: () => registration.runPass(),
+            wakeOn: (wake: () => void) => registration.onDeviceChange(wake),
+          },
+        ]
+      : []),
+    { name: 'session-purge', intervalMs: SESSION_PURGE_MS, run: () => auth.purgeExpiredSessions() },
+  ];
+}
+
+/**
+ * The operator's Apple developer account when an App Store Connect key is configured (its
+ * certificate from SIGN_P12, or made through the API); otherwise the dev identity.
+ */
+function createSigningIdentity(deps: {
+  config: Config;
+  db: ServiceDeps['database']['db'];
+  secrets: SecretBox;
+  clock: () => Date;
+  devices: DeviceService;
+  log: ServiceDeps['log'];
+}): SigningIdentityProvider {
+  const { config, db, secrets, clock, devices, log } = deps;
+  if (
+    config.ASC_KEY_ID === undefined ||
+    config.ASC_ISSUER_ID === undefined ||
+    config.ASC_PRIVATE_KEY === undefined
+  ) {
+    return createDevIdentityProvider({ db, secrets, clock });
+  }
+  const asc = createAscClient({
+    key: { keyId: config.ASC_KEY_ID, issuerId: config.ASC_ISSUER_ID, privateKeyPem: config.ASC_PRIVATE_KEY },
+    ...(config.ASC_BASE_URL ? { baseUrl: config.ASC_BASE_URL } : {}),
+    clock,
+  });
+  return createAppleIdentityProvider({
+    db,
+    secrets,
+    clock,
+    asc,
+    devices,
+    keyId: config.ASC_KEY_ID,
+    p12: config.SIGN_P12
+      ? { bytes: readFileSync(config.SIGN_P12), password: config.SIGN_P12_PASSWORD ?? '' }
+      : undefined,
+    log,
+  });
+}
