@@ -6,6 +6,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { createdAgent, type CreatedAgent } from '@sideport/contracts';
 import { alertFailure, api } from '../../lib/api';
 import { copyText } from '../../lib/copy-text';
+import { adminKeys } from './queries';
 
 /**
  * Makes an agent. Its token is in the server's answer only (the database keeps a hash), so it is
@@ -29,7 +30,7 @@ export function NewAgentForm() {
       setMade(agent);
       setCopied(null);
       setName('');
-      void queryClient.invalidateQueries({ queryKey: ['admin'] });
+      void queryClient.invalidateQueries({ queryKey: adminKeys.all });
     } catch (error) {
       alertFailure(error);
     } finally {

@@ -11,6 +11,7 @@ import { alertFailure, api, ApiError } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
 import { useClientStore } from '../../lib/store';
 import { validateAuthForm } from '../auth/validate';
+import { setupLinkQuery } from './queries';
 
 /**
  * /setup/:token: the one-time link the server prints at its first start. Whoever opens it creates
@@ -25,15 +26,7 @@ export function SetupPage() {
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
   const [busy, setBusy] = useState(false);
-  const link = useQuery({
-    queryKey: ['setup-link', token],
-    queryFn: async () => {
-      await api(`/api/setup/${encodeURIComponent(token)}`);
-      return true;
-    },
-    retry: false,
-    staleTime: Infinity,
-  });
+  const link = useQuery(setupLinkQuery(token));
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
