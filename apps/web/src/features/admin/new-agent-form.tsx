@@ -20,6 +20,7 @@ export function NewAgentForm() {
   const [copied, setCopied] = useState<string | null>(null);
   const tokenRef = useRef<HTMLElement>(null);
 
+  // Alerts its own failures: the form fires it and forgets it (`void`).
   const create = async (event: FormEvent) => {
     event.preventDefault();
     setBusy(true);
@@ -45,7 +46,7 @@ export function NewAgentForm() {
 
   return (
     <>
-      <Form className="d-flex flex-wrap gap-2 mb-3" onSubmit={create}>
+      <Form className="d-flex flex-wrap gap-2 mb-3" onSubmit={(event) => void create(event)}>
         <Form.Control
           aria-label="Agent name"
           placeholder="Agent name"
