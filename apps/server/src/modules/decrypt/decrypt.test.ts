@@ -3,8 +3,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The IPA toolkit's own test zip writer: ordinary writers refuse to make a zip-slip archive.
 import { openZipFromBuffer } from '@sideport/ipa';
-import { buildZip, withEntry, withSharedRecord } from '../../../../../packages/ipa/src/test-support/build-zip.js';
-import { withCryptid } from '../../../../../packages/ipa/src/test-support/macho-bytes.js';
+import { buildZip, withEntry, withSharedRecord } from '@sideport/ipa/test-support/build-zip';
+import { withCryptid } from '@sideport/ipa/test-support/macho-bytes';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
 import { buildIpa, makeAgent, makePremium, storeApp, storeWith, type AgentClient } from '../../test/decrypt-support.js';
