@@ -3,8 +3,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The IPA toolkit's own test zip writer: ordinary writers refuse to make a zip-slip archive.
 import { openZipFromBuffer } from '@sideport/ipa';
-import { buildZip, withEntry, withSharedRecord } from '../../../../../packages/ipa/src/test-support/build-zip.js';
-import { withCryptid } from '../../../../../packages/ipa/src/test-support/macho-bytes.js';
+import { buildZip, withEntry, withSharedRecord } from '@sideport/ipa/test-support/build-zip';
+import { withCryptid } from '@sideport/ipa/test-support/macho-bytes';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { buildIpa, makeAgent, makePremium, storeApp, storeWith, type AgentClient } from '../../test/decrypt-support.js';
@@ -39,6 +39,7 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
   let agent: AgentClient;
   let seq = 0;
   const app = (n: number) => 5000 + n;
+  const READY = { appId: app(28), appVerId: '880028', bundleId: 'com.example.app28' };
 
   beforeAll(async () => {
     store = await storeWith([
@@ -62,6 +63,11 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     other = await signedInUser(t, `other_${kind}`);
     admin = await signedInUser(t, `admin_${kind}`, 1);
     agent = await makeAgent(t, admin);
+    // A Done version the tests only read (an operator's import: no request, no job).
+    await t.services.jobs.importIpa(await buildIpa({ bundleId: READY.bundleId, version: '1.28', appVerId: READY.appVerId }), {
+      country: 'KR',
+      appId: READY.appId,
+    });
   });
   afterAll(async () => {
     await t.close();
@@ -124,26 +130,31 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
   });
 
   it('refuses a tampered or expired download link with 403', async () => {
-    const link = await get(`/api/download/${app(0)}/880001`, user);
+    const link = await get(`/api/download/${READY.appId}/${READY.appVerId}`, user);
     const url = new URL((link.json() as { url: string }).url);
-    const tampered = url.pathname.replace('880001', '880002') + url.search;
+    const tampered = url.pathname.replace(READY.appVerId, '880002') + url.search;
     const res = await t.app.inject({ url: tampered });
     expect(res.statusCode).toBe(403);
     expect(res.body).toBe('This download link is not valid or has expired. Ask for a new one.');
     const before = now;
-    now = new Date(now.getTime() + 601_000);
-    expect((await t.app.inject({ url: url.pathname + url.search })).statusCode).toBe(403);
-    now = before;
+    try {
+      now = new Date(now.getTime() + 601_000);
+      expect((await t.app.inject({ url: url.pathname + url.search })).statusCode).toBe(403);
+    } finally {
+      now = before;
+    }
   });
 
   it('lets a second request join the first without counting against the daily limit', async () => {
+    const joiner = `joiner_${kind}_${++seq}`;
+    const cookie = await signedInUser(t, joiner);
     const first = await request(1, other);
     expect(first.json()).toMatchObject({ status: 'Pending', joined: false });
-    const joined = await request(1);
+    const joined = await request(1, cookie);
     expect(joined.json()).toMatchObject({ status: 'Pending', joined: true, message: 'This app is already requested; your request joined it.' });
-    const ready = await request(0);
+    const ready = await get(`/api/decrypt/KR/${READY.appId}`, cookie);
     expect(ready.json()).toMatchObject({ status: 'Done', message: 'This version is already decrypted.' });
-    expect((await t.services.billing.dailyUsage(`user_${kind}`)).used).toBe(1);
+    expect((await t.services.billing.dailyUsage(joiner)).used).toBe(0);
   });
 
   it('refuses the request past the daily limit with 429, and counts nothing for it', async () => {
@@ -157,8 +168,9 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
   });
 
   it('refuses blacklisted and paid apps with a sentence', async () => {
-    await t.services.catalog.deleteQueued(`admin_${kind}`, app(1), null, { blacklist: true });
-    const black = await request(1);
+    expect((await request(22, await signedInUser(t, `asker_${kind}_${++seq}`))).statusCode).toBe(200);
+    await t.services.catalog.deleteQueued(`admin_${kind}`, app(22), null, { blacklist: true });
+    const black = await request(22);
     expect(black.statusCode).toBe(403);
     expect(black.body).toBe('This app is on the black list and cannot be requested.');
 

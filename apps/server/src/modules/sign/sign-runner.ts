@@ -60,7 +60,8 @@ async function run(task: RunnerTask): Promise<RunnerResult> {
 
 process.on('disconnect', () => process.exit(1));
 process.once('message', (task: RunnerTask) => {
-  run(task)
+  // Every failure of the task becomes its answer; should sending it fail, the parent sees the exit.
+  void run(task)
     .catch((err: unknown): RunnerResult => ({
       ok: false,
       message: err instanceof Error ? err.message : String(err),

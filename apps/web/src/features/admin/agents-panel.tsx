@@ -5,7 +5,7 @@ import { alertFailure, api } from '../../lib/api';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { AdminTable } from './admin-table';
 import { NewAgentForm } from './new-agent-form';
-import { agentsQuery, formatTime } from './queries';
+import { adminKeys, agentsQuery, formatTime } from './queries';
 
 export const revokeQuestion = (name: string) => `Revoke agent '${name}'? Its token stops working at once.`;
 
@@ -31,7 +31,7 @@ export function AgentsPanel() {
     } catch (error) {
       alertFailure(error);
     }
-    void queryClient.invalidateQueries({ queryKey: ['admin'] });
+    void queryClient.invalidateQueries({ queryKey: adminKeys.all });
   };
 
   return (

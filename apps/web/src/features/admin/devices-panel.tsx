@@ -6,7 +6,7 @@ import { alertFailure, api } from '../../lib/api';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { AdminTable } from './admin-table';
 import { IdentityCard } from './identity-card';
-import { adminDevicesQuery, formatTime } from './queries';
+import { adminDevicesQuery, adminKeys, formatTime } from './queries';
 
 const DEVICE_COLUMNS = [
   { label: 'Device' },
@@ -43,7 +43,7 @@ export function DevicesPanel() {
     } catch (error) {
       alertFailure(error);
     }
-    void queryClient.invalidateQueries({ queryKey: ['admin'] });
+    void queryClient.invalidateQueries({ queryKey: adminKeys.all });
   };
 
   const actionOf = (device: AdminDevice) =>

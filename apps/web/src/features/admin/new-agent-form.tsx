@@ -6,6 +6,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { createdAgent, type CreatedAgent } from '@sideport/contracts';
 import { alertFailure, api } from '../../lib/api';
 import { copyText } from '../../lib/copy-text';
+import { adminKeys } from './queries';
 
 /**
  * Makes an agent. Its token is in the server's answer only (the database keeps a hash), so it is
@@ -19,6 +20,7 @@ export function NewAgentForm() {
   const [copied, setCopied] = useState<string | null>(null);
   const tokenRef = useRef<HTMLElement>(null);
 
+  // Alerts its own failures: the form fires it and forgets it (`void`).
   const create = async (event: FormEvent) => {
     event.preventDefault();
     setBusy(true);
@@ -29,7 +31,7 @@ export function NewAgentForm() {
       setMade(agent);
       setCopied(null);
       setName('');
-      void queryClient.invalidateQueries({ queryKey: ['admin'] });
+      void queryClient.invalidateQueries({ queryKey: adminKeys.all });
     } catch (error) {
       alertFailure(error);
     } finally {
@@ -44,7 +46,7 @@ export function NewAgentForm() {
 
   return (
     <>
-      <Form className="d-flex flex-wrap gap-2 mb-3" onSubmit={create}>
+      <Form className="d-flex flex-wrap gap-2 mb-3" onSubmit={(event) => void create(event)}>
         <Form.Control
           aria-label="Agent name"
           placeholder="Agent name"

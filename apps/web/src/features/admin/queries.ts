@@ -12,8 +12,23 @@ import { api } from '../../lib/api';
 /** The admin API answers pages of this many rows; a shorter page is the last. */
 export const ADMIN_PAGE_SIZE = 50;
 
+/**
+ * The query keys of the admin console, for whoever edits or refetches these caches (its panels
+ * after an action, live updates): `all` matches every one of them.
+ */
+export const adminKeys = {
+  all: ['admin'] as const,
+  agents: ['admin', 'agents'] as const,
+  queue: ['admin', 'queue'] as const,
+  audit: ['admin', 'audit'] as const,
+  devices: ['admin', 'devices'] as const,
+  identity: ['admin', 'identity'] as const,
+  setup: ['admin', 'setup'] as const,
+  setupLink: (token: string) => ['setup-link', token] as const,
+};
+
 export const agentsQuery = queryOptions({
-  queryKey: ['admin', 'agents'],
+  queryKey: adminKeys.agents,
   queryFn: async () => agentSummaries.parse(await api<unknown>('/api/admin/agents')),
   retry: false,
   // Last seen and current job move while agents work; nothing publishes them.
@@ -25,7 +40,7 @@ const nextPage = (last: { entries: unknown[] }, _all: unknown, lastParam: number
 
 /** Queue entries with attempts and last reason, failed ones last; live events keep it current. */
 export const adminQueueQuery = infiniteQueryOptions({
-  queryKey: ['admin', 'queue'],
+  queryKey: adminKeys.queue,
   initialPageParam: 0,
   queryFn: async ({ pageParam }) => ({
     entries: adminQueuePage.parse(await api<unknown>(`/api/admin/queue/${pageParam}`)),
@@ -36,7 +51,7 @@ export const adminQueueQuery = infiniteQueryOptions({
 
 /** Who did what, newest first. */
 export const auditQuery = infiniteQueryOptions({
-  queryKey: ['admin', 'audit'],
+  queryKey: adminKeys.audit,
   initialPageParam: 0,
   queryFn: async ({ pageParam }) => ({
     entries: auditPage.parse(await api<unknown>(`/api/admin/audit/${pageParam}`)),
@@ -51,7 +66,7 @@ export const auditQuery = infiniteQueryOptions({
  * now and then, and after each action here.
  */
 export const adminDevicesQuery = queryOptions({
-  queryKey: ['admin', 'devices'],
+  queryKey: adminKeys.devices,
   queryFn: async () => adminDevices.parse(await api<unknown>('/api/admin/devices')),
   retry: false,
   refetchInterval: 15_000,
@@ -59,7 +74,7 @@ export const adminDevicesQuery = queryOptions({
 
 /** The signing identity in use: the Apple developer account, or the dev identity. */
 export const identityQuery = queryOptions({
-  queryKey: ['admin', 'identity'],
+  queryKey: adminKeys.identity,
   queryFn: async () => signingIdentityInfo.parse(await api<unknown>('/api/admin/identity')),
   retry: false,
 });
@@ -70,9 +85,21 @@ export const formatTime = (iso: string | null) =>
 
 /** The setup checklist: what this server runs with, and the setting that completes each step. */
 export const setupChecklistQuery = queryOptions({
-  queryKey: ['admin', 'setup'],
+  queryKey: adminKeys.setup,
   queryFn: async () => setupChecklist.parse(await api<unknown>('/api/admin/setup')),
   retry: false,
   // An agent coming online shows without a reload.
   refetchInterval: 30_000,
 });
+
+/** /setup/:token: whether the first admin's setup link is still good (asked once; its 4xx sentence is shown). */
+export const setupLinkQuery = (token: string) =>
+  queryOptions({
+    queryKey: adminKeys.setupLink(token),
+    queryFn: async () => {
+      await api(`/api/setup/${encodeURIComponent(token)}`);
+      return true;
+    },
+    retry: false,
+    staleTime: Infinity,
+  });

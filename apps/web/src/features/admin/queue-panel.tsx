@@ -7,7 +7,7 @@ import { useFailureAlert } from '../../lib/use-failure-alert';
 import { deleteEntry } from '../versions/actions';
 import { AdminTable } from './admin-table';
 import { MoreButton } from './more-button';
-import { adminQueueQuery, formatTime } from './queries';
+import { adminKeys, adminQueueQuery, formatTime } from './queries';
 
 const QUEUE_COLUMNS = [
   { label: 'App' },
@@ -36,7 +36,7 @@ export function QueuePanel() {
     } catch (error) {
       alertFailure(error);
     }
-    void queryClient.invalidateQueries({ queryKey: ['admin', 'queue'] });
+    void queryClient.invalidateQueries({ queryKey: adminKeys.queue });
   };
 
   const actions = (entry: AdminQueueEntry) => (

@@ -11,6 +11,7 @@ import { alertFailure, api, ApiError } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
 import { useClientStore } from '../../lib/store';
 import { validateAuthForm } from '../auth/validate';
+import { setupLinkQuery } from './queries';
 
 /**
  * /setup/:token: the one-time link the server prints at its first start. Whoever opens it creates
@@ -25,16 +26,9 @@ export function SetupPage() {
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
   const [busy, setBusy] = useState(false);
-  const link = useQuery({
-    queryKey: ['setup-link', token],
-    queryFn: async () => {
-      await api(`/api/setup/${encodeURIComponent(token)}`);
-      return true;
-    },
-    retry: false,
-    staleTime: Infinity,
-  });
+  const link = useQuery(setupLinkQuery(token));
 
+  // Alerts its own failures: the form fires it and forgets it (`void`).
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     const problem = validateAuthForm('sign-up', id, password, confirm);
@@ -47,7 +41,7 @@ export function SetupPage() {
         isAuthAttempt: true,
       });
       useClientStore.getState().signedIn(gradeAnswer.parse(answer).grade);
-      navigate('/admin', { replace: true });
+      void navigate('/admin', { replace: true });
     } catch (error) {
       alertFailure(error);
     } finally {
@@ -75,7 +69,7 @@ export function SetupPage() {
         <p className="text-body-secondary small">
           This link works once. The account gets the admin grade and opens the setup checklist.
         </p>
-        <Form onSubmit={submit} noValidate>
+        <Form onSubmit={(event) => void submit(event)} noValidate>
           <Form.Group className="mb-3" controlId="setup-id">
             <Form.Label>Id</Form.Label>
             <Form.Control autoComplete="username" value={id} onChange={(e) => setId(e.target.value)} />

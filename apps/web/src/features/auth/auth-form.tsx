@@ -20,6 +20,7 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
   const isSignUp = mode === 'sign-up';
   usePageTitle(isSignUp ? 'Sign up' : 'Sign in');
 
+  // Alerts its own failures: the form fires it and forgets it (`void`).
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     const problem = validateAuthForm(mode, id, password, confirm);
@@ -33,7 +34,7 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
       });
       const store = useClientStore.getState();
       store.signedIn(grade);
-      navigate(afterSignInPath(store.last_page), { replace: true });
+      void navigate(afterSignInPath(store.last_page), { replace: true });
     } catch (error) {
       alertFailure(error);
     } finally {
@@ -48,7 +49,7 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
         <Card.Title as="h1" className="fs-4 mb-3">
           {isSignUp ? 'Sign up' : 'Sign in'}
         </Card.Title>
-        <Form onSubmit={submit} noValidate>
+        <Form onSubmit={(event) => void submit(event)} noValidate>
           <Form.Group className="mb-3" controlId={`${mode}-id`}>
             <Form.Label>Id</Form.Label>
             <Form.Control autoComplete="username" value={id} onChange={(e) => setId(e.target.value)} />
@@ -77,7 +78,7 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
             <Button type="submit" disabled={busy}>
               {isSignUp ? 'Sign up' : 'Sign in'}
             </Button>
-            <Button variant="outline-secondary" type="button" onClick={() => navigate(other.to)}>
+            <Button variant="outline-secondary" type="button" onClick={() => void navigate(other.to)}>
               {other.label}
             </Button>
           </div>

@@ -17,7 +17,7 @@ export function useSignOut() {
       return;
     }
     // Leave signed-in-only pages first, so they do not send the person to sign in again.
-    navigate('/latest');
+    void navigate('/latest');
     useClientStore.getState().signedOut();
     queryClient.clear();
   };

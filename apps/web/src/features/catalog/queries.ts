@@ -1,8 +1,23 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
-import { appList, type AppEntry } from '@sideport/contracts';
+import { appList, queueStatus, type AppEntry } from '@sideport/contracts';
 import { api, apiFetch } from '../../lib/api';
 
 export type PagedList = 'latest' | 'queue';
+
+/**
+ * The query keys of the catalogue, for whoever edits or refetches these caches (live updates, the
+ * decrypt actions): a prefix (`lists`, `searches`) matches every query under it.
+ */
+export const catalogKeys = {
+  lists: ['list'] as const,
+  list: (list: PagedList) => ['list', list] as const,
+  searches: ['search'] as const,
+  search: (country: string, keyword: string) => ['search', country, keyword] as const,
+  queueStatus: ['queue-status'] as const,
+};
+
+/** How often the queue asks whether an agent works it: agents come and go without an event. */
+const QUEUE_STATUS_EVERY_MS = 30_000;
 
 interface ListPage {
   entries: AppEntry[];
@@ -13,11 +28,13 @@ interface ListPage {
 /** 'Latest decrypted' and 'Decrypt Queue': pages from 0; an empty page ends the list. */
 export const listQuery = (list: PagedList) =>
   infiniteQueryOptions({
-    queryKey: ['list', list],
+    queryKey: catalogKeys.list(list),
     initialPageParam: 0,
     queryFn: async ({ pageParam, client }): Promise<ListPage> => {
       const first =
-        pageParam === 0 ? undefined : client.getQueryData<{ pages: ListPage[] }>(['list', list])?.pages[0];
+        pageParam === 0
+          ? undefined
+          : client.getQueryData<{ pages: ListPage[] }>(catalogKeys.list(list))?.pages[0];
       const anchor = first?.anchor ? `?anchor=${encodeURIComponent(first.anchor)}` : '';
       const { data, headers } = await apiFetch<unknown>(`/api/${list}/${pageParam}${anchor}`);
       return { entries: appList.parse(data), anchor: headers.get('x-list-anchor') };
@@ -28,10 +45,18 @@ export const listQuery = (list: PagedList) =>
 
 export const searchQuery = (country: string, keyword: string) =>
   queryOptions({
-    queryKey: ['search', country, keyword],
+    queryKey: catalogKeys.search(country, keyword),
     queryFn: async () =>
       appList.parse(
         await api<unknown>(`/api/search/${country.toLowerCase()}/${encodeURIComponent(keyword)}`),
       ),
     retry: false,
   });
+
+/** Whether requests wait with no agent seen for minutes (the queue's notice). */
+export const queueStatusQuery = queryOptions({
+  queryKey: catalogKeys.queueStatus,
+  queryFn: async () => queueStatus.parse(await api<unknown>('/api/queue-status')),
+  refetchInterval: QUEUE_STATUS_EVERY_MS,
+  retry: false,
+});

@@ -1,16 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
-import { queueStatus } from '@sideport/contracts';
-import { api } from '../../lib/api';
-
-/** How often the queue asks whether an agent works it: agents come and go without an event. */
-const STATUS_EVERY_MS = 30_000;
-
-const queueStatusQuery = {
-  queryKey: ['queue-status'],
-  queryFn: async () => queueStatus.parse(await api<unknown>('/api/queue-status')),
-  refetchInterval: STATUS_EVERY_MS,
-  retry: false,
-};
+import { queueStatusQuery } from './queries';
 
 /** When requests wait and no agent has called for minutes, the queue says so rather than look stuck. */
 export function QueueNotice() {

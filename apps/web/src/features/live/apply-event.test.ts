@@ -1,7 +1,17 @@
 import { QueryClient, type InfiniteData } from '@tanstack/react-query';
 import { describe, expect, it } from 'vitest';
 import { NO_SIGN_STATUSES, type AppEntry, type VersionEvent } from '@sideport/contracts';
-import { applyLiveEvent, applySignEvent, applyVersionEvent, removeEntry } from './apply-event';
+import { infoQuery } from '../account/queries';
+import { adminDevicesQuery, adminQueueQuery } from '../admin/queries';
+import { listQuery, searchQuery } from '../catalog/queries';
+import { historyQuery, versionsQuery } from '../versions/queries';
+import {
+  applyLiveEvent,
+  applySignEvent,
+  applyVersionEvent,
+  refreshAfterGap,
+  removeEntry,
+} from './apply-event';
 
 const entry = (app_id: string, app_ver_id: string | null, status: AppEntry['status']): AppEntry => ({
   app_id,
@@ -209,5 +219,52 @@ describe('sign and device events', () => {
     expect(isStale(client, ['info'])).toBe(true);
     expect(isStale(client, ['admin', 'devices'])).toBe(true);
     expect(isStale(client, ['admin', 'queue'])).toBe(false);
+  });
+});
+
+describe('the caches the pages fill', () => {
+  // Seeded under the keys of the features' own queries: a key renamed there is still reached here.
+  const queue = listQuery('queue').queryKey;
+  const latest = listQuery('latest').queryKey;
+  const search = searchQuery('KR', 'one').queryKey;
+  const versions = versionsQuery('KR', '1').queryKey;
+  const history = historyQuery('KR', '1').queryKey;
+  const adminQueue = adminQueueQuery.queryKey;
+
+  it('all show a working status a live event brings', () => {
+    const client = clientWith([
+      [queue, pages([entry('1', '10', 'Pending')])],
+      [latest, pages([entry('1', '10', 'Pending')])],
+      [search, [entry('1', '10', 'Pending')]],
+      [versions, [entry('1', '10', 'Pending')]],
+      [history, { name: 'App 1', version_list: [entry('1', '10', 'Pending')] }],
+      [adminQueue, pages([entry('1', '10', 'Pending')])],
+    ]);
+    applyVersionEvent(client, event('1', '10', 'Process'));
+    for (const key of [queue, latest, adminQueue]) expect(statuses(client, key)).toEqual(['1/10:Process']);
+    expect(client.getQueryData<AppEntry[]>(search)![0]!.status).toBe('Process');
+    expect(client.getQueryData<AppEntry[]>(versions)![0]!.status).toBe('Process');
+    expect(client.getQueryData<{ version_list: AppEntry[] }>(history)!.version_list[0]!.status).toBe(
+      'Process',
+    );
+  });
+
+  it('are asked again after a device event or a gap in the stream, as they may have missed one', () => {
+    const seeded = (): Array<[readonly unknown[], unknown]> => [
+      [queue, pages([])],
+      [search, []],
+      [versions, []],
+      [adminQueue, pages([])],
+      [adminDevicesQuery.queryKey, []],
+      [infoQuery.queryKey, { Id: 'x' }],
+    ];
+    const afterDevice = clientWith(seeded());
+    applyLiveEvent(afterDevice, { type: 'device' });
+    expect(isStale(afterDevice, infoQuery.queryKey)).toBe(true);
+    expect(isStale(afterDevice, adminDevicesQuery.queryKey)).toBe(true);
+
+    const afterGap = clientWith(seeded());
+    refreshAfterGap(afterGap);
+    for (const [key] of seeded()) expect(isStale(afterGap, key)).toBe(true);
   });
 });

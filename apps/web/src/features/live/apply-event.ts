@@ -1,11 +1,9 @@
-import type { QueryClient } from '@tanstack/react-query';
-import {
-  signModeOf,
-  type LiveEvent,
-  type SignEvent,
-  type SignStatus,
-  type VersionEvent,
-} from '@sideport/contracts';
+import { hashKey, type QueryClient } from '@tanstack/react-query';
+import { signModeOf, type LiveEvent, type SignEvent, type SignStatus, type VersionEvent } from '@sideport/contracts';
+import { accountKeys } from '../account/queries';
+import { adminKeys } from '../admin/queries';
+import { catalogKeys } from '../catalog/queries';
+import { versionKeys } from '../versions/queries';
 import { editEntryCaches, type CachedEntry, type EntryEdit } from './entry-caches';
 
 type EntryRef = Pick<CachedEntry, 'country' | 'app_id' | 'app_ver_id'>;
@@ -67,7 +65,7 @@ export function applyVersionEvent(queryClient: QueryClient, event: VersionEvent)
         if (has && !deleted) return { ...patch, refetch: event.status === 'Not' };
         return entries.some((e) => sameApp(e, event)) ? { refetch: true } : undefined;
       case 'versions':
-        if (key[1] !== event.country || key[2] !== event.app_id) return undefined;
+        if (hashKey(key) !== hashKey(versionKeys.list(event.country, event.app_id))) return undefined;
         if (deleted) return has ? drop : undefined;
         // A new entry, one now Done (its size, minimum iOS and signing statuses) or Not (its reason): ask again.
         return { ...(has ? patch : {}), refetch: !has || event.status === 'Done' || event.status === 'Not' };
@@ -138,14 +136,20 @@ export function applyLiveEvent(queryClient: QueryClient, event: LiveEvent) {
   else if (event.type === 'sign') applySignEvent(queryClient, event);
   else {
     // A device changed: the user's own list, and for an admin the devices waiting.
-    void queryClient.invalidateQueries({ queryKey: ['info'] });
-    void queryClient.invalidateQueries({ queryKey: ['admin', 'devices'] });
+    void queryClient.invalidateQueries({ queryKey: accountKeys.info });
+    void queryClient.invalidateQueries({ queryKey: adminKeys.devices });
   }
 }
 
 /** After the stream dropped, events may have been missed: everything shown is asked again. */
 export function refreshAfterGap(queryClient: QueryClient) {
-  for (const queryKey of [['list'], ['search'], ['versions'], ['admin'], ['info']]) {
+  for (const queryKey of [
+    catalogKeys.lists,
+    catalogKeys.searches,
+    versionKeys.lists,
+    adminKeys.all,
+    accountKeys.info,
+  ]) {
     void queryClient.invalidateQueries({ queryKey });
   }
 }

@@ -1,4 +1,7 @@
 import type { InfiniteData, QueryClient, QueryKey } from '@tanstack/react-query';
+import { adminKeys } from '../admin/queries';
+import { catalogKeys } from '../catalog/queries';
+import { versionKeys } from '../versions/queries';
 
 /** What every cached entry of an app carries: lists, search, version lists and the admin queue. */
 export interface CachedEntry {
@@ -8,7 +11,7 @@ export interface CachedEntry {
   status: string;
 }
 
-/** The caches that hold entries; `versions` and `history` are keyed [name, country, app_id]. */
+/** The caches that hold entries; `versions` and `history` are one per app (versionKeys in versions/queries.ts). */
 export type EntryCache = 'latest' | 'queue' | 'search' | 'versions' | 'history' | 'admin-queue';
 
 /** How to change one cached query: map its entries (null drops one), refetch it, or both. */
@@ -41,13 +44,13 @@ const plain = (key: QueryKey): Shape => ({
 });
 
 const SHAPES: Record<EntryCache, Shape> = {
-  latest: paged(['list', 'latest']),
-  queue: paged(['list', 'queue']),
-  'admin-queue': paged(['admin', 'queue']),
-  search: plain(['search']),
-  versions: plain(['versions']),
+  latest: paged(catalogKeys.list('latest')),
+  queue: paged(catalogKeys.list('queue')),
+  'admin-queue': paged(adminKeys.queue),
+  search: plain(catalogKeys.searches),
+  versions: plain(versionKeys.lists),
   history: {
-    key: ['version-history'],
+    key: versionKeys.histories,
     read: (data) => (data as { version_list: CachedEntry[] }).version_list,
     write: (data, mapper) => {
       const d = data as { version_list: CachedEntry[] };

@@ -2,6 +2,7 @@ import type { QueryClient } from '@tanstack/react-query';
 import { decryptAnswer, type AppEntry } from '@sideport/contracts';
 import { alertFailure, api, ApiError, RETRY_LATER } from '../../lib/api';
 import { useClientStore } from '../../lib/store';
+import { catalogKeys } from '../catalog/queries';
 import { applyVersionEvent, removeEntry } from '../live/apply-event';
 import {
   blacklistQuestion,
@@ -70,7 +71,7 @@ export async function moveToPremiumQueue(queryClient: QueryClient, entry: EntryR
       await api<unknown>(`/api/decrypt/${entry.country}/${entry.app_id}${version}`, { method: 'PATCH' }),
     );
     // The queue is ordered premium first: its order changed.
-    void queryClient.invalidateQueries({ queryKey: ['list', 'queue'] });
+    void queryClient.invalidateQueries({ queryKey: catalogKeys.list('queue') });
   } catch (error) {
     alertFailure(error);
   }
