@@ -24,6 +24,7 @@ import { createEnrollmentService, ENROLLMENT_PATH, enrollmentSettings } from './
 import { createRegistrationService } from './modules/devices/registration.js';
 import { deviceRoutes } from './modules/devices/routes.js';
 import { identityRoutes } from './modules/identity/routes.js';
+import { poolRoutes } from './modules/identity/pool-routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { createSetupChecklist } from './modules/admin/setup-checklist.js';
 import { agentRoutes } from './modules/agents/routes.js';
@@ -151,7 +152,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(authRoutes, { auth, setup, navigation, guards, secureCookies: isHttps });
   // The catalogue tells the decrypt domain, then the sign service, of admin deletes; both exist after it.
   const afterRemoved: Array<DecryptService['afterRemoved'] | SignService['afterRemoved']> = [];
-  const { bus, files, catalog, jobs, agents, secrets, devices, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes } =
+  const { bus, files, catalog, jobs, agents, secrets, devices, signing, signingIdentity, registrar, accountPool, signCache, signWorkers, fileSweep, itunes } =
     await createCoreServices({
       config,
       database,
@@ -170,6 +171,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     provider: billingProvider,
     devices,
     users: auth,
+    slots: accountPool,
     freeDailyLimit: config.FREE_DAILY_LIMIT,
     log: app.log,
   });
@@ -249,7 +251,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     db,
     clock,
     bus,
-    registrar: signingIdentity,
+    registrar,
     log: app.log,
     metrics: metrics.service,
   });
@@ -261,6 +263,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     publicUrl: config.PUBLIC_URL,
   });
   await app.register(identityRoutes, { guards, signing });
+  await app.register(poolRoutes, { guards, pool: accountPool });
 
   // Every process returns jobs whose agent went quiet; the claim query skips rows another takes.
   const sweeper = setInterval(() => {
@@ -313,7 +316,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   return {
     app,
     routes,
-    services: { auth, setup, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration, sign, signWorkers, fileSweep },
+    services: { auth, setup, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, accountPool, enrollment, registration, sign, signWorkers, fileSweep },
   };
 }
 

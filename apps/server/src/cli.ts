@@ -227,7 +227,7 @@ program
         const provider = createBillingProvider(config, { db, clock, log });
         const billing = createBillingService({ db, clock, provider, devices, users: auth, freeDailyLimit: config.FREE_DAILY_LIMIT, log });
         const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
-        const registration = createRegistrationService({ db, clock, bus, registrar: core.signingIdentity, log });
+        const registration = createRegistrationService({ db, clock, bus, registrar: core.registrar, log });
         const made = await simulateDevice(
           {
             identityKind: core.signingIdentity.kind,

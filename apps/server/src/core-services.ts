@@ -12,13 +12,15 @@ import { withHeldDeletes } from './platform/backup.js';
 import { createFileStore } from './platform/storage.js';
 import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platform/secrets.js';
 import { createDeviceService, type DeviceService } from './modules/devices/service.js';
-import { createAppleIdentityProvider } from './modules/identity/apple-identity.js';
+import type { DeviceRegistrar } from './modules/devices/registration.js';
+import { createAccountPool, type AccountPool } from './modules/identity/account-pool.js';
 import { createAscClient } from './modules/identity/asc-client.js';
 import {
   createDevIdentityProvider,
   createSigningService,
   type SigningIdentityProvider,
 } from './modules/identity/signing.js';
+import { createResigner } from './modules/sign/resign.js';
 import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
 import { createSignWorkers } from './modules/sign/worker.js';
@@ -93,8 +95,13 @@ export async function createCoreServices({ config, database, clock, log, onRemov
   });
   const secrets = createSecretBox(config.SECRET_KEY ?? (await loadOrCreateSecretKey(config.DATA_DIR)));
   const devices = createDeviceService({ db, bus });
-  const signingIdentity = createSigningIdentity({ config, db, secrets, clock, devices, log });
-  const signing = createSigningService({ db, clock, identity: signingIdentity, devices });
+  const resigner = createResigner({ db, clock, bus, log });
+  const { signingIdentity, accountPool } = createSigningIdentity({ config, db, secrets, clock, bus, devices, resigner, audit: catalog.audit, log });
+  // The configured accounts are in the database before anything places a device.
+  await accountPool?.ready();
+  /** What registers a paid device: the pool of developer accounts, or the dev identity. */
+  const registrar: DeviceRegistrar = accountPool?.registrar ?? signingIdentity;
+  const signing = createSigningService({ db, clock, identity: signingIdentity, devices, pool: accountPool });
   // Made here, started by the caller: the server runs SIGN_WORKERS of them, `sideport worker` its own count.
   const signWorkers = createSignWorkers({
     db,
@@ -127,38 +134,63 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     minAgeMs: config.ORPHAN_MIN_AGE_MINUTES * 60_000,
     log,
   });
-  return { bus, files, catalog, jobs, agents, secrets, devices, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes };
+  return {
+    bus,
+    files,
+    catalog,
+    jobs,
+    agents,
+    secrets,
+    devices,
+    signing,
+    signingIdentity,
+    registrar,
+    accountPool,
+    resigner,
+    signCache,
+    signWorkers,
+    fileSweep,
+    itunes,
+  };
 }
 
 /**
- * The operator's Apple developer account when an App Store Connect key is configured (its
- * certificate from SIGN_P12, or made through the API); otherwise the dev identity.
+ * The operator's Apple developer accounts when an App Store Connect key is configured: a pool of
+ * the ASC_KEY_ID account (its certificate from SIGN_P12, or made through the API), those of
+ * ASC_ACCOUNTS_FILE and those an admin adds, each its own identity. Otherwise the dev identity,
+ * one identity with no device limits.
  */
 function createSigningIdentity(deps: {
   config: Config;
   db: CoreServicesDeps['database']['db'];
   secrets: SecretBox;
   clock: () => Date;
+  bus: Awaited<ReturnType<typeof createEventBus>>;
   devices: DeviceService;
+  resigner: ReturnType<typeof createResigner>;
+  audit: (actor: string, action: string, subject: object) => Promise<void>;
   log: CoreServicesDeps['log'];
-}): SigningIdentityProvider {
-  const { config, db, secrets, clock, devices, log } = deps;
+}): { signingIdentity: SigningIdentityProvider; accountPool: AccountPool | undefined } {
+  const { config, db, secrets, clock, bus, devices, resigner, audit, log } = deps;
   if (config.ASC_KEY_ID === undefined || config.ASC_ISSUER_ID === undefined || config.ASC_PRIVATE_KEY === undefined) {
-    return createDevIdentityProvider({ db, secrets, clock });
+    return { signingIdentity: createDevIdentityProvider({ db, secrets, clock }), accountPool: undefined };
   }
-  const asc = createAscClient({
-    key: { keyId: config.ASC_KEY_ID, issuerId: config.ASC_ISSUER_ID, privateKeyPem: config.ASC_PRIVATE_KEY },
-    ...(config.ASC_BASE_URL ? { baseUrl: config.ASC_BASE_URL } : {}),
-    clock,
-  });
-  return createAppleIdentityProvider({
+  const accountPool = createAccountPool({
     db,
     secrets,
     clock,
-    asc,
+    bus,
     devices,
-    keyId: config.ASC_KEY_ID,
+    resign: resigner,
+    audit,
+    configured: [
+      { keyId: config.ASC_KEY_ID, issuerId: config.ASC_ISSUER_ID, privateKeyPem: config.ASC_PRIVATE_KEY },
+      ...config.ASC_ACCOUNTS,
+    ],
+    client: (key) => createAscClient({ key, ...(config.ASC_BASE_URL ? { baseUrl: config.ASC_BASE_URL } : {}), clock }),
     p12: config.SIGN_P12 ? { bytes: readFileSync(config.SIGN_P12), password: config.SIGN_P12_PASSWORD ?? '' } : undefined,
+    slotsPerFamily: config.ASC_DEVICES_PER_FAMILY,
     log,
   });
+  return { signingIdentity: accountPool.primary, accountPool };
 }

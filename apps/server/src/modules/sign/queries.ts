@@ -259,3 +259,32 @@ export async function deleteSignsOfVersion(db: Database, appId: number, appVerId
     )
     .returning();
 }
+
+/** Every Done sign of these users, not under way, back to the queue (Pending): their artifacts are stale. */
+export async function requeueDoneSignsOf(
+  tx: Database,
+  userIds: readonly string[],
+  now: Date,
+): Promise<SignRow[]> {
+  if (userIds.length === 0) return [];
+  return tx
+    .update(signRequests)
+    .set({
+      status: 'Pending',
+      state: 'queued',
+      attempts: 0,
+      failures: 0,
+      lostLeases: 0,
+      lastReason: null,
+      requestedAt: now,
+      updatedAt: now,
+    })
+    .where(
+      and(
+        inArray(signRequests.userId, [...userIds]),
+        eq(signRequests.status, 'Done'),
+        eq(signRequests.state, 'idle'),
+      ),
+    )
+    .returning();
+}
