@@ -30,6 +30,8 @@ import {
 } from '../../test/harness.js';
 import * as deviceQueries from '../devices/queries.js';
 import * as signQueries from '../sign/queries.js';
+import { createAccountPool } from './account-pool.js';
+import { createAscClient } from './asc-client.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 const newP8 = () =>
@@ -365,6 +367,40 @@ describe.each(databaseKinds)('a pool of developer accounts on %s', (kind) => {
       expect(new Set(pool.asc.authFailures)).toEqual(new Set(['the key is revoked']));
     },
   );
+
+  it('leaves the devices of an account whose key a process lacks where they are, and says so', async () => {
+    const pool = await startPool(kind, { configured: 2 });
+    const people = [`kept_${kind}_0`, `kept_${kind}_1`];
+    for (const person of people) await paidDevices(pool, person, ['iPhone15,2']);
+    const before = await settle(pool);
+    const ids = await pool.accountIds();
+    const onSecond = before.find((d) => d.accountId === ids[KEYS[1]!.keyId])!;
+    // Another process, started without ASC_ACCOUNTS_FILE: it knows the first key only.
+    const { t } = pool;
+    const partial = createAccountPool({
+      db: t.database.db,
+      secrets: t.services.secrets,
+      clock: () => now,
+      bus: t.services.bus,
+      devices: t.services.devices,
+      resign: { resignArtifacts: async () => 0 },
+      audit: t.services.catalog.audit,
+      configured: [{ keyId: KEYS[0]!.keyId, issuerId: KEYS[0]!.issuerId, privateKeyPem: KEYS[0]!.keyPem }],
+      client: (key) => createAscClient({ key, baseUrl: pool.asc.url, clock: () => now }),
+      slotsPerFamily: 100,
+      log: { info() {}, warn() {} },
+    });
+    await partial.registrar.beforePass();
+    expect(await t.database.db.select().from(devices)).toEqual(before);
+    await expect(partial.identityOf(onSecond.userId)).rejects.toThrow(
+      `This process has no key for developer account ${KEYS[1]!.keyId}, which signs for this person: give it the configuration the servers have (ASC_ACCOUNTS_FILE).`,
+    );
+    const second = (await partial.list()).find((a) => a.key_id === KEYS[1]!.keyId)!;
+    expect(second).toMatchObject({ state: 'enabled', users: 1 });
+    expect(second.reason).toBe(
+      "This server's configuration (ASC_KEY_ID or ASC_ACCOUNTS_FILE) has no key for it, so no device goes to it; disable it to move its devices.",
+    );
+  });
 
   it('refuses a device’s payment before the checkout when no account can take it, and still takes another family’s', async () => {
     const pool = await startPool(kind, { configured: 2, limit: 2 });

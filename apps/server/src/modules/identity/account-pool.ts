@@ -79,7 +79,13 @@ export interface AccountPoolDeps {
 /** Who the audit log names for what the pool does by itself. */
 export const POOL_ACTOR = 'sideport (account pool)';
 const SEALED_KEY_PURPOSE = 'asc-private-key';
-const NOT_CONFIGURED = 'Its key is no longer in the configuration (ASC_KEY_ID or ASC_ACCOUNTS_FILE).';
+/**
+ * A configured account whose key this process's configuration lacks: the process places no device
+ * there and signs for nobody there, but leaves its devices be (another process may have the key,
+ * and an admin decides: disabling it moves them).
+ */
+const NOT_CONFIGURED =
+  "This server's configuration (ASC_KEY_ID or ASC_ACCOUNTS_FILE) has no key for it, so no device goes to it; disable it to move its devices.";
 const HOUR_MS = 3_600_000;
 const RELOCATIONS_PER_PASS = 50;
 
@@ -288,14 +294,6 @@ export function createAccountPool(deps: AccountPoolDeps) {
             );
           }
         }
-      }
-    }
-    for (const row of await pq.listAccounts(db)) {
-      const isConfigured = deps.configured.some((c) => c.keyId === row.keyId);
-      if (row.source === 'config' && !isConfigured && row.state === 'enabled') {
-        await pq.setAccountState(db, row.id, { state: 'disabled', reason: NOT_CONFIGURED, at: now });
-      } else if (isConfigured && row.state === 'disabled' && row.stateReason === NOT_CONFIGURED) {
-        await pq.setAccountState(db, row.id, { state: 'enabled', reason: null, at: now });
       }
     }
     // Devices registered on the one account of earlier versions: on the first account, each a slot.
@@ -544,7 +542,7 @@ export function createAccountPool(deps: AccountPoolDeps) {
           .client.listCertificates()
           .catch(() => {});
       }
-      const outOfUse = (await pq.listAccounts(db)).filter((r) => !isUsable(r));
+      const outOfUse = (await pq.listAccounts(db)).filter((r) => r.state !== 'enabled');
       const stranded = await devices.usersWithDevicesOn(outOfUse.map((r) => r.id));
       for (const userId of stranded.slice(0, RELOCATIONS_PER_PASS)) {
         const plan = await decide(userId, undefined, new Set());
@@ -578,6 +576,14 @@ export function createAccountPool(deps: AccountPoolDeps) {
       const row = await pq.findAccount(db, only);
       const member = row ? memberOf(row) : undefined;
       if (member) return { provider: member.provider, accountId: only };
+      // Another process may hold the key: the devices stay where they are until an admin decides.
+      if (row?.state === 'enabled') {
+        throw new AppError(
+          503,
+          'ACCOUNT_KEY_MISSING',
+          `This process has no key for developer account ${row.keyId}, which signs for this person: give it the configuration the servers have (ASC_ACCOUNTS_FILE).`,
+        );
+      }
     }
     const plan = await decide(userId, undefined, new Set());
     if (!plan) {
@@ -776,7 +782,11 @@ export function createAccountPool(deps: AccountPoolDeps) {
       if (!row) throw notFound('This account');
       if (row.state === 'enabled') throw conflict('This account is already in the pool.');
       const member = memberOf(row);
-      if (!member) throw conflict(`${NOT_CONFIGURED} Put it back there to use this account.`);
+      if (!member) {
+        throw conflict(
+          "This server's configuration (ASC_KEY_ID or ASC_ACCOUNTS_FILE) has no key for this account: put it back there first.",
+        );
+      }
       const refusal = await keyWorks(member.raw);
       if (refusal) throw conflict(refusal);
       lastAnswered.set(row.keyId, clock().getTime());
