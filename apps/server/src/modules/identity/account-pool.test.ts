@@ -368,6 +368,39 @@ describe.each(databaseKinds)('a pool of developer accounts on %s', (kind) => {
     },
   );
 
+  it('notices a key Apple stopped taking when it signs, and the next pass moves the person', async () => {
+    const pool = await startPool(kind, { configured: 2 });
+    const people = [`signer_${kind}_0`, `signer_${kind}_1`];
+    for (const person of people) await paidDevices(pool, person, ['iPhone15,2']);
+    await settle(pool);
+    const ids = await pool.accountIds();
+    const onSecond = (await pool.t.database.db.select().from(devices)).find(
+      (d) => d.accountId === ids[KEYS[1]!.keyId],
+    )!;
+    pool.asc.account(KEYS[1]!.keyId).revokeKey();
+    // Its first sign: the certificate is made under a lock, where Apple refuses the key.
+    await expect(pool.t.services.signing.signingMaterial(onSecond.userId)).rejects.toThrow(
+      /^App Store Connect refused API key POOLKEY002/,
+    );
+    await expect
+      .poll(
+        async () =>
+          (
+            await pool.t.database.db
+              .select()
+              .from(developerAccounts)
+              .where(eq(developerAccounts.id, ids[KEYS[1]!.keyId]!))
+          )[0]!.state,
+      )
+      .toBe('rejected');
+    const rows = await settle(pool, [ids[KEYS[1]!.keyId]!]);
+    expect(rows.find((d) => d.id === onSecond.id)!.accountId).toBe(ids[KEYS[0]!.keyId]);
+    const material = (await pool.t.services.signing.signingMaterial(onSecond.userId))!;
+    expect(material.udids).toEqual([onSecond.udid]);
+    expect(pool.asc.account(KEYS[0]!.keyId).certificates.map((c) => c.id)).toHaveLength(1);
+    expect(pool.asc.violations).toEqual([]);
+  });
+
   it('leaves the devices of an account whose key a process lacks where they are, and says so', async () => {
     const pool = await startPool(kind, { configured: 2 });
     const people = [`kept_${kind}_0`, `kept_${kind}_1`];

@@ -149,6 +149,8 @@ export function createAccountPool(deps: AccountPoolDeps) {
   /**
    * The account's client, watched: when Apple refuses its key (401, or 403 for want of a role),
    * the pool asks once more; refused again, the account is taken as rejected and its users move.
+   * The check is not waited for: the call may have been made inside a transaction (the
+   * certificate is made under a lock), which the check's own writes would wait on.
    */
   function watched(keyId: string, raw: AscClient): AscClient {
     const watch = <T>(call: () => Promise<T>): Promise<T> =>
@@ -157,8 +159,12 @@ export function createAccountPool(deps: AccountPoolDeps) {
           lastAnswered.set(keyId, clock().getTime());
           return value;
         },
-        async (err: unknown) => {
-          if (isAscError(err) && err.kind === 'KEY_REJECTED') await confirmRejected(keyId, raw, err.message);
+        (err: unknown) => {
+          if (isKeyRejected(err)) {
+            void confirmRejected(keyId, raw, err.message).catch((checkErr: unknown) =>
+              log.warn({ err: checkErr, keyId }, 'could not check a refused App Store Connect key'),
+            );
+          }
           throw err;
         },
       );
@@ -216,6 +222,7 @@ export function createAccountPool(deps: AccountPoolDeps) {
   members.set(primaryKeyId, primary);
 
   const isUsable = (row: pq.AccountRow) => row.state === 'enabled' && memberOf(row) !== undefined;
+  const isKeyRejected = (err: unknown): err is Error => isAscError(err) && err.kind === 'KEY_REJECTED';
 
   /** Asks Apple once more whether the key works; refused again, the account is rejected. */
   function confirmRejected(keyId: string, raw: AscClient, said: string): Promise<boolean> {
@@ -516,9 +523,7 @@ export function createAccountPool(deps: AccountPoolDeps) {
           // Another account may take it: this one's key was rejected, or Apple counts devices on it
           // that Sideport did not register.
           const rejected =
-            isAscError(err) &&
-            err.kind === 'KEY_REJECTED' &&
-            !isUsable((await pq.findAccount(db, plan.account.id))!);
+            isKeyRejected(err) && (await confirmRejected(plan.member.keyId, plan.member.raw, err.message));
           const full = isAscError(err) && err.kind === 'DEVICE_LIMIT';
           if (!rejected && !full) throw err;
           exclude.add(plan.account.id);
@@ -537,10 +542,14 @@ export function createAccountPool(deps: AccountPoolDeps) {
       const now = clock().getTime();
       for (const row of rows.filter(isUsable)) {
         if (now - (lastAnswered.get(row.keyId) ?? 0) < keyCheckMs) continue;
-        // A refusal is confirmed and recorded by the watch on the client.
-        await memberOf(row)!
-          .client.listCertificates()
-          .catch(() => {});
+        const member = memberOf(row)!;
+        try {
+          await member.raw.listCertificates();
+          lastAnswered.set(row.keyId, now);
+        } catch (err) {
+          // Refused: asked once more, and recorded, before the moves below.
+          if (isKeyRejected(err)) await confirmRejected(row.keyId, member.raw, err.message);
+        }
       }
       const outOfUse = (await pq.listAccounts(db)).filter((r) => r.state !== 'enabled');
       const stranded = await devices.usersWithDevicesOn(outOfUse.map((r) => r.id));
