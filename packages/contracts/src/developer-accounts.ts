@@ -9,9 +9,6 @@ export const DEVICE_FAMILIES = ['iPhone', 'iPad', 'Apple TV', 'Apple Watch', 'Ma
 export const deviceFamily = z.enum(DEVICE_FAMILIES);
 export type DeviceFamily = z.infer<typeof deviceFamily>;
 
-/** Apple's limit per family per membership year. */
-export const DEVICE_SLOTS_PER_FAMILY = 100;
-
 /**
  * enabled: devices are placed on it; disabled: an admin took it out of the pool; rejected: Apple
  * stopped taking its key (revoked, or the membership ended). Devices on a disabled or rejected
@@ -82,13 +79,11 @@ export const addDeveloperAccountRequest = z.object({
       error: 'The issuer id is the UUID shown above the keys in App Store Connect.',
     }),
   ),
-  private_key: z
-    .string({ error: 'Give the text of the AuthKey .p8 file.' })
-    .check(
-      z.maxLength(4096, {
-        error: 'The private key is the text of the AuthKey .p8 file, a few hundred characters.',
-      }),
-    ),
+  private_key: z.string({ error: 'Give the text of the AuthKey .p8 file.' }).check(
+    z.maxLength(4096, {
+      error: 'The private key is the text of the AuthKey .p8 file, a few hundred characters.',
+    }),
+  ),
   membership_renews_at: z.optional(renewalDate),
 });
 export type AddDeveloperAccountRequest = z.infer<typeof addDeveloperAccountRequest>;

@@ -222,7 +222,7 @@ function adminProblems(env: Record<string, string | undefined>): string[] {
 }
 
 /** Whether `pem` is an App Store Connect key: a PKCS#8 EC key on P-256. The key itself is never shown. */
-function isAscPrivateKey(pem: string): boolean {
+export function isAscPrivateKey(pem: string): boolean {
   try {
     const key = createPrivateKey(pem);
     return key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';

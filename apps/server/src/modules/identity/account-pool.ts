@@ -14,7 +14,6 @@
  * Decisions are made one at a time (an advisory lock) and recorded with the slots they take before
  * Apple is asked; no transaction is held while Apple answers.
  */
-import { createPrivateKey } from 'node:crypto';
 import {
   DEVICE_FAMILIES,
   type AddDeveloperAccountRequest,
@@ -22,6 +21,7 @@ import {
   type DeviceFamily,
 } from '@sideport/contracts';
 import { isUniqueViolation, type Database } from '../../db/client.js';
+import { isAscPrivateKey } from '../../platform/config.js';
 import { AppError, badRequest, conflict, notFound } from '../../platform/errors.js';
 import type { EventBus } from '../../platform/events.js';
 import type { SecretBox } from '../../platform/secrets.js';
@@ -821,13 +821,3 @@ export function createAccountPool(deps: AccountPoolDeps) {
 }
 
 export type AccountPool = ReturnType<typeof createAccountPool>;
-
-/** Whether `pem` is an App Store Connect key: a PKCS#8 EC key on P-256. The key itself is never shown. */
-export function isAscPrivateKey(pem: string): boolean {
-  try {
-    const key = createPrivateKey(pem);
-    return key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
-  } catch {
-    return false;
-  }
-}
