@@ -17,6 +17,7 @@ import { catalogRoutes } from './modules/catalog/routes.js';
 import { ENROLLMENT_PATH } from './modules/devices/enrollment-service.js';
 import { deviceRoutes } from './modules/devices/routes.js';
 import { identityRoutes } from './modules/identity/routes.js';
+import { poolRoutes } from './modules/identity/pool-routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { agentRoutes } from './modules/agents/routes.js';
 import { metricsRoutes, registerRequestMetrics } from './modules/metrics/routes.js';
@@ -95,7 +96,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   });
   // Every service, made in dependency order (services.ts); what follows registers routes with them.
   const services = await createServices({ config, database, clock, log: app.log });
-  const { metrics, auth, setup, navigation, bus, files, catalog, jobs, agents, signing, signWorkers } = services;
+  const { metrics, auth, setup, navigation, accountPool, bus, files, catalog, jobs, agents, signing, signWorkers } = services;
   const { billing, billingProvider, devices, enrollment, registration, urls, decrypt, sign, checklist } = services;
   // The periodic work (lease sweeps, the file sweep, device registration, the session purge).
   const scheduler = createScheduler(periodicTasks(config, { role: 'api', services }), app.log);
@@ -152,6 +153,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     publicUrl: config.PUBLIC_URL,
   });
   await app.register(identityRoutes, { guards, signing });
+  await app.register(poolRoutes, { guards, pool: accountPool });
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

@@ -16,7 +16,8 @@ import { createDecryptService, dropDecryptedFiles } from './modules/decrypt/serv
 import { createEnrollmentService, enrollmentSettings } from './modules/devices/enrollment-service.js';
 import { createRegistrationService } from './modules/devices/registration.js';
 import { createDeviceService, type DeviceService } from './modules/devices/service.js';
-import { createAppleIdentityProvider } from './modules/identity/apple-identity.js';
+import type { DeviceRegistrar } from './modules/devices/registration.js';
+import { createAccountPool, type AccountPool } from './modules/identity/account-pool.js';
 import { createAscClient } from './modules/identity/asc-client.js';
 import {
   createDevIdentityProvider,
@@ -26,6 +27,7 @@ import {
 import { createFileSweep } from './modules/files/sweep.js';
 import { noMetrics, type ServiceMetrics } from './modules/metrics/registry.js';
 import { createSideportMetrics } from './modules/metrics/service.js';
+import { createResigner } from './modules/sign/resign.js';
 import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignService, dropSignsOfVersions } from './modules/sign/service.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
@@ -153,8 +155,23 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
   const secrets = createSecretBox(config.SECRET_KEY ?? (await loadOrCreateSecretKey(config.DATA_DIR)));
   // Devices are read by the signing identity (the Registered devices a profile lists).
   const devices = createDeviceService({ db, bus });
-  const signingIdentity = createSigningIdentity({ config, db, secrets, clock, devices, log });
-  const signing = createSigningService({ db, clock, identity: signingIdentity, devices });
+  const resigner = createResigner({ db, clock, bus, log });
+  const { signingIdentity, accountPool } = createSigningIdentity({
+    config,
+    db,
+    secrets,
+    clock,
+    bus,
+    devices,
+    resigner,
+    audit: catalog.audit,
+    log,
+  });
+  // The configured accounts are in the database before anything places a device.
+  await accountPool?.ready();
+  /** What registers a paid device: the pool of developer accounts, or the dev identity. */
+  const registrar: DeviceRegistrar = accountPool?.registrar ?? signingIdentity;
+  const signing = createSigningService({ db, clock, identity: signingIdentity, devices, pool: accountPool });
   // Made here, started by the caller: the server runs SIGN_WORKERS of them, `sideport worker` its own count.
   const signWorkers = createSignWorkers({
     db,
@@ -197,6 +214,9 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     secrets,
     devices,
     signingIdentity,
+    registrar,
+    accountPool,
+    resigner,
     signing,
     signWorkers,
     fileSweep,
@@ -219,6 +239,7 @@ export function createPeopleServices(
     provider: billingProvider,
     devices,
     users: auth,
+    slots: core.accountPool,
     freeDailyLimit: config.FREE_DAILY_LIMIT,
     log,
   });
@@ -227,7 +248,7 @@ export function createPeopleServices(
     db,
     clock,
     bus,
-    registrar: core.signingIdentity,
+    registrar: core.registrar,
     log,
     metrics,
   });
@@ -364,40 +385,42 @@ export function periodicTasks(
 }
 
 /**
- * The operator's Apple developer account when an App Store Connect key is configured (its
- * certificate from SIGN_P12, or made through the API); otherwise the dev identity.
+ * The operator's Apple developer accounts when an App Store Connect key is configured: a pool of
+ * the ASC_KEY_ID account (its certificate from SIGN_P12, or made through the API), those of
+ * ASC_ACCOUNTS_FILE and those an admin adds, each its own identity. Otherwise the dev identity,
+ * one identity with no device limits.
  */
 function createSigningIdentity(deps: {
   config: Config;
   db: ServiceDeps['database']['db'];
   secrets: SecretBox;
   clock: () => Date;
+  bus: Awaited<ReturnType<typeof createEventBus>>;
   devices: DeviceService;
+  resigner: ReturnType<typeof createResigner>;
+  audit: (actor: string, action: string, subject: object) => Promise<void>;
   log: ServiceDeps['log'];
-}): SigningIdentityProvider {
-  const { config, db, secrets, clock, devices, log } = deps;
-  if (
-    config.ASC_KEY_ID === undefined ||
-    config.ASC_ISSUER_ID === undefined ||
-    config.ASC_PRIVATE_KEY === undefined
-  ) {
-    return createDevIdentityProvider({ db, secrets, clock });
+}): { signingIdentity: SigningIdentityProvider; accountPool: AccountPool | undefined } {
+  const { config, db, secrets, clock, bus, devices, resigner, audit, log } = deps;
+  if (config.ASC_KEY_ID === undefined || config.ASC_ISSUER_ID === undefined || config.ASC_PRIVATE_KEY === undefined) {
+    return { signingIdentity: createDevIdentityProvider({ db, secrets, clock }), accountPool: undefined };
   }
-  const asc = createAscClient({
-    key: { keyId: config.ASC_KEY_ID, issuerId: config.ASC_ISSUER_ID, privateKeyPem: config.ASC_PRIVATE_KEY },
-    ...(config.ASC_BASE_URL ? { baseUrl: config.ASC_BASE_URL } : {}),
-    clock,
-  });
-  return createAppleIdentityProvider({
+  const accountPool = createAccountPool({
     db,
     secrets,
     clock,
-    asc,
+    bus,
     devices,
-    keyId: config.ASC_KEY_ID,
-    p12: config.SIGN_P12
-      ? { bytes: readFileSync(config.SIGN_P12), password: config.SIGN_P12_PASSWORD ?? '' }
-      : undefined,
+    resign: resigner,
+    audit,
+    configured: [
+      { keyId: config.ASC_KEY_ID, issuerId: config.ASC_ISSUER_ID, privateKeyPem: config.ASC_PRIVATE_KEY },
+      ...config.ASC_ACCOUNTS,
+    ],
+    client: (key) => createAscClient({ key, ...(config.ASC_BASE_URL ? { baseUrl: config.ASC_BASE_URL } : {}), clock }),
+    p12: config.SIGN_P12 ? { bytes: readFileSync(config.SIGN_P12), password: config.SIGN_P12_PASSWORD ?? '' } : undefined,
+    slotsPerFamily: config.ASC_DEVICES_PER_FAMILY,
     log,
   });
+  return { signingIdentity: accountPool.primary, accountPool };
 }

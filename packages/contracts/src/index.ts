@@ -8,3 +8,4 @@ export * from './agent.js';
 export * from './admin.js';
 export * from './devices.js';
 export * from './setup.js';
+export * from './developer-accounts.js';

@@ -150,6 +150,58 @@ describe('loadConfig: the sign service', () => {
     expect(message).not.toContain('wrong-pass');
   });
 
+  it('reads more developer accounts from ASC_ACCOUNTS_FILE, their key files beside it', () => {
+    const keys = path.join(dir, 'keys');
+    mkdirSync(keys, { recursive: true });
+    const second = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    writeFileSync(path.join(keys, 'AuthKey_SECOND0001.p8'), second);
+    const file = path.join(keys, 'accounts.json');
+    writeFileSync(
+      file,
+      JSON.stringify([
+        { keyId: 'SECOND0001', issuerId: '69a6de70-0002-47e3-e053-5b8c7c11a4d1', privateKeyFile: 'AuthKey_SECOND0001.p8', name: 'Team two', membershipRenewsAt: '2026-09-01' },
+        { keyId: 'THIRD00001', issuerId: '69a6de70-0003-47e3-e053-5b8c7c11a4d1', privateKey: second.replace(/\n/g, '\\n') },
+      ]),
+    );
+    const config = loadConfig({ ...asc, ASC_ACCOUNTS_FILE: file });
+    expect(config.ASC_ACCOUNTS).toEqual([
+      { keyId: 'SECOND0001', issuerId: '69a6de70-0002-47e3-e053-5b8c7c11a4d1', privateKeyPem: second.trim(), name: 'Team two', membershipRenewsAt: new Date('2026-09-01T00:00:00Z') },
+      { keyId: 'THIRD00001', issuerId: '69a6de70-0003-47e3-e053-5b8c7c11a4d1', privateKeyPem: second.trim() },
+    ]);
+    expect(loadConfig(asc).ASC_ACCOUNTS).toEqual([]);
+    expect(config.ASC_DEVICES_PER_FAMILY).toBe(100);
+  });
+
+  it('names each account of ASC_ACCOUNTS_FILE that is wrong, and never shows a key', () => {
+    const file = path.join(dir, 'bad-accounts.json');
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    writeFileSync(
+      file,
+      JSON.stringify([
+        { keyId: 'SECOND0001', issuerId: asc.ASC_ISSUER_ID.toUpperCase(), privateKey: rsa },
+        { keyId: 'THIRD00001', issuerId: '69a6de70-0003-47e3-e053-5b8c7c11a4d1', privateKeyFile: 'missing.p8' },
+        { keyId: 'x', issuerId: '69a6de70-0004-47e3-e053-5b8c7c11a4d1', privateKey: ascKey, colour: 'red' },
+      ]),
+    );
+    const problems = message(() => loadConfig({ ...asc, ASC_ACCOUNTS_FILE: file, ASC_DEVICES_PER_FAMILY: '101' }));
+    expect(problems).toMatch(/ASC_DEVICES_PER_FAMILY: must be at most 100 \(Apple's limit per family\)/);
+    expect(problems).not.toMatch(/ASC_ACCOUNTS_FILE/);
+    const listed = message(() => loadConfig({ ...asc, ASC_ACCOUNTS_FILE: file }));
+    expect(listed.split('\n').slice(1)).toEqual([
+      `  ASC_ACCOUNTS_FILE: account 1 of ${file}: the private key must be an AuthKey .p8 file (a PEM PRIVATE KEY on the P-256 curve)`,
+      `  ASC_ACCOUNTS_FILE: account 1 of ${file}: the team of issuer ${asc.ASC_ISSUER_ID.toUpperCase()} is listed twice (ASC_ISSUER_ID included): one key per team`,
+      `  ASC_ACCOUNTS_FILE: account 2 of ${file}: cannot read privateKeyFile ${path.join(dir, 'missing.p8')} (ENOENT)`,
+      `  ASC_ACCOUNTS_FILE: account 3 of ${file}: keyId must be the key id shown beside the key in App Store Connect (letters and digits)`,
+      `  ASC_ACCOUNTS_FILE: account 3 of ${file}: unknown field colour (keyId, issuerId, privateKey or privateKeyFile, name, membershipRenewsAt)`,
+    ]);
+    expect(listed).not.toContain(rsa.split('\n')[1]);
+    writeFileSync(file, '{"keyId": "SECOND0001"}');
+    expect(message(() => loadConfig({ ...asc, ASC_ACCOUNTS_FILE: file }))).toContain(`ASC_ACCOUNTS_FILE: ${file} must hold a JSON list of accounts`);
+    expect(message(() => loadConfig({ ASC_ACCOUNTS_FILE: file }))).toContain(
+      'ASC_ACCOUNTS_FILE: adds accounts to the one of ASC_KEY_ID: set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY too',
+    );
+  });
+
   it('uses SIGN_P12 only with an App Store Connect key', () => {
     expect(() => loadConfig({ SIGN_P12: p12, SIGN_P12_PASSWORD: 'right-pass' })).toThrow(
       /SIGN_P12: is used with an App Store Connect key: set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY too/,

@@ -125,6 +125,13 @@ const schema = z.object({
     .transform((pem) => pem.replace(/\\n/g, '\n').trim())
     .refine(isAscPrivateKey, 'must be the text of the AuthKey_<key id>.p8 file (a PEM PRIVATE KEY on the P-256 curve; \\n for line breaks is accepted)')
     .optional(),
+  /**
+   * More developer accounts for the pool (docs/sign-service.md, A pool of developer accounts): a
+   * JSON file listing keys; the ASC_KEY_ID account stays the first one.
+   */
+  ASC_ACCOUNTS_FILE: z.string().optional(),
+  /** Slots of each device family the pool fills on an account per membership year: Apple's 100, or fewer to keep some free. */
+  ASC_DEVICES_PER_FAMILY: positiveInt(100).pipe(z.number().max(100, "must be at most 100 (Apple's limit per family)")),
   /** A server speaking App Store Connect's API; Apple's when unset. */
   ASC_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
   /** The operator's distribution identity (.p12 file); made through the API when unset. */
@@ -215,13 +222,95 @@ function adminProblems(env: Record<string, string | undefined>): string[] {
 }
 
 /** Whether `pem` is an App Store Connect key: a PKCS#8 EC key on P-256. The key itself is never shown. */
-function isAscPrivateKey(pem: string): boolean {
+export function isAscPrivateKey(pem: string): boolean {
   try {
     const key = createPrivateKey(pem);
     return key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
   } catch {
     return false;
   }
+}
+
+/** One more developer account, from ASC_ACCOUNTS_FILE. */
+export interface AscAccountSetting {
+  keyId: string;
+  issuerId: string;
+  privateKeyPem: string;
+  name?: string;
+  /** The membership renewal date (midnight UTC) the file gives. */
+  membershipRenewsAt?: Date;
+}
+
+const ascAccountEntry = z.strictObject(
+  {
+    keyId: z.string({ error: 'keyId is the key id shown beside the key in App Store Connect' }).regex(/^[A-Za-z0-9]{6,20}$/, 'keyId must be the key id shown beside the key in App Store Connect (letters and digits)'),
+    issuerId: z.string({ error: 'issuerId is the issuer id shown above the keys' }).regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'issuerId must be the issuer id (a UUID) shown above the keys in App Store Connect'),
+    privateKey: z.string({ error: 'privateKey is the text of the AuthKey .p8 file' }).optional(),
+    privateKeyFile: z.string({ error: 'privateKeyFile is the path of the AuthKey .p8 file' }).optional(),
+    name: z.string({ error: 'name is text' }).max(64, 'name is at most 64 characters').optional(),
+    membershipRenewsAt: z.iso.date({ error: 'membershipRenewsAt must be a date, YYYY-MM-DD' }).optional(),
+  },
+  { error: (issue) => (issue.code === 'unrecognized_keys' ? `unknown field ${issue.keys.join(', ')} (keyId, issuerId, privateKey or privateKeyFile, name, membershipRenewsAt)` : 'must be an object with keyId, issuerId and privateKey or privateKeyFile') },
+);
+
+/**
+ * ASC_ACCOUNTS_FILE: a JSON list of `{keyId, issuerId, privateKey | privateKeyFile, name?,
+ * membershipRenewsAt?}`; a privateKeyFile is taken from the list's own folder. One line per
+ * problem, naming the account by its place in the list; a key is never shown.
+ */
+function readAscAccounts(file: string, first: { keyId?: string | undefined; issuerId?: string | undefined }): { accounts: AscAccountSetting[]; problems: string[] } {
+  const where = (n: number) => `  ASC_ACCOUNTS_FILE: account ${n} of ${file}`;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return { accounts: [], problems: [`  ASC_ACCOUNTS_FILE: ${code ? `cannot read ${file} (${code})` : `${file} is not JSON`}`] };
+  }
+  if (!Array.isArray(raw)) return { accounts: [], problems: [`  ASC_ACCOUNTS_FILE: ${file} must hold a JSON list of accounts`] };
+  const accounts: AscAccountSetting[] = [];
+  const problems: string[] = [];
+  const keyIds = new Set([first.keyId]);
+  const issuers = new Set([first.issuerId?.toLowerCase()]);
+  raw.forEach((item: unknown, i) => {
+    const n = i + 1;
+    const parsed = ascAccountEntry.safeParse(item);
+    if (!parsed.success) {
+      problems.push(...parsed.error.issues.map((issue) => `${where(n)}: ${issue.message}`));
+      return;
+    }
+    const entry = parsed.data;
+    let pem = entry.privateKey;
+    if (entry.privateKeyFile !== undefined) {
+      const keyFile = path.resolve(path.dirname(file), entry.privateKeyFile);
+      try {
+        pem = readFileSync(keyFile, 'utf8');
+      } catch (err) {
+        problems.push(`${where(n)}: cannot read privateKeyFile ${keyFile} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+        return;
+      }
+    }
+    pem = pem?.replace(/\\n/g, '\n').trim();
+    if ((entry.privateKey === undefined) === (entry.privateKeyFile === undefined) || pem === undefined) {
+      problems.push(`${where(n)}: give privateKey (the .p8 text) or privateKeyFile (its path), one of them`);
+      return;
+    }
+    if (!isAscPrivateKey(pem)) problems.push(`${where(n)}: the private key must be an AuthKey .p8 file (a PEM PRIVATE KEY on the P-256 curve)`);
+    if (keyIds.has(entry.keyId)) problems.push(`${where(n)}: key ${entry.keyId} is listed twice (ASC_KEY_ID included)`);
+    if (issuers.has(entry.issuerId.toLowerCase())) {
+      problems.push(`${where(n)}: the team of issuer ${entry.issuerId} is listed twice (ASC_ISSUER_ID included): one key per team`);
+    }
+    keyIds.add(entry.keyId);
+    issuers.add(entry.issuerId.toLowerCase());
+    accounts.push({
+      keyId: entry.keyId,
+      issuerId: entry.issuerId,
+      privateKeyPem: pem,
+      ...(entry.name === undefined ? {} : { name: entry.name }),
+      ...(entry.membershipRenewsAt === undefined ? {} : { membershipRenewsAt: new Date(`${entry.membershipRenewsAt}T00:00:00Z`) }),
+    });
+  });
+  return { accounts, problems };
 }
 
 /** A PKCS#12 file that opens with its password; the line names the variables, never the password. */
@@ -269,6 +358,9 @@ function signingProblems(c: z.infer<typeof schema>): string[] {
       if (c[name] === undefined) problems.push(`  ${name}: required with the other App Store Connect settings (ASC_KEY_ID, ASC_ISSUER_ID, ASC_PRIVATE_KEY)`);
     }
   }
+  if (c.ASC_ACCOUNTS_FILE !== undefined && c.ASC_KEY_ID === undefined) {
+    problems.push('  ASC_ACCOUNTS_FILE: adds accounts to the one of ASC_KEY_ID: set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY too');
+  }
   if (c.SIGN_P12 !== undefined && c.ASC_KEY_ID === undefined) {
     problems.push('  SIGN_P12: is used with an App Store Connect key: set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY too');
   }
@@ -293,6 +385,8 @@ export type Config = Readonly<
   Omit<z.infer<typeof schema>, 'DATA_DIR' | 'WEB_DIST_DIR' | 'SIGN_DYLIBS_IAP' | 'SIGN_DYLIBS_IGG'> & {
     DATA_DIR: string;
     WEB_DIST_DIR: string;
+    /** The accounts of ASC_ACCOUNTS_FILE, read and checked; empty when unset. */
+    ASC_ACCOUNTS: readonly AscAccountSetting[];
     /** Absolute paths; empty when unset. */
     SIGN_DYLIBS_IAP: readonly string[];
     SIGN_DYLIBS_IGG: readonly string[];
@@ -323,6 +417,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     SIGN_DYLIBS_IGG: (c.SIGN_DYLIBS_IGG ?? []).map(fromWorkingDirectory),
     FEATHER_IPA: c.FEATHER_IPA === undefined ? undefined : fromWorkingDirectory(c.FEATHER_IPA),
   };
+  const ascFile = c.ASC_ACCOUNTS_FILE === undefined ? undefined : fromWorkingDirectory(c.ASC_ACCOUNTS_FILE);
+  const ascAccounts = ascFile === undefined ? { accounts: [], problems: [] } : readAscAccounts(ascFile, { keyId: c.ASC_KEY_ID, issuerId: c.ASC_ISSUER_ID });
   const missing = Object.entries(files).flatMap(([name, value]) =>
     [value ?? []].flat().filter((p) => !statSync(p, { throwIfNoEntry: false })?.isFile()).map((p) => `  ${name}: there is no file at ${p}`),
   );
@@ -333,6 +429,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : []),
     ...billingProblems(c),
     ...signingProblems(c),
+    ...ascAccounts.problems,
     ...missing,
   ];
   if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
@@ -340,6 +437,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...c,
     ...files,
     DATA_DIR: fromWorkingDirectory(c.DATA_DIR),
+    ...(ascFile === undefined ? {} : { ASC_ACCOUNTS_FILE: ascFile }),
+    ASC_ACCOUNTS: ascAccounts.accounts,
     WEB_DIST_DIR: c.WEB_DIST_DIR === undefined ? defaultWebDist : fromWorkingDirectory(c.WEB_DIST_DIR),
     ...(c.SIGN_P12 === undefined ? {} : { SIGN_P12: fromWorkingDirectory(c.SIGN_P12) }),
     ...(c.PROFILE_SIGNING_P12 === undefined ? {} : { PROFILE_SIGNING_P12: fromWorkingDirectory(c.PROFILE_SIGNING_P12) }),

@@ -113,3 +113,87 @@ describe('the App Store Connect test server', () => {
     expect(server.violations).toEqual([]);
   });
 });
+
+describe('several accounts on one server', () => {
+  const second = {
+    keyId: 'KEY2222222',
+    issuerId: '69a6de70-2222-47e3-e053-5b8c7c11a4d1',
+    keyPem: generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString(),
+  };
+  let pool: AscServer;
+  beforeAll(async () => {
+    pool = await startAscServer({
+      keyId,
+      issuerId,
+      keyPem,
+      deviceLimit: 1,
+      accounts: [{ ...second, teamId: 'SPTEST2222', deviceLimit: 2 }],
+    });
+  });
+  afterAll(async () => pool.close());
+
+  const as = async (
+    key: { keyId: string; issuerId: string; keyPem: string },
+    method: string,
+    path: string,
+    body?: unknown,
+  ) => {
+    const now = Math.floor(Date.now() / 1000);
+    const bearer = await new SignJWT({})
+      .setProtectedHeader({ alg: 'ES256', kid: key.keyId, typ: 'JWT' })
+      .setIssuer(key.issuerId)
+      .setAudience('appstoreconnect-v1')
+      .setIssuedAt(now)
+      .setExpirationTime(now + 600)
+      .sign(await importPKCS8(key.keyPem, 'ES256'));
+    const res = await fetch(`${pool.url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${bearer}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return {
+      status: res.status,
+      json: (await res.json()) as { data?: unknown[]; errors?: { detail: string }[] },
+    };
+  };
+  const register = (key: typeof second, udid: string) =>
+    as(key, 'POST', '/v1/devices', {
+      data: { type: 'devices', attributes: { name: 'd', udid, platform: 'IOS' } },
+    });
+  const first = { keyId, issuerId, keyPem };
+
+  it('keeps each key’s devices on its own account, each with its own limit per family', async () => {
+    pool.setDeviceClass('00008120-0000000000000A01', 'IPAD');
+    expect((await register(first, '00008120-0000000000000001')).status).toBe(201);
+    expect((await register(first, '00008120-0000000000000A01')).status).toBe(201);
+    const full = await register(first, '00008120-0000000000000002');
+    expect(full.status).toBe(403);
+    expect(full.json.errors![0]!.detail).toBe(
+      'Your development team has reached the maximum number of registered iPhone devices.',
+    );
+    // The same UDID is another account's to register too.
+    expect((await register(second, '00008120-0000000000000001')).status).toBe(201);
+    expect((await register(second, '00008120-0000000000000002')).status).toBe(201);
+    expect((await as(second, 'GET', '/v1/devices')).json.data).toHaveLength(2);
+    expect(pool.devices.map((d) => [d.udid, d.deviceClass])).toEqual([
+      ['00008120-0000000000000001', 'IPHONE'],
+      ['00008120-0000000000000A01', 'IPAD'],
+    ]);
+    expect(pool.account(second.keyId).teamId).toBe('SPTEST2222');
+    expect(pool.violations).toEqual([]);
+  });
+
+  it('refuses every token of an account whose key was revoked, and only its', async () => {
+    pool.account(second.keyId).revokeKey();
+    const refused = await as(second, 'GET', '/v1/devices');
+    expect(refused.status).toBe(401);
+    expect(pool.authFailures.pop()).toBe('the key is revoked');
+    expect((await as(first, 'GET', '/v1/devices')).status).toBe(200);
+    expect(pool.violations).toEqual([]);
+  });
+});

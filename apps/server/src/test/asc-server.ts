@@ -236,39 +236,48 @@ export interface RecordedAscRequest {
   token?: string;
 }
 
-export interface AscServerOptions {
+/** One Apple developer account on the server: its API key, team and device limit. */
+export interface AscServerAccountOptions {
   readonly keyId: string;
   readonly issuerId: string;
   /** The API key's public half (SPKI PEM), or its private key PEM, from which the public half is taken. */
   readonly keyPem: string;
   readonly teamId?: string;
+  /** Devices per family (iPhone, iPad, Apple TV, Apple Watch, Mac ...) before Apple refuses more; Apple's is 100. */
+  readonly deviceLimit?: number;
+}
+
+export interface AscServerOptions extends AscServerAccountOptions {
   /** The server's own clock, for token expiry. */
   readonly clock?: () => Date;
-  /** Devices per family (iPhone, iPad, Mac ...) before Apple refuses more; Apple's is 100. */
-  readonly deviceLimit?: number;
   /** Items per page at most, whatever `limit` asks (Apple's cap is 200); small values exercise paging. */
   readonly maxPageSize?: number;
+  /**
+   * More accounts on the same server, each with its own key, team, devices, certificates and
+   * profiles: a request is the account's whose key id its token names, as at Apple.
+   */
+  readonly accounts?: readonly AscServerAccountOptions[];
 }
+
+/** Apple's device classes (the document's `deviceClass`); Apple counts its limit per family of them. */
+export type AscDeviceClass = 'IPHONE' | 'IPAD' | 'IPOD' | 'APPLE_TV' | 'APPLE_WATCH' | 'MAC';
 
 export type AscFailure = 'UNAVAILABLE' | 'KEY_FORBIDDEN' | 'TOKEN_REFUSED' | 'HANG';
 
-export interface AscServer {
-  readonly url: string;
+/** One account's state, as a test reads and changes it. */
+export interface AscServerAccount {
+  readonly keyId: string;
+  readonly issuerId: string;
   readonly teamId: string;
-  /** The certificate that issues the server's certificates and signs its profiles (PEM). */
+  /** The certificate that issues the account's certificates and signs its profiles (PEM). */
   readonly caPem: string;
-  readonly requests: RecordedAscRequest[];
-  /** Every departure from Apple's OpenAPI document, by the client or by this server. */
-  readonly violations: string[];
-  /** Why each refused token was refused. */
-  readonly authFailures: string[];
   readonly devices: AscServerDevice[];
   readonly bundleIds: AscServerBundleId[];
   readonly certificates: AscServerCertificate[];
   readonly profiles: AscServerProfile[];
-  /** The next request fails this way (HANG: it is never answered). */
-  failNext(failure: AscFailure): void;
-  /** From now on every token is refused, as after the key is revoked. */
+  /** Devices per family before Apple refuses more; a test may change it. */
+  deviceLimit: number;
+  /** From now on every token of this account is refused (401), as after its key is revoked or the membership ends. */
   revokeKey(): void;
   addDevice(device: {
     udid: string;
@@ -276,6 +285,27 @@ export interface AscServer {
     platform?: 'IOS' | 'MAC_OS';
     status?: 'ENABLED' | 'DISABLED';
   }): AscServerDevice;
+}
+
+/** The server; its own account fields are the first account's (the options' key). */
+export interface AscServer extends AscServerAccount {
+  readonly url: string;
+  readonly requests: RecordedAscRequest[];
+  /** Every departure from Apple's OpenAPI document, by the client or by this server. */
+  readonly violations: string[];
+  /** Why each refused token was refused. */
+  readonly authFailures: string[];
+  /** Every account, the first one first. */
+  readonly accounts: readonly AscServerAccount[];
+  /** The account of this key id. */
+  account(keyId: string): AscServerAccount;
+  /**
+   * What Apple knows of a device's hardware: the class a UDID registers as. Unset, a UDID in a
+   * Mac's UUID form (or registered as MAC_OS) is a Mac and any other an iPhone.
+   */
+  setDeviceClass(udid: string, deviceClass: AscDeviceClass): void;
+  /** The next request fails this way (HANG: it is never answered). */
+  failNext(failure: AscFailure): void;
   close(): Promise<void>;
 }
 
@@ -288,34 +318,36 @@ const UDID =
 const BUNDLE_IDENTIFIER = /^(?:\*|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?:\.\*)?)$/;
 const DISTRIBUTION_TYPES = new Set(['DISTRIBUTION', 'IOS_DISTRIBUTION']);
 
-export async function startAscServer(options: AscServerOptions): Promise<AscServer> {
-  const api = loadOpenApi();
-  const clock = options.clock ?? (() => new Date());
+/** What every account of one server shares: the clock, paging, the server's address and Apple's knowledge of devices. */
+interface Shared {
+  clock: () => Date;
+  maxPageSize: number;
+  url(): string;
+  deviceClassOf(udid: string, platform: string): AscDeviceClass;
+}
+
+/** One account: its state and the operations on it, answering as Apple does. */
+async function openAccount(options: AscServerAccountOptions, shared: Shared) {
+  const { clock, maxPageSize } = shared;
   const teamId = options.teamId ?? 'SPTEST1234';
-  const deviceLimit = options.deviceLimit ?? 100;
-  const maxPageSize = Math.min(options.maxPageSize ?? 200, 200);
+  const limit = { devices: options.deviceLimit ?? 100 };
   const publicKey = await importSPKI(
     createPublicKey(options.keyPem).export({ type: 'spki', format: 'pem' }).toString(),
     'ES256',
   );
   const ca = makeIssuingCa(teamId);
 
-  const requests: RecordedAscRequest[] = [];
-  const violations: string[] = [];
-  const authFailures: string[] = [];
   const devices: AscServerDevice[] = [];
   const bundleIds: AscServerBundleId[] = [];
   const certificates: AscServerCertificate[] = [];
   const profiles: AscServerProfile[] = [];
-  let pendingFailure: AscFailure | undefined;
   let revoked = false;
-  let url = '';
 
   const newId = () => randomBytes(5).toString('hex').toUpperCase();
   const iso = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, '.000+0000');
 
   // ---- JSON:API documents ----
-  const self = (type: string, id: string) => `${url}/v1/${type}/${id}`;
+  const self = (type: string, id: string) => `${shared.url()}/v1/${type}/${id}`;
   const relationship = (type: string, id: string, name: string) => ({
     links: { self: `${self(type, id)}/relationships/${name}`, related: `${self(type, id)}/${name}` },
   });
@@ -435,8 +467,8 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
           `A device with number '${attributes.udid}' already exists on this team.`,
         );
       }
-      const family = familyOf(attributes.udid, attributes.platform);
-      if (devices.filter((d) => familyOf(d.udid, d.platform) === family).length >= deviceLimit)
+      const family = FAMILIES[shared.deviceClassOf(attributes.udid, attributes.platform)];
+      if (devices.filter((d) => FAMILIES[d.deviceClass as AscDeviceClass] === family).length >= limit.devices)
         return errors.deviceLimit(family);
       const device = addDevice({ ...attributes, platform: attributes.platform as 'IOS' | 'MAC_OS' });
       return [201, document(deviceResource(device), new URL(self('devices', device.id)))];
@@ -661,20 +693,102 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
     status?: 'ENABLED' | 'DISABLED';
   }): AscServerDevice {
     const platform = device.platform ?? 'IOS';
-    const isMac = platform === 'MAC_OS';
+    const deviceClass = shared.deviceClassOf(device.udid, platform);
     const added: AscServerDevice = {
       id: newId(),
       name: device.name ?? 'Test device',
       udid: device.udid,
       platform,
       status: device.status ?? 'ENABLED',
-      deviceClass: isMac ? 'MAC' : 'IPHONE',
-      model: isMac ? 'Mac' : 'iPhone',
+      deviceClass,
+      model: FAMILIES[deviceClass],
       addedDate: clock(),
     };
     devices.push(added);
     return added;
   }
+
+  async function checkToken(token: string | undefined): Promise<string | undefined> {
+    if (revoked) return 'the key is revoked';
+    if (!token) return 'no bearer token';
+    try {
+      const protectedHeader = decodeProtectedHeader(token);
+      if (protectedHeader.kid !== options.keyId)
+        return `kid ${String(protectedHeader.kid)} is not the key's id`;
+      if (protectedHeader.typ !== undefined && protectedHeader.typ !== 'JWT')
+        return `typ ${protectedHeader.typ}`;
+      const { payload } = await jwtVerify(token, publicKey, {
+        algorithms: ['ES256'],
+        audience: 'appstoreconnect-v1',
+        issuer: options.issuerId,
+        currentDate: clock(),
+        requiredClaims: ['iat', 'exp'],
+      });
+      if (payload.exp! - payload.iat! > 20 * 60)
+        return `the token lives ${payload.exp! - payload.iat!} s, more than 20 minutes`;
+      if (payload.iat! > clock().getTime() / 1000 + 60) return 'the token is issued in the future';
+      return undefined;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+
+  return {
+    keyId: options.keyId,
+    issuerId: options.issuerId,
+    teamId,
+    caPem: forge.pki.certificateToPem(ca.identity.certificate),
+    devices,
+    bundleIds,
+    certificates,
+    profiles,
+    get deviceLimit() {
+      return limit.devices;
+    },
+    set deviceLimit(value: number) {
+      limit.devices = value;
+    },
+    revokeKey() {
+      revoked = true;
+    },
+    addDevice,
+    handlers,
+    checkToken,
+  };
+}
+
+export async function startAscServer(options: AscServerOptions): Promise<AscServer> {
+  const api = loadOpenApi();
+  const clock = options.clock ?? (() => new Date());
+  const maxPageSize = Math.min(options.maxPageSize ?? 200, 200);
+  const requests: RecordedAscRequest[] = [];
+  const violations: string[] = [];
+  const authFailures: string[] = [];
+  const deviceClasses = new Map<string, AscDeviceClass>();
+  let pendingFailure: AscFailure | undefined;
+  let url = '';
+  const shared: Shared = {
+    clock,
+    maxPageSize,
+    url: () => url,
+    deviceClassOf: (udid, platform) =>
+      deviceClasses.get(udid.toUpperCase()) ??
+      (platform === 'MAC_OS' || /^[0-9A-F]{8}-[0-9A-F]{4}-/i.test(udid) ? 'MAC' : 'IPHONE'),
+  };
+  const accounts = await Promise.all(
+    [options, ...(options.accounts ?? [])].map((a) => openAccount(a, shared)),
+  );
+  const first = accounts[0]!;
+  /** The account whose key the token names; the first for a token that names none (it is refused there). */
+  const accountOf = (token: string | undefined) => {
+    let kid: unknown;
+    try {
+      kid = token ? decodeProtectedHeader(token).kid : undefined;
+    } catch {
+      kid = undefined;
+    }
+    return accounts.find((a) => a.keyId === kid) ?? first;
+  };
 
   // ---- checks against the document ----
   function checkQuery(op: Operation, requestUrl: URL): AppleError | undefined {
@@ -761,31 +875,6 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
       violations.push(`server: ${op.operationId} ${status} does not match its schema: ${ajvText(validate)}`);
   }
 
-  async function checkToken(token: string | undefined): Promise<string | undefined> {
-    if (revoked) return 'the key is revoked';
-    if (!token) return 'no bearer token';
-    try {
-      const protectedHeader = decodeProtectedHeader(token);
-      if (protectedHeader.kid !== options.keyId)
-        return `kid ${String(protectedHeader.kid)} is not the key's id`;
-      if (protectedHeader.typ !== undefined && protectedHeader.typ !== 'JWT')
-        return `typ ${protectedHeader.typ}`;
-      const { payload } = await jwtVerify(token, publicKey, {
-        algorithms: ['ES256'],
-        audience: 'appstoreconnect-v1',
-        issuer: options.issuerId,
-        currentDate: clock(),
-        requiredClaims: ['iat', 'exp'],
-      });
-      if (payload.exp! - payload.iat! > 20 * 60)
-        return `the token lives ${payload.exp! - payload.iat!} s, more than 20 minutes`;
-      if (payload.iat! > clock().getTime() / 1000 + 60) return 'the token is issued in the future';
-      return undefined;
-    } catch (err) {
-      return (err as Error).message;
-    }
-  }
-
   // ---- HTTP ----
   const server = createServer((req, res) => {
     void handle(req, res).catch((err: unknown) => {
@@ -803,6 +892,7 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
     const method = req.method ?? 'GET';
     const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
     const op = api.operations.find((o) => o.method === method && o.pattern.test(requestUrl.pathname));
+    const account = accountOf(token);
     const recorded: RecordedAscRequest = {
       method,
       path: requestUrl.pathname,
@@ -818,7 +908,8 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
     if (failure === 'HANG') return; // never answered; close() ends it
 
     if (!op) return sendError(res, violation(errors.noPath(`${method} ${requestUrl.pathname}`)));
-    const refusedBecause = failure === 'TOKEN_REFUSED' ? 'refused on request' : await checkToken(token);
+    const refusedBecause =
+      failure === 'TOKEN_REFUSED' ? 'refused on request' : await account.checkToken(token);
     if (refusedBecause !== undefined) {
       authFailures.push(refusedBecause);
       return sendError(res, errors.notAuthorized(), op);
@@ -831,7 +922,7 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
     const { error: bodyError, body } = checkBody(op, req.headers['content-type'], raw);
     if (bodyError) return sendError(res, bodyError, op);
 
-    const handler = handlers[op.operationId];
+    const handler = account.handlers[op.operationId];
     if (!handler)
       return sendError(
         res,
@@ -871,22 +962,38 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
 
   return {
     url,
-    teamId,
-    caPem: forge.pki.certificateToPem(ca.identity.certificate),
     requests,
     violations,
     authFailures,
-    devices,
-    bundleIds,
-    certificates,
-    profiles,
+    accounts,
+    account(keyId) {
+      const found = accounts.find((a) => a.keyId === keyId);
+      if (!found) throw new Error(`the test server has no account of key ${keyId}`);
+      return found;
+    },
+    setDeviceClass(udid, deviceClass) {
+      deviceClasses.set(udid.toUpperCase(), deviceClass);
+    },
     failNext(failure) {
       pendingFailure = failure;
     },
-    revokeKey() {
-      revoked = true;
+    // The first account's, as before there were several.
+    keyId: first.keyId,
+    issuerId: first.issuerId,
+    teamId: first.teamId,
+    caPem: first.caPem,
+    devices: first.devices,
+    bundleIds: first.bundleIds,
+    certificates: first.certificates,
+    profiles: first.profiles,
+    get deviceLimit() {
+      return first.deviceLimit;
     },
-    addDevice,
+    set deviceLimit(value) {
+      first.deviceLimit = value;
+    },
+    revokeKey: () => first.revokeKey(),
+    addDevice: (device) => first.addDevice(device),
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -896,10 +1003,15 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
 
 // ---- helpers -------------------------------------------------------------------------------------
 
-/** Apple counts devices per family; a Mac's UDID is a UUID. */
-function familyOf(udid: string, platform: string): string {
-  return platform === 'MAC_OS' || /^[0-9A-F]{8}-[0-9A-F]{4}-/i.test(udid) ? 'Mac' : 'iPhone';
-}
+/** Apple counts its device limit per family, and names the family in its refusal. */
+const FAMILIES: Record<AscDeviceClass, string> = {
+  IPHONE: 'iPhone',
+  IPAD: 'iPad',
+  IPOD: 'iPod touch',
+  APPLE_TV: 'Apple TV',
+  APPLE_WATCH: 'Apple Watch',
+  MAC: 'Mac',
+};
 
 function readCsr(content: string): forge.pki.CertificateSigningRequest {
   if (content.includes('-----BEGIN')) return forge.pki.certificationRequestFromPem(content);

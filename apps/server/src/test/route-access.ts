@@ -175,6 +175,15 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/admin/devices/:id/retry': { access: 'admin', bodyless: true, example: '/api/admin/devices/999999/retry' },
   'GET /api/admin/identity': { access: 'admin', example: '/api/admin/identity' },
   'GET /api/admin/identity/ca.pem': { access: 'admin', example: '/api/admin/identity/ca.pem' },
+  // The pool of developer accounts (docs/sign-service.md); the suites sign with the dev identity, which has none
+  'GET /api/admin/accounts': { access: 'admin', example: '/api/admin/accounts' },
+  'POST /api/admin/accounts': {
+    access: 'admin',
+    example: { url: '/api/admin/accounts', payload: { key_id: 'KEY7654321', issuer_id: '69a6de70-0000-47e3-e053-5b8c7c11a4d2', private_key: 'not a key' } },
+  },
+  'PATCH /api/admin/accounts/:id': { access: 'admin', example: { url: '/api/admin/accounts/999999', payload: { membership_renews_at: null } } },
+  'POST /api/admin/accounts/:id/disable': { access: 'admin', bodyless: true, example: '/api/admin/accounts/999999/disable' },
+  'POST /api/admin/accounts/:id/enable': { access: 'admin', bodyless: true, example: '/api/admin/accounts/999999/enable' },
 
   // Service
   'GET /api/openapi.json': { access: 'public', example: '/api/openapi.json' },

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
-import { bigserial, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from './accounts.js';
+import { developerAccounts } from './developer-accounts.js';
 
 /**
  * A user's device for the sign service (docs/product.md, Entities and fields, Device). Status follows docs/architecture.md, Data and state machines:
@@ -45,6 +46,11 @@ export const devices = pgTable(
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
     /** When an admin confirmed this Mac (docs/product.md, Validation and confirmations: 'an extra process follows payment'); null otherwise. */
     confirmedAt: timestamp('confirmed_at', { withTimezone: true }),
+    /**
+     * The developer account it is registered on (appleDeviceId is that account's id of it), or
+     * being registered on; null with the dev identity. A user's devices share one account.
+     */
+    accountId: bigint('account_id', { mode: 'number' }).references(() => developerAccounts.id, { onDelete: 'set null' }),
   },
   (t) => [
     index('devices_user_idx').on(t.userId, t.id),
@@ -91,6 +97,8 @@ export const userProfiles = pgTable('user_profiles', {
   udids: jsonb('udids').$type<string[]>().notNull(),
   /** Apple's profile id (App Store Connect); null for a dev identity profile. */
   appleProfileId: text('apple_profile_id'),
+  /** The developer account that made it; null for a dev identity profile. */
+  accountId: bigint('account_id', { mode: 'number' }).references(() => developerAccounts.id, { onDelete: 'set null' }),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
   expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
 });

@@ -23,6 +23,11 @@ export interface BillingServiceDeps {
   provider: BillingProvider;
   devices: Pick<DeviceService, 'findDeviceByIndex' | 'recordRegistrationPayment'>;
   users: Pick<AuthService, 'findUser'>;
+  /**
+   * With a pool of developer accounts: why no account can take a device, asked before its
+   * checkout (modules/identity/account-pool.ts); undefined when one can.
+   */
+  slots?: { paymentRefusal(userId: string, deviceId: number): Promise<string | undefined> } | undefined;
   freeDailyLimit: number;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
@@ -313,6 +318,9 @@ export function createBillingService(deps: BillingServiceDeps) {
     if (!device) throw notFound('This device');
     if (device.status === 'Pending' || device.status === 'Process')
       throw conflict('This device is already being registered.');
+    // Before the checkout, not after: a device no developer account can take is not paid for.
+    const refusal = await deps.slots?.paymentRefusal(userId, device.id);
+    if (refusal) throw new AppError(409, 'NO_FREE_SLOT', refusal);
     return { kind: 'device', index: ask.index, deviceId: device.id };
   }
 

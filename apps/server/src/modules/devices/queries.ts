@@ -233,3 +233,48 @@ export async function registeredDevicesOf(db: Database, userId: string): Promise
 export async function setAppleDeviceId(db: Database, id: number, appleDeviceId: string): Promise<void> {
   await db.update(devices).set({ appleDeviceId }).where(eq(devices.id, id));
 }
+
+// ---- the developer account each device is on (modules/identity/account-pool.ts places them) ----
+
+/** Registered devices on any developer account: what each account holds now. */
+export async function registeredOnAccounts(db: Database): Promise<DeviceRow[]> {
+  return db
+    .select()
+    .from(devices)
+    .where(and(eq(devices.status, 'Registered'), isNotNull(devices.accountId)))
+    .orderBy(asc(devices.id));
+}
+
+/** The owners of Registered devices on these accounts. */
+export async function usersWithDevicesOn(db: Database, accountIds: number[]): Promise<string[]> {
+  if (accountIds.length === 0) return [];
+  const rows = await db
+    .selectDistinct({ userId: devices.userId })
+    .from(devices)
+    .where(and(eq(devices.status, 'Registered'), inArray(devices.accountId, accountIds)))
+    .orderBy(asc(devices.userId));
+  return rows.map((r) => r.userId);
+}
+
+export async function setDeviceAccount(db: Database, id: number, accountId: number | null): Promise<void> {
+  await db.update(devices).set({ accountId }).where(eq(devices.id, id));
+}
+
+/** Devices now on `accountId`, each with Apple's id of it there. */
+export async function moveDevicesTo(db: Database, accountId: number, moved: Array<{ id: number; appleDeviceId: string | null }>): Promise<void> {
+  for (const device of moved) {
+    await db.update(devices).set({ accountId, appleDeviceId: device.appleDeviceId }).where(eq(devices.id, device.id));
+  }
+}
+
+/**
+ * Devices Apple registered before accounts were recorded (one account then): they are on
+ * `accountId`. Returns them.
+ */
+export async function adoptRegisteredDevices(db: Database, accountId: number): Promise<DeviceRow[]> {
+  return db
+    .update(devices)
+    .set({ accountId })
+    .where(and(isNull(devices.accountId), isNotNull(devices.appleDeviceId)))
+    .returning();
+}

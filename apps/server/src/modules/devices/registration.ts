@@ -35,6 +35,8 @@ export const DEFAULT_REGISTRATION_SETTINGS: RegistrationSettings = {
 };
 
 export interface DeviceToRegister {
+  /** The device's row. */
+  id: number;
   userId: string;
   udid: string;
   /** Model identifier ('iPhone15,2', 'Mac14,2'). */
@@ -59,6 +61,11 @@ export interface DeviceRegistrar {
    * new enrollment): the device then waits for an admin's retry instead of retrying by itself.
    */
   needsAPerson?(err: unknown): boolean;
+  /**
+   * Work of the identity's own at the start of every pass: a pool of developer accounts moves the
+   * devices of an account no longer in use (modules/identity/account-pool.ts).
+   */
+  beforePass?(): Promise<void>;
 }
 
 export interface RegistrationDeps {
@@ -83,6 +90,12 @@ const TOKENS_KEPT_MS = 86_400_000;
 /** Apple's device names are short; the account owner reads them in a list. */
 const APPLE_NAME_MAX = 50;
 
+/** The name a device gets on the developer account: whose it is and what it is. */
+export function appleDeviceName(device: { userId: string; deviceName: string | null; product: string }): string {
+  const label = `Sideport ${device.userId} ${device.deviceName ?? device.product}`;
+  return label.length > APPLE_NAME_MAX ? label.slice(0, APPLE_NAME_MAX) : label;
+}
+
 export function createRegistrationService({ db, clock, bus, registrar, log, settings: overrides, metrics = noMetrics }: RegistrationDeps) {
   const settings = { ...DEFAULT_REGISTRATION_SETTINGS, ...overrides };
   const publish = (userId: string) => bus.publish({ kind: 'live', event: { type: 'device' }, userId });
@@ -100,13 +113,13 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
     let appleDeviceId: string | null = null;
     try {
       if (registrar.registerDevice) {
-        const label = `Sideport ${device.userId} ${device.deviceName ?? device.product}`;
         ({ appleDeviceId } = await registrar.registerDevice({
+          id: device.id,
           userId: device.userId,
           udid: device.udid,
           product: device.product,
           platform: device.platform,
-          name: label.length > APPLE_NAME_MAX ? label.slice(0, APPLE_NAME_MAX) : label,
+          name: appleDeviceName(device),
         }));
       }
     } catch (err) {
@@ -132,6 +145,8 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
 
   async function pass(): Promise<PassOutcome> {
     const outcome: PassOutcome = { registered: 0, failed: 0, awaitingConfirmation: 0, expired: 0 };
+    // Its failure (Apple unreachable) does not stop the registrations that follow.
+    await registrar.beforePass?.().catch((err: unknown) => log.warn({ err }, 'the signing identity could not prepare a registration pass'));
     const expiredOwners = await q.expireDevices(db, clock());
     outcome.expired = expiredOwners.length;
     if (outcome.expired) metrics.registration('expired', outcome.expired);

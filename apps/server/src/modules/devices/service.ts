@@ -33,7 +33,34 @@ export interface RegisteredDevice {
   registeredAt: Date | null;
   /** Apple's id of it on the developer account; null until the account learns of it. */
   appleDeviceId: string | null;
+  /** The developer account it is on (modules/identity/account-pool.ts); null with the dev identity. */
+  accountId: number | null;
 }
+
+/** A device as the pool of developer accounts places it: its family's model, status and account. */
+export interface PlacedDevice {
+  id: number;
+  userId: string;
+  udid: string;
+  product: string;
+  platform: q.DeviceRow['platform'];
+  status: DeviceStatus;
+  deviceName: string | null;
+  accountId: number | null;
+  appleDeviceId: string | null;
+}
+
+const placed = (row: q.DeviceRow): PlacedDevice => ({
+  id: row.id,
+  userId: row.userId,
+  udid: row.udid,
+  product: row.product,
+  platform: row.platform,
+  status: row.status,
+  deviceName: row.deviceName,
+  accountId: row.accountId,
+  appleDeviceId: row.appleDeviceId,
+});
 
 /**
  * The part of the devices domain that billing, the account page and the signing identity need: the
@@ -66,7 +93,40 @@ export function createDeviceService({ db, bus }: DeviceServiceDeps) {
         platform: row.platform,
         registeredAt: row.registeredAt,
         appleDeviceId: row.appleDeviceId,
+        accountId: row.accountId,
       }));
+    },
+
+    // What the pool of developer accounts (modules/identity/account-pool.ts) reads and moves. Each
+    // takes the caller's transaction (`tx`): the pool decides and records a placement in one.
+
+    /** Every device of a user, in list order. */
+    async placementOf(userId: string, tx: Database = db): Promise<PlacedDevice[]> {
+      return (await q.listDevicesOf(tx, userId)).map(placed);
+    },
+
+    /** Registered devices on any developer account. */
+    async registeredOnAccounts(tx: Database = db): Promise<PlacedDevice[]> {
+      return (await q.registeredOnAccounts(tx)).map(placed);
+    },
+
+    /** Who has Registered devices on these accounts. */
+    usersWithDevicesOn: (accountIds: number[], tx: Database = db) => q.usersWithDevicesOn(tx, accountIds),
+
+    /** The account a device is being registered on (or none again, when Apple refused it). */
+    setDeviceAccount: (deviceId: number, accountId: number | null, tx: Database = db) =>
+      q.setDeviceAccount(tx, deviceId, accountId),
+
+    /** Devices re-registered on another account, with Apple's id of each there. */
+    moveDevicesTo: (
+      accountId: number,
+      moved: Array<{ id: number; appleDeviceId: string | null }>,
+      tx: Database = db,
+    ) => q.moveDevicesTo(tx, accountId, moved),
+
+    /** Devices Apple registered before accounts were recorded are on this (the first) account. */
+    async adoptRegisteredDevices(accountId: number, tx: Database = db): Promise<PlacedDevice[]> {
+      return (await q.adoptRegisteredDevices(tx, accountId)).map(placed);
     },
 
     /** Apple's id of a device registered before the developer account was configured. */

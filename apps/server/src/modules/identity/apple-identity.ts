@@ -31,8 +31,13 @@ export interface AppleIdentityDeps {
   asc: AscClient;
   /** The users' Registered devices, and where Apple's id of one is kept once learnt. */
   devices: Pick<DeviceService, 'registeredDevices' | 'setAppleDeviceId'>;
-  /** ASC_KEY_ID, for the description. */
+  /** The account's key id, for the description. */
   keyId: string;
+  /**
+   * Where the certificate Sideport had Apple issue is kept (q.createdIdentitySetting): each account
+   * of a pool has its own. The first account's by default.
+   */
+  identitySetting?: string;
   /** SIGN_P12 and its password; without it a certificate is made through the API. */
   p12?: { bytes: Buffer; password: string } | undefined;
   log: { info(obj: object, msg: string): void };
@@ -80,8 +85,9 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
     return { id: onAccount.id, source: { p12: p12!.bytes, password: p12!.password }, certPem: operatorPem! };
   }
 
+  const identitySetting = deps.identitySetting ?? q.createdIdentitySetting();
   const readCreated = async (tx: Database): Promise<CreatedIdentity | undefined> => {
-    const sealed = await q.findCreatedIdentity(tx);
+    const sealed = await q.findCreatedIdentity(tx, identitySetting);
     return sealed === undefined ? undefined : (JSON.parse(secrets.open(sealed, CREATED_IDENTITY_PURPOSE).toString('utf8')) as CreatedIdentity);
   };
 
@@ -102,8 +108,8 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
       }
       const made = await asc.createDistributionCertificate({ commonName: 'Sideport' });
       const identity: CreatedIdentity = { certificateId: made.certificate.id, certPem: made.certificatePem, keyPem: made.privateKeyPem };
-      await q.saveCreatedIdentity(tx, secrets.seal(JSON.stringify(identity), CREATED_IDENTITY_PURPOSE));
-      deps.log.info({ certificateId: made.certificate.id }, 'made a distribution certificate through App Store Connect');
+      await q.saveCreatedIdentity(tx, secrets.seal(JSON.stringify(identity), CREATED_IDENTITY_PURPOSE), identitySetting);
+      deps.log.info({ certificateId: made.certificate.id, keyId: deps.keyId }, 'made a distribution certificate through App Store Connect');
       return { id: identity.certificateId, source: { certPem: identity.certPem, keyPem: identity.keyPem }, certPem: identity.certPem };
     });
   }

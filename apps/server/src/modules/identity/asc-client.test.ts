@@ -397,6 +397,21 @@ describe('Apple’s errors', () => {
     expect(server.devices).toHaveLength(1);
   });
 
+  it('device limit of a family Apple names in two words, counted apart from the others', async () => {
+    await start({ deviceLimit: 1 });
+    server.setDeviceClass(IPAD, 'APPLE_TV');
+    server.setDeviceClass(OLD_IPHONE, 'APPLE_TV');
+    const asc = client();
+    await asc.registerDevice({ name: 'Phone', udid: IPHONE, platform: 'IOS' });
+    await asc.registerDevice({ name: 'Living room', udid: IPAD, platform: 'IOS' });
+    const err = await failure(asc.registerDevice({ name: 'Bedroom', udid: OLD_IPHONE, platform: 'IOS' }));
+    expect(err).toMatchObject({ kind: 'DEVICE_LIMIT', apple: { status: 403 } });
+    expect(err.message).toMatch(
+      /maximum number of registered Apple TV devices\."\)\. Removed devices still count/,
+    );
+    expect(server.devices.map((d) => d.deviceClass)).toEqual(['IPHONE', 'APPLE_TV']);
+  });
+
   it('invalid UDID', async () => {
     await start();
     const err = await failure(client().registerDevice({ name: 'Odd', udid: 'not-a-udid', platform: 'IOS' }));

@@ -196,7 +196,8 @@ function appleError(status: number, body: unknown, keyId: string): AscError {
       apple,
     );
   }
-  if (status === 403 && /maximum number of (registered )?\w*\s*devices/i.test(detail)) {
+  // Apple names the family: 'iPhone', 'iPad', but also 'Apple TV' and 'Apple Watch', in two words.
+  if (status === 403 && /maximum number of (registered )?[\w ]*devices/i.test(detail)) {
     return new AscError(
       'DEVICE_LIMIT',
       `The Apple developer account has reached its device limit for this membership year (${said}). ` +

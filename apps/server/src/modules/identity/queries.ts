@@ -22,16 +22,30 @@ const CREATED_IDENTITY_SETTING = 'apple_signing_identity';
 // pg_advisory_xact_lock key: one process at a time makes the certificate (Apple allows only a few).
 const CREATE_LOCK_KEY = 0x5349_4750; // 'SIGP'
 
+/**
+ * The setting that keeps the certificate of a developer account of the pool (its row's id, which a
+ * new key of the same team keeps); the first account's is the one it always was.
+ */
+export const createdIdentitySetting = (accountId?: number) =>
+  accountId === undefined ? CREATED_IDENTITY_SETTING : `${CREATED_IDENTITY_SETTING}:account-${accountId}`;
+
 /** The certificate and key as stored (sealed with SECRET_KEY); undefined until one was made. */
-export async function findCreatedIdentity(db: Database): Promise<string | undefined> {
-  const [row] = await db.select().from(settings).where(eq(settings.key, CREATED_IDENTITY_SETTING));
+export async function findCreatedIdentity(
+  db: Database,
+  key = CREATED_IDENTITY_SETTING,
+): Promise<string | undefined> {
+  const [row] = await db.select().from(settings).where(eq(settings.key, key));
   return row?.value;
 }
 
-export async function saveCreatedIdentity(db: Database, sealed: string): Promise<void> {
+export async function saveCreatedIdentity(
+  db: Database,
+  sealed: string,
+  key = CREATED_IDENTITY_SETTING,
+): Promise<void> {
   await db
     .insert(settings)
-    .values({ key: CREATED_IDENTITY_SETTING, value: sealed })
+    .values({ key, value: sealed })
     .onConflictDoUpdate({ target: settings.key, set: { value: sealed } });
 }
 

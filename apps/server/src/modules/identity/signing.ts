@@ -4,6 +4,7 @@ import type { Database } from '../../db/client.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import { settingOrCreate } from '../../platform/settings.js';
 import type { DeviceRegistrar } from '../devices/registration.js';
+import type { AccountPool } from './account-pool.js';
 import type { DeviceService } from '../devices/service.js';
 import { canonicalUdid } from '../devices/udid.js';
 import { createDevIdentity, createDevProfile, devIdentitySource, DEV_IDENTITY_LABEL, type DevIdentity } from './dev-identity.js';
@@ -96,9 +97,15 @@ export function createDevIdentityProvider(deps: { db: Database; secrets: SecretB
 export interface SigningServiceDeps {
   db: Database;
   clock: () => Date;
+  /** The identity in use: the dev identity, or the first account of the pool. */
   identity: SigningIdentityProvider;
   /** Whose Registered devices a profile lists. */
   devices: Pick<DeviceService, 'registeredDevices'>;
+  /**
+   * With several developer accounts (account-pool.ts): the one a user's devices are on signs for
+   * them, and a profile another account made is deleted there.
+   */
+  pool?: Pick<AccountPool, 'identityOf' | 'providerOf'> | undefined;
 }
 
 /**
@@ -106,17 +113,23 @@ export interface SigningServiceDeps {
  * user's Registered devices and has not expired; otherwise a new one is made (profiles cannot be
  * edited) and the old one dropped.
  */
-export function createSigningService({ db, clock, identity, devices }: SigningServiceDeps) {
+export function createSigningService({ db, clock, identity: defaultIdentity, devices, pool }: SigningServiceDeps) {
   // One profile made at a time per user in this process: two sign jobs of a user need only one.
   const making = new Map<string, Promise<SigningMaterial | undefined>>();
 
   async function materialFor(userId: string): Promise<SigningMaterial | undefined> {
-    const registered = await devices.registeredDevices(userId);
+    const placed = pool ? await pool.identityOf(userId) : undefined;
+    if (pool && !placed) return undefined;
+    const identity = placed?.provider ?? defaultIdentity;
+    const accountId = placed?.accountId ?? null;
+    // The devices of the account that signs: a user's devices share one (a move is one commit).
+    const registered = (await devices.registeredDevices(userId)).filter((d) => !placed || d.accountId === accountId);
     if (registered.length === 0) return undefined;
     const udids = [...new Set(registered.map((d) => canonicalUdid(d.udid)))].sort();
     const stored = await q.findUserProfile(db, userId);
     const isCurrent =
       stored !== undefined &&
+      stored.accountId === accountId &&
       stored.expiresAt.getTime() > clock().getTime() + 86_400_000 &&
       stored.udids.length === udids.length &&
       stored.udids.every((udid, i) => udid === udids[i]);
@@ -136,10 +149,15 @@ export function createSigningService({ db, clock, identity, devices }: SigningSe
       uuid: made.uuid,
       udids,
       appleProfileId: made.appleProfileId ?? null,
+      accountId,
       createdAt: clock(),
       expiresAt: made.expiresAt,
     });
-    if (stored?.appleProfileId && identity.dropProfile) await identity.dropProfile(stored.appleProfileId).catch(() => {});
+    if (stored?.appleProfileId) {
+      // Deleted where it was made: another account's, when the user's devices moved.
+      const maker = stored.accountId === accountId ? identity : await pool?.providerOf(stored.accountId ?? 0);
+      await maker?.dropProfile?.(stored.appleProfileId).catch(() => {});
+    }
     return { identity: await identity.source(), profile: made.bytes, profileUuid: made.uuid, udids, identityKind: identity.kind };
   }
 
@@ -154,16 +172,16 @@ export function createSigningService({ db, clock, identity, devices }: SigningSe
       return pending;
     },
 
-    identityInfo: () => ({ kind: identity.kind, description: identity.description }),
+    identityInfo: () => ({ kind: defaultIdentity.kind, description: defaultIdentity.description }),
 
     /** identityInfo and the certificate in use, for the admin console. */
     async identityDetails(): Promise<IdentityDetails> {
-      return identity.details ? identity.details() : { teamId: null, certificateName: null, certificateExpiresAt: null };
+      return defaultIdentity.details ? defaultIdentity.details() : { teamId: null, certificateName: null, certificateExpiresAt: null };
     },
 
     /** The dev identity's CA certificate (PEM), which checks its signatures; undefined for Apple's. */
     async identityCaPem(): Promise<string | undefined> {
-      return identity.caCertificatePem ? identity.caCertificatePem() : undefined;
+      return defaultIdentity.caCertificatePem ? defaultIdentity.caCertificatePem() : undefined;
     },
 
     /** The user's Registered devices and when each became so (check-sign compares an artifact with them). */

@@ -1,5 +1,5 @@
 import type { SignType } from '@sideport/contracts';
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
 import { signRequests, type SignJobState, type SignSource } from '../../db/schema/index.js';
 import { leasedTable, type AttemptOutcome } from '../../platform/lease-queue.js';
@@ -213,6 +213,35 @@ export async function deleteSignsOfVersion(db: Database, appId: number, appVerId
         eq(signRequests.source, 'version'),
         eq(signRequests.appId, appId),
         eq(signRequests.appVerId, appVerId),
+      ),
+    )
+    .returning();
+}
+
+/** Every Done sign of these users, not under way, back to the queue (Pending): their artifacts are stale. */
+export async function requeueDoneSignsOf(
+  tx: Database,
+  userIds: readonly string[],
+  now: Date,
+): Promise<SignRow[]> {
+  if (userIds.length === 0) return [];
+  return tx
+    .update(signRequests)
+    .set({
+      status: 'Pending',
+      state: 'queued',
+      attempts: 0,
+      failures: 0,
+      lostLeases: 0,
+      lastReason: null,
+      requestedAt: now,
+      updatedAt: now,
+    })
+    .where(
+      and(
+        inArray(signRequests.userId, [...userIds]),
+        eq(signRequests.status, 'Done'),
+        eq(signRequests.state, 'idle'),
       ),
     )
     .returning();

@@ -1,6 +1,7 @@
 import Tab from 'react-bootstrap/Tab';
 import Tabs from 'react-bootstrap/Tabs';
 import { usePageTitle } from '../../lib/page-title';
+import { AccountsPanel } from './accounts-panel';
 import { AgentsPanel } from './agents-panel';
 import { AuditPanel } from './audit-panel';
 import { DevicesPanel } from './devices-panel';
@@ -9,7 +10,8 @@ import { SetupPanel } from './setup-panel';
 
 /**
  * /admin (grade above 0; the server checks every call): the setup checklist it opens on, agents,
- * the queue, devices waiting for registration with the signing identity, and the audit log.
+ * the queue, devices waiting for registration with the signing identity, the developer accounts
+ * devices are registered on, and the audit log.
  */
 export function AdminPage() {
   usePageTitle('Admin');
@@ -30,6 +32,9 @@ export function AdminPage() {
         </Tab>
         <Tab eventKey="devices" title="Devices">
           <DevicesPanel />
+        </Tab>
+        <Tab eventKey="accounts" title="Accounts">
+          <AccountsPanel />
         </Tab>
         <Tab eventKey="audit" title="Audit log">
           <AuditPanel />

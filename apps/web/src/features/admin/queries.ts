@@ -4,6 +4,7 @@ import {
   adminQueuePage,
   agentSummaries,
   auditPage,
+  developerAccounts,
   setupChecklist,
   signingIdentityInfo,
 } from '@sideport/contracts';
@@ -23,6 +24,7 @@ export const adminKeys = {
   audit: ['admin', 'audit'] as const,
   devices: ['admin', 'devices'] as const,
   identity: ['admin', 'identity'] as const,
+  accounts: ['admin', 'accounts'] as const,
   setup: ['admin', 'setup'] as const,
   setupLink: (token: string) => ['setup-link', token] as const,
 };
@@ -77,6 +79,17 @@ export const identityQuery = queryOptions({
   queryKey: adminKeys.identity,
   queryFn: async () => signingIdentityInfo.parse(await api<unknown>('/api/admin/identity')),
   retry: false,
+});
+
+/**
+ * The pool of Apple developer accounts: each one's slots per device family and membership renewal.
+ * Registrations move the counts and nothing publishes them, so this asks again now and then.
+ */
+export const accountsQuery = queryOptions({
+  queryKey: adminKeys.accounts,
+  queryFn: async () => developerAccounts.parse(await api<unknown>('/api/admin/accounts')),
+  retry: false,
+  refetchInterval: 15_000,
 });
 
 /** Times in the viewer's zone, to the minute. */

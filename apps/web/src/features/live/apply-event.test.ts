@@ -209,15 +209,17 @@ describe('sign and device events', () => {
     expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])![0]!.normal_sign).toBe('Pending');
   });
 
-  it("refetches the account (its devices) and an admin's devices waiting on a device event", () => {
+  it("refetches the account (its devices), an admin's devices waiting and the developer accounts on a device event", () => {
     const client = clientWith([
       [['info'], { Id: 'x' }],
       [['admin', 'devices'], []],
+      [['admin', 'accounts'], []],
       [['admin', 'queue'], []],
     ]);
     applyLiveEvent(client, { type: 'device' });
     expect(isStale(client, ['info'])).toBe(true);
     expect(isStale(client, ['admin', 'devices'])).toBe(true);
+    expect(isStale(client, ['admin', 'accounts'])).toBe(true);
     expect(isStale(client, ['admin', 'queue'])).toBe(false);
   });
 });

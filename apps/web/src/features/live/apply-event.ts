@@ -135,9 +135,11 @@ export function applyLiveEvent(queryClient: QueryClient, event: LiveEvent) {
   if (event.type === 'version') applyVersionEvent(queryClient, event);
   else if (event.type === 'sign') applySignEvent(queryClient, event);
   else {
-    // A device changed: the user's own list, and for an admin the devices waiting.
+    // A device changed: the user's own list, and for an admin the devices waiting and the
+    // developer accounts' slots (a registration, or a move to another account).
     void queryClient.invalidateQueries({ queryKey: accountKeys.info });
     void queryClient.invalidateQueries({ queryKey: adminKeys.devices });
+    void queryClient.invalidateQueries({ queryKey: adminKeys.accounts });
   }
 }
 
