@@ -151,7 +151,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(authRoutes, { auth, setup, navigation, guards, secureCookies: isHttps });
   // The catalogue tells the decrypt domain, then the sign service, of admin deletes; both exist after it.
   const afterRemoved: Array<DecryptService['afterRemoved'] | SignService['afterRemoved']> = [];
-  const { bus, files, catalog, jobs, agents, secrets, devices, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes } =
+  const { bus, files, catalog, jobs, agents, secrets, devices, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes, resign, recovery } =
     await createCoreServices({
       config,
       database,
@@ -215,6 +215,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     urls,
     secrets,
     signing,
+    recovery,
     cache: signCache,
     signable: (appId, appVerId) => decrypt.signable(appId, appVerId),
     settings: {
@@ -222,6 +223,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
       hasDylibs: { iap: config.SIGN_DYLIBS_IAP.length > 0, igg: config.SIGN_DYLIBS_IGG.length > 0 },
       featherIpa: config.FEATHER_IPA,
       featherWaitMs: FEATHER_WAIT_MS,
+      renewBeforeMs: config.RENEW_BEFORE_DAYS * 86_400_000,
     },
     log: app.log,
   });
@@ -274,6 +276,11 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     const stopSweep = fileSweep.start(config.ORPHAN_SWEEP_MINUTES * 60_000);
     app.addHook('onClose', stopSweep);
   }
+  // Revoked or expiring certificates and profiles are replaced, and what they signed signed again (docs/sign-service.md).
+  if (config.RECOVERY_CHECK_MINUTES > 0) {
+    const stopRecovery = recovery.start(config.RECOVERY_CHECK_MINUTES * 60_000);
+    app.addHook('onClose', stopRecovery);
+  }
   // Every process registers paid devices and expires old ones; the claim query skips rows another takes.
   if (config.REGISTRATION_INTERVAL_SECONDS > 0) {
     const stopRegistration = registration.start(config.REGISTRATION_INTERVAL_SECONDS * 1000);
@@ -313,7 +320,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   return {
     app,
     routes,
-    services: { auth, setup, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration, sign, signWorkers, fileSweep },
+    services: { auth, setup, catalog, billing, devices, decrypt, jobs, agents, bus, files, secrets, signing, enrollment, registration, sign, signWorkers, fileSweep, resign, recovery },
   };
 }
 

@@ -279,6 +279,8 @@ program
     }, 5000);
     const stopFileSweep =
       config.ORPHAN_SWEEP_MINUTES > 0 ? services.fileSweep.start(config.ORPHAN_SWEEP_MINUTES * 60_000) : undefined;
+    const stopRecovery =
+      config.RECOVERY_CHECK_MINUTES > 0 ? services.recovery.start(config.RECOVERY_CHECK_MINUTES * 60_000) : undefined;
     log.info(
       { workers: count, database: database.description, storage: services.files.description, metrics: served?.url ?? null },
       `Sign worker started: ${count} at once, ${database.description}, storage ${services.files.description}` +
@@ -291,6 +293,7 @@ program
     log.info({ signal }, 'Stopping: signs under way go back to the queue.');
     clearInterval(sweeper);
     await stopFileSweep?.();
+    await stopRecovery?.();
     await services.signWorkers.stop();
     await served?.close();
     await services.bus.close();

@@ -14,6 +14,7 @@ import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platfo
 import { createDeviceService, type DeviceService } from './modules/devices/service.js';
 import { createAppleIdentityProvider } from './modules/identity/apple-identity.js';
 import { createAscClient } from './modules/identity/asc-client.js';
+import { createCertificateRegistry } from './modules/identity/certificates.js';
 import {
   createDevIdentityProvider,
   createSigningService,
@@ -22,6 +23,8 @@ import {
 import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
 import { createSignWorkers } from './modules/sign/worker.js';
+import { createRecovery } from './modules/sign/recovery.js';
+import { createResignService } from './modules/sign/resign.js';
 import { createFileSweep } from './modules/files/sweep.js';
 import { noMetrics, type ServiceMetrics } from './modules/metrics/registry.js';
 
@@ -93,8 +96,18 @@ export async function createCoreServices({ config, database, clock, log, onRemov
   });
   const secrets = createSecretBox(config.SECRET_KEY ?? (await loadOrCreateSecretKey(config.DATA_DIR)));
   const devices = createDeviceService({ db, bus });
+  const renewBeforeMs = config.RENEW_BEFORE_DAYS * 86_400_000;
   const signingIdentity = createSigningIdentity({ config, db, secrets, clock, devices, log });
-  const signing = createSigningService({ db, clock, identity: signingIdentity, devices });
+  const certificates = createCertificateRegistry({
+    db,
+    clock,
+    settings: { ocspUrl: config.OCSP_URL, cacheMinutes: config.OCSP_CACHE_MINUTES },
+    log,
+  });
+  const signing = createSigningService({ db, clock, identity: signingIdentity, devices, certificates, renewBeforeMs });
+  // Re-signs in the background, and the recovery pass that asks for them (started by the caller, as the sweep is).
+  const resign = createResignService({ db, clock, bus, audit: catalog.audit });
+  const recovery = createRecovery({ db, databaseKind: database.kind, clock, signing, resign, audit: catalog.audit, renewBeforeMs, log });
   // Made here, started by the caller: the server runs SIGN_WORKERS of them, `sideport worker` its own count.
   const signWorkers = createSignWorkers({
     db,
@@ -102,6 +115,7 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     bus,
     files,
     signing,
+    recovery,
     cache: signCache,
     run: runInSignProcess,
     settings: {
@@ -127,7 +141,23 @@ export async function createCoreServices({ config, database, clock, log, onRemov
     minAgeMs: config.ORPHAN_MIN_AGE_MINUTES * 60_000,
     log,
   });
-  return { bus, files, catalog, jobs, agents, secrets, devices, signing, signingIdentity, signCache, signWorkers, fileSweep, itunes };
+  return {
+    bus,
+    files,
+    catalog,
+    jobs,
+    agents,
+    secrets,
+    devices,
+    signing,
+    signingIdentity,
+    signCache,
+    signWorkers,
+    fileSweep,
+    itunes,
+    resign,
+    recovery,
+  };
 }
 
 /**
@@ -144,7 +174,7 @@ function createSigningIdentity(deps: {
 }): SigningIdentityProvider {
   const { config, db, secrets, clock, devices, log } = deps;
   if (config.ASC_KEY_ID === undefined || config.ASC_ISSUER_ID === undefined || config.ASC_PRIVATE_KEY === undefined) {
-    return createDevIdentityProvider({ db, secrets, clock });
+    return createDevIdentityProvider({ db, secrets, clock, renewBeforeMs: config.RENEW_BEFORE_DAYS * 86_400_000 });
   }
   const asc = createAscClient({
     key: { keyId: config.ASC_KEY_ID, issuerId: config.ASC_ISSUER_ID, privateKeyPem: config.ASC_PRIVATE_KEY },

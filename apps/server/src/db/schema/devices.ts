@@ -91,6 +91,8 @@ export const userProfiles = pgTable('user_profiles', {
   udids: jsonb('udids').$type<string[]>().notNull(),
   /** Apple's profile id (App Store Connect); null for a dev identity profile. */
   appleProfileId: text('apple_profile_id'),
+  /** SHA-256 (hex) of the certificate it names: a profile of a replaced certificate is made again. */
+  certificateFingerprint: text('certificate_fingerprint'),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
   expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
 });

@@ -4,3 +4,4 @@ export * from './billing.js';
 export * from './devices.js';
 export * from './decrypt.js';
 export * from './sign.js';
+export * from './identity.js';

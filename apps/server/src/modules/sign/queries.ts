@@ -1,6 +1,6 @@
 import type { SignType } from '@sideport/contracts';
-import { and, eq, inArray, sql } from 'drizzle-orm';
-import type { Database } from '../../db/client.js';
+import { and, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import { queryRows, type Database } from '../../db/client.js';
 import { signRequests, type SignSource } from '../../db/schema/index.js';
 
 export type SignRow = typeof signRequests.$inferSelect;
@@ -77,6 +77,7 @@ export async function signsOfVersions(db: Database, userId: string, appVerIds: n
       appVerId: signRequests.appVerId,
       signType: signRequests.signType,
       status: signRequests.status,
+      resigning: signRequests.resigning,
     })
     .from(signRequests)
     .where(
@@ -92,7 +93,8 @@ export async function signsOfVersions(db: Database, userId: string, appVerIds: n
  * Takes the next sign for `worker` in one statement: the oldest queued one, or one whose worker
  * let its lease run out, when that lost lease is not its last (`maxLostLeases`; giveUpExpired
  * takes those). The lost lease is counted (apart from failures) and said in the reason; the row
- * becomes Process under a new lease and attempt.
+ * becomes Process under a new lease and attempt. Signs people asked for come before re-signs of
+ * recovery, which go most recently used first.
  */
 export async function claimNextSign(
   db: Database,
@@ -103,7 +105,7 @@ export async function claimNextSign(
     select id from ${signRequests}
     where state = 'queued'
        or (state = 'leased' and lease_expires_at < ${now} and lost_leases + 1 < ${claim.maxLostLeases})
-    order by requested_at, id
+    order by resigning, case when resigning then coalesce(last_used_at, signed_at) end desc nulls last, requested_at, id
     limit 1
     for update skip locked)`;
   // The right-hand sides read the row as it was: `state = 'leased'` means its lease ran out.
@@ -156,6 +158,12 @@ export async function commitArtifact(
     | 'sizeBytes'
     | 'sourceTag'
     | 'updatedAt'
+    | 'certFingerprint'
+    | 'certNotBefore'
+    | 'certNotAfter'
+    | 'profileUuid'
+    | 'profileExpiresAt'
+    | 'profileCertificates'
   >,
 ): Promise<{ row: SignRow; previousKey: string | null } | undefined> {
   const [previous] = await tx
@@ -166,7 +174,7 @@ export async function commitArtifact(
   if (!previous) return undefined;
   const [row] = await tx
     .update(signRequests)
-    .set({ ...artifact, status: 'Done', state: 'idle', worker: null, leaseExpiresAt: null, lastReason: null })
+    .set({ ...artifact, status: 'Done', state: 'idle', worker: null, leaseExpiresAt: null, lastReason: null, resigning: false })
     .where(eq(signRequests.id, lease.id))
     .returning();
   return { row: row!, previousKey: previous.fileKey };
@@ -193,6 +201,8 @@ export async function endAttempt(
       leaseExpiresAt: null,
       failures: sql`${signRequests.failures} + 1`,
       lastReason: outcome.reason,
+      // A re-sign given up is shown as what remains: the earlier artifact (its preflight says why not) or nothing.
+      ...(outcome.final ? { resigning: false } : {}),
       updatedAt: outcome.now,
     })
     .where(held(lease))
@@ -234,6 +244,7 @@ export async function giveUpExpired(
       leaseExpiresAt: null,
       lostLeases: sql`${signRequests.lostLeases} + 1`,
       lastReason: sql`${cause} || ': given up after ' || (${signRequests.lostLeases} + 1) || ' lost leases.'`,
+      resigning: false,
       updatedAt: now,
     })
     .where(
@@ -258,4 +269,82 @@ export async function deleteSignsOfVersion(db: Database, appId: number, appVerId
       ),
     )
     .returning();
+}
+
+/** An artifact was installed or downloaded: recovery re-signs the most recently used first. */
+export async function markUsed(db: Database, id: number, at: Date) {
+  await db.update(signRequests).set({ lastUsedAt: at }).where(eq(signRequests.id, id));
+}
+
+/** Which artifacts recovery re-signs: every condition given must hold. */
+export interface ResignFilter {
+  userIds?: readonly string[];
+  /** Signed with one of these certificates. */
+  certificateFingerprints?: readonly string[];
+  /** Or signed before certificates were recorded (no fingerprint). */
+  includeUntracked?: boolean;
+  /** Whose profile expires before this. */
+  profileExpiringBefore?: Date;
+}
+
+/**
+ * Queues a re-sign of every artifact `filter` names: Done ones at rest whose last sign did not fail
+ * (a failed re-sign is not tried again and again; its owner's new sign is). One statement, so any
+ * number of processes queue each artifact once: a row already queued or signing is not at rest.
+ */
+export async function queueResigns(tx: Database, filter: ResignFilter, now: Date): Promise<SignRow[]> {
+  const conditions: SQL[] = [isNotNull(signRequests.fileKey), eq(signRequests.state, 'idle'), isNull(signRequests.lastReason)];
+  if (filter.userIds) conditions.push(inArray(signRequests.userId, [...filter.userIds]));
+  if (filter.certificateFingerprints || filter.includeUntracked) {
+    const fingerprints = filter.certificateFingerprints ?? [];
+    conditions.push(
+      or(
+        fingerprints.length ? inArray(signRequests.certFingerprint, [...fingerprints]) : sql`false`,
+        filter.includeUntracked ? isNull(signRequests.certFingerprint) : sql`false`,
+      )!,
+    );
+  }
+  if (filter.profileExpiringBefore) conditions.push(lt(signRequests.profileExpiresAt, filter.profileExpiringBefore));
+  return tx
+    .update(signRequests)
+    .set({
+      state: 'queued',
+      status: 'Pending',
+      resigning: true,
+      attempts: 0,
+      failures: 0,
+      lostLeases: 0,
+      requestedAt: now,
+      updatedAt: now,
+    })
+    .where(and(...conditions))
+    .returning();
+}
+
+/** The certificates the stored artifacts were signed with, and whether any predate their recording. */
+export async function artifactCertificates(db: Database): Promise<{ fingerprints: string[]; untracked: boolean }> {
+  const rows = await queryRows<{ fingerprint: string | null }>(
+    db,
+    sql`select distinct cert_fingerprint as fingerprint from ${signRequests} where file_key is not null`,
+  );
+  return {
+    fingerprints: rows.flatMap((r) => (r.fingerprint === null ? [] : [r.fingerprint])),
+    untracked: rows.some((r) => r.fingerprint === null),
+  };
+}
+
+// pg_try_advisory_xact_lock key: one process at a time runs a recovery pass.
+const RECOVERY_LOCK_KEY = 0x5352_4356; // 'SRCV'
+
+/**
+ * Runs `work` while this process holds the recovery lock, or not at all (undefined) when another
+ * process does: the lock belongs to a transaction left open while `work` runs on other
+ * connections, so a process that dies mid-pass lets go of it with its connection. PostgreSQL
+ * only: PGlite serves one process, whose single connection would wait on the open transaction.
+ */
+export async function whileRecoveryLocked<T>(db: Database, work: () => Promise<T>): Promise<T | undefined> {
+  return db.transaction(async (tx) => {
+    const [row] = await queryRows<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${RECOVERY_LOCK_KEY}) as locked`);
+    return row?.locked ? work() : undefined;
+  });
 }
