@@ -547,7 +547,10 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
         return errors.attributeInvalid('/data/attributes/csrContent', 'The provided CSR is invalid.');
       }
       const now = clock();
-      const issued = ca.issue(csr, now, attributes.certificateType, { ocspUrl, caIssuersUrl: `${url}${WWDR_PATH}` });
+      const issued = ca.issue(csr, now, attributes.certificateType, {
+        ocspUrl,
+        caIssuersUrl: `${url}${WWDR_PATH}`,
+      });
       const certificate: AscServerCertificate = {
         id: newId(),
         certificateType: attributes.certificateType,
@@ -810,7 +813,9 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
       if (at < 0) throw new Error(`no certificate ${id} on the account`);
       const [revoked] = certificates.splice(at, 1);
       for (const p of profiles) if (p.certificateIds.includes(id)) invalidProfiles.add(p.id);
-      return forge.pki.certificateToPem(forge.pki.certificateFromAsn1(forge.asn1.fromDer(revoked!.der.toString('binary'))));
+      return forge.pki.certificateToPem(
+        forge.pki.certificateFromAsn1(forge.asn1.fromDer(revoked!.der.toString('binary'))),
+      );
     },
   };
 
@@ -826,7 +831,8 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method === 'GET' && req.url === WWDR_PATH) return void res.writeHead(200, { 'content-type': 'application/pkix-cert' }).end(ca.der);
+    if (req.method === 'GET' && req.url === WWDR_PATH)
+      return void res.writeHead(200, { 'content-type': 'application/pkix-cert' }).end(ca.der);
     const raw = await readBody(req);
     const requestUrl = new URL(req.url ?? '/', url);
     const method = req.method ?? 'GET';
@@ -1016,7 +1022,10 @@ function authorityInfoAccess(access: { ocspUrl?: string | undefined; caIssuersUr
     ...(access.ocspUrl ? [description('1.3.6.1.5.5.7.48.1', access.ocspUrl)] : []),
     description('1.3.6.1.5.5.7.48.2', access.caIssuersUrl),
   ];
-  return { id: '1.3.6.1.5.5.7.1.1', value: asn1.toDer(asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, descriptions)).getBytes() };
+  return {
+    id: '1.3.6.1.5.5.7.1.1',
+    value: asn1.toDer(asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, descriptions)).getBytes(),
+  };
 }
 
 function ajvText(validate: ValidateFunction): string {

@@ -46,7 +46,8 @@ export function createDevIdentity(options: DevIdentityOptions & { teamId?: strin
   const random = options.random ?? randomBytes;
   const years = options.validYears ?? 10;
   const now = clock();
-  const teamId = options.teamId ?? [...random(10)].map((byte) => TEAM_ALPHABET[byte % TEAM_ALPHABET.length]).join('');
+  const teamId =
+    options.teamId ?? [...random(10)].map((byte) => TEAM_ALPHABET[byte % TEAM_ALPHABET.length]).join('');
   const teamName = DEV_IDENTITY_LABEL;
 
   const caKeys = generateRsaKeyPair();
@@ -63,7 +64,12 @@ export function createDevIdentity(options: DevIdentityOptions & { teamId?: strin
   ]);
   ca.sign(caKeys.privateKey, forge.md.sha256.create());
 
-  const authority = { teamId, teamName, caCertPem: forge.pki.certificateToPem(ca), caKeyPem: caKeys.privateKeyPem };
+  const authority = {
+    teamId,
+    teamName,
+    caCertPem: forge.pki.certificateToPem(ca),
+    caKeyPem: caKeys.privateKeyPem,
+  };
   return { ...authority, ...issueDevCertificate(authority, options) };
 }
 
@@ -112,10 +118,14 @@ export function issueDevCertificate(
  * outlives the new certificate by `renewBeforeMs`, otherwise a new CA too (same team), so that a
  * renewal is never itself about to expire.
  */
-export function renewDevIdentity(identity: DevIdentity, options: DevIdentityOptions & { renewBeforeMs: number }): DevIdentity {
+export function renewDevIdentity(
+  identity: DevIdentity,
+  options: DevIdentityOptions & { renewBeforeMs: number },
+): DevIdentity {
   const now = (options.clock ?? (() => new Date()))().getTime();
   const caEnds = forge.pki.certificateFromPem(identity.caCertPem).validity.notAfter.getTime();
-  if (caEnds - now > 2 * options.renewBeforeMs + DAY_MS) return { ...identity, ...issueDevCertificate(identity, options) };
+  if (caEnds - now > 2 * options.renewBeforeMs + DAY_MS)
+    return { ...identity, ...issueDevCertificate(identity, options) };
   return createDevIdentity({ ...options, teamId: identity.teamId });
 }
 

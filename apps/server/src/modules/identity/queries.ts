@@ -17,7 +17,11 @@ export async function saveUserProfile(db: Database, row: UserProfileRow) {
 }
 
 /** Users whose profile names another certificate than `fingerprint`, or expires before `before`. */
-export async function usersWithStaleProfiles(db: Database, fingerprint: string, before: Date): Promise<string[]> {
+export async function usersWithStaleProfiles(
+  db: Database,
+  fingerprint: string,
+  before: Date,
+): Promise<string[]> {
   const rows = await db
     .select({ userId: userProfiles.userId })
     .from(userProfiles)
@@ -41,20 +45,31 @@ export async function insertSigningCertificate(db: Database, row: typeof signing
   await db.insert(signingCertificates).values(row).onConflictDoNothing();
 }
 
-export async function findSigningCertificate(db: Database, fingerprint: string): Promise<SigningCertificateRow | undefined> {
-  const [row] = await db.select().from(signingCertificates).where(eq(signingCertificates.fingerprint, fingerprint));
+export async function findSigningCertificate(
+  db: Database,
+  fingerprint: string,
+): Promise<SigningCertificateRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(signingCertificates)
+    .where(eq(signingCertificates.fingerprint, fingerprint));
   return row;
 }
 
 export async function setCertificateIssuer(db: Database, fingerprint: string, issuerPem: string) {
-  await db.update(signingCertificates).set({ issuerPem }).where(eq(signingCertificates.fingerprint, fingerprint));
+  await db
+    .update(signingCertificates)
+    .set({ issuerPem })
+    .where(eq(signingCertificates.fingerprint, fingerprint));
 }
 
 /** A responder's answer (or why none came); a revoked certificate stays revoked whatever comes later. */
 export async function saveOcspAnswer(
   db: Database,
   fingerprint: string,
-  answer: Partial<Pick<SigningCertificateRow, 'ocspStatus' | 'revokedAt' | 'checkedAt' | 'nextCheckAt' | 'ocspError'>>,
+  answer: Partial<
+    Pick<SigningCertificateRow, 'ocspStatus' | 'revokedAt' | 'checkedAt' | 'nextCheckAt' | 'ocspError'>
+  >,
 ): Promise<SigningCertificateRow | undefined> {
   const [row] = await db
     .update(signingCertificates)
@@ -84,7 +99,10 @@ export async function readSetting(db: Database, key: string): Promise<string | u
 }
 
 export async function writeSetting(db: Database, key: string, value: string): Promise<void> {
-  await db.insert(settings).values({ key, value }).onConflictDoUpdate({ target: settings.key, set: { value } });
+  await db
+    .insert(settings)
+    .values({ key, value })
+    .onConflictDoUpdate({ target: settings.key, set: { value } });
 }
 
 // ---- the distribution certificate Sideport had Apple issue ----

@@ -8,7 +8,10 @@ import type { SigningService } from './signing.js';
 
 export interface IdentityRoutesDeps {
   guards: Guards;
-  signing: Pick<SigningService, 'identityInfo' | 'identityDetails' | 'identityCaPem' | 'certificateStatusNow'>;
+  signing: Pick<
+    SigningService,
+    'identityInfo' | 'identityDetails' | 'identityCaPem' | 'certificateStatusNow'
+  >;
 }
 
 const DEV_CA_FILE_NAME = 'sideport-dev-ca.pem';

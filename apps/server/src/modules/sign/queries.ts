@@ -174,7 +174,15 @@ export async function commitArtifact(
   if (!previous) return undefined;
   const [row] = await tx
     .update(signRequests)
-    .set({ ...artifact, status: 'Done', state: 'idle', worker: null, leaseExpiresAt: null, lastReason: null, resigning: false })
+    .set({
+      ...artifact,
+      status: 'Done',
+      state: 'idle',
+      worker: null,
+      leaseExpiresAt: null,
+      lastReason: null,
+      resigning: false,
+    })
     .where(eq(signRequests.id, lease.id))
     .returning();
   return { row: row!, previousKey: previous.fileKey };
@@ -293,7 +301,11 @@ export interface ResignFilter {
  * number of processes queue each artifact once: a row already queued or signing is not at rest.
  */
 export async function queueResigns(tx: Database, filter: ResignFilter, now: Date): Promise<SignRow[]> {
-  const conditions: SQL[] = [isNotNull(signRequests.fileKey), eq(signRequests.state, 'idle'), isNull(signRequests.lastReason)];
+  const conditions: SQL[] = [
+    isNotNull(signRequests.fileKey),
+    eq(signRequests.state, 'idle'),
+    isNull(signRequests.lastReason),
+  ];
   if (filter.userIds) conditions.push(inArray(signRequests.userId, [...filter.userIds]));
   if (filter.certificateFingerprints || filter.includeUntracked) {
     const fingerprints = filter.certificateFingerprints ?? [];
@@ -304,7 +316,8 @@ export async function queueResigns(tx: Database, filter: ResignFilter, now: Date
       )!,
     );
   }
-  if (filter.profileExpiringBefore) conditions.push(lt(signRequests.profileExpiresAt, filter.profileExpiringBefore));
+  if (filter.profileExpiringBefore)
+    conditions.push(lt(signRequests.profileExpiresAt, filter.profileExpiringBefore));
   return tx
     .update(signRequests)
     .set({
@@ -322,7 +335,9 @@ export async function queueResigns(tx: Database, filter: ResignFilter, now: Date
 }
 
 /** The certificates the stored artifacts were signed with, and whether any predate their recording. */
-export async function artifactCertificates(db: Database): Promise<{ fingerprints: string[]; untracked: boolean }> {
+export async function artifactCertificates(
+  db: Database,
+): Promise<{ fingerprints: string[]; untracked: boolean }> {
   const rows = await queryRows<{ fingerprint: string | null }>(
     db,
     sql`select distinct cert_fingerprint as fingerprint from ${signRequests} where file_key is not null`,
@@ -344,7 +359,10 @@ const RECOVERY_LOCK_KEY = 0x5352_4356; // 'SRCV'
  */
 export async function whileRecoveryLocked<T>(db: Database, work: () => Promise<T>): Promise<T | undefined> {
   return db.transaction(async (tx) => {
-    const [row] = await queryRows<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${RECOVERY_LOCK_KEY}) as locked`);
+    const [row] = await queryRows<{ locked: boolean }>(
+      tx,
+      sql`select pg_try_advisory_xact_lock(${RECOVERY_LOCK_KEY}) as locked`,
+    );
     return row?.locked ? work() : undefined;
   });
 }

@@ -27,6 +27,10 @@ export function signEvents(row: SignRow): BusEvent[] {
 }
 
 /** Tells of a changed sign (signEvents), at commit when `tx` is given. */
-export async function publishSign(bus: Pick<EventBus, 'publish' | 'publishMany'>, row: SignRow, tx?: Database) {
+export async function publishSign(
+  bus: Pick<EventBus, 'publish' | 'publishMany'>,
+  row: SignRow,
+  tx?: Database,
+) {
   await bus.publishMany(signEvents(row), tx);
 }
