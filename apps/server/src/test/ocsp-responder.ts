@@ -13,8 +13,15 @@ import path from 'node:path';
 export interface OcspResponder {
   /** http://127.0.0.1:port/ : set it as OCSP_URL, or name it in a certificate's AIA. */
   readonly url: string;
-  /** Marks a certificate good or revoked (at `revokedAt`); the responder answers so from then on. */
-  setStatus(certPem: string, status: 'good' | 'revoked', revokedAt?: Date): Promise<void>;
+  /**
+   * Marks a certificate (its PEM, or its serial in hex) good or revoked (at `revokedAt`); the
+   * responder answers so from then on.
+   */
+  setStatus(
+    certificate: string | { serial: string },
+    status: 'good' | 'revoked',
+    revokedAt?: Date,
+  ): Promise<void>;
   /** Requests answered so far. */
   requestCount(): number;
   close(): Promise<void>;
@@ -34,8 +41,8 @@ const indexTime = (date: Date) =>
   date.toISOString().replace(/^\d\d(\d\d)-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d).*$/, '$1$2$3$4$5$6Z');
 
 /** A serial as openssl's index writes it: upper-case hex, whole bytes, no leading zero byte. */
-const indexSerial = (cert: X509Certificate) => {
-  let hex = cert.serialNumber.toUpperCase().replace(/^(00)+/, '');
+const indexSerial = (serial: string) => {
+  let hex = serial.toUpperCase().replace(/^0+/, '');
   if (hex.length % 2) hex = `0${hex}`;
   return hex || '00';
 };
@@ -100,11 +107,12 @@ export async function startOcspResponder(options: OcspResponderOptions): Promise
   await start();
   return {
     url: `http://127.0.0.1:${port}/`,
-    async setStatus(certPem, status, revokedAt = new Date()) {
-      const cert = new X509Certificate(certPem);
-      const serial = indexSerial(cert);
-      const expiry = indexTime(new Date(cert.validTo));
-      const subject = `/${cert.subject.split('\n').join('/')}`;
+    async setStatus(certificate, status, revokedAt = new Date()) {
+      // The responder finds certificates by serial; the expiry and subject columns only describe them.
+      const cert = typeof certificate === 'string' ? new X509Certificate(certificate) : undefined;
+      const serial = indexSerial(cert?.serialNumber ?? (certificate as { serial: string }).serial);
+      const expiry = indexTime(cert ? new Date(cert.validTo) : new Date(Date.now() + 365 * 86_400_000));
+      const subject = cert ? `/${cert.subject.split('\n').join('/')}` : '/CN=unknown';
       lines.set(
         serial,
         [
