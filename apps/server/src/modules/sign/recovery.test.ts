@@ -85,6 +85,11 @@ function useServer(
   } as Harness;
   beforeAll(async () => {
     store = await storeWith([storeApp(APP_ID, BUNDLE_ID)]);
+    const feather = await buildIpa({
+      bundleId: 'kh.crysalis.feather',
+      version: '2.0',
+      displayName: 'Feather',
+    });
     const identity = createDevIdentity({
       clock: () => new Date(now),
       ...(options.validYears ? { validYears: options.validYears } : {}),
@@ -96,6 +101,7 @@ function useServer(
       env: {
         ITUNES_BASE_URL: store.url,
         PUBLIC_URL,
+        FEATHER_IPA: feather,
         OCSP_URL: h.responder.url,
         OCSP_CACHE_MINUTES: '30',
         RECOVERY_CHECK_MINUTES: '0',
@@ -174,8 +180,11 @@ describe.each(databaseKinds)('install preflight and recovery with the dev identi
   }
 
   /** The IPA an install of `user`'s sign leads to, unzipped: its embedded profile and code signatures. */
-  async function installed(user: string, type: number) {
-    const install = await get(`/api/install/${APP_ID}/${APP_VER_ID}/${type}`, user);
+  async function installed(user: string, type: number | 'feather') {
+    const install = await get(
+      type === 'feather' ? '/api/feather/install' : `/api/install/${APP_ID}/${APP_VER_ID}/${type}`,
+      user,
+    );
     expect(install.statusCode, install.body).toBe(200);
     const manifestUrl = decodeURIComponent(/url=(.+)$/.exec((install.json() as { url: string }).url)![1]!);
     const manifest = await get(local(manifestUrl));
@@ -328,6 +337,45 @@ describe.each(databaseKinds)('install preflight and recovery with the dev identi
     expect((await rowOf(user, 0)).certFingerprint).toBe(
       (await h.t.services.signing.currentCertificate()).fingerprint,
     );
+  });
+
+  it('re-signs the most recently installed artifacts first', async () => {
+    const early = await userWithSigns([0]);
+    const late = await userWithSigns([0]);
+    expect((await get(`/api/install/${APP_ID}/${APP_VER_ID}/0`, early)).statusCode).toBe(200);
+    h.advance(1000);
+    expect((await get(`/api/install/${APP_ID}/${APP_VER_ID}/0`, late)).statusCode).toBe(200);
+    await h.responder.setStatus(
+      (await h.t.services.signing.currentCertificate()).pem,
+      'revoked',
+      new Date(h.now()),
+    );
+    h.advance(31 * 60_000);
+    const from = h.events.length;
+    expect((await checkSign(early, 0)).statusCode).toBe(409);
+    await doneAfter(early, 0, from);
+    await doneAfter(late, 0, from);
+    const started = h.events
+      .slice(from)
+      .filter((e) => e.status === 'Process' && (e.userId === early || e.userId === late));
+    expect(started.map((e) => e.userId)).toEqual([late, early]);
+  });
+
+  it('signs a revoked Feather again before Feather install answers', async () => {
+    const user = await userWithSigns([]);
+    const before = await installed(user, 'feather');
+    const old = await h.t.services.signing.currentCertificate();
+    expect(before.profile.developerCertificates.map((c) => certificateFingerprint(c.der))).toEqual([
+      old.fingerprint,
+    ]);
+    await h.responder.setStatus(old.pem, 'revoked', new Date(h.now()));
+    h.advance(31 * 60_000);
+    const after = await installed(user, 'feather');
+    const current = await h.t.services.signing.currentCertificate();
+    expect(current.fingerprint).not.toBe(old.fingerprint);
+    expect(after.profile.developerCertificates.map((c) => certificateFingerprint(c.der))).toEqual([
+      current.fingerprint,
+    ]);
   });
 
   it('makes one certificate and queues each artifact once, however many processes notice at once', async () => {
