@@ -150,7 +150,7 @@ describe.each(databaseKinds)('recovery with the Apple identity on %s', (kind) =>
       const [row] = await s.t.database.db
         .select()
         .from(schema.signingCertificates)
-        .where(eq(schema.signingCertificates.serial, made!.serialNumber));
+        .where(eq(schema.signingCertificates.fingerprint, certificateFingerprint(made!.der)));
       expect(row).toMatchObject({
         identityKind: 'apple',
         ocspStatus: 'good',
