@@ -101,10 +101,12 @@ async function main() {
 
     // Every Done of every user's sign, as their live events tell it, and which came after recovery began.
     const done = new Map<string, number>();
+    // When recovery queued its first re-sign: the new certificate and profiles were made by then.
+    let firstResignAt: number | undefined;
     services.bus.subscribe((m) => {
-      if (m.kind === 'live' && m.event.type === 'sign' && m.event.status === 'Done' && m.userId) {
-        done.set(`${m.userId}/${m.event.app_id}`, performance.now());
-      }
+      if (m.kind !== 'live' || m.event.type !== 'sign' || !m.userId) return;
+      if (m.event.status === 'Done') done.set(`${m.userId}/${m.event.app_id}`, performance.now());
+      if (m.event.resigning) firstResignAt ??= performance.now();
     });
 
     const users = [];
@@ -198,6 +200,9 @@ async function main() {
       `\nrecovery, ${USERS} users x ${APPS} apps (${count} artifacts; ${SIZE_MB} MB of content, ${ipaMB.toFixed(0)} MB IPA), mode 0, one sign worker:`,
     );
     console.log(`  first signs of them all (PUT to Done):                      ${s(firstSignsMs)}`);
+    console.log(
+      `  revocation found by preflight to the first re-sign queued:   ${s(firstResignAt! - recoveryStarted)}  (a new certificate, ${USERS} profiles)`,
+    );
     console.log(
       `  revocation found by preflight to every artifact installable: ${s(recoveryMs)}  (${s(recoveryMs / count)} per artifact)`,
     );

@@ -14,8 +14,9 @@ const facts: ArtifactFacts = {
   profileExpiresAt: new Date('2027-01-01T00:00:00Z'),
   profileCertificates: ['aa'.repeat(32)],
 };
-const good = async () => ({ state: 'good' as const, revokedAt: null, identityKind: 'apple' as const });
-const check = (changes: Partial<ArtifactFacts>, status = good) =>
+type StatusOf = Parameters<typeof preflight>[2];
+const good: StatusOf = async () => ({ state: 'good', revokedAt: null, identityKind: 'apple' });
+const check = (changes: Partial<ArtifactFacts>, status: StatusOf = good) =>
   preflight({ ...facts, ...changes }, NOW, status);
 
 describe('install preflight', () => {
