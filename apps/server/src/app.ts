@@ -281,6 +281,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     const stopRecovery = recovery.start(config.RECOVERY_CHECK_MINUTES * 60_000);
     app.addHook('onClose', stopRecovery);
   }
+  app.addHook('onClose', () => recovery.close());
   // Every process registers paid devices and expires old ones; the claim query skips rows another takes.
   if (config.REGISTRATION_INTERVAL_SECONDS > 0) {
     const stopRegistration = registration.start(config.REGISTRATION_INTERVAL_SECONDS * 1000);

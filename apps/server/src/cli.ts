@@ -294,6 +294,7 @@ program
     clearInterval(sweeper);
     await stopFileSweep?.();
     await stopRecovery?.();
+    await services.recovery.close();
     await services.signWorkers.stop();
     await served?.close();
     await services.bus.close();

@@ -201,11 +201,13 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
       operator ? 'the distribution certificate in SIGN_P12' : 'a distribution certificate Sideport had Apple issue'
     }. Devices install what it signs.`,
 
-    source: async () => (await useCertificate()).source,
+    // SIGN_P12 signs without asking Apple: only a profile needs its id on the account (useCertificate).
+    source: async () => ((await usesOperator()) ? { p12: p12!.bytes, password: p12!.password } : (await madeCertificate()).source),
 
+    // So recovery learns that SIGN_P12's certificate was revoked even once Apple no longer lists it.
     async currentCertificate() {
-      const cert = await useCertificate();
-      return describeCertificate(cert.certPem, cert.issuerPem);
+      if (await usesOperator()) return describeCertificate(operatorPem!, operatorIssuerPem);
+      return describeCertificate((await madeCertificate()).certPem);
     },
 
     /**

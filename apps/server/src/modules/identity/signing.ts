@@ -332,13 +332,15 @@ export function createSigningService({ db, clock, identity, devices, certificate
     /**
      * Makes again every profile that names another certificate than the current one or expires
      * within RENEW_BEFORE_DAYS (recovery: "the affected profiles are made again"); returns how many.
+     * A user whose profile cannot be made is told to `onError` and skipped.
      */
-    async refreshProfiles(): Promise<number> {
+    async refreshProfiles(onError: (userId: string, err: unknown) => void): Promise<number> {
       const certificate = await currentCertificate();
       const before = new Date(Math.min(clock().getTime() + renewBeforeMs, certificate.notAfter.getTime()) - 60_000);
       let made = 0;
       for (const userId of await q.usersWithStaleProfiles(db, certificate.fingerprint, before)) {
-        const material = await signingMaterial(userId);
+        // One user's refusal (Apple's, say) stops nobody else's: their re-sign tries again and says why.
+        const material = await signingMaterial(userId).catch((err: unknown) => onError(userId, err));
         if (material) made += 1;
       }
       return made;

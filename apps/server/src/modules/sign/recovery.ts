@@ -50,6 +50,7 @@ export function createRecovery(deps: RecoveryDeps) {
   const { db, clock, signing, resign, renewBeforeMs, log } = deps;
   const audit = (action: string, subject: object) => deps.audit(RECOVERY_ACTOR, action, subject);
   let running: Promise<RecoveryReport | undefined> | undefined;
+  let isClosed = false;
   // A revocation noticed while a pass runs gets a pass of its own after it (that one may have asked too early).
   let runAgain = false;
   let lastNoticeAt = Number.NEGATIVE_INFINITY;
@@ -102,7 +103,9 @@ export function createRecovery(deps: RecoveryDeps) {
     }
 
     // The profiles first, so that the re-signs find them made.
-    report.profiles = await signing.refreshProfiles();
+    report.profiles = await signing.refreshProfiles((userId, err) =>
+      log.warn({ err, userId }, `recovery: ${userId}'s profile could not be made again`),
+    );
     if (report.profiles > 0)
       await audit('profiles-made-again', { profiles: report.profiles, serial: current.serial });
 
@@ -128,6 +131,7 @@ export function createRecovery(deps: RecoveryDeps) {
 
   /** One pass at a time in this process, and (PostgreSQL) in all of them: undefined when another holds it. */
   function run(trigger: string): Promise<RecoveryReport | undefined> {
+    if (isClosed) return Promise.resolve(undefined);
     running ??= (
       deps.databaseKind === 'postgres' ? q.whileRecoveryLocked(db, () => pass(trigger)) : pass(trigger)
     ).finally(() => {
@@ -164,6 +168,12 @@ export function createRecovery(deps: RecoveryDeps) {
       const current = await signing.currentCertificate();
       const status = await signing.certificateStatus(current.fingerprint);
       if (status.state === 'revoked' || current.notAfter.getTime() <= clock().getTime()) await run('sign');
+    },
+
+    /** No pass starts any more; resolves once the one under way ends (the process is stopping). */
+    async close() {
+      isClosed = true;
+      await running?.catch(() => {});
     },
 
     /** Runs a pass now and every `intervalMs`; the returned function stops it (and waits for a pass under way). */
