@@ -7,7 +7,7 @@ import { buildDylib } from '@sideport/ipa/test-support/toolchain';
 import { signRequests } from '../../db/schema/index.js';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { buildIpa, storeApp, storeWith } from '../../test/decrypt-support.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import * as devices from '../devices/queries.js';
 import * as q from './queries.js';
 
@@ -76,7 +76,7 @@ describe.each(databaseKinds)('sign failures and lost leases on %s', (kind) => {
         method: 'PUT',
         url: `/api/sign/${APP_ID}/${APP_VER_ID}`,
         payload: { type: 0 },
-        headers: { cookie },
+        headers: { cookie, ...WEB_CLIENT },
       });
       expect(asked.json()).toMatchObject({ status: 'Pending' });
       const claim = () =>
@@ -131,7 +131,7 @@ describe.each(databaseKinds)('sign failures and lost leases on %s', (kind) => {
         method: 'PUT',
         url: `/api/sign/${APP_ID}/${APP_VER_ID}`,
         payload: { type: 1 },
-        headers: { cookie },
+        headers: { cookie, ...WEB_CLIENT },
       });
       expect(asked.json()).toMatchObject({ status: 'Pending' });
       await expect.poll(async () => (await rowOf(t)).state, { timeout: 60_000, interval: 100 }).toBe('idle');

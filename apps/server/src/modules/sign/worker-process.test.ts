@@ -8,7 +8,7 @@ import { buildDylib } from '@sideport/ipa/test-support/toolchain';
 import { signRequests } from '../../db/schema/index.js';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { buildIpa, storeApp, storeWith } from '../../test/decrypt-support.js';
-import { createTestApp, signedInUser, type TestApp } from '../../test/harness.js';
+import { createTestApp, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { cliJs } from '../../test/server-process.js';
 import * as devices from '../devices/queries.js';
 
@@ -88,7 +88,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
       const cookie = await signedInUser(t, user);
       await devices.insertDevice(t.database.db, { userId: user, product: 'iPhone15,2', udid: `00008110-00000000000000${u}A`, status: 'Registered' });
       for (const type of [0, 1, 2, 3, 4]) {
-        const res = await t.app.inject({ method: 'PUT', url: `/api/sign/${APP_ID}/${APP_VER_ID}`, payload: { type }, headers: { cookie } });
+        const res = await t.app.inject({ method: 'PUT', url: `/api/sign/${APP_ID}/${APP_VER_ID}`, payload: { type }, headers: { cookie, ...WEB_CLIENT } });
         expect(res.json()).toMatchObject({ status: 'Pending' });
       }
     }
