@@ -174,6 +174,26 @@ describe('installs that do not fail in silence', () => {
     await s.context.close();
   });
 
+  it("shows admins the certificate's revocation status and when it was checked", async () => {
+    const cookie = await signedPerson('checker');
+    const { certificate_serial: serial } = await caller(server, adminCookie).json<{
+      certificate_serial: string;
+    }>('GET', '/api/admin/identity');
+    await responder.setStatus({ serial }, 'good');
+    // An install's check asks the responder (OCSP_CACHE_MINUTES=0: every time).
+    expect(
+      (await caller(server, cookie).call('GET', `/api/check/sign/${APP.id}/${APP.appVerId}/0`)).status,
+    ).toBe(200);
+    const s = await openSession(browser, server.url);
+    await submitSignIn(s, ADMIN.id, ADMIN.password);
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await s.page.getByRole('link', { name: 'Admin' }).click();
+    await s.page.getByRole('tab', { name: 'Devices' }).click();
+    const status = s.page.getByTestId('signing-identity').getByTestId('certificate-status');
+    await expect.poll(() => status.innerText()).toMatch(/^ · Status: good, checked \d/);
+    await s.context.close();
+  });
+
   it("shows an app recovery signs again as 'Re-signing', then Install, without a reload", async () => {
     const cookie = await signedPerson('watcher');
     const s = await versionsPage('watcher');
