@@ -102,6 +102,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   const scheduler = createScheduler(periodicTasks(config, { role: 'api', services }), app.log);
   app.addHook('onClose', async () => {
     await scheduler.stop();
+    await services.recovery.close();
     await signWorkers.stop();
     // Digest cache warm-ups that uploads did not wait for finish before the process ends.
     await jobs.settle();

@@ -274,6 +274,7 @@ program
     });
     log.info({ signal }, 'Stopping: signs under way go back to the queue.');
     await scheduler.stop();
+    await services.recovery.close();
     await services.signWorkers.stop();
     await served?.close();
     await services.bus.close();

@@ -19,6 +19,7 @@ import { createDeviceService, type DeviceService } from './modules/devices/servi
 import type { DeviceRegistrar } from './modules/devices/registration.js';
 import { createAccountPool, type AccountPool } from './modules/identity/account-pool.js';
 import { createAscClient } from './modules/identity/asc-client.js';
+import { createCertificateRegistry } from './modules/identity/certificates.js';
 import {
   createDevIdentityProvider,
   createSigningService,
@@ -27,7 +28,8 @@ import {
 import { createFileSweep } from './modules/files/sweep.js';
 import { noMetrics, type ServiceMetrics } from './modules/metrics/registry.js';
 import { createSideportMetrics } from './modules/metrics/service.js';
-import { createResigner } from './modules/sign/resign.js';
+import { createRecovery } from './modules/sign/recovery.js';
+import { createResignService } from './modules/sign/resign.js';
 import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignService, dropSignsOfVersions } from './modules/sign/service.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
@@ -155,7 +157,9 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
   const secrets = createSecretBox(config.SECRET_KEY ?? (await loadOrCreateSecretKey(config.DATA_DIR)));
   // Devices are read by the signing identity (the Registered devices a profile lists).
   const devices = createDeviceService({ db, bus });
-  const resigner = createResigner({ db, clock, bus, log });
+  // Re-signs in the background: recovery and the moves of the account pool ask for them.
+  const resign = createResignService({ db, clock, bus, audit: catalog.audit });
+  const renewBeforeMs = config.RENEW_BEFORE_DAYS * 86_400_000;
   const { signingIdentity, accountPool } = createSigningIdentity({
     config,
     db,
@@ -163,7 +167,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     clock,
     bus,
     devices,
-    resigner,
+    resign,
     audit: catalog.audit,
     log,
   });
@@ -171,7 +175,32 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
   await accountPool?.ready();
   /** What registers a paid device: the pool of developer accounts, or the dev identity. */
   const registrar: DeviceRegistrar = accountPool?.registrar ?? signingIdentity;
-  const signing = createSigningService({ db, clock, identity: signingIdentity, devices, pool: accountPool });
+  const certificates = createCertificateRegistry({
+    db,
+    clock,
+    settings: { ocspUrl: config.OCSP_URL, cacheMinutes: config.OCSP_CACHE_MINUTES },
+    log,
+  });
+  const signing = createSigningService({
+    db,
+    clock,
+    identity: signingIdentity,
+    devices,
+    certificates,
+    renewBeforeMs,
+    pool: accountPool,
+  });
+  // Revoked or expiring certificates and profiles are replaced, and what they signed signed again.
+  const recovery = createRecovery({
+    db,
+    databaseKind: database.kind,
+    clock,
+    signing,
+    resign,
+    audit: catalog.audit,
+    renewBeforeMs,
+    log,
+  });
   // Made here, started by the caller: the server runs SIGN_WORKERS of them, `sideport worker` its own count.
   const signWorkers = createSignWorkers({
     db,
@@ -179,6 +208,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     bus,
     files,
     signing,
+    recovery,
     cache: signCache,
     run: runInSignProcess,
     settings: {
@@ -216,7 +246,8 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     signingIdentity,
     registrar,
     accountPool,
-    resigner,
+    resign,
+    recovery,
     signing,
     signWorkers,
     fileSweep,
@@ -293,12 +324,14 @@ export async function createApiServices(
     urls,
     secrets,
     signing,
+    recovery: core.recovery,
     versions,
     settings: {
       urlTtlSeconds: config.DOWNLOAD_URL_TTL_SECONDS,
       hasDylibs: { iap: config.SIGN_DYLIBS_IAP.length > 0, igg: config.SIGN_DYLIBS_IGG.length > 0 },
       featherIpa: config.FEATHER_IPA,
       featherWaitMs: FEATHER_WAIT_MS,
+      renewBeforeMs: config.RENEW_BEFORE_DAYS * 86_400_000,
     },
   });
   const checklist = createSetupChecklist({
@@ -363,6 +396,17 @@ export function periodicTasks(
           },
         ]
       : []),
+    // Revoked or expiring certificates and profiles are replaced (one process at a time runs a pass).
+    ...(config.RECOVERY_CHECK_MINUTES > 0
+      ? [
+          {
+            name: 'recovery',
+            intervalMs: config.RECOVERY_CHECK_MINUTES * 60_000,
+            runAtStart: true,
+            run: async () => void (await services.recovery.runPass('periodic check')),
+          },
+        ]
+      : []),
   ];
   if (process.role === 'worker') return everyProcess;
   const { jobs, registration, auth } = process.services;
@@ -397,13 +441,16 @@ function createSigningIdentity(deps: {
   clock: () => Date;
   bus: Awaited<ReturnType<typeof createEventBus>>;
   devices: DeviceService;
-  resigner: ReturnType<typeof createResigner>;
+  resign: ReturnType<typeof createResignService>;
   audit: (actor: string, action: string, subject: object) => Promise<void>;
   log: ServiceDeps['log'];
 }): { signingIdentity: SigningIdentityProvider; accountPool: AccountPool | undefined } {
-  const { config, db, secrets, clock, bus, devices, resigner, audit, log } = deps;
+  const { config, db, secrets, clock, bus, devices, resign, audit, log } = deps;
   if (config.ASC_KEY_ID === undefined || config.ASC_ISSUER_ID === undefined || config.ASC_PRIVATE_KEY === undefined) {
-    return { signingIdentity: createDevIdentityProvider({ db, secrets, clock }), accountPool: undefined };
+    return {
+      signingIdentity: createDevIdentityProvider({ db, secrets, clock, renewBeforeMs: config.RENEW_BEFORE_DAYS * 86_400_000 }),
+      accountPool: undefined,
+    };
   }
   const accountPool = createAccountPool({
     db,
@@ -411,7 +458,7 @@ function createSigningIdentity(deps: {
     clock,
     bus,
     devices,
-    resign: resigner,
+    resign,
     audit,
     configured: [
       { keyId: config.ASC_KEY_ID, issuerId: config.ASC_ISSUER_ID, privateKeyPem: config.ASC_PRIVATE_KEY },

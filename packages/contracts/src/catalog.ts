@@ -2,7 +2,7 @@
 // (zod's full API weighs ~20 kB compressed there). The schemas are the same to zod's core, so the
 // server validates and documents them as it does every other contract.
 import * as z from 'zod/mini';
-import { signStatusFields } from './sign-modes.js';
+import { signStatusFields, signType } from './sign-modes.js';
 
 /** docs/product.md, Constants: supported store countries, KR by default. */
 export const COUNTRIES = ['US', 'KR', 'AU', 'RU', 'DE', 'IN', 'SE', 'IL', 'IT'] as const;
@@ -49,6 +49,8 @@ export const appEntry = z.object({
   status: decryptStatus,
   /** The viewer's status of each sign mode: normal_sign, iap_sign, igg_sign, both_sign, dup_sign (sign-modes.ts). */
   ...signStatusFields,
+  /** The viewer's modes of this version that recovery is signing again (shown 'Re-signing'); absent when none. */
+  resigning: z.optional(z.array(signType)),
   /** The store listing's size in MB, beside `size` when that is the IPA's (they often differ). */
   store_size: z.nullable(z.number()),
   /** The store listing's minimum iOS, beside `require` when that is the IPA's. */

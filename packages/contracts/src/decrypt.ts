@@ -55,6 +55,8 @@ export const signEvent = z.object({
   app_ver_id: z.string(),
   sign_type: signType,
   status: z.enum(['No', 'Pending', 'Process', 'Done']),
+  /** True while recovery signs it again (a revoked or expiring certificate or profile): 'Re-signing'. */
+  resigning: z.optional(z.boolean()),
 });
 export type SignEvent = z.infer<typeof signEvent>;
 

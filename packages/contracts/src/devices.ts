@@ -40,5 +40,13 @@ export const signingIdentityInfo = z.object({
   /** The signing certificate's common name; null until it is made (on first use). */
   certificate_name: z.nullable(z.string()),
   certificate_expires_at: z.nullable(z.string()),
+  /** Upper-case hex, as Apple's developer site shows it; null until the certificate is made. */
+  certificate_serial: z.nullable(z.string()),
+  /** Its revocation status as its issuer's OCSP responder last said it; 'not checked' when none was asked. */
+  certificate_status: z.enum(['good', 'revoked', 'unknown', 'not checked']),
+  /** When the responder last answered; null: never. */
+  certificate_checked_at: z.nullable(z.string()),
+  /** When it was revoked (revoked only). */
+  certificate_revoked_at: z.nullable(z.string()),
 });
 export type SigningIdentityInfo = z.infer<typeof signingIdentityInfo>;

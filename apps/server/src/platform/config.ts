@@ -147,6 +147,15 @@ const schema = z.object({
    * of a payment); 0: this process registers none, another must.
    */
   REGISTRATION_INTERVAL_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0, 'must be 0 or more').max(3600, 'must be at most 3600').default(10),
+  // Install preflight and recovery (docs/sign-service.md).
+  /** Asked about every signing certificate instead of the responder it names (tests, air-gapped operators). */
+  OCSP_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+  /** How long an OCSP answer is used at most (less when its nextUpdate is sooner); 0: ask at every check. */
+  OCSP_CACHE_MINUTES: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(1440, 'must be at most 1440').default(60),
+  /** A certificate or profile that expires within this many days is renewed, and what it signed signed again. */
+  RENEW_BEFORE_DAYS: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(180, 'must be at most 180').default(14),
+  /** How often this process checks the signing certificate and profiles for recovery (and once at start); 0: never (another process must). */
+  RECOVERY_CHECK_MINUTES: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(1440, 'must be at most 1440').default(5),
   /** Sign workers in each API process (0: none; `sideport worker` processes sign instead). */
   SIGN_WORKERS: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(64, 'must be at most 64').default(1),
   /** A sign worker that does not renew its lease within this many seconds loses the job to another. */

@@ -32,6 +32,7 @@ export function registerErrorHandler(app: FastifyInstance) {
     if (error instanceof AppError) {
       status = error.status;
       message = error.message;
+      reply.headers(error.headers);
     } else if ('validation' in error && error.validation) {
       status = 400;
       message = validationMessage(error);

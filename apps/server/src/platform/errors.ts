@@ -3,14 +3,17 @@
  * sends it as text/plain with `status` (docs/architecture.md, API conventions).
  */
 export class AppError extends Error {
+  /** Headers the answer carries beside the sentence (a preflight's Sideport-Remedy). */
+  readonly headers: Readonly<Record<string, string>>;
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; headers?: Record<string, string> },
   ) {
     super(message, options);
     this.name = 'AppError';
+    this.headers = options?.headers ?? {};
   }
 }
 

@@ -279,6 +279,15 @@ export interface AscServerAccount {
   deviceLimit: number;
   /** From now on every token of this account is refused (401), as after its key is revoked or the membership ends. */
   revokeKey(): void;
+  /** The issuing CA's key (PEM), for an OCSP responder that answers for its certificates. */
+  readonly caKeyPem: string;
+  /** Certificates issued from now on name this OCSP responder in their AIA (Apple's name ocsp.apple.com). */
+  setOcspResponder(url: string): void;
+  /**
+   * Revokes a certificate as Apple does: it leaves the account's list and the profiles naming it
+   * become INVALID. Returns it as PEM, for the responder's index.
+   */
+  revokeCertificate(id: string): string;
   addDevice(device: {
     udid: string;
     name?: string;
@@ -317,6 +326,8 @@ const UDID =
 // Apple: letters, digits, hyphens and dots; a wildcard only as the last part (or alone).
 const BUNDLE_IDENTIFIER = /^(?:\*|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?:\.\*)?)$/;
 const DISTRIBUTION_TYPES = new Set(['DISTRIBUTION', 'IOS_DISTRIBUTION']);
+/** Where an account's issuing CA certificate is served, outside the API: a stand-in for certs.apple.com's WWDR file. */
+const wwdrPath = (teamId: string) => `/wwdr-${teamId}.cer`;
 
 /** What every account of one server shares: the clock, paging, the server's address and Apple's knowledge of devices. */
 interface Shared {
@@ -395,7 +406,7 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
       name: p.name,
       platform: 'IOS',
       profileType: p.profileType,
-      profileState: 'ACTIVE',
+      profileState: invalidProfiles.has(p.id) ? 'INVALID' : 'ACTIVE',
       profileContent: p.content.toString('base64'),
       uuid: p.uuid,
       createdDate: iso(p.createdDate),
@@ -568,7 +579,10 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
         return errors.attributeInvalid('/data/attributes/csrContent', 'The provided CSR is invalid.');
       }
       const now = clock();
-      const issued = ca.issue(csr, now, attributes.certificateType);
+      const issued = ca.issue(csr, now, attributes.certificateType, {
+        ocspUrl,
+        caIssuersUrl: `${shared.url()}${wwdrPath(teamId)}`,
+      });
       const certificate: AscServerCertificate = {
         id: newId(),
         certificateType: attributes.certificateType,
@@ -733,10 +747,34 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
     }
   }
 
+  // ---- certificate revocation (recovery's tests) ----
+  let ocspUrl: string | undefined;
+  const invalidProfiles = new Set<string>();
+  const revocation = {
+    caKeyPem: ca.keyPem,
+    /** Certificates issued from now on name this OCSP responder in their AIA. */
+    setOcspResponder(responder: string) {
+      ocspUrl = responder;
+    },
+    /** Revokes a certificate as Apple does: it leaves the list, profiles naming it become INVALID. */
+    revokeCertificate(id: string) {
+      const at = certificates.findIndex((c) => c.id === id);
+      if (at < 0) throw new Error(`no certificate ${id} on the account`);
+      const [revoked] = certificates.splice(at, 1);
+      for (const p of profiles) if (p.certificateIds.includes(id)) invalidProfiles.add(p.id);
+      return forge.pki.certificateToPem(
+        forge.pki.certificateFromAsn1(forge.asn1.fromDer(revoked!.der.toString('binary'))),
+      );
+    },
+  };
+
   return {
     keyId: options.keyId,
     issuerId: options.issuerId,
     teamId,
+    /** The issuing CA's certificate (DER), served at its WWDR path. */
+    caDer: ca.der,
+    ...revocation,
     caPem: forge.pki.certificateToPem(ca.identity.certificate),
     devices,
     bundleIds,
@@ -887,6 +925,8 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const issuing = req.method === 'GET' ? accounts.find((a) => req.url === wwdrPath(a.teamId)) : undefined;
+    if (issuing) return void res.writeHead(200, { 'content-type': 'application/pkix-cert' }).end(issuing.caDer);
     const raw = await readBody(req);
     const requestUrl = new URL(req.url ?? '/', url);
     const method = req.method ?? 'GET';
@@ -994,6 +1034,9 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
     },
     revokeKey: () => first.revokeKey(),
     addDevice: (device) => first.addDevice(device),
+    caKeyPem: first.caKeyPem,
+    setOcspResponder: (responder) => first.setOcspResponder(responder),
+    revokeCertificate: (id) => first.revokeCertificate(id),
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -1043,7 +1086,14 @@ function makeIssuingCa(teamId: string) {
   cert.sign(keys.privateKey, forge.md.sha256.create());
   return {
     identity: { certificate: cert, privateKey: keys.privateKey, chain: [] },
-    issue(csr: forge.pki.CertificateSigningRequest, now: Date, certificateType: string) {
+    keyPem: forge.pki.privateKeyToPem(keys.privateKey),
+    der: Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes(), 'binary'),
+    issue(
+      csr: forge.pki.CertificateSigningRequest,
+      now: Date,
+      certificateType: string,
+      access: { ocspUrl?: string | undefined; caIssuersUrl: string },
+    ) {
       const leaf = forge.pki.createCertificate();
       leaf.publicKey = csr.publicKey!;
       leaf.serialNumber = `0${randomBytes(8).toString('hex').slice(1)}`;
@@ -1062,6 +1112,7 @@ function makeIssuingCa(teamId: string) {
         { name: 'basicConstraints', cA: false, critical: true },
         { name: 'keyUsage', digitalSignature: true, critical: true },
         { name: 'extKeyUsage', codeSigning: true, critical: true },
+        authorityInfoAccess(access),
       ]);
       leaf.sign(keys.privateKey, forge.md.sha256.create());
       const der = Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(leaf)).getBytes(), 'binary');
@@ -1072,6 +1123,27 @@ function makeIssuingCa(teamId: string) {
         notAfter: leaf.validity.notAfter,
       };
     },
+  };
+}
+
+/**
+ * Authority Information Access (RFC 5280 4.2.2.1), as Apple's distribution certificates carry it:
+ * the OCSP responder (when one is set) and where the issuer's certificate is.
+ */
+function authorityInfoAccess(access: { ocspUrl?: string | undefined; caIssuersUrl: string }) {
+  const { asn1 } = forge;
+  const description = (method: string, uri: string) =>
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(method).getBytes()),
+      asn1.create(asn1.Class.CONTEXT_SPECIFIC, 6, false, uri), // uniformResourceIdentifier [6] IA5String
+    ]);
+  const descriptions = [
+    ...(access.ocspUrl ? [description('1.3.6.1.5.5.7.48.1', access.ocspUrl)] : []),
+    description('1.3.6.1.5.5.7.48.2', access.caIssuersUrl),
+  ];
+  return {
+    id: '1.3.6.1.5.5.7.1.1',
+    value: asn1.toDer(asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, descriptions)).getBytes(),
   };
 }
 

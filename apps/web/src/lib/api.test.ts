@@ -48,6 +48,25 @@ describe('api failures', () => {
     expect(alerts).toEqual(['This id is already taken.']);
   });
 
+  it('carries what cures it when the server says (Sideport-Remedy), beside the sentence', async () => {
+    const sentence =
+      'The certificate that signed this app was revoked by Apple on 2026-03-01; it is being signed again.';
+    vi.stubGlobal(
+      'fetch',
+      vi.fn(
+        async () =>
+          new Response(sentence, {
+            status: 409,
+            headers: { 'content-type': 'text/plain; charset=utf-8', 'sideport-remedy': 'sign-again' },
+          }),
+      ),
+    );
+    const error = (await api('/api/check/sign/1/2/0').catch((e: unknown) => e)) as ApiError;
+    expect([error.status, error.message, error.remedy]).toEqual([409, sentence, 'sign-again']);
+    vi.stubGlobal('fetch', answer(409, 'This id is already taken.', 'text/plain'));
+    expect(((await api('/api/sign-up').catch((e: unknown) => e)) as ApiError).remedy).toBeNull();
+  });
+
   it("alerts 'Please retry later.' for an empty or non-text body, or no answer at all", async () => {
     vi.stubGlobal('fetch', answer(500, '', 'text/plain'));
     await failureOf(api('/api/info'));

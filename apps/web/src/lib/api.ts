@@ -18,6 +18,8 @@ export class ApiError extends Error {
     message: string,
     /** True when the client already acted on it (a 401 sent the person to sign in). */
     readonly isHandled = false,
+    /** What cures it, when the server says (`Sideport-Remedy`: 'sign-again' after a failed install preflight). */
+    readonly remedy: string | null = null,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -87,7 +89,14 @@ export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<Api
     if (!signedOutMeanwhile) sendToSignIn();
     throw new ApiError(401, '', true);
   }
-  if (!response.ok) throw new ApiError(response.status, await serverSentence(response));
+  if (!response.ok) {
+    throw new ApiError(
+      response.status,
+      await serverSentence(response),
+      false,
+      response.headers.get('sideport-remedy'),
+    );
+  }
   const type = response.headers.get('content-type') ?? '';
   const data = (type.includes('application/json') ? await response.json() : undefined) as T;
   return { data, headers: response.headers };

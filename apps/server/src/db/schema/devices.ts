@@ -99,6 +99,8 @@ export const userProfiles = pgTable('user_profiles', {
   appleProfileId: text('apple_profile_id'),
   /** The developer account that made it; null for a dev identity profile. */
   accountId: bigint('account_id', { mode: 'number' }).references(() => developerAccounts.id, { onDelete: 'set null' }),
+  /** SHA-256 (hex) of the certificate it names: a profile of a replaced certificate is made again. */
+  certificateFingerprint: text('certificate_fingerprint'),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
   expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
 });

@@ -5,3 +5,4 @@ export * from './developer-accounts.js';
 export * from './devices.js';
 export * from './decrypt.js';
 export * from './sign.js';
+export * from './identity.js';

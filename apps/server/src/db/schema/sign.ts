@@ -1,6 +1,6 @@
 import type { SignType } from '@sideport/contracts';
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from './accounts.js';
 
 export type SignSource = 'version' | 'feather';
@@ -56,6 +56,20 @@ export const signRequests = pgTable(
     sizeBytes: bigint('size_bytes', { mode: 'number' }),
     /** Feather: the source file it was made from (size and modification time), to sign again when it changes. */
     sourceTag: text('source_tag'),
+    // What an install preflight checks, recorded when the artifact commits so no IPA is read then
+    // (docs/sign-service.md, Install preflight). Null on artifacts made before they were recorded.
+    /** SHA-256 (hex) of the signing certificate's DER; signing_certificates holds it and its status. */
+    certFingerprint: text('cert_fingerprint'),
+    certNotBefore: timestamp('cert_not_before', { withTimezone: true }),
+    certNotAfter: timestamp('cert_not_after', { withTimezone: true }),
+    /** The embedded profile's UUID, expiry and DeveloperCertificates (their SHA-256 fingerprints). */
+    profileUuid: text('profile_uuid'),
+    profileExpiresAt: timestamp('profile_expires_at', { withTimezone: true }),
+    profileCertificates: jsonb('profile_certificates').$type<string[]>(),
+    /** A sign queued by recovery (a revoked or expiring certificate or profile), not by its owner: 'Re-signing'. */
+    resigning: boolean('resigning').notNull().default(false),
+    /** The artifact's last install or download: recovery re-signs the most recently used first. */
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
   },
   (t) => [
     uniqueIndex('sign_requests_key').on(t.userId, t.source, t.appId, t.appVerId, t.signType),
@@ -63,5 +77,6 @@ export const signRequests = pgTable(
     index('sign_requests_version_idx').on(t.appId, t.appVerId),
     index('sign_requests_claim_idx').on(t.requestedAt, t.id).where(sql`${t.state} = 'queued'`),
     index('sign_requests_lease_idx').on(t.leaseExpiresAt).where(sql`${t.state} = 'leased'`),
+    index('sign_requests_cert_idx').on(t.certFingerprint),
   ],
 );

@@ -5,7 +5,7 @@
  * one distribution certificate: the operator's (SIGN_P12, found on the account by its serial) or one
  * Sideport has Apple issue for a key it makes, kept sealed with SECRET_KEY in the database.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
 import { loadIdentity, parseProfile, type IdentitySource } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
@@ -15,11 +15,19 @@ import type { DeviceService } from '../devices/service.js';
 import { canonicalUdid } from '../devices/udid.js';
 import { isAscError, type AscCertificate, type AscClient, type AscErrorKind } from './asc-client.js';
 import * as q from './queries.js';
-import { certificateDetails, type IdentityDetails, type SigningIdentityProvider } from './signing.js';
+import {
+  certificateDetails,
+  describeCertificate,
+  type CertificateReplacement,
+  type IdentityDetails,
+  type SigningIdentityProvider,
+} from './signing.js';
 
 /** The App ID every profile is for: a wildcard, so any bundle id (DUP copies included) signs. */
 export const WILDCARD_BUNDLE_ID = { identifier: '*', name: 'Sideport Wildcard' } as const;
 const CREATED_IDENTITY_PURPOSE = 'apple-signing-identity';
+/** The fingerprint of the SIGN_P12 certificate recovery replaced: a certificate made through the API signs instead. */
+const SIGN_P12_REPLACED_SETTING = 'sign_p12_replaced';
 const DAY_MS = 86_400_000;
 /** Apple refuses these the same way until a person acts (a new key, a free slot, a new enrollment). */
 const NEEDS_A_PERSON = new Set<AscErrorKind>(['DEVICE_LIMIT', 'INVALID_UDID', 'KEY_REJECTED', 'OTHER']);
@@ -54,6 +62,8 @@ interface Certificate {
   id: string;
   source: IdentitySource;
   certPem: string;
+  /** Its issuer, when the .p12 carries it (Apple's WWDR intermediate); fetched from its AIA otherwise. */
+  issuerPem?: string;
 }
 
 /** Serials compared as Apple writes them: upper-case hex without leading zeros. */
@@ -67,6 +77,10 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
   const { db, secrets, clock, asc, devices, p12 } = deps;
   const operator = p12 ? loadIdentity({ p12: p12.bytes, password: p12.password }) : undefined;
   const operatorPem = operator ? forge.pki.certificateToPem(operator.certificate) : undefined;
+  const operatorFingerprint = operatorPem ? describeCertificate(operatorPem).fingerprint : undefined;
+  const operatorIssuerPem = operator?.chain
+    .map((c) => forge.pki.certificateToPem(c))
+    .find((pem) => new X509Certificate(operatorPem!).checkIssued(new X509Certificate(pem)));
 
   /** The operator's certificate, found on the account by serial. */
   async function operatorCertificate(): Promise<Certificate> {
@@ -82,47 +96,94 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
         `The certificate in SIGN_P12 ("${certificateName ?? 'unnamed'}", serial ${serial}) is not on the App Store Connect account of key ${deps.keyId}: it was revoked, or belongs to another team.`,
       );
     }
-    return { id: onAccount.id, source: { p12: p12!.bytes, password: p12!.password }, certPem: operatorPem! };
+    return {
+      id: onAccount.id,
+      source: { p12: p12!.bytes, password: p12!.password },
+      certPem: operatorPem!,
+      ...(operatorIssuerPem ? { issuerPem: operatorIssuerPem } : {}),
+    };
   }
 
+  /** Whether SIGN_P12 signs: it is configured, and recovery did not replace its certificate. */
+  const usesOperator = async (tx: Database = db) =>
+    operator !== undefined && (await q.readSetting(tx, SIGN_P12_REPLACED_SETTING)) !== operatorFingerprint;
+
+  const fromCreated = (identity: CreatedIdentity): Certificate => ({
+    id: identity.certificateId,
+    source: { certPem: identity.certPem, keyPem: identity.keyPem },
+    certPem: identity.certPem,
+  });
+
+  // Each account of a pool keeps its own made certificate.
   const identitySetting = deps.identitySetting ?? q.createdIdentitySetting();
+  const openCreated = (sealed: string) => JSON.parse(secrets.open(sealed, CREATED_IDENTITY_PURPOSE).toString('utf8')) as CreatedIdentity;
   const readCreated = async (tx: Database): Promise<CreatedIdentity | undefined> => {
     const sealed = await q.findCreatedIdentity(tx, identitySetting);
-    return sealed === undefined ? undefined : (JSON.parse(secrets.open(sealed, CREATED_IDENTITY_PURPOSE).toString('utf8')) as CreatedIdentity);
+    return sealed === undefined ? undefined : openCreated(sealed);
   };
 
   /**
    * The certificate Sideport made, or a new one when there is none usable (never made, expiring,
    * or gone from the account). Made under a database lock, so several processes make one.
    */
-  async function createdCertificate(): Promise<Certificate> {
+  async function createdCertificate(): Promise<{ sealed: string; certificate: Certificate }> {
     return db.transaction(async (tx) => {
       await q.lockCertificateMaking(tx);
-      const stored = await readCreated(tx);
-      if (stored) {
+      const sealed = await q.findCreatedIdentity(tx, identitySetting);
+      const stored = sealed === undefined ? undefined : openCreated(sealed);
+      if (sealed !== undefined && stored) {
         const expiresAt = certificateDetails(stored.certPem).certificateExpiresAt!;
         const listed: AscCertificate[] = await asc.listCertificates();
         if (expiresAt.getTime() > clock().getTime() + DAY_MS && listed.some((c) => c.id === stored.certificateId)) {
-          return { id: stored.certificateId, source: { certPem: stored.certPem, keyPem: stored.keyPem }, certPem: stored.certPem };
+          return { sealed, certificate: fromCreated(stored) };
         }
       }
-      const made = await asc.createDistributionCertificate({ commonName: 'Sideport' });
-      const identity: CreatedIdentity = { certificateId: made.certificate.id, certPem: made.certificatePem, keyPem: made.privateKeyPem };
-      await q.saveCreatedIdentity(tx, secrets.seal(JSON.stringify(identity), CREATED_IDENTITY_PURPOSE), identitySetting);
-      deps.log.info({ certificateId: made.certificate.id, keyId: deps.keyId }, 'made a distribution certificate through App Store Connect');
-      return { id: identity.certificateId, source: { certPem: identity.certPem, keyPem: identity.keyPem }, certPem: identity.certPem };
+      return makeCertificate(tx);
     });
   }
 
-  // Looked up once per process; a failure is not remembered, so the next sign asks again.
-  let certificate: Promise<Certificate> | undefined;
-  const useCertificate = () => {
-    if (!certificate) {
-      certificate = operator ? operatorCertificate() : createdCertificate();
-      certificate.catch(() => (certificate = undefined));
+  /** Has Apple issue a new distribution certificate for a new key, and keeps it sealed (in the caller's transaction). */
+  async function makeCertificate(tx: Database): Promise<{ sealed: string; certificate: Certificate }> {
+    const made = await asc.createDistributionCertificate({ commonName: 'Sideport' });
+    const identity: CreatedIdentity = { certificateId: made.certificate.id, certPem: made.certificatePem, keyPem: made.privateKeyPem };
+    const sealed = secrets.seal(JSON.stringify(identity), CREATED_IDENTITY_PURPOSE);
+    await q.saveCreatedIdentity(tx, sealed, identitySetting);
+    deps.log.info({ certificateId: made.certificate.id, keyId: deps.keyId }, 'made a distribution certificate through App Store Connect');
+    return { sealed, certificate: fromCreated(identity) };
+  }
+
+  // The operator's certificate is looked up once per process; a failure is not remembered, so the
+  // next sign asks again.
+  let operatorLookup: Promise<Certificate> | undefined;
+  // The made certificate this process signs with, and the stored value it came from: when another
+  // process stores a new one (recovery), it is used from the next read on.
+  let adopted: { sealed: string; certificate: Certificate } | undefined;
+  let firstLook: Promise<Certificate> | undefined;
+
+  async function madeCertificate(): Promise<Certificate> {
+    const sealed = await q.findCreatedIdentity(db, identitySetting);
+    if (sealed !== undefined && adopted !== undefined) {
+      if (adopted.sealed !== sealed) adopted = { sealed, certificate: fromCreated(openCreated(sealed)) };
+      return adopted.certificate;
     }
-    return certificate;
-  };
+    if (!firstLook) {
+      firstLook = createdCertificate().then((found) => {
+        adopted = found;
+        return found.certificate;
+      });
+      void firstLook.catch(() => {}).finally(() => (firstLook = undefined));
+    }
+    return firstLook;
+  }
+
+  async function useCertificate(): Promise<Certificate> {
+    if (!(await usesOperator())) return madeCertificate();
+    if (!operatorLookup) {
+      operatorLookup = operatorCertificate();
+      operatorLookup.catch(() => (operatorLookup = undefined));
+    }
+    return operatorLookup;
+  }
 
   /** Apple's ids of the user's Registered devices listed in `udids`, registering any Apple lacks. */
   async function appleDeviceIds(userId: string, udids: readonly string[]): Promise<string[]> {
@@ -147,7 +208,42 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
       operator ? 'the distribution certificate in SIGN_P12' : 'a distribution certificate Sideport had Apple issue'
     }. Devices install what it signs.`,
 
-    source: async () => (await useCertificate()).source,
+    // SIGN_P12 signs without asking Apple: only a profile needs its id on the account (useCertificate).
+    source: async () => ((await usesOperator()) ? { p12: p12!.bytes, password: p12!.password } : (await madeCertificate()).source),
+
+    // So recovery learns that SIGN_P12's certificate was revoked even once Apple no longer lists it.
+    async currentCertificate() {
+      if (await usesOperator()) return describeCertificate(operatorPem!, operatorIssuerPem);
+      return describeCertificate((await madeCertificate()).certPem);
+    },
+
+    /**
+     * A new certificate on the same account, made through the API. When the certificate replaced
+     * is SIGN_P12's, the made one signs from then on (Apple issues no .p12 of the operator's key),
+     * and the note says so.
+     */
+    async replaceCertificate(reason, options = {}): Promise<CertificateReplacement> {
+      const result = await db.transaction(async (tx) => {
+        await q.lockCertificateMaking(tx);
+        const wasOperator = await usesOperator(tx);
+        const stored = wasOperator ? undefined : await readCreated(tx);
+        const current = wasOperator
+          ? describeCertificate(operatorPem!, operatorIssuerPem)
+          : stored && describeCertificate(stored.certPem);
+        if (options.ifCurrent !== undefined && current && current.fingerprint !== options.ifCurrent) {
+          return { replacement: { certificate: current, replaced: false } };
+        }
+        const made = await makeCertificate(tx);
+        if (wasOperator) await q.writeSetting(tx, SIGN_P12_REPLACED_SETTING, operatorFingerprint!);
+        deps.log.info({ reason, certificateId: made.certificate.id, keyId: deps.keyId }, 'replaced the signing certificate');
+        const note = wasOperator
+          ? `The certificate in SIGN_P12 (serial ${current!.serial}) no longer signs: a certificate made through App Store Connect does from now on. Put a new .p12 in SIGN_P12 to sign with your own again.`
+          : undefined;
+        return { made, replacement: { certificate: describeCertificate(made.certificate.certPem), replaced: true, ...(note ? { note } : {}) } };
+      });
+      if (result.made) adopted = result.made;
+      return result.replacement;
+    },
 
     async makeProfile({ userId, udids }) {
       const [cert, bundleIdId, deviceIds] = await Promise.all([
@@ -175,7 +271,7 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
     needsAPerson: (err) => isAscError(err) && NEEDS_A_PERSON.has(err.kind),
 
     async details(): Promise<IdentityDetails> {
-      if (operatorPem) return certificateDetails(operatorPem);
+      if (operatorPem && (await usesOperator())) return certificateDetails(operatorPem);
       const stored = await readCreated(db);
       return stored ? certificateDetails(stored.certPem) : { teamId: null, certificateName: null, certificateExpiresAt: null };
     },

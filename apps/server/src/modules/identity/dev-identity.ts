@@ -41,12 +41,13 @@ const DAY_MS = 86_400_000;
 const TEAM_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ0123456789';
 
 /** Makes a new dev identity: a CA and a code-signing certificate issued by it (RSA 2048, SHA-256). */
-export function createDevIdentity(options: DevIdentityOptions = {}): DevIdentity {
+export function createDevIdentity(options: DevIdentityOptions & { teamId?: string } = {}): DevIdentity {
   const clock = options.clock ?? (() => new Date());
   const random = options.random ?? randomBytes;
   const years = options.validYears ?? 10;
   const now = clock();
-  const teamId = [...random(10)].map((byte) => TEAM_ALPHABET[byte % TEAM_ALPHABET.length]).join('');
+  const teamId =
+    options.teamId ?? [...random(10)].map((byte) => TEAM_ALPHABET[byte % TEAM_ALPHABET.length]).join('');
   const teamName = DEV_IDENTITY_LABEL;
 
   const caKeys = generateRsaKeyPair();
@@ -54,12 +55,8 @@ export function createDevIdentity(options: DevIdentityOptions = {}): DevIdentity
   ca.publicKey = caKeys.publicKey;
   ca.serialNumber = serialNumber(random);
   setValidity(ca, now, years);
-  const caSubject = [
-    { name: 'commonName', value: `${DEV_IDENTITY_LABEL} CA` },
-    { name: 'organizationName', value: DEV_IDENTITY_LABEL },
-  ];
-  ca.setSubject(caSubject);
-  ca.setIssuer(caSubject);
+  ca.setSubject(CA_SUBJECT);
+  ca.setIssuer(CA_SUBJECT);
   ca.setExtensions([
     { name: 'basicConstraints', cA: true, critical: true },
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
@@ -67,18 +64,44 @@ export function createDevIdentity(options: DevIdentityOptions = {}): DevIdentity
   ]);
   ca.sign(caKeys.privateKey, forge.md.sha256.create());
 
+  const authority = {
+    teamId,
+    teamName,
+    caCertPem: forge.pki.certificateToPem(ca),
+    caKeyPem: caKeys.privateKeyPem,
+  };
+  return { ...authority, ...issueDevCertificate(authority, options) };
+}
+
+const CA_SUBJECT = [
+  { name: 'commonName', value: `${DEV_IDENTITY_LABEL} CA` },
+  { name: 'organizationName', value: DEV_IDENTITY_LABEL },
+];
+
+/**
+ * A new code-signing certificate from the identity's own CA (what recovery makes in place of a
+ * revoked or expiring one); it lasts `validYears`, and never past the CA.
+ */
+export function issueDevCertificate(
+  authority: Pick<DevIdentity, 'teamId' | 'caCertPem' | 'caKeyPem'>,
+  options: DevIdentityOptions = {},
+): Pick<DevIdentity, 'certPem' | 'keyPem'> {
+  const random = options.random ?? randomBytes;
+  const now = (options.clock ?? (() => new Date()))();
+  const ca = forge.pki.certificateFromPem(authority.caCertPem);
   const leafKeys = generateRsaKeyPair();
   const leaf = forge.pki.createCertificate();
   leaf.publicKey = leafKeys.publicKey;
   leaf.serialNumber = serialNumber(random);
-  setValidity(leaf, now, years);
+  setValidity(leaf, now, options.validYears ?? 10);
+  if (leaf.validity.notAfter > ca.validity.notAfter) leaf.validity.notAfter = ca.validity.notAfter;
   // Apple's distribution certificates read "Apple Distribution: Name (TEAMID)" with the team as OU.
   leaf.setSubject([
-    { name: 'commonName', value: `${DEV_IDENTITY_LABEL}: Sideport (${teamId})` },
-    { name: 'organizationalUnitName', value: teamId },
+    { name: 'commonName', value: `${DEV_IDENTITY_LABEL}: Sideport (${authority.teamId})` },
+    { name: 'organizationalUnitName', value: authority.teamId },
     { name: 'organizationName', value: DEV_IDENTITY_LABEL },
   ]);
-  leaf.setIssuer(caSubject);
+  leaf.setIssuer(CA_SUBJECT);
   leaf.setExtensions([
     { name: 'basicConstraints', cA: false, critical: true },
     { name: 'keyUsage', digitalSignature: true, critical: true },
@@ -86,16 +109,24 @@ export function createDevIdentity(options: DevIdentityOptions = {}): DevIdentity
     { name: 'subjectKeyIdentifier' },
     { name: 'authorityKeyIdentifier', keyIdentifier: ca.generateSubjectKeyIdentifier().getBytes() },
   ]);
-  leaf.sign(caKeys.privateKey, forge.md.sha256.create());
+  leaf.sign(forge.pki.privateKeyFromPem(authority.caKeyPem), forge.md.sha256.create());
+  return { certPem: forge.pki.certificateToPem(leaf), keyPem: leafKeys.privateKeyPem };
+}
 
-  return {
-    teamId,
-    teamName,
-    caCertPem: forge.pki.certificateToPem(ca),
-    caKeyPem: caKeys.privateKeyPem,
-    certPem: forge.pki.certificateToPem(leaf),
-    keyPem: leafKeys.privateKeyPem,
-  };
+/**
+ * The identity with a new certificate in place of its current one: from the same CA while the CA
+ * outlives the new certificate by `renewBeforeMs`, otherwise a new CA too (same team), so that a
+ * renewal is never itself about to expire.
+ */
+export function renewDevIdentity(
+  identity: DevIdentity,
+  options: DevIdentityOptions & { renewBeforeMs: number },
+): DevIdentity {
+  const now = (options.clock ?? (() => new Date()))().getTime();
+  const caEnds = forge.pki.certificateFromPem(identity.caCertPem).validity.notAfter.getTime();
+  if (caEnds - now > 2 * options.renewBeforeMs + DAY_MS)
+    return { ...identity, ...issueDevCertificate(identity, options) };
+  return createDevIdentity({ ...options, teamId: identity.teamId });
 }
 
 /** The identity as `sign` from @sideport/ipa takes it: the certificate, its key and the dev CA. */

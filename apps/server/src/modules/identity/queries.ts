@@ -1,6 +1,6 @@
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, isNull, lt, ne, notInArray, or, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
-import { settings, userProfiles } from '../../db/schema/index.js';
+import { settings, signingCertificates, userProfiles } from '../../db/schema/index.js';
 
 // ---- each user's provisioning profile ----
 
@@ -14,6 +14,95 @@ export async function findUserProfile(db: Database, userId: string): Promise<Use
 export async function saveUserProfile(db: Database, row: UserProfileRow) {
   const { userId: _key, ...set } = row;
   await db.insert(userProfiles).values(row).onConflictDoUpdate({ target: userProfiles.userId, set });
+}
+
+/** Users whose profile names none of the certificates `fingerprints`, or expires before `before`. */
+export async function usersWithStaleProfiles(
+  db: Database,
+  fingerprints: string[],
+  before: Date,
+): Promise<string[]> {
+  const rows = await db
+    .select({ userId: userProfiles.userId })
+    .from(userProfiles)
+    .where(
+      or(
+        isNull(userProfiles.certificateFingerprint),
+        fingerprints.length ? notInArray(userProfiles.certificateFingerprint, fingerprints) : sql`true`,
+        lt(userProfiles.expiresAt, before),
+      ),
+    )
+    .orderBy(userProfiles.userId);
+  return rows.map((r) => r.userId);
+}
+
+// ---- the certificates signed with, and their OCSP answers ----
+
+export type SigningCertificateRow = typeof signingCertificates.$inferSelect;
+
+/** Once per certificate: a second insert of the same fingerprint changes nothing. */
+export async function insertSigningCertificate(db: Database, row: typeof signingCertificates.$inferInsert) {
+  await db.insert(signingCertificates).values(row).onConflictDoNothing();
+}
+
+export async function findSigningCertificate(
+  db: Database,
+  fingerprint: string,
+): Promise<SigningCertificateRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(signingCertificates)
+    .where(eq(signingCertificates.fingerprint, fingerprint));
+  return row;
+}
+
+export async function setCertificateIssuer(db: Database, fingerprint: string, issuerPem: string) {
+  await db
+    .update(signingCertificates)
+    .set({ issuerPem })
+    .where(eq(signingCertificates.fingerprint, fingerprint));
+}
+
+/** A responder's answer (or why none came); a revoked certificate stays revoked whatever comes later. */
+export async function saveOcspAnswer(
+  db: Database,
+  fingerprint: string,
+  answer: Partial<
+    Pick<SigningCertificateRow, 'ocspStatus' | 'revokedAt' | 'checkedAt' | 'nextCheckAt' | 'ocspError'>
+  >,
+): Promise<SigningCertificateRow | undefined> {
+  const [row] = await db
+    .update(signingCertificates)
+    .set(answer)
+    .where(
+      and(
+        eq(signingCertificates.fingerprint, fingerprint),
+        or(isNull(signingCertificates.ocspStatus), ne(signingCertificates.ocspStatus, 'revoked')),
+      ),
+    )
+    .returning();
+  return row ?? findSigningCertificate(db, fingerprint);
+}
+
+export async function markCertificateReplaced(db: Database, fingerprint: string, at: Date, reason: string) {
+  await db
+    .update(signingCertificates)
+    .set({ replacedAt: at, replacedReason: reason })
+    .where(and(eq(signingCertificates.fingerprint, fingerprint), isNull(signingCertificates.replacedAt)));
+}
+
+// ---- the settings the identities keep (sealed) ----
+
+export async function readSetting(db: Database, key: string): Promise<string | undefined> {
+  const [row] = await db.select().from(settings).where(eq(settings.key, key));
+  return row?.value;
+}
+
+export async function writeSetting(db: Database, key: string, value: string): Promise<void> {
+  await db
+    .insert(settings)
+    .values({ key, value })
+    .onConflictDoUpdate({ target: settings.key, set: { value } });
 }
 
 // ---- the distribution certificate Sideport had Apple issue ----

@@ -8,7 +8,10 @@ import type { SigningService } from './signing.js';
 
 export interface IdentityRoutesDeps {
   guards: Guards;
-  signing: Pick<SigningService, 'identityInfo' | 'identityDetails' | 'identityCaPem'>;
+  signing: Pick<
+    SigningService,
+    'identityInfo' | 'identityDetails' | 'identityCaPem' | 'certificateStatusNow'
+  >;
 }
 
 const DEV_CA_FILE_NAME = 'sideport-dev-ca.pem';
@@ -40,6 +43,8 @@ export async function identityRoutes(app: FastifyInstance, { guards, signing }: 
     async (): Promise<SigningIdentityInfo> => {
       const { kind, description } = signing.identityInfo();
       const details = await signing.identityDetails();
+      // As the last preflight or recovery pass learnt it: the console asks no responder itself.
+      const status = await signing.certificateStatusNow();
       return {
         kind,
         description,
@@ -47,6 +52,10 @@ export async function identityRoutes(app: FastifyInstance, { guards, signing }: 
         team_id: details.teamId,
         certificate_name: details.certificateName,
         certificate_expires_at: details.certificateExpiresAt?.toISOString() ?? null,
+        certificate_serial: details.certificateSerial ?? null,
+        certificate_status: status?.state ?? 'not checked',
+        certificate_checked_at: status?.checkedAt?.toISOString() ?? null,
+        certificate_revoked_at: status?.revokedAt?.toISOString() ?? null,
       };
     },
   );

@@ -1,5 +1,5 @@
-import { X509Certificate } from 'node:crypto';
-import type { IdentitySource } from '@sideport/ipa';
+import { createHash, X509Certificate } from 'node:crypto';
+import { loadIdentity, parseProfile, type IdentitySource } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import { settingOrCreate } from '../../platform/settings.js';
@@ -7,7 +7,16 @@ import type { DeviceRegistrar } from '../devices/registration.js';
 import type { AccountPool } from './account-pool.js';
 import type { DeviceService } from '../devices/service.js';
 import { canonicalUdid } from '../devices/udid.js';
-import { createDevIdentity, createDevProfile, devIdentitySource, DEV_IDENTITY_LABEL, type DevIdentity } from './dev-identity.js';
+import type { CertificateRegistry, CertificateStatus } from './certificates.js';
+import {
+  createDevIdentity,
+  createDevProfile,
+  devIdentitySource,
+  DEV_IDENTITY_LABEL,
+  renewDevIdentity,
+  type DevIdentity,
+} from './dev-identity.js';
+import { certificateDer } from './pki.js';
 import * as q from './queries.js';
 
 /**
@@ -33,6 +42,50 @@ export interface SigningIdentityProvider extends DeviceRegistrar {
   details?(): Promise<IdentityDetails>;
   /** The CA that issued the signing certificate, PEM: the dev identity's own (Apple's is public). */
   caCertificatePem?(): Promise<string>;
+  /** The certificate source() signs with now (made on first use, as source() would). */
+  currentCertificate(): Promise<CurrentCertificate>;
+  /**
+   * Has a new certificate made in place of the current one (revoked, or about to expire): under a
+   * database lock, so several processes that notice at once make one. With `ifCurrent`, nothing is
+   * made when the current certificate is another already (someone replaced it first).
+   */
+  replaceCertificate(reason: string, options?: { ifCurrent?: string }): Promise<CertificateReplacement>;
+}
+
+/** A signing certificate as preflight and recovery need it. */
+export interface CurrentCertificate {
+  pem: string;
+  /** SHA-256 of its DER, lower-case hex: how artifacts, profiles and the OCSP cache name it. */
+  fingerprint: string;
+  /** Upper-case hex. */
+  serial: string;
+  notBefore: Date;
+  notAfter: Date;
+  /** Its issuer, when the identity holds it (the dev CA, a .p12's chain); fetched from the certificate's AIA otherwise. */
+  issuerPem?: string;
+}
+
+export interface CertificateReplacement {
+  certificate: CurrentCertificate;
+  /** False when `ifCurrent` was no longer current: another process replaced it first. */
+  replaced: boolean;
+  /** What changed beyond the certificate, in a sentence (SIGN_P12 no longer used). */
+  note?: string;
+}
+
+/** SHA-256 of a certificate's DER, as preflight and the OCSP cache name certificates. */
+export const certificateFingerprint = (der: Buffer) => createHash('sha256').update(der).digest('hex');
+
+export function describeCertificate(pem: string, issuerPem?: string): CurrentCertificate {
+  const cert = new X509Certificate(pem);
+  return {
+    pem: cert.toString(),
+    fingerprint: certificateFingerprint(cert.raw),
+    serial: cert.serialNumber.toUpperCase(),
+    notBefore: new Date(cert.validFrom),
+    notAfter: new Date(cert.validTo),
+    ...(issuerPem ? { issuerPem } : {}),
+  };
 }
 
 export interface IdentityDetails {
@@ -40,6 +93,10 @@ export interface IdentityDetails {
   /** The signing certificate's common name; null until one exists (made on first use). */
   certificateName: string | null;
   certificateExpiresAt: Date | null;
+  /** Upper-case hex; null until one exists. */
+  certificateSerial?: string | null;
+  /** SHA-256 of its DER; null until one exists. */
+  certificateFingerprint?: string | null;
 }
 
 /** Team (the OU, as Apple's certificates carry it), name and expiry of a PEM certificate. */
@@ -51,7 +108,13 @@ export function certificateDetails(certPem: string): IdentityDetails {
       .split('\n')
       .find((line) => line.startsWith(`${key}=`))
       ?.slice(key.length + 1) ?? null;
-  return { teamId: field('OU'), certificateName: field('CN'), certificateExpiresAt: new Date(cert.validTo) };
+  return {
+    teamId: field('OU'),
+    certificateName: field('CN'),
+    certificateExpiresAt: new Date(cert.validTo),
+    certificateSerial: cert.serialNumber.toUpperCase(),
+    certificateFingerprint: certificateFingerprint(cert.raw),
+  };
 }
 
 /** What a sign job needs for one user: an identity and a profile listing the user's Registered devices. */
@@ -62,27 +125,64 @@ export interface SigningMaterial {
   /** The devices the profile lists (its Registered devices when it was made), sorted by UDID. */
   udids: string[];
   identityKind: 'dev' | 'apple';
+  /** The certificate `identity` holds: what the artifact's row records for its preflight. */
+  certificate: Pick<CurrentCertificate, 'fingerprint' | 'notBefore' | 'notAfter'>;
+  profileExpiresAt: Date;
+  /** SHA-256 fingerprints of the profile's DeveloperCertificates (it names `certificate` among them). */
+  profileCertificates: string[];
 }
 
 const DEV_IDENTITY_SETTING = 'dev_identity';
 const DEV_IDENTITY_PURPOSE = 'dev-identity';
 
+/** Stores a dev identity (sealed) as the one every process signs with; recovery's replacement writes it so. */
+export async function saveDevIdentity(db: Database, secrets: SecretBox, identity: DevIdentity): Promise<void> {
+  await q.writeSetting(db, DEV_IDENTITY_SETTING, secrets.seal(JSON.stringify(identity), DEV_IDENTITY_PURPOSE));
+}
+
 /**
  * The dev identity (docs/architecture.md, Topology, embedded default): made once, sealed with SECRET_KEY and
- * kept in the database, so every process and every restart signs with the same one.
+ * kept in the database, so every process and every restart signs with the same one. It is read
+ * from there each time (opened again only when it changed), so a certificate another process made
+ * in place of a revoked one is used at once.
  */
-export function createDevIdentityProvider(deps: { db: Database; secrets: SecretBox; clock: () => Date }): SigningIdentityProvider {
-  let loaded: Promise<DevIdentity> | undefined;
-  const identity = () =>
-    (loaded ??= settingOrCreate(deps.db, DEV_IDENTITY_SETTING, () =>
-      deps.secrets.seal(JSON.stringify(createDevIdentity({ clock: deps.clock })), DEV_IDENTITY_PURPOSE),
-    ).then((sealed) => JSON.parse(deps.secrets.open(sealed, DEV_IDENTITY_PURPOSE).toString('utf8')) as DevIdentity));
+export function createDevIdentityProvider(deps: {
+  db: Database;
+  secrets: SecretBox;
+  clock: () => Date;
+  /** RENEW_BEFORE_DAYS: a renewal lasts well beyond it (a new CA when the old one would not). */
+  renewBeforeMs?: number;
+}): SigningIdentityProvider {
+  const { db, secrets, clock } = deps;
+  let opened: { sealed: string; identity: DevIdentity } | undefined;
+  const open = (sealed: string): DevIdentity => {
+    if (opened?.sealed !== sealed) opened = { sealed, identity: JSON.parse(secrets.open(sealed, DEV_IDENTITY_PURPOSE).toString('utf8')) as DevIdentity };
+    return opened.identity;
+  };
+  const identity = async () =>
+    open(await settingOrCreate(db, DEV_IDENTITY_SETTING, () => secrets.seal(JSON.stringify(createDevIdentity({ clock })), DEV_IDENTITY_PURPOSE)));
+  const describe = (made: DevIdentity) => describeCertificate(made.certPem, made.caCertPem);
   return {
     kind: 'dev',
     description: `${DEV_IDENTITY_LABEL}: a local CA made by Sideport. It runs the whole pipeline; real devices will not install what it signs.`,
     source: async () => devIdentitySource(await identity()),
     details: async () => certificateDetails((await identity()).certPem),
     caCertificatePem: async () => (await identity()).caCertPem,
+    currentCertificate: async () => describe(await identity()),
+    async replaceCertificate(_reason, options = {}) {
+      await identity(); // made first, if it never was
+      return db.transaction(async (tx) => {
+        await q.lockCertificateMaking(tx);
+        const stored = open((await q.readSetting(tx, DEV_IDENTITY_SETTING))!);
+        if (options.ifCurrent !== undefined && describe(stored).fingerprint !== options.ifCurrent) {
+          return { certificate: describe(stored), replaced: false };
+        }
+        const renewed = renewDevIdentity(stored, { clock, renewBeforeMs: deps.renewBeforeMs ?? 14 * DAY_MS });
+        await saveDevIdentity(tx, secrets, renewed);
+        const note = renewed.caCertPem === stored.caCertPem ? undefined : 'Its CA was close to its end too: a new CA issued the new certificate.';
+        return { certificate: describe(renewed), replaced: true, ...(note ? { note } : {}) };
+      });
+    },
     async makeProfile({ userId, udids }) {
       const made = createDevProfile(await identity(), {
         devices: udids,
@@ -94,6 +194,8 @@ export function createDevIdentityProvider(deps: { db: Database; secrets: SecretB
   };
 }
 
+const DAY_MS = 86_400_000;
+
 export interface SigningServiceDeps {
   db: Database;
   clock: () => Date;
@@ -101,21 +203,74 @@ export interface SigningServiceDeps {
   identity: SigningIdentityProvider;
   /** Whose Registered devices a profile lists. */
   devices: Pick<DeviceService, 'registeredDevices'>;
+  /** The certificates signed with and their OCSP status. */
+  certificates: CertificateRegistry;
+  /** RENEW_BEFORE_DAYS: a profile expiring sooner than this is made again at its next use. */
+  renewBeforeMs: number;
   /**
    * With several developer accounts (account-pool.ts): the one a user's devices are on signs for
    * them, and a profile another account made is deleted there.
    */
-  pool?: Pick<AccountPool, 'identityOf' | 'providerOf'> | undefined;
+  pool?: Pick<AccountPool, 'identityOf' | 'providerOf' | 'providers'> | undefined;
+}
+
+/** One identity as recovery sees it: its certificate now, and a new one in its place. */
+export interface Signer {
+  description: string;
+  currentCertificate(): Promise<CurrentCertificate>;
+  replaceCertificate(reason: string, options?: { ifCurrent?: string }): Promise<CertificateReplacement>;
+}
+
+/** Fingerprints of a profile's DeveloperCertificates. */
+const profileCertificatesOf = (profile: Buffer) =>
+  parseProfile(profile).developerCertificates.map((c) => certificateFingerprint(c.der));
+
+// A .p12 is opened once per process to learn which certificate it holds.
+const p12Fingerprints = new WeakMap<Buffer, string>();
+
+/** The fingerprint of the certificate an identity source holds. */
+function sourceFingerprint(source: IdentitySource): string {
+  if ('certPem' in source) return certificateFingerprint(new X509Certificate(source.certPem).raw);
+  let known = p12Fingerprints.get(source.p12);
+  if (known === undefined) {
+    known = certificateFingerprint(certificateDer(loadIdentity(source).certificate));
+    p12Fingerprints.set(source.p12, known);
+  }
+  return known;
 }
 
 /**
  * Signing material per user. The profile is made on first use and kept while it lists exactly the
- * user's Registered devices and has not expired; otherwise a new one is made (profiles cannot be
- * edited) and the old one dropped.
+ * user's Registered devices, names the identity's current certificate and is not about to expire
+ * (RENEW_BEFORE_DAYS); otherwise a new one is made (profiles cannot be edited) and the old one
+ * dropped.
  */
-export function createSigningService({ db, clock, identity: defaultIdentity, devices, pool }: SigningServiceDeps) {
+export function createSigningService({
+  db,
+  clock,
+  identity: defaultIdentity,
+  devices,
+  certificates,
+  renewBeforeMs,
+  pool,
+}: SigningServiceDeps) {
   // One profile made at a time per user in this process: two sign jobs of a user need only one.
   const making = new Map<string, Promise<SigningMaterial | undefined>>();
+
+  /** The current certificate and the source holding it, read as one (a replacement may fall between two reads). */
+  async function currentSigner(
+    identity: SigningIdentityProvider,
+  ): Promise<{ certificate: CurrentCertificate; source: IdentitySource }> {
+    for (let attempt = 0; ; attempt++) {
+      const certificate = await identity.currentCertificate();
+      const source = await identity.source();
+      if (sourceFingerprint(source) === certificate.fingerprint) {
+        await certificates.remember(certificate, identity.kind);
+        return { certificate, source };
+      }
+      if (attempt === 2) throw new Error('The signing certificate kept changing while it was read.');
+    }
+  }
 
   async function materialFor(userId: string): Promise<SigningMaterial | undefined> {
     const placed = pool ? await pool.identityOf(userId) : undefined;
@@ -126,23 +281,35 @@ export function createSigningService({ db, clock, identity: defaultIdentity, dev
     const registered = (await devices.registeredDevices(userId)).filter((d) => !placed || d.accountId === accountId);
     if (registered.length === 0) return undefined;
     const udids = [...new Set(registered.map((d) => canonicalUdid(d.udid)))].sort();
+    const { certificate, source } = await currentSigner(identity);
     const stored = await q.findUserProfile(db, userId);
-    const isCurrent =
-      stored !== undefined &&
+    const material = (profile: Buffer, uuid: string, expiresAt: Date, profileCertificates: string[]): SigningMaterial => ({
+      identity: source,
+      profile,
+      profileUuid: uuid,
+      udids,
+      identityKind: identity.kind,
+      certificate: { fingerprint: certificate.fingerprint, notBefore: certificate.notBefore, notAfter: certificate.notAfter },
+      profileExpiresAt: expiresAt,
+      profileCertificates,
+    });
+    // A profile cannot outlast its certificate: one that expires with it is as fresh as can be.
+    const freshUntil = Math.min(clock().getTime() + Math.max(renewBeforeMs, DAY_MS), certificate.notAfter.getTime()) - 60_000;
+    if (
+      stored &&
       stored.accountId === accountId &&
-      stored.expiresAt.getTime() > clock().getTime() + 86_400_000 &&
+      stored.expiresAt.getTime() >= freshUntil &&
       stored.udids.length === udids.length &&
-      stored.udids.every((udid, i) => udid === udids[i]);
-    if (stored && isCurrent) {
-      return {
-        identity: await identity.source(),
-        profile: Buffer.from(stored.profile, 'base64'),
-        profileUuid: stored.uuid,
-        udids,
-        identityKind: identity.kind,
-      };
+      stored.udids.every((udid, i) => udid === udids[i])
+    ) {
+      const bytes = Buffer.from(stored.profile, 'base64');
+      const listed = stored.certificateFingerprint === certificate.fingerprint ? [certificate.fingerprint] : profileCertificatesOf(bytes);
+      if (listed.includes(certificate.fingerprint)) return material(bytes, stored.uuid, stored.expiresAt, listed);
     }
     const made = await identity.makeProfile({ userId, udids });
+    const listed = profileCertificatesOf(made.bytes);
+    // Made for a certificate that was replaced meanwhile: the next use makes one for the new one.
+    if (!listed.includes(certificate.fingerprint)) throw new Error('The signing certificate changed while the profile was made; sign again.');
     await q.saveUserProfile(db, {
       userId,
       profile: made.bytes.toString('base64'),
@@ -150,6 +317,7 @@ export function createSigningService({ db, clock, identity: defaultIdentity, dev
       udids,
       appleProfileId: made.appleProfileId ?? null,
       accountId,
+      certificateFingerprint: certificate.fingerprint,
       createdAt: clock(),
       expiresAt: made.expiresAt,
     });
@@ -158,25 +326,92 @@ export function createSigningService({ db, clock, identity: defaultIdentity, dev
       const maker = stored.accountId === accountId ? identity : await pool?.providerOf(stored.accountId ?? 0);
       await maker?.dropProfile?.(stored.appleProfileId).catch(() => {});
     }
-    return { identity: await identity.source(), profile: made.bytes, profileUuid: made.uuid, udids, identityKind: identity.kind };
+    return material(made.bytes, made.uuid, made.expiresAt, listed);
   }
+
+  function signingMaterial(userId: string): Promise<SigningMaterial | undefined> {
+    let pending = making.get(userId);
+    if (!pending) {
+      pending = materialFor(userId).finally(() => making.delete(userId));
+      making.set(userId, pending);
+    }
+    return pending;
+  }
+
+  /** Every identity that signs: the dev identity, or each developer account this process has a key for. */
+  const identities = async (): Promise<SigningIdentityProvider[]> => (pool ? pool.providers() : [defaultIdentity]);
+
+  /** An identity's certificate in use now (made on first use), recorded among those signed with. */
+  const certificateOf = async (identity: SigningIdentityProvider) => (await currentSigner(identity)).certificate;
+
+  /** A new certificate in place of `options.ifCurrent` (or the current one), recorded with why the old one went. */
+  async function replaceOf(
+    identity: SigningIdentityProvider,
+    reason: string,
+    options: { ifCurrent?: string } = {},
+  ): Promise<CertificateReplacement> {
+    const result = await identity.replaceCertificate(reason, options);
+    if (result.replaced && options.ifCurrent !== undefined) await certificates.markReplaced(options.ifCurrent, reason);
+    await certificates.remember(result.certificate, identity.kind);
+    return result;
+  }
+
+  const identityDetails = async (): Promise<IdentityDetails> =>
+    defaultIdentity.details
+      ? defaultIdentity.details()
+      : { teamId: null, certificateName: null, certificateExpiresAt: null };
 
   return {
     /** undefined when the user has no Registered device (nothing to sign for). */
-    signingMaterial(userId: string): Promise<SigningMaterial | undefined> {
-      let pending = making.get(userId);
-      if (!pending) {
-        pending = materialFor(userId).finally(() => making.delete(userId));
-        making.set(userId, pending);
+    signingMaterial,
+
+    /** The first identity's certificate in use now (the dev identity's, or the first account's). */
+    currentCertificate: () => certificateOf(defaultIdentity),
+
+    /** A new certificate for the first identity: see SigningIdentityProvider.replaceCertificate. */
+    replaceCertificate: (reason: string, options: { ifCurrent?: string } = {}) => replaceOf(defaultIdentity, reason, options),
+
+    /** Every identity that signs, as recovery checks and replaces their certificates. */
+    async signers(): Promise<Signer[]> {
+      return (await identities()).map((identity) => ({
+        description: identity.description,
+        currentCertificate: () => certificateOf(identity),
+        replaceCertificate: (reason, options) => replaceOf(identity, reason, options),
+      }));
+    },
+
+    /** A certificate's revocation status, asking its responder when the kept answer is too old. */
+    certificateStatus: (fingerprint: string): Promise<CertificateStatus> => certificates.status(fingerprint),
+
+    /**
+     * Makes again every profile that names another certificate than the current one or expires
+     * within RENEW_BEFORE_DAYS (recovery: "the affected profiles are made again"); returns how many.
+     * A user whose profile cannot be made is told to `onError` and skipped.
+     */
+    async refreshProfiles(onError: (userId: string, err: unknown) => void): Promise<number> {
+      const current = await Promise.all((await identities()).map(certificateOf));
+      // A profile cannot outlast its certificate: materialFor keeps one that ends with it.
+      const before = new Date(
+        Math.min(clock().getTime() + renewBeforeMs, ...current.map((c) => c.notAfter.getTime())) - 60_000,
+      );
+      let made = 0;
+      for (const userId of await q.usersWithStaleProfiles(db, current.map((c) => c.fingerprint), before)) {
+        // One user's refusal (Apple's, say) stops nobody else's: their re-sign tries again and says why.
+        const material = await signingMaterial(userId).catch((err: unknown) => onError(userId, err));
+        if (material) made += 1;
       }
-      return pending;
+      return made;
     },
 
     identityInfo: () => ({ kind: defaultIdentity.kind, description: defaultIdentity.description }),
 
     /** identityInfo and the certificate in use, for the admin console. */
-    async identityDetails(): Promise<IdentityDetails> {
-      return defaultIdentity.details ? defaultIdentity.details() : { teamId: null, certificateName: null, certificateExpiresAt: null };
+    identityDetails,
+
+    /** The kept revocation status of the certificate in use (never asks a responder, nor Apple: the admin console). */
+    async certificateStatusNow(): Promise<CertificateStatus | undefined> {
+      const { certificateFingerprint: fingerprint } = await identityDetails();
+      return fingerprint ? certificates.cachedStatus(fingerprint) : undefined;
     },
 
     /** The dev identity's CA certificate (PEM), which checks its signatures; undefined for Apple's. */

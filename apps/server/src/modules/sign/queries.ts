@@ -1,6 +1,6 @@
 import type { SignType } from '@sideport/contracts';
-import { and, eq, inArray, sql } from 'drizzle-orm';
-import type { Database } from '../../db/client.js';
+import { and, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import { queryRows, type Database } from '../../db/client.js';
 import { signRequests, type SignJobState, type SignSource } from '../../db/schema/index.js';
 import { leasedTable, type AttemptOutcome } from '../../platform/lease-queue.js';
 
@@ -87,7 +87,8 @@ const givenUpStatus = sql<SignRow['status']>`case when ${signRequests.fileKey} i
  * Takes the next sign for `worker` in one statement: the oldest queued one, or one whose worker
  * let its lease run out, when that lost lease is not its last (`maxLostLeases`; the sweep gives
  * those up). The lost lease is counted (apart from failures) and said in the reason; the row
- * becomes Process under a new lease and attempt.
+ * becomes Process under a new lease and attempt. Signs people asked for come before re-signs of
+ * recovery, which go most recently used first.
  */
 export async function claimNextSign(
   db: Database,
@@ -97,7 +98,7 @@ export async function claimNextSign(
   const next = sql`(
     select id from ${signRequests}
     where state = 'queued' or (${leases.expired(claim.now)} and not ${leases.isLastLostLease(limits)})
-    order by requested_at, id
+    order by resigning, case when resigning then coalesce(last_used_at, signed_at) end desc nulls last, requested_at, id
     limit 1
     for update skip locked)`;
   // The right-hand sides read the row as it was: `state = 'leased'` means its lease ran out.
@@ -153,13 +154,27 @@ export async function commitArtifact(
     | 'sizeBytes'
     | 'sourceTag'
     | 'updatedAt'
+    | 'certFingerprint'
+    | 'certNotBefore'
+    | 'certNotAfter'
+    | 'profileUuid'
+    | 'profileExpiresAt'
+    | 'profileCertificates'
   >,
 ): Promise<{ row: SignRow; previousKey: string | null } | undefined> {
   const previous = await lockHeld(tx, lease);
   if (!previous) return undefined;
   const [row] = await tx
     .update(signRequests)
-    .set({ ...artifact, status: 'Done', state: 'idle', worker: null, leaseExpiresAt: null, lastReason: null })
+    .set({
+      ...artifact,
+      status: 'Done',
+      state: 'idle',
+      worker: null,
+      leaseExpiresAt: null,
+      lastReason: null,
+      resigning: false,
+    })
     .where(eq(signRequests.id, lease.id))
     .returning();
   return { row: row!, previousKey: previous.fileKey };
@@ -172,7 +187,12 @@ export async function commitArtifact(
 export async function endAttempt(tx: Database, id: number, outcome: AttemptOutcome, now: Date) {
   const [row] = await tx
     .update(signRequests)
-    .set({ ...leases.ended(outcome, now), status: outcome.isFinal ? givenUpStatus : 'Pending' })
+    .set({
+      ...leases.ended(outcome, now),
+      status: outcome.isFinal ? givenUpStatus : 'Pending',
+      // A re-sign given up is shown as what remains: the earlier artifact (its preflight says why not) or nothing.
+      ...(outcome.isFinal ? { resigning: false } : {}),
+    })
     .where(eq(signRequests.id, id))
     .returning();
   return row!;
@@ -218,31 +238,90 @@ export async function deleteSignsOfVersion(db: Database, appId: number, appVerId
     .returning();
 }
 
-/** Every Done sign of these users, not under way, back to the queue (Pending): their artifacts are stale. */
-export async function requeueDoneSignsOf(
-  tx: Database,
-  userIds: readonly string[],
-  now: Date,
-): Promise<SignRow[]> {
-  if (userIds.length === 0) return [];
+/** An artifact was installed or downloaded: recovery re-signs the most recently used first. */
+export async function markUsed(db: Database, id: number, at: Date) {
+  await db.update(signRequests).set({ lastUsedAt: at }).where(eq(signRequests.id, id));
+}
+
+/** Which artifacts recovery re-signs: every condition given must hold. */
+export interface ResignFilter {
+  userIds?: readonly string[];
+  /** Signed with one of these certificates. */
+  certificateFingerprints?: readonly string[];
+  /** Or signed before certificates were recorded (no fingerprint). */
+  includeUntracked?: boolean;
+  /** Whose profile expires before this. */
+  profileExpiringBefore?: Date;
+}
+
+/**
+ * Queues a re-sign of every artifact `filter` names: Done ones at rest whose last sign did not fail
+ * (a failed re-sign is not tried again and again; its owner's new sign is). One statement, so any
+ * number of processes queue each artifact once: a row already queued or signing is not at rest.
+ */
+export async function queueResigns(tx: Database, filter: ResignFilter, now: Date): Promise<SignRow[]> {
+  const conditions: SQL[] = [
+    isNotNull(signRequests.fileKey),
+    eq(signRequests.state, 'idle'),
+    isNull(signRequests.lastReason),
+  ];
+  if (filter.userIds) conditions.push(inArray(signRequests.userId, [...filter.userIds]));
+  if (filter.certificateFingerprints || filter.includeUntracked) {
+    const fingerprints = filter.certificateFingerprints ?? [];
+    conditions.push(
+      or(
+        fingerprints.length ? inArray(signRequests.certFingerprint, [...fingerprints]) : sql`false`,
+        filter.includeUntracked ? isNull(signRequests.certFingerprint) : sql`false`,
+      )!,
+    );
+  }
+  if (filter.profileExpiringBefore)
+    conditions.push(lt(signRequests.profileExpiresAt, filter.profileExpiringBefore));
   return tx
     .update(signRequests)
     .set({
-      status: 'Pending',
       state: 'queued',
+      status: 'Pending',
+      resigning: true,
       attempts: 0,
       failures: 0,
       lostLeases: 0,
-      lastReason: null,
       requestedAt: now,
       updatedAt: now,
     })
-    .where(
-      and(
-        inArray(signRequests.userId, [...userIds]),
-        eq(signRequests.status, 'Done'),
-        eq(signRequests.state, 'idle'),
-      ),
-    )
+    .where(and(...conditions))
     .returning();
+}
+
+/** The certificates the stored artifacts were signed with, and whether any predate their recording. */
+export async function artifactCertificates(
+  db: Database,
+): Promise<{ fingerprints: string[]; untracked: boolean }> {
+  const rows = await queryRows<{ fingerprint: string | null }>(
+    db,
+    sql`select distinct cert_fingerprint as fingerprint from ${signRequests} where file_key is not null`,
+  );
+  return {
+    fingerprints: rows.flatMap((r) => (r.fingerprint === null ? [] : [r.fingerprint])),
+    untracked: rows.some((r) => r.fingerprint === null),
+  };
+}
+
+// pg_try_advisory_xact_lock key: one process at a time runs a recovery pass.
+const RECOVERY_LOCK_KEY = 0x5352_4356; // 'SRCV'
+
+/**
+ * Runs `work` while this process holds the recovery lock, or not at all (undefined) when another
+ * process does: the lock belongs to a transaction left open while `work` runs on other
+ * connections, so a process that dies mid-pass lets go of it with its connection. PostgreSQL
+ * only: PGlite serves one process, whose single connection would wait on the open transaction.
+ */
+export async function whileRecoveryLocked<T>(db: Database, work: () => Promise<T>): Promise<T | undefined> {
+  return db.transaction(async (tx) => {
+    const [row] = await queryRows<{ locked: boolean }>(
+      tx,
+      sql`select pg_try_advisory_xact_lock(${RECOVERY_LOCK_KEY}) as locked`,
+    );
+    return row?.locked ? work() : undefined;
+  });
 }

@@ -19,7 +19,9 @@ import type { SigningService } from '../identity/signing.js';
 import type { VersionReadModel } from '../versions/read-model.js';
 import { featherCertZip } from './feather-cert.js';
 import { installManifest } from './manifest.js';
+import { expiresSoon, preflight, PROBLEM_CODES, problemSentence, recoveryCures, signingCures, type PreflightProblem } from './preflight.js';
 import * as q from './queries.js';
+import type { Recovery } from './recovery.js';
 import type { SignCache } from './sign-cache.js';
 import { publishSign } from './sign-events.js';
 import { fileTag } from './worker.js';
@@ -34,6 +36,8 @@ export interface SignSettings {
   featherIpa?: string | undefined;
   /** How long GET /api/feather/install waits for a sign under way before asking to come back. */
   featherWaitMs: number;
+  /** RENEW_BEFORE_DAYS: an install of an artifact that expires sooner asks recovery for a pass. */
+  renewBeforeMs: number;
 }
 
 export interface SignServiceDeps {
@@ -43,7 +47,9 @@ export interface SignServiceDeps {
   files: FileStore;
   urls: UrlSigner;
   secrets: SecretBox;
-  signing: Pick<SigningService, 'signingMaterial' | 'registeredDevices'>;
+  signing: Pick<SigningService, 'signingMaterial' | 'registeredDevices' | 'certificateStatus'>;
+  /** Told when a preflight finds an artifact revoked, expired or about to expire. */
+  recovery: Pick<Recovery, 'notice'>;
   /** A Done version's stored file and the name its manifest shows. */
   versions: Pick<VersionReadModel, 'signable'>;
   settings: SignSettings;
@@ -56,6 +62,8 @@ const noDevice = () => forbidden('Register a device first on My Page.');
 const notSigned = () => new AppError(404, 'NOT_SIGNED', 'This app is not signed for your devices yet. Request a sign first.');
 const featherNotOffered = () => new AppError(404, 'FEATHER_NOT_OFFERED', 'Feather is not offered on this server.');
 const PASSWORD_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
+/** The header a preflight's 409 carries when a new sign cures it: the web app offers 'Sign again'. */
+export const REMEDY_HEADER = 'sideport-remedy';
 
 /** Whether an artifact still serves every Registered device of its owner (check-sign's 200). */
 export function isCurrent(row: q.SignRow, devices: Array<{ udid: string; registeredAt: Date | null }>): boolean {
@@ -70,7 +78,34 @@ export function isCurrent(row: q.SignRow, devices: Array<{ udid: string; registe
  * signed URLs, and Feather. Workers (worker.ts) do the signing.
  */
 export function createSignService(deps: SignServiceDeps) {
-  const { db, clock, bus, files, urls, secrets, signing, settings } = deps;
+  const { db, clock, bus, files, urls, secrets, signing, settings, recovery } = deps;
+
+  /** What iOS would refuse about the artifact now (preflight.ts), or undefined. */
+  const problemOf = (row: q.SignRow) => preflight(row, clock(), signing.certificateStatus);
+
+  /**
+   * The install preflight: a failed check is a 409 with the reason (and the Sideport-Remedy header
+   * where a new sign cures it); recovery is told of what it cures, and of what expires soon.
+   */
+  async function preflightOrRefuse(row: q.SignRow) {
+    const problem = await problemOf(row);
+    if (!problem) {
+      if (expiresSoon(row, clock(), settings.renewBeforeMs)) recovery.notice('install preflight', { urgent: false });
+      return;
+    }
+    // Recovery re-signs what it cures unless that failed before (the owner's own sign is needed then).
+    const isTaken = recoveryCures(problem) && row.lastReason === null;
+    if (row.state === 'idle' && isTaken) recovery.notice('install preflight', { urgent: true });
+    throw refusal(problem, row.state !== 'idle' || isTaken);
+  }
+
+  const refusal = (problem: PreflightProblem, isBeingSigned: boolean) =>
+    new AppError(409, PROBLEM_CODES[problem.kind], problemSentence(problem, isBeingSigned), {
+      ...(signingCures(problem) ? { headers: { [REMEDY_HEADER]: 'sign-again' } } : {}),
+    });
+
+  /** An artifact handed out (install link): recovery re-signs the most recently used first. */
+  const used = (row: q.SignRow) => q.markUsed(db, row.id, clock());
 
   /** Retries once when a concurrent request made the same row first. */
   async function once<T>(work: () => Promise<T>): Promise<T> {
@@ -89,14 +124,18 @@ export function createSignService(deps: SignServiceDeps) {
   async function enqueue(key: q.SignKey, fields: { sourceKey: string | null; title: string; sourceTag?: string | null }) {
     const devices = await signing.registeredDevices(key.userId);
     if (devices.length === 0) throw noDevice();
+    // An artifact iOS would refuse (revoked, expired) is signed again, whatever devices it lists.
+    const before = await q.findSign(db, key);
+    const refusedArtifact = before?.fileKey && (await problemOf(before)) ? before.artifactId : undefined;
     return once(() =>
       db.transaction(async (tx) => {
         const now = clock();
         const existing = await q.lockSign(tx, key);
         if (existing && existing.state !== 'idle') return existing;
         const sameSource = fields.sourceTag === undefined || existing?.sourceTag === fields.sourceTag;
-        if (existing && isCurrent(existing, devices) && sameSource) return existing;
-        const queued = { status: 'Pending' as const, state: 'queued' as const, attempts: 0, failures: 0, lostLeases: 0, lastReason: null, requestedAt: now, updatedAt: now };
+        const isRefused = refusedArtifact !== undefined && existing?.artifactId === refusedArtifact;
+        if (existing && isCurrent(existing, devices) && sameSource && !isRefused) return existing;
+        const queued = { status: 'Pending' as const, state: 'queued' as const, attempts: 0, failures: 0, lostLeases: 0, lastReason: null, resigning: false, requestedAt: now, updatedAt: now };
         const row = existing
           ? (await q.updateSign(tx, existing.id, { ...queued, sourceKey: fields.sourceKey, title: fields.title }))!
           : await q.insertSign(tx, { ...key, ...queued, sourceKey: fields.sourceKey, title: fields.title });
@@ -162,18 +201,27 @@ export function createSignService(deps: SignServiceDeps) {
       if (!isCurrent(row, await signing.registeredDevices(userId))) {
         throw new AppError(406, 'SIGNED_BEFORE_DEVICE', 'This app was signed before Registered on one of your devices.');
       }
+      await preflightOrRefuse(row);
       return { status: 'Done', signed_at: row.signedAt!.toISOString(), udids: row.udids ?? [] };
     },
 
-    /** GET /api/install/...: the itms-services URL of the artifact's manifest. */
+    /**
+     * GET /api/install/...: the itms-services URL of the artifact's manifest, once the preflight
+     * passes. Which device installs is not known here, so the devices the profile lists are
+     * check-sign's 406 alone: an artifact for the iPhone installs on it while a newer iPad waits.
+     */
     async install(userId: string, appId: number, appVerId: number, type: SignType, baseUrl: string) {
-      return installUrl(await artifactOf(versionKey(userId, appId, appVerId, type)), baseUrl);
+      const row = await artifactOf(versionKey(userId, appId, appVerId, type));
+      await preflightOrRefuse(row);
+      await used(row);
+      return installUrl(row, baseUrl);
     },
 
     /** The manifest a signed URL names, or undefined when its artifact was replaced or removed. */
     async manifest(artifactId: string, baseUrl: string): Promise<string | undefined> {
       const row = await q.findArtifact(db, artifactId);
       if (!row?.fileKey) return undefined;
+      await used(row);
       const fileName = `${row.title}.ipa`;
       const presigned = await files.presignGet(row.fileKey, { expiresInSeconds: settings.urlTtlSeconds, fileName });
       const ipaUrl = presigned ?? new URL(urls.sign(`/files/sign/${artifactId}/app.ipa`, settings.urlTtlSeconds), baseUrl).toString();
@@ -208,6 +256,9 @@ export function createSignService(deps: SignServiceDeps) {
       if (!row.fileKey || row.sourceTag !== sourceTag) {
         throw new AppError(409, 'FEATHER_FAILED', `Feather could not be signed${row.lastReason ? `: ${row.lastReason.replace(/\.$/, '')}` : ''}. Please retry later.`);
       }
+      // A refused artifact was signed again above; one that still fails says why.
+      await preflightOrRefuse(row);
+      await used(row);
       return installUrl(row, baseUrl);
     },
 

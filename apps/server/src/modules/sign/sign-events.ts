@@ -1,13 +1,15 @@
 import type { SignEvent } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
-import type { EventBus } from '../../platform/events.js';
+import type { BusEvent, EventBus } from '../../platform/events.js';
 import type { SignRow } from './queries.js';
 
 /**
- * Tells the owner's open pages that a sign changed (version signs only: Feather has no place in
- * the version list), and, when it ended, any request waiting on it. At commit when `tx` is given.
+ * What a change of a sign tells: the owner's open pages (version signs only: Feather has no place
+ * in the version list; `resigning` while recovery signs it again), and, when it ended, any request
+ * waiting on it, or, when it was queued, the idle workers.
  */
-export async function publishSign(bus: Pick<EventBus, 'publish'>, row: SignRow, tx?: Database) {
+export function signEvents(row: SignRow): BusEvent[] {
+  const events: BusEvent[] = [];
   if (row.source === 'version') {
     const event: SignEvent = {
       type: 'sign',
@@ -15,9 +17,20 @@ export async function publishSign(bus: Pick<EventBus, 'publish'>, row: SignRow, 
       app_ver_id: String(row.appVerId),
       sign_type: row.signType,
       status: row.status,
+      ...(row.resigning ? { resigning: true } : {}),
     };
-    await bus.publish({ kind: 'live', event, userId: row.userId }, tx);
+    events.push({ kind: 'live', event, userId: row.userId });
   }
-  if (row.state === 'idle') await bus.publish({ kind: 'sign-settled', id: row.id }, tx);
-  if (row.state === 'queued') await bus.publish({ kind: 'sign-queued' }, tx);
+  if (row.state === 'idle') events.push({ kind: 'sign-settled', id: row.id });
+  if (row.state === 'queued') events.push({ kind: 'sign-queued' });
+  return events;
+}
+
+/** Tells of a changed sign (signEvents), at commit when `tx` is given. */
+export async function publishSign(
+  bus: Pick<EventBus, 'publish' | 'publishMany'>,
+  row: SignRow,
+  tx?: Database,
+) {
+  await bus.publishMany(signEvents(row), tx);
 }

@@ -12,6 +12,7 @@ import type { FileStore } from '../../platform/storage.js';
 import type { SigningService } from '../identity/signing.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
 import * as q from './queries.js';
+import type { Recovery } from './recovery.js';
 import type { RunnerIdentity, RunnerTask } from './runner-protocol.js';
 import { TaskAborted, type RunTask } from './run-task.js';
 import type { SignCache } from './sign-cache.js';
@@ -39,6 +40,8 @@ export interface SignWorkerDeps {
   bus: EventBus;
   files: FileStore;
   signing: Pick<SigningService, 'signingMaterial'>;
+  /** Replaces a revoked certificate before it signs anything more. */
+  recovery?: Pick<Recovery, 'ensureSignable'>;
   cache: SignCache;
   run: RunTask;
   settings: SignWorkerSettings;
@@ -98,7 +101,7 @@ const toRunnerIdentity = (
  * the lease runs out). Runs inside an API process (SIGN_WORKERS) and in `sideport worker`.
  */
 export function createSignWorkers(deps: SignWorkerDeps) {
-  const { db, clock, bus, files, signing, cache, run, settings, log, metrics = noMetrics } = deps;
+  const { db, clock, bus, files, signing, recovery, cache, run, settings, log, metrics = noMetrics } = deps;
   const processTag = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const pollMs = settings.pollMs ?? Math.min(5000, (settings.leaseSeconds * 1000) / 2);
   let stopping = false;
@@ -155,6 +158,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     const output = path.join(settings.tmpDir, `signed-${randomUUID()}.ipa`);
     const started = Date.now();
     try {
+      await recovery?.ensureSignable();
       const material = await signing.signingMaterial(row.userId);
       if (!material) return await endAttempt(lease, REASON_NO_DEVICE, true);
       // The devices the artifact is for are those of this moment: one registered later is not in it.
@@ -201,6 +205,13 @@ export function createSignWorkers(deps: SignWorkerDeps) {
           sizeBytes,
           sourceTag: source!.tag,
           updatedAt: clock(),
+          // What an install preflight checks, so it reads no IPA.
+          certFingerprint: material.certificate.fingerprint,
+          certNotBefore: material.certificate.notBefore,
+          certNotAfter: material.certificate.notAfter,
+          profileUuid: material.profileUuid,
+          profileExpiresAt: material.profileExpiresAt,
+          profileCertificates: material.profileCertificates,
         });
         if (done) await publishSign(bus, done.row, tx);
         return done;

@@ -26,6 +26,7 @@ export async function signsOfVersions(db: Database, userId: string, appVerIds: n
       appVerId: signRequests.appVerId,
       signType: signRequests.signType,
       status: signRequests.status,
+      resigning: signRequests.resigning,
     })
     .from(signRequests)
     .where(

@@ -1,4 +1,4 @@
-import { NO_SIGN_STATUSES, signModeOf, type SignStatuses } from '@sideport/contracts';
+import { NO_SIGN_STATUSES, signModeOf, type SignStatuses, type SignType } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
 import type { CatalogService } from '../catalog/service.js';
 import * as q from './queries.js';
@@ -20,18 +20,20 @@ export function createVersionReadModel({ db, catalog }: VersionReadModelDeps) {
     async signStatuses(
       userId: string,
       versions: Array<{ appId: number; appVerId: number }>,
-    ): Promise<Map<number, SignStatuses>> {
+    ): Promise<Map<number, SignStatuses & { resigning?: SignType[] }>> {
       const rows = await q.signsOfVersions(
         db,
         userId,
         versions.map((v) => v.appVerId),
       );
       const wanted = new Set(versions.map((v) => `${v.appId}/${v.appVerId}`));
-      const result = new Map<number, SignStatuses>();
+      const result = new Map<number, SignStatuses & { resigning?: SignType[] }>();
       for (const row of rows) {
         if (!wanted.has(`${row.appId}/${row.appVerId}`)) continue;
         const statuses = result.get(row.appVerId) ?? { ...NO_SIGN_STATUSES };
         statuses[signModeOf(row.signType).statusField] = row.status;
+        // The entry's `resigning` lists the modes recovery is signing again; absent when none is.
+        if (row.resigning) statuses.resigning = [...(statuses.resigning ?? []), row.signType].sort();
         result.set(row.appVerId, statuses);
       }
       return result;

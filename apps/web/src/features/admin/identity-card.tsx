@@ -20,6 +20,11 @@ export function IdentityCard() {
   const certificate = info.certificate_name
     ? `${info.certificate_name}, until ${formatTime(info.certificate_expires_at)}`
     : 'made on first use';
+  // As its issuer's OCSP responder last said (docs/sign-service.md, Install preflight).
+  const status =
+    info.certificate_status === 'revoked'
+      ? `revoked on ${formatTime(info.certificate_revoked_at)}`
+      : info.certificate_status;
   return (
     <Alert variant={info.installable ? 'light' : 'warning'} data-testid="signing-identity" className="mb-3">
       <div className="d-flex flex-wrap align-items-center gap-2 mb-1">
@@ -37,6 +42,15 @@ export function IdentityCard() {
       <div className="small text-body-secondary">
         {info.team_id && <>Team {info.team_id} · </>}
         Certificate: {certificate}
+        {info.certificate_name && (
+          <span
+            data-testid="certificate-status"
+            className={info.certificate_status === 'revoked' ? 'text-danger fw-semibold' : undefined}
+          >
+            {' · '}Status: {status}
+            {info.certificate_checked_at && <>, checked {formatTime(info.certificate_checked_at)}</>}
+          </span>
+        )}
         {info.kind === 'dev' && (
           <>
             {' · '}

@@ -209,6 +209,40 @@ describe('sign and device events', () => {
     expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])![0]!.normal_sign).toBe('Pending');
   });
 
+  it('shows a mode recovery signs again as re-signing until a live event says otherwise, whatever this tab guesses', () => {
+    const client = clientWith([
+      [['versions', 'KR', '1'], [{ ...entry('1', '10', 'Done'), normal_sign: 'Done', dup_sign: 'Done' }]],
+    ]);
+    const shown = () => client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])![0]!;
+    applyLiveEvent(client, {
+      type: 'sign',
+      app_id: '1',
+      app_ver_id: '10',
+      sign_type: 4,
+      status: 'Pending',
+      resigning: true,
+    });
+    applyLiveEvent(client, {
+      type: 'sign',
+      app_id: '1',
+      app_ver_id: '10',
+      sign_type: 0,
+      status: 'Pending',
+      resigning: true,
+    });
+    expect(shown()).toMatchObject({ normal_sign: 'Pending', dup_sign: 'Pending', resigning: [0, 4] });
+    applySignEvent(
+      client,
+      { app_id: '1', app_ver_id: '10', sign_type: 0, status: 'Pending' },
+      { isLocal: true },
+    );
+    expect(shown().resigning).toEqual([0, 4]);
+    applyLiveEvent(client, { type: 'sign', app_id: '1', app_ver_id: '10', sign_type: 4, status: 'Done' });
+    expect(shown()).toMatchObject({ dup_sign: 'Done', resigning: [0] });
+    applyLiveEvent(client, { type: 'sign', app_id: '1', app_ver_id: '10', sign_type: 0, status: 'Done' });
+    expect(shown()).not.toHaveProperty('resigning');
+  });
+
   it("refetches the account (its devices), an admin's devices waiting and the developer accounts on a device event", () => {
     const client = clientWith([
       [['info'], { Id: 'x' }],

@@ -1,5 +1,5 @@
 import { hashKey, type QueryClient } from '@tanstack/react-query';
-import { signModeOf, type LiveEvent, type SignEvent, type SignStatus, type VersionEvent } from '@sideport/contracts';
+import { signModeOf, type LiveEvent, type SignEvent, type SignStatus, type SignType, type VersionEvent } from '@sideport/contracts';
 import { accountKeys } from '../account/queries';
 import { adminKeys } from '../admin/queries';
 import { catalogKeys } from '../catalog/queries';
@@ -104,28 +104,38 @@ export function removeEntry(queryClient: QueryClient, ref: EntryRef) {
 
 const SIGN_ORDER: Record<SignStatus, number> = { No: 0, Pending: 1, Process: 2, Done: 3 };
 
+/** The entry's `resigning` with `type` in it or out of it; absent when it lists none (as the server sends it). */
+function withResigning(entry: CachedEntry, type: SignType, isResigning: boolean): CachedEntry {
+  const { resigning = [], ...rest } = entry as CachedEntry & { resigning?: SignType[] };
+  const next = [...resigning.filter((t) => t !== type), ...(isResigning ? [type] : [])].sort();
+  return (next.length ? { ...rest, resigning: next } : rest) as CachedEntry;
+}
+
 /**
  * A signing status of the caller changed: the version modal's buttons follow. With `onlyForward`
  * a status behind the one shown is ignored: an answer that left the server before a live event
- * arrived must not take the button back.
+ * arrived must not take the button back. A live event also says whether recovery is signing it
+ * again ('Re-signing'); this tab's own guesses (`isLocal`) leave that as shown.
  */
 export function applySignEvent(
   queryClient: QueryClient,
   event: Omit<SignEvent, 'type'>,
-  { onlyForward = false }: { onlyForward?: boolean } = {},
+  { onlyForward = false, isLocal = false }: { onlyForward?: boolean; isLocal?: boolean } = {},
 ) {
   const field = signModeOf(event.sign_type).statusField;
   const isBehind = (e: CachedEntry) => {
     const shown = (e as Partial<Record<typeof field, SignStatus>>)[field];
     return onlyForward && shown !== undefined && SIGN_ORDER[shown] >= SIGN_ORDER[event.status];
   };
+  const changed = (e: CachedEntry): CachedEntry => {
+    const next = { ...e, [field]: event.status } as CachedEntry;
+    return isLocal ? next : withResigning(next, event.sign_type, event.resigning === true);
+  };
   editEntryCaches(queryClient, (cache) =>
     cache === 'versions' || cache === 'history'
       ? {
           map: (e) =>
-            e.app_id === event.app_id && e.app_ver_id === event.app_ver_id && !isBehind(e)
-              ? ({ ...e, [field]: event.status } as CachedEntry)
-              : e,
+            e.app_id === event.app_id && e.app_ver_id === event.app_ver_id && !isBehind(e) ? changed(e) : e,
         }
       : undefined,
   );

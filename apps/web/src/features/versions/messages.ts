@@ -13,3 +13,5 @@ export const MODAL_NOTE = 'When the decryption is complete, the normal version i
 export const deleteQuestion = (name: string, isQueued: boolean) =>
   `Really want delete '${name}'${isQueued ? ' in queue?' : '?'}`;
 export const blacklistQuestion = (name: string) => `Add to black list '${name}'?`;
+/** Beside a failed install preflight's sentence (the server's Sideport-Remedy: sign-again). */
+export const SIGN_AGAIN = 'Sign again';

@@ -1,26 +1,45 @@
 import { useState } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
-import type { AppEntry } from '@sideport/contracts';
+import type { AppEntry, SignType } from '@sideport/contracts';
 import { PhoneQr, phoneInstallUrl } from '../../components/phone-qr';
 import { usePublicConfig } from '../../lib/config';
 import { isIosDevice } from '../../lib/device';
-import { installSigned, requestSign, SIGN_BUTTON_LABELS, SIGN_MODES, signStatusOf } from './sign';
+import { PreflightNotice } from './preflight-notice';
+import {
+  installSigned,
+  isResigning,
+  requestSign,
+  RESIGNING_LABEL,
+  SIGN_BUTTON_LABELS,
+  SIGN_MODES,
+  signAgain,
+  signStatusOf,
+} from './sign';
 
 /**
  * One button per signing mode of a Done version, by the caller's status of that mode (docs/product.md,
  * States), each with a line on what the mode does. A mode this server does not offer (GET
  * /api/config) is disabled and says why, so nobody confirms a sign the server then refuses.
  * Install goes to the itms-services URL on iOS; elsewhere it shows a QR code of it for the iPhone.
+ * An install the server refuses before the phone would says why under its mode, with 'Sign again';
+ * a mode recovery signs again shows 'Re-signing' until it is Done.
  */
 export function SignButtons({ entry }: { entry: AppEntry }) {
   const queryClient = useQueryClient();
   const config = usePublicConfig();
   const [phoneUrl, setPhoneUrl] = useState<{ url: string; mode: string } | null>(null);
+  const [refusals, setRefusals] = useState<Partial<Record<SignType, string>>>({});
+  const setRefusal = (type: SignType, reason?: string) =>
+    setRefusals(({ [type]: _shown, ...others }) =>
+      reason === undefined ? others : { ...others, [type]: reason },
+    );
   return (
     <>
       <div className="d-grid gap-2 sign-buttons">
         {SIGN_MODES.map((mode) => {
           const status = signStatusOf(entry, mode.type);
+          const resigning = isResigning(entry, mode.type);
+          const refusal = refusals[mode.type];
           const isOffered = !config || config.signTypes.includes(mode.type);
           const open = (url: string) =>
             isIosDevice()
@@ -31,7 +50,10 @@ export function SignButtons({ entry }: { entry: AppEntry }) {
             : status === 'No'
               ? () => void requestSign(queryClient, entry, mode)
               : status === 'Done'
-                ? () => void installSigned(queryClient, entry, mode, open)
+                ? () =>
+                    void installSigned(queryClient, entry, mode, open, (reason) =>
+                      setRefusal(mode.type, reason),
+                    )
                 : undefined;
           const noteId = `sign-note-${entry.app_ver_id}-${mode.type}`;
           return (
@@ -53,9 +75,20 @@ export function SignButtons({ entry }: { entry: AppEntry }) {
                   onClick={onClick}
                   aria-describedby={noteId}
                 >
-                  {SIGN_BUTTON_LABELS[status]}
+                  {resigning ? RESIGNING_LABEL : SIGN_BUTTON_LABELS[status]}
                 </button>
               </div>
+              {refusal !== undefined && (
+                <PreflightNotice
+                  reason={refusal}
+                  modeName={mode.name}
+                  onSignAgain={() => {
+                    setRefusal(mode.type);
+                    void signAgain(queryClient, entry, mode);
+                  }}
+                  onClose={() => setRefusal(mode.type)}
+                />
+              )}
               <div id={noteId} className="small text-body-secondary sign-note">
                 {isOffered ? mode.explanation : `${mode.notOffered} ${mode.explanation}`}
               </div>

@@ -26,6 +26,13 @@ export const SIGN_BUTTON_LABELS: Record<SignStatus, string> = {
   Done: 'Install',
 };
 
+/** A mode recovery signs again (its certificate revoked or expiring: docs/sign-service.md), until it is Done. */
+export const RESIGNING_LABEL = 'Re-signing';
+
+export const isResigning = (entry: AppEntry, type: SignType) =>
+  (entry.resigning ?? []).includes(type) &&
+  (signStatusOf(entry, type) === 'Pending' || signStatusOf(entry, type) === 'Process');
+
 /**
  * docs/product.md, Validation and confirmations, to the letter: 'Really want request sign' plus the mode in parentheses (IAP, IGG,
  * IAP + IGG or DUP; normal names none) and the app name.
@@ -46,7 +53,7 @@ async function putSign(queryClient: QueryClient, entry: Version, mode: SignModeI
     applySignEvent(
       queryClient,
       { app_id: entry.app_id, app_ver_id: entry.app_ver_id!, sign_type: mode.type, status },
-      { onlyForward },
+      { onlyForward, isLocal: true },
     );
   show('Pending');
   try {
@@ -68,9 +75,19 @@ export async function requestSign(queryClient: QueryClient, entry: Version, mode
   await putSign(queryClient, entry, mode, 'No');
 }
 
+/** 'Sign again' beside a failed install preflight: the same new sign as the 406's confirmation asks for. */
+export const signAgain = (queryClient: QueryClient, entry: Version, mode: SignModeInfo) =>
+  putSign(queryClient, entry, mode, 'Done');
+
+/** A failed install preflight that a new sign cures (409 with Sideport-Remedy: sign-again). */
+const curedBySigning = (error: unknown): error is ApiError =>
+  error instanceof ApiError && error.status === 409 && error.remedy === 'sign-again' && error.message !== '';
+
 /**
  * Install (docs/product.md, Calls and Errors): check the sign first; a 406 means a device was registered after
- * it was signed, so a new sign is offered; otherwise go to the install URL.
+ * it was signed, so a new sign is offered; a 409 that a new sign cures (the certificate revoked, the profile
+ * expired: docs/sign-service.md, Install preflight) goes to `onRefused`, which shows the reason and 'Sign
+ * again'; otherwise go to the install URL.
  */
 export async function installSigned(
   queryClient: QueryClient,
@@ -78,11 +95,13 @@ export async function installSigned(
   mode: SignModeInfo,
   /** Given the itms-services URL: goes there on iOS, shows it as a QR code elsewhere. */
   open: (url: string) => void,
+  onRefused: (reason: string) => void,
 ) {
   const path = `${entry.app_id}/${entry.app_ver_id}/${mode.type}`;
   try {
     await api(`/api/check/sign/${path}`);
   } catch (error) {
+    if (curedBySigning(error)) return onRefused(error.message);
     if (!(error instanceof ApiError && error.status === 406)) return alertFailure(error);
     if (window.confirm(RESIGN_QUESTION)) await putSign(queryClient, entry, mode, 'Done');
     return;
@@ -90,6 +109,7 @@ export async function installSigned(
   try {
     open(urlAnswer.parse(await api<unknown>(`/api/install/${path}`)).url);
   } catch (error) {
+    if (curedBySigning(error)) return onRefused(error.message);
     alertFailure(error);
   }
 }
