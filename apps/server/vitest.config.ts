@@ -8,5 +8,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Vitest defaults to one worker on a 2-core machine; the suites are I/O-bound enough
+    // (PGlite, openssl, child servers) that two files at a time halve the wall time.
+    maxWorkers: 2,
   },
 });
