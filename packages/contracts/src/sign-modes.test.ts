@@ -26,14 +26,13 @@ describe('the sign modes table', () => {
   it('puts one status field per mode in the version entry, after its decrypt status', () => {
     const fields = Object.keys(appEntry.shape);
     const at = fields.indexOf('status');
-    expect(fields.slice(at, at + 7)).toEqual([
+    expect(fields.slice(at, at + 6)).toEqual([
       'status',
       'normal_sign',
       'iap_sign',
       'igg_sign',
       'both_sign',
       'dup_sign',
-      'store_size',
     ]);
     expect(NO_SIGN_STATUSES).toEqual({
       normal_sign: 'No',
