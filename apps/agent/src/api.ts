@@ -20,16 +20,25 @@ import {
 import { AGENT_VERSION } from './version.js';
 
 /**
- * How a call to the server went wrong, which decides what the agent does next:
- * - `transient`: the server is unreachable, restarting or overloaded (network error, 5xx, 429): try again later;
- * - `lease-lost`: 409, the job is no longer this agent's: stop working on it;
- * - `finished`: 410, the job was finished under this agent's own lease (its upload was accepted):
- *   nothing is left to do or report for it, and it was not taken back;
- * - `unauthorized`: 401, the token is unknown or revoked: nothing will work until an admin makes a new one;
- * - `refused`: any other answer, with the server's sentence: do not repeat the same call;
- * - `aborted`: this agent stopped the call itself.
+ * How a call to the server can go wrong, each kind with what the agent does next: the one list of
+ * the agent's errors (docs/agent-protocol.md). api.test.ts checks every kind is produced.
  */
-export type ApiErrorKind = 'transient' | 'lease-lost' | 'finished' | 'unauthorized' | 'refused' | 'aborted';
+export const API_ERROR_KINDS = {
+  /** The server is unreachable, restarting or overloaded (network error, 5xx, 429, 408). */
+  transient: 'try again later, with backoff',
+  /** 409: the job is no longer this agent's. */
+  'lease-lost': 'stop working on the job and drop its files',
+  /** 410: the job was finished under this agent's own lease (its upload was accepted). */
+  finished: 'nothing is left to do or report for the job; it was not taken back',
+  /** 401: the token is unknown or revoked. */
+  unauthorized: 'stop: nothing will work until an admin makes a new token',
+  /** Any other answer, with the server's sentence. */
+  refused: 'do not repeat the same call; report the sentence',
+  /** This agent stopped the call itself (shutdown, a lost lease). */
+  aborted: 'nothing: whoever stopped the call knows why',
+} as const;
+
+export type ApiErrorKind = keyof typeof API_ERROR_KINDS;
 
 export class ApiError extends Error {
   override name = 'ApiError';
@@ -46,7 +55,8 @@ export class ApiError extends Error {
 export const isApiError = (err: unknown, kind?: ApiErrorKind): err is ApiError =>
   err instanceof ApiError && (kind === undefined || err.kind === kind);
 
-function errorOfStatus(status: number, body: string): ApiError {
+/** The error of a non-2xx answer (exported for its test). */
+export function errorOfStatus(status: number, body: string): ApiError {
   const sentence = body.trim().slice(0, 500) || `HTTP ${status}`;
   if (status === 409) return new ApiError('lease-lost', sentence, status);
   if (status === 410) return new ApiError('finished', sentence, status);
