@@ -68,4 +68,19 @@ export default tseslint.config(
     },
   },
   ...Object.entries(MAY_IMPORT).map(boundary),
+  {
+    // Each package's errors are listed once, code, status and sentence (docs/architecture.md, API
+    // conventions): a new refusal is added to the registry, not written inline.
+    files: ['apps/server/src/**/*.ts'],
+    ignores: ['apps/server/src/platform/errors.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "NewExpression[callee.name='AppError']",
+          message: "Add the code to platform/error-codes.ts and raise it with fail('CODE', ...parts).",
+        },
+      ],
+    },
+  },
 );

@@ -13,7 +13,7 @@ import { restoreBackup, verifyBackup, writeBackup, type BackupSummary } from './
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
 import { loadConfig, type Config } from './platform/config.js';
 import { requestBackup } from './platform/control-socket.js';
-import { AppError } from './platform/errors.js';
+import { fail } from './platform/errors.js';
 import { OWNER_ONLY_UMASK, secureDataDir } from './platform/data-dir.js';
 import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
 import { createScheduler } from './platform/scheduler.js';
@@ -120,7 +120,7 @@ program
   .argument('<grade>', 'grade', integer)
   .action(async (id: string, grade: number) => {
     const found = await withAuth((auth) => auth.setGrade(id, grade));
-    if (!found) throw new AppError(404, 'NOT_FOUND', `No user with id ${id}.`);
+    if (!found) throw fail('NO_SUCH_USER', id);
     console.log(`User ${id} now has grade ${grade}.`);
   });
 

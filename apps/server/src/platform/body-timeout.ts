@@ -1,6 +1,6 @@
 import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError } from './errors.js';
+import { fail } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -10,7 +10,7 @@ declare module 'fastify' {
 }
 
 export const bodyIdleTimeout = () =>
-  new AppError(408, 'BODY_IDLE_TIMEOUT', 'The request body stopped arriving. Send the request again.');
+  fail('BODY_IDLE_TIMEOUT');
 
 /** A request that announces a body (a length above 0, or chunks): GET and HEAD bodies are never read. */
 function announcesBody(request: FastifyRequest): boolean {

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { forbidden } from './errors.js';
+import { fail } from './errors.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -43,10 +43,6 @@ export const CLIENT_HEADER = 'x-sideport-client';
 export const CLIENT_HEADER_VALUE = 'web';
 /** The query parameter a navigation carries its one-time token in (modules/auth/navigation-tokens.ts). */
 export const NAVIGATION_TOKEN_PARAM = 'nav_token';
-
-export const CROSS_SITE_REFUSED = 'Cross-site requests are not allowed.';
-export const UNPROVEN_REFUSED =
-  "This request did not show that it came from the site's own pages; open it from there.";
 
 /**
  * Where a browser says a request comes from. Browsers send Sec-Fetch-Site on every request (and
@@ -94,12 +90,12 @@ export interface SiteCheckOptions {
 export function createSiteCheck(options: SiteCheckOptions) {
   return async (request: FastifyRequest) => {
     const site = siteOf(request, options.publicOrigin);
-    if (site === 'cross') throw forbidden(CROSS_SITE_REFUSED);
+    if (site === 'cross') throw fail('CROSS_SITE_REFUSED');
     if (site === 'same' || !changesState(request)) return;
     if (request.cookies[options.sessionCookie] === undefined) return;
     if (request.headers[CLIENT_HEADER] === CLIENT_HEADER_VALUE) return;
     if (await options.redeemNavigationToken(request)) return;
-    throw forbidden(UNPROVEN_REFUSED);
+    throw fail('UNPROVEN_REFUSED');
   };
 }
 

@@ -1,26 +1,43 @@
+import { ERRORS, sentenceOf, type ErrorCode, type SentenceParts } from './error-codes.js';
+
+export type { ErrorCode } from './error-codes.js';
+
 /**
- * The one error type of the server. `message` is a sentence a person can act on; the error handler
- * sends it as text/plain with `status` (docs/architecture.md, API conventions).
+ * The server's one error type (docs/architecture.md, API conventions): a registered code, whose
+ * status it takes from the registry in error-codes.ts, and the sentence the client reads.
+ * Raise one with `fail(code, ...parts)`; subclasses that carry more (AscError, EnrollmentError)
+ * pass their own sentence for their registered codes.
  */
 export class AppError extends Error {
+  readonly status: number;
   /** Headers the answer carries beside the sentence (a preflight's Sideport-Remedy). */
   readonly headers: Readonly<Record<string, string>>;
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     options?: { cause?: unknown; headers?: Record<string, string> },
   ) {
     super(message, options);
     this.name = 'AppError';
+    this.status = ERRORS[code].status;
     this.headers = options?.headers ?? {};
   }
 }
 
-export const badRequest = (message: string) => new AppError(400, 'BAD_REQUEST', message);
-export const unauthorized = (message = 'Please sign in.') => new AppError(401, 'UNAUTHORIZED', message);
-export const forbidden = (message = 'Do not have permission.') => new AppError(403, 'FORBIDDEN', message);
-export const notFound = (what: string) => new AppError(404, 'NOT_FOUND', `${what} was not found.`);
-export const conflict = (why: string) => new AppError(409, 'CONFLICT', why);
-export const tooManyRequests = (message: string) => new AppError(429, 'TOO_MANY_REQUESTS', message);
-export const unavailable = (message: string) => new AppError(503, 'UNAVAILABLE', message);
+/** The error of `code`, its sentence made from `parts`. */
+export function fail<C extends ErrorCode>(code: C, ...parts: SentenceParts<C>): AppError {
+  return new AppError(code, sentenceOf(code, ...parts));
+}
+
+/** `fail` with the error that caused it (kept for the log) or headers for the answer. */
+export function failWith<C extends ErrorCode>(
+  code: C,
+  options: { cause?: unknown; headers?: Record<string, string> },
+  ...parts: SentenceParts<C>
+): AppError {
+  return new AppError(code, sentenceOf(code, ...parts), options);
+}
+
+export const badRequest = (message: string) => fail('BAD_REQUEST', message);
+export const notFound = (what: string) => fail('NOT_FOUND', what);
+export const conflict = (why: string) => fail('CONFLICT', why);

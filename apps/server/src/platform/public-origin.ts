@@ -1,6 +1,6 @@
 import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { badRequest } from './errors.js';
+import { fail } from './errors.js';
 
 /** One label of a host name; underscores too, as container and LAN names have them. */
 const LABEL = '[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?';
@@ -29,10 +29,10 @@ export function isValidHost(host: string): boolean {
 export function registerHostCheck(app: FastifyInstance) {
   app.addHook('onRequest', async (request) => {
     if (request.host !== '' && !isValidHost(request.host)) {
-      throw badRequest('The Host header is not a valid host name.');
+      throw fail('HOST_INVALID');
     }
     if (request.protocol !== 'http' && request.protocol !== 'https') {
-      throw badRequest('The X-Forwarded-Proto header is neither http nor https.');
+      throw fail('FORWARDED_PROTO_INVALID');
     }
   });
 }
@@ -41,6 +41,6 @@ export function registerHostCheck(app: FastifyInstance) {
 export function publicOrigin(request: FastifyRequest, publicUrl: string | undefined): string {
   if (publicUrl !== undefined) return new URL(publicUrl).origin;
   // HTTP/1.0 may leave the Host out: no link can be made for it.
-  if (request.host === '') throw badRequest('Send a Host header naming this site.');
+  if (request.host === '') throw fail('HOST_MISSING');
   return new URL(`${request.protocol}://${request.host}`).origin;
 }

@@ -11,7 +11,7 @@
 import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:crypto';
 import { chmod, link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { AppError } from './errors.js';
+import { fail } from './errors.js';
 
 export interface SecretBox {
   /** Encrypts `plain` for `purpose` ('asc-private-key', 'sign-p12' ...). */
@@ -30,20 +30,11 @@ const SCRYPT_SALT = 'sideport/secret-box/v1';
 // N = 2^15, r = 8: 32 MiB and about 0.1 s, once per process.
 const SCRYPT_OPTIONS = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
 
-const unreadable = (why: string) =>
-  new AppError(
-    500,
-    'SECRET_UNREADABLE',
-    `A stored secret could not be opened (${why}): SECRET_KEY is not the key it was sealed with, or the stored value was changed. Restore the previous SECRET_KEY or enter the secret again.`,
-  );
+const unreadable = (why: string) => fail('SECRET_UNREADABLE', why);
 
 export function createSecretBox(secretKey: string): SecretBox {
   if (secretKey.length < SECRET_KEY_MIN_LENGTH) {
-    throw new AppError(
-      500,
-      'SECRET_KEY_SHORT',
-      `SECRET_KEY must be at least ${SECRET_KEY_MIN_LENGTH} characters (for example the output of "openssl rand -base64 32").`,
-    );
+    throw fail('SECRET_KEY_SHORT', SECRET_KEY_MIN_LENGTH);
   }
   const key = scryptSync(secretKey, SCRYPT_SALT, 32, SCRYPT_OPTIONS);
   const aad = (purpose: string) => Buffer.from(`sideport-secret/${VERSION}/${purpose}`, 'utf8');
@@ -115,11 +106,7 @@ async function readKeyFile(file: string): Promise<string | undefined> {
   if (((await stat(file)).mode & 0o077) !== 0) await chmod(file, 0o600);
   const key = text.trim();
   if (key.length < SECRET_KEY_MIN_LENGTH) {
-    throw new AppError(
-      500,
-      'SECRET_KEY_SHORT',
-      `${file} holds no usable key (fewer than ${SECRET_KEY_MIN_LENGTH} characters): restore it from a backup, or set SECRET_KEY.`,
-    );
+    throw fail('SECRET_KEY_FILE_SHORT', file, SECRET_KEY_MIN_LENGTH);
   }
   return key;
 }

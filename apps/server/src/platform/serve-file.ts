@@ -2,7 +2,7 @@ import path from 'node:path';
 import send from '@fastify/send';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AppError } from './errors.js';
+import { fail, type AppError } from './errors.js';
 import type { UrlSigner } from './signed-urls.js';
 import { contentDisposition } from './storage.js';
 
@@ -36,11 +36,7 @@ export function checkSignedUrl(
   const verdict = urls.verify(signedPath, query);
   if (verdict !== 'ok') {
     request.log.info({ verdict }, 'signed link refused');
-    throw new AppError(
-      403,
-      'LINK_REFUSED',
-      'This download link is not valid or has expired. Ask for a new one.',
-    );
+    throw fail('LINK_REFUSED');
   }
 }
 
@@ -60,7 +56,7 @@ export async function sendLocalFile(
     index: false,
   });
   if (sent.type === 'error' && sent.statusCode === 416) {
-    throw new AppError(416, 'RANGE_NOT_SATISFIABLE', 'The requested range is outside the file.');
+    throw fail('RANGE_NOT_SATISFIABLE');
   }
   if (sent.type !== 'file') throw options.gone;
   return reply

@@ -14,7 +14,7 @@ import {
   uploadQuery,
   versionsRequest,
 } from '@sideport/contracts';
-import { AppError, unauthorized } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import type { AgentRef, JobService } from '../decrypt/jobs.js';
 import type { AgentService } from './service.js';
 
@@ -38,7 +38,7 @@ const leaseParams = z.object({ id: z.string().max(40) });
 const IPA_CONTENT_TYPE = 'application/octet-stream';
 
 function currentAgent(request: FastifyRequest): AgentRef {
-  if (!request.agent) throw unauthorized('Send the agent token as Authorization: Bearer <token>.');
+  if (!request.agent) throw fail('AGENT_TOKEN_MISSING');
   return request.agent;
 }
 
@@ -53,7 +53,7 @@ export async function agentRoutes(app: FastifyInstance, { agents, jobs, uploadId
     const header = request.headers.authorization;
     const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
     const agent = await agents.authenticate(token);
-    if (!agent) throw unauthorized('Send a valid agent token as Authorization: Bearer <token>.');
+    if (!agent) throw fail('AGENT_TOKEN_INVALID');
     request.agent = agent;
   });
   // Before the answer leaves (at most one write per agent every few seconds), so whoever the agent
@@ -121,11 +121,7 @@ export async function agentRoutes(app: FastifyInstance, { agents, jobs, uploadId
       async (request) => {
         const mediaType = (request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
         if (mediaType !== IPA_CONTENT_TYPE) {
-          throw new AppError(
-            415,
-            'UNSUPPORTED_MEDIA_TYPE',
-            `Send the IPA as the request body with Content-Type: ${IPA_CONTENT_TYPE}.`,
-          );
+          throw fail('UNSUPPORTED_MEDIA_TYPE', IPA_CONTENT_TYPE);
         }
         const declared = request.headers['content-length'];
         return jobs.acceptUpload(currentAgent(request), request.params.id, request.body as Readable, {

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { forbidden, unauthorized } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import type { AuthService, SessionUser } from './service.js';
 
 export const SESSION_COOKIE = 'sideport_session';
@@ -17,13 +17,13 @@ declare module 'fastify' {
 export function createGuards(auth: Pick<AuthService, 'authenticate'>) {
   async function requireUser(request: FastifyRequest, _reply: FastifyReply) {
     const user = await auth.authenticate(request.cookies[SESSION_COOKIE]);
-    if (!user) throw unauthorized();
+    if (!user) throw fail('NOT_SIGNED_IN');
     request.user = user;
   }
   /** Checked on the server for every admin call. */
   async function requireAdmin(request: FastifyRequest, reply: FastifyReply) {
     await requireUser(request, reply);
-    if (!isAdmin(currentUser(request))) throw forbidden('Do not have permission.');
+    if (!isAdmin(currentUser(request))) throw fail('NOT_ADMIN');
   }
   return { requireUser, requireAdmin };
 }
@@ -35,6 +35,6 @@ export type Guards = ReturnType<typeof createGuards>;
 export const isAdmin = (user: SessionUser): boolean => user.grade > 0;
 
 export function currentUser(request: FastifyRequest): SessionUser {
-  if (!request.user) throw unauthorized();
+  if (!request.user) throw fail('NOT_SIGNED_IN');
   return request.user;
 }

@@ -3,7 +3,7 @@ import { hash, verify } from '@node-rs/argon2';
 import { LRUCache } from 'lru-cache';
 import type { Credentials } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
-import { AppError, conflict, tooManyRequests } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import * as q from './queries.js';
 
 export interface AuthServiceDeps {
@@ -27,7 +27,6 @@ export interface SessionUser {
 
 // @node-rs/argon2 defaults to argon2id (m=19 MiB, t=2, p=1), OWASP's recommended parameters.
 const ARGON2 = {} as const;
-const WRONG_CREDENTIALS = 'The id or password is not correct.';
 // Verified when the id is unknown, so a wrong id takes as long as a wrong password.
 let dummyHash: Promise<string> | undefined;
 
@@ -66,11 +65,11 @@ export function createAuthService(deps: AuthServiceDeps) {
     async signUp(input: Credentials, address: string) {
       const attempts = await q.hitRateLimit(db, `sign-up:ip:${address}`, clock(), windowMs);
       if (attempts > limits.signInPerAddress) {
-        throw tooManyRequests('Too many accounts were created from this address. Please try again later.');
+        throw fail('SIGN_UP_LIMIT');
       }
       const passwordHash = await hash(normalizeMd5(input.pw), ARGON2);
       const created = await q.insertUser(db, { id: input.id, passwordHash });
-      if (!created) throw conflict('This id is already taken.');
+      if (!created) throw fail('ID_TAKEN');
       const session = await openSession(input.id);
       return { grade: 0, ...session };
     },
@@ -98,14 +97,14 @@ export function createAuthService(deps: AuthServiceDeps) {
       ]);
       const pairLimit = failedOnId >= limits.signInPerId ? 1 : limits.signInPerId;
       if (perAddress > limits.signInPerAddress || perPair > pairLimit) {
-        throw tooManyRequests('Too many sign-in attempts. Please wait a few minutes and try again.');
+        throw fail('SIGN_IN_LIMIT');
       }
       const user = await q.findUserById(db, input.id);
       const passwordHash = user?.passwordHash ?? (await (dummyHash ??= hash('0'.repeat(32), ARGON2)));
       const matches = await verify(passwordHash, normalizeMd5(input.pw));
       if (!user || !matches) {
         await q.hitRateLimit(db, failedKey, now, windowMs);
-        throw new AppError(401, 'WRONG_CREDENTIALS', WRONG_CREDENTIALS);
+        throw fail('WRONG_CREDENTIALS');
       }
       // The id's failures stay counted: the owner signing in does not give guessers their tries back.
       await q.clearRateLimit(db, pairKey);

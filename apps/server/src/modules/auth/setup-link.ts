@@ -10,7 +10,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Credentials } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
-import { AppError, conflict, tooManyRequests } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import * as q from './queries.js';
 import { hashPassword, type AuthService } from './service.js';
 
@@ -22,18 +22,8 @@ const ADMIN_GRADE = 1;
 
 const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
-const notValid = () =>
-  new AppError(
-    404,
-    'SETUP_LINK_UNKNOWN',
-    'This setup link is not valid. Use the link the server printed last at start.',
-  );
-const used = () =>
-  new AppError(
-    410,
-    'SETUP_LINK_USED',
-    'An admin account exists, so this setup link no longer works. Sign in instead.',
-  );
+const notValid = () => fail('SETUP_LINK_UNKNOWN');
+const used = () => fail('SETUP_LINK_USED');
 
 export interface SetupLinkDeps {
   db: Database;
@@ -88,14 +78,14 @@ export function createSetupLinkService({ db, clock, auth, limits, random = rando
         limits.windowMinutes * 60_000,
       );
       if (attempts > limits.perAddress)
-        throw tooManyRequests('Too many attempts from this address. Please wait a few minutes.');
+        throw fail('SETUP_LIMIT');
       const tokenHash = await check(token);
       const passwordHash = await hashPassword(input.pw);
       await db.transaction(async (tx) => {
         if (!(await q.takeSetting(tx, SETUP_SETTING, tokenHash))) throw used();
         // A taken id rolls the transaction back: the link stays usable with another id.
         if (!(await q.insertUser(tx, { id: input.id, passwordHash, grade: ADMIN_GRADE }))) {
-          throw conflict('This id is already taken.');
+          throw fail('ID_TAKEN');
         }
       });
       return { grade: ADMIN_GRADE, ...(await auth.openSession(input.id)) };

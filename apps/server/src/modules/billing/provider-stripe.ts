@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { AppError } from '../../platform/errors.js';
+import { AppError, fail, failWith } from '../../platform/errors.js';
 import type { BillingProvider, CheckoutRequest, CustomerStore, PortalRequest } from './provider.js';
 import {
   isPlanNumber,
@@ -25,11 +25,9 @@ export interface StripeProviderDeps {
   log: { warn(obj: object, msg: string): void };
 }
 
-export const invalidSignature = () => new AppError(400, 'INVALID_SIGNATURE', 'Invalid signature.');
+export const invalidSignature = () => fail('INVALID_SIGNATURE');
 const paymentsUnavailable = (cause: unknown) =>
-  new AppError(503, 'PAYMENTS_UNAVAILABLE', 'Payments are unavailable right now. Please retry later.', {
-    cause,
-  });
+  failWith('PAYMENTS_UNAVAILABLE', { cause });
 
 /** Options that point the official client at `apiUrl` (host, port and protocol are all it takes). */
 export function stripeClientOptions(apiUrl: string | undefined): Stripe.StripeConfig {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { badRequest, forbidden, notFound } from '../../platform/errors.js';
+import { fail, notFound } from '../../platform/errors.js';
 import type { SiteCheck } from '../../platform/cross-site.js';
 import { publicOrigin } from '../../platform/public-origin.js';
 import { opaqueIdParam } from '../../platform/params.js';
@@ -35,7 +35,7 @@ function parseService(raw: string): CheckoutAsk {
   const n = /^\d$/.test(raw) ? Number(raw) : NaN;
   if (n === RESET_SERVICE) return { kind: 'reset' };
   if (isPlanNumber(n)) return { kind: 'plan', plan: n };
-  throw badRequest('Unknown service.');
+  throw fail('UNKNOWN_SERVICE');
 }
 
 export async function billingRoutes(
@@ -69,7 +69,7 @@ export async function billingRoutes(
 
   app.get('/api/premium', signedIn, async (request) => {
     const { premium, premiumUntil } = await billing.entitlement(currentUser(request).id);
-    if (!premium) throw forbidden('Need decrypt premium.');
+    if (!premium) throw fail('NEED_PREMIUM');
     return { premium: true, expired_date: premiumUntil!.toISOString() };
   });
 

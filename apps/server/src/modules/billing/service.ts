@@ -1,5 +1,5 @@
 import type { Database } from '../../db/client.js';
-import { AppError, conflict, notFound, tooManyRequests } from '../../platform/errors.js';
+import { fail, notFound } from '../../platform/errors.js';
 import type { AuthService } from '../auth/service.js';
 import type { DeviceService } from '../devices/service.js';
 import type { BillingProvider } from './provider.js';
@@ -123,7 +123,7 @@ export function mergeSubscription(
 }
 
 const checkoutGone = () =>
-  new AppError(410, 'CHECKOUT_GONE', 'This test checkout has expired or was canceled.');
+  fail('CHECKOUT_GONE');
 
 export function createBillingService(deps: BillingServiceDeps) {
   const { db, clock, provider, devices, users, freeDailyLimit, log } = deps;
@@ -294,7 +294,7 @@ export function createBillingService(deps: BillingServiceDeps) {
     const live = await q.liveSubscriptionsOf(db, userId);
     const entitling: readonly string[] = ENTITLING_STATUSES;
     if (live.some((s) => s.plan === plan && entitling.includes(s.status)))
-      throw conflict('You already have this plan.');
+      throw fail('SAME_PLAN');
     return live.map((s) => s.plan);
   }
 
@@ -317,10 +317,10 @@ export function createBillingService(deps: BillingServiceDeps) {
     const device = await devices.findDeviceByIndex(userId, ask.index);
     if (!device) throw notFound('This device');
     if (device.status === 'Pending' || device.status === 'Process')
-      throw conflict('This device is already being registered.');
+      throw fail('DEVICE_BEING_REGISTERED');
     // Before the checkout, not after: a device no developer account can take is not paid for.
     const refusal = await deps.slots?.paymentRefusal(userId, device.id);
-    if (refusal) throw new AppError(409, 'NO_FREE_SLOT', refusal);
+    if (refusal) throw fail('NO_FREE_SLOT', refusal);
     return { kind: 'device', index: ask.index, deviceId: device.id };
   }
 
@@ -403,7 +403,7 @@ export function createBillingService(deps: BillingServiceDeps) {
     async consumeDecrypt(userId: string, tx: Database = db) {
       const { dailyLimit } = await entitlement(userId, tx);
       const used = await q.incrementUsage(tx, userId, utcDay(clock()), dailyLimit);
-      if (used === undefined) throw tooManyRequests('Daily limit reached.');
+      if (used === undefined) throw fail('DAILY_LIMIT');
       return { used, limit: dailyLimit };
     },
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../platform/errors.js';
+import { fail, failWith } from '../../platform/errors.js';
 
 /** One iOS app as the iTunes Search/Lookup APIs describe it, mapped to our names. */
 export interface StoreApp {
@@ -25,13 +25,13 @@ export interface ItunesClientOptions {
   fetchImpl?: typeof fetch;
 }
 
-const storeBusy = () => new AppError(503, 'STORE_THROTTLED', 'The App Store is busy right now. Please retry in a minute.');
-const storeTimeout = () => new AppError(503, 'STORE_TIMEOUT', 'The App Store did not answer in time. Please retry later.');
+const storeBusy = () => fail('STORE_THROTTLED');
+const storeTimeout = () => fail('STORE_TIMEOUT');
 /** No answer at all (refused, unknown host, reset): not the same as the store answering with an error. */
 const storeUnreachable = (cause: unknown) =>
-  new AppError(503, 'STORE_UNREACHABLE', 'The App Store could not be reached. Please retry later.', { cause });
+  failWith('STORE_UNREACHABLE', { cause });
 const storeError = (cause?: unknown) =>
-  new AppError(502, 'STORE_ERROR', 'The App Store answered with an error. Please retry later.', { cause });
+  failWith('STORE_ERROR', { cause });
 
 // Lenient per-field parsing: a missing rating or size must not drop the app, only odd records are skipped.
 const optionalNumber = z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), z.number().finite()).optional().catch(undefined);

@@ -1,6 +1,7 @@
 import { NO_SIGN_STATUSES, type AppEntry, type DecryptStatus, type QueueStatus, type SignStatuses } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
-import { AppError, notFound } from '../../platform/errors.js';
+import { fail, notFound } from '../../platform/errors.js';
+import { ERRORS } from '../../platform/error-codes.js';
 import type { ItunesClient, StoreApp } from './itunes.js';
 import * as q from './queries.js';
 
@@ -25,8 +26,8 @@ const MB = 1024 * 1024;
 export const AGENT_QUIET_MS = 3 * 60_000;
 
 /** The sentence of a paid app on a server that refuses them (docs/architecture.md, Operator policy). */
-export const PAID_REFUSED = 'Paid apps are not decrypted on this server.';
-export const BLACKLISTED = 'This app is on the black list and cannot be requested.';
+export const PAID_REFUSED = ERRORS.PAID_REFUSED.sentence;
+export const BLACKLISTED = ERRORS.BLACKLISTED.sentence;
 
 /** The facts of a decrypt entry that an app / version entry shows over the app's own. */
 export interface EntryFacts {
@@ -220,7 +221,7 @@ export function createCatalogService(deps: CatalogServiceDeps) {
     /** The store's app of a bundle id (an operator's IPA import); 404 with a sentence when the store has none. */
     async lookupAppByBundleId(country: string, bundleId: string) {
       const app = (await itunes.lookupBundle(country, bundleId)).find((a) => a.bundleId === bundleId);
-      if (!app) throw new AppError(404, 'NOT_FOUND', `The store of ${country} has no app with the bundle id ${bundleId}.`);
+      if (!app) throw fail('APP_NOT_IN_STORE', country, bundleId);
       await q.upsertApps(db, country, [app], clock());
       return (await q.findApp(db, country, app.appId))!;
     },

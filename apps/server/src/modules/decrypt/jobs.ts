@@ -18,7 +18,7 @@ import type {
   UploadQuery,
 } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
-import { AppError, conflict, notFound } from '../../platform/errors.js';
+import { fail, notFound } from '../../platform/errors.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import { createClaimBatcher, endOfAttempt, type AttemptEnd } from '../../platform/lease-queue.js';
 import type { FileStore } from '../../platform/storage.js';
@@ -112,13 +112,13 @@ function expectedVersion(
 /** What became of an uploaded or imported version: kept as `entry`, or given way to `entry` (Done before). */
 type Settled = { entry: q.EntryRow; keep: boolean };
 
-const leaseLost = () => conflict('This job is no longer yours: its lease ended or it was removed.');
+const leaseLost = () => fail('LEASE_LOST');
 /**
  * A call on a job its own lease finished (a heartbeat that crossed the upload's answer, an upload
  * sent again after a lost answer): not 409, which the agent takes for its work being taken back.
  */
 const jobFinished = () =>
-  new AppError(410, 'JOB_FINISHED', 'This job is finished: the server has its result.');
+  fail('JOB_FINISHED');
 
 const REASON_LEASE_EXPIRED = 'The agent stopped answering before it finished.';
 const REASON_REVOKED = 'The agent working on it was revoked.';
@@ -341,7 +341,7 @@ export function createJobService(deps: JobServiceDeps) {
     version: string,
   ) {
     const own = await q.findByAppVerId(tx, app.appId, appVerId);
-    if (own?.status === 'Done') throw conflict('This version is already decrypted.');
+    if (own?.status === 'Done') throw fail('ALREADY_DECRYPTED');
     if (own) return own;
     const waiting = await q.findActiveAppLevel(tx, app.country, app.appId);
     if (waiting && app.version === version) return waiting;
@@ -459,7 +459,7 @@ export function createJobService(deps: JobServiceDeps) {
     async submitVersions(agent: AgentRef, lease: string, list: StoreVersion[]) {
       await withHeldJob(agent, lease, async (tx, job) => {
         if (job.kind !== 'versions')
-          throw new AppError(400, 'WRONG_JOB_KIND', 'This job is not a versions job.');
+          throw fail('NOT_A_VERSIONS_JOB');
         const seen = new Set<string>();
         const versions = list
           .filter((v) => !seen.has(v.app_ver_id) && seen.add(v.app_ver_id))
@@ -491,7 +491,7 @@ export function createJobService(deps: JobServiceDeps) {
       }
       if (job.kind !== 'decrypt' || job.versionSeq === null) {
         body.resume();
-        throw new AppError(400, 'WRONG_JOB_KIND', 'This job takes no IPA.');
+        throw fail('JOB_TAKES_NO_IPA');
       }
       const received = await receiveToFile(body, {
         dir: settings.tmpDir,
@@ -502,7 +502,7 @@ export function createJobService(deps: JobServiceDeps) {
         const refuse = async (reason: string): Promise<never> => {
           await withHeldJob(agent, lease, (tx, held) => endAttempt(tx, held, { kind: 'failed', reason }));
           metrics.job('decrypt', 'failed');
-          throw new AppError(422, 'RESULT_REFUSED', reason);
+          throw fail('RESULT_REFUSED', reason);
         };
         const entry = await q.findEntry(db, job.versionSeq);
         if (!entry) throw leaseLost();
@@ -597,16 +597,12 @@ export function createJobService(deps: JobServiceDeps) {
           ...(known ? { bundleId: known.bundleId, appId: String(known.appId) } : {}),
           ...(target.appVerId !== undefined ? { appVerId: String(target.appVerId) } : {}),
         });
-        if (!verdict.ok) throw new AppError(422, 'RESULT_REFUSED', verdict.reason);
+        if (!verdict.ok) throw fail('RESULT_REFUSED', verdict.reason);
         const app = known ?? (await catalog.lookupAppByBundleId(target.country, verdict.report.bundleId));
         const appVerIdText =
           target.appVerId !== undefined ? String(target.appVerId) : verdict.metadata?.appVerId;
         if (appVerIdText === undefined) {
-          throw new AppError(
-            400,
-            'VERSION_UNKNOWN',
-            'The IPA has no iTunesMetadata.plist naming its store version (softwareVersionExternalIdentifier); give the app_ver_id.',
-          );
+          throw fail('RESULT_VERSION_MISSING');
         }
         const appVerId = Number(appVerIdText);
         // A request waiting for this very version knows its version string: the IPA must be it.
@@ -615,7 +611,7 @@ export function createJobService(deps: JobServiceDeps) {
           waiting && waiting.status !== 'Done'
             ? findContradiction(verdict, expectedVersion(waiting, {}))
             : undefined;
-        if (otherVersion) throw new AppError(422, 'RESULT_REFUSED', otherVersion);
+        if (otherVersion) throw fail('RESULT_REFUSED', otherVersion);
         const stored = await storeResult({
           file: { path: copy, sizeBytes },
           verdict,
@@ -676,7 +672,7 @@ export function createJobService(deps: JobServiceDeps) {
       });
       return work.catch((err: unknown) => {
         if (q.isUniqueViolation(err))
-          throw conflict('This app is already requested again; that request is in the queue.');
+          throw fail('ALREADY_REQUESTED');
         throw err;
       });
     },

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { decryptAnswer, urlAnswer, versionHistoryAnswer, appList } from '@sideport/contracts';
 import { currentUser, isAdmin, type Guards } from '../auth/guard.js';
-import { AppError } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import { publicOrigin } from '../../platform/public-origin.js';
 import { checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
 import type { FileStore } from '../../platform/storage.js';
@@ -95,7 +95,7 @@ export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, fil
     async (request, reply) => {
       const { app_id, app_ver_id } = request.params;
       checkSignedUrl(urls, request, `/files/ipa/${app_id}/${app_ver_id}`, request.query);
-      const gone = new AppError(404, 'NOT_DECRYPTED', 'This version is no longer available.');
+      const gone = fail('VERSION_GONE');
       const file = await decrypt.downloadable(app_id, app_ver_id);
       const local = file && files.localPath(file.fileKey);
       if (!file || !local) throw gone;

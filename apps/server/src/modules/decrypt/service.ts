@@ -1,12 +1,11 @@
 import type { AppEntry, DecryptAnswer, SignStatuses, VersionHistoryAnswer } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
-import { AppError, conflict, forbidden } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { BillingService } from '../billing/service.js';
 import {
-  BLACKLISTED,
   maySeeReason,
   PAID_REFUSED,
   toEntry,
@@ -46,8 +45,6 @@ const PRIORITY_PREMIUM = 1;
 /** Version lists come before decrypts: a person is waiting on the downgrade answer. */
 export const PRIORITY_VERSIONS = 2;
 
-const NEED_PREMIUM = 'Need decrypt premium.';
-
 const isActive = (status: string) => (q.ACTIVE_STATUSES as readonly string[]).includes(status);
 
 /** A file name for a download: `{name}_{version}.ipa`, without path separators or control characters. */
@@ -82,7 +79,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
   /** What an existing entry means to a new request for it: ready, joined (and perhaps made premium), or refused. */
   async function join(tx: Database, entry: q.EntryRow, premium: boolean) {
     if (entry.status === 'Not') {
-      throw conflict(`This version cannot be decrypted${entry.reason ? `: ${entry.reason.replace(/\.$/, '')}` : ''}.`);
+      throw fail('CANNOT_DECRYPT', entry.reason);
     }
     if (premium && !entry.premium && isActive(entry.status)) {
       const raised = await raiseToPremium(tx, entry);
@@ -101,7 +98,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
 
   /** Policy refusals that do not depend on the user (blacklist, paid apps). */
   async function checkPolicy(country: string, appId: number, app: { price: number | null; version: string }, userId: string) {
-    if (await catalog.isBlacklisted(country, appId)) throw forbidden(BLACKLISTED);
+    if (await catalog.isBlacklisted(country, appId)) throw fail('BLACKLISTED');
     if (!settings.allowPaid && (app.price ?? 0) > 0) {
       // docs/architecture.md, Operator policy: the entry becomes Not with the reason, so lists show Not Support.
       const existing = await q.findByVersionString(db, country, appId, app.version);
@@ -111,7 +108,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
           .catch(() => undefined);
         if (entry) await publishEntry(bus, entry);
       }
-      throw forbidden(PAID_REFUSED);
+      throw fail('PAID_REFUSED');
     }
   }
 
@@ -148,7 +145,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
 
   async function requirePremium(userId: string) {
     const entitlement = await billing.entitlement(userId);
-    if (!entitlement.premium) throw forbidden(NEED_PREMIUM);
+    if (!entitlement.premium) throw fail('NEED_PREMIUM');
     return entitlement;
   }
 
@@ -209,7 +206,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
           // In the transaction: PGlite has one connection, which the transaction holds.
           const version = await knownVersion(tx, country, appId, appVerId);
           if (version === undefined) {
-            throw new AppError(404, 'VERSION_UNKNOWN', "This version is not in the app's version list. Open Downgrade to load it.");
+            throw fail('VERSION_UNKNOWN');
           }
           return queueNew(tx, userId, {
             country,
@@ -231,7 +228,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
       return db.transaction(async (tx) => {
         const entry = appVerId === null ? await q.findActiveAppLevel(tx, country, appId) : await q.findByAppVerId(tx, appId, appVerId);
         if (!entry || !isActive(entry.status) || entry.country !== country) {
-          throw new AppError(404, 'NOT_QUEUED', 'This request is not in the queue.');
+          throw fail('NOT_QUEUED');
         }
         return answer(entry.premium ? entry : await raiseToPremium(tx, entry), true);
       });
@@ -284,7 +281,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
     async downloadUrl(appId: number, appVerId: number, baseUrl: string): Promise<{ url: string }> {
       const entry = await q.findByAppVerId(db, appId, appVerId);
       if (!entry || entry.status !== 'Done' || !entry.fileKey) {
-        throw new AppError(404, 'NOT_DECRYPTED', 'This version is not decrypted yet.');
+        throw fail('NOT_DECRYPTED');
       }
       const app = await catalog.lookupApp(entry.country, entry.appId);
       const fileName = ipaFileName(app.name, entry.version ?? app.version);

@@ -4,10 +4,10 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { AppError } from '../../platform/errors.js';
+import { AppError, fail, failWith } from '../../platform/errors.js';
 
 export const uploadTooLarge = (maxBytes: number) =>
-  new AppError(413, 'UPLOAD_TOO_LARGE', `The IPA is larger than this server accepts (${maxBytes} bytes).`);
+  fail('UPLOAD_TOO_LARGE', maxBytes);
 
 /**
  * Streams an upload to a new file under `dir`, never holding it in memory, and stops at
@@ -38,11 +38,11 @@ export async function receiveToFile(body: Readable, options: { dir: string; maxB
   } catch (err) {
     await rm(file, { force: true });
     if (err instanceof AppError) throw err;
-    throw new AppError(400, 'UPLOAD_INTERRUPTED', 'The upload ended before the whole file arrived.', { cause: err });
+    throw failWith('UPLOAD_INTERRUPTED', { cause: err });
   }
   if (options.declaredBytes !== undefined && sizeBytes !== options.declaredBytes) {
     await rm(file, { force: true });
-    throw new AppError(400, 'UPLOAD_INTERRUPTED', 'The upload ended before the whole file arrived.');
+    throw fail('UPLOAD_INTERRUPTED');
   }
   return { path: file, sizeBytes };
 }

@@ -7,7 +7,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { SigningIdentity } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
-import { AppError, tooManyRequests } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import type { EventBus } from '../../platform/events.js';
 import type { Config } from '../../platform/config.js';
 import { buildEnrollmentProfile, loadProfileSigner, parseEnrollmentAnswer } from './enrollment.js';
@@ -39,8 +39,6 @@ export const isMacProduct = (product: string) => /mac/i.test(product);
 
 const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
-const gone = (message: string) => new AppError(410, 'ENROLLMENT_TOKEN_GONE', message);
-const DOWNLOAD_AGAIN = 'download the device profile again from My page';
 
 /** The operator's enrollment settings, as the server and the CLI both read them. */
 export function enrollmentSettings(
@@ -60,9 +58,7 @@ export function createEnrollmentService({ db, clock, bus, profileSigner, deviceC
     async issueProfile(userId: string, baseUrl: string): Promise<Buffer> {
       const now = clock();
       if ((await q.countLiveEnrollmentTokens(db, userId, now)) >= MAX_LIVE_TOKENS) {
-        throw tooManyRequests(
-          `You downloaded ${MAX_LIVE_TOKENS} device profiles in the last 10 minutes; install one of them, or try again later.`,
-        );
+        throw fail('ENROLLMENT_LIMIT', MAX_LIVE_TOKENS);
       }
       const token = random(TOKEN_BYTES).toString('base64url');
       await q.insertEnrollmentToken(db, {
@@ -87,19 +83,19 @@ export function createEnrollmentService({ db, clock, bus, profileSigner, deviceC
     async enroll(token: string, body: Buffer): Promise<{ userId: string; added: boolean }> {
       const tokenHash = hashToken(token);
       const issued = await q.findEnrollmentToken(db, tokenHash);
-      if (!issued) throw new AppError(404, 'ENROLLMENT_TOKEN_UNKNOWN', `This enrollment link is not known; ${DOWNLOAD_AGAIN}.`);
-      if (issued.usedAt) throw gone(`This enrollment link was already used; ${DOWNLOAD_AGAIN} to add another device.`);
+      if (!issued) throw fail('ENROLLMENT_LINK_UNKNOWN');
+      if (issued.usedAt) throw fail('ENROLLMENT_LINK_USED', true);
       if (issued.expiresAt.getTime() <= clock().getTime()) {
-        throw gone(`This enrollment link expired (it works for 10 minutes); ${DOWNLOAD_AGAIN}.`);
+        throw fail('ENROLLMENT_LINK_EXPIRED');
       }
       const answer = await parseEnrollmentAnswer(body, deviceCaPem === undefined ? {} : { deviceCaPem });
       // The challenge is signed by the device: an answer made for another link is not moved to this one.
       if (!timingSafeEqual(Buffer.from(hashToken(answer.challenge), 'hex'), Buffer.from(tokenHash, 'hex'))) {
-        throw new AppError(403, 'ENROLLMENT_CHALLENGE_MISMATCH', 'The device answer was made for another enrollment link.');
+        throw fail('ENROLLMENT_CHALLENGE_MISMATCH');
       }
       return db.transaction(async (tx) => {
         const userId = await q.consumeEnrollmentToken(tx, tokenHash, clock());
-        if (userId === undefined) throw gone(`This enrollment link was already used; ${DOWNLOAD_AGAIN}.`);
+        if (userId === undefined) throw fail('ENROLLMENT_LINK_USED', false);
         const device = await q.insertEnrolledDevice(tx, {
           userId,
           product: answer.product,

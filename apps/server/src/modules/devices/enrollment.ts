@@ -19,7 +19,7 @@ import {
   type PlistObject,
   type SigningIdentity,
 } from '@sideport/ipa';
-import { AppError } from '../../platform/errors.js';
+import { AppError, fail, failWith } from '../../platform/errors.js';
 import { signAttachedCms, uuidFrom } from '../identity/pki.js';
 import { canonicalUdid } from './udid.js';
 
@@ -83,12 +83,7 @@ export function loadProfileSigner(
     return loadIdentity({ p12, password, chain });
   } catch (err) {
     if (!isIpaError(err)) throw err;
-    throw new AppError(
-      500,
-      'PROFILE_SIGNING_P12_INVALID',
-      `PROFILE_SIGNING_P12 could not be used: ${err.message}`,
-      { cause: err },
-    );
+    throw failWith('PROFILE_SIGNING_P12_INVALID', { cause: err }, err.message);
   }
 }
 
@@ -111,7 +106,7 @@ export type EnrollmentRefusal =
 export class EnrollmentError extends AppError {
   declare readonly code: EnrollmentRefusal;
   constructor(code: EnrollmentRefusal, message: string, options?: { cause?: unknown }) {
-    super(code === 'ENROLLMENT_TOO_LARGE' ? 413 : 400, code, message, options);
+    super(code, message, options);
     this.name = 'EnrollmentError';
   }
 }
@@ -340,7 +335,7 @@ function readPemCertificates(pem: string): pkijs.Certificate[] {
     return pkijs.Certificate.fromBER(new Uint8Array(der.buffer, der.byteOffset, der.length));
   });
   if (certificates.length === 0)
-    throw new AppError(500, 'DEVICE_CA_INVALID', 'The configured device CA holds no PEM certificate.');
+    throw fail('DEVICE_CA_INVALID');
   return certificates;
 }
 

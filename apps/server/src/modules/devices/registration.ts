@@ -9,7 +9,7 @@
  */
 import type { AdminDevice } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
-import { AppError, conflict, notFound } from '../../platform/errors.js';
+import { AppError, notFound, conflict } from '../../platform/errors.js';
 import type { EventBus } from '../../platform/events.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
 import * as q from './queries.js';

@@ -4,7 +4,7 @@
  * answer gets), and with `paid` paid on the test-mode checkout and registered. Only with the dev
  * identity: a made-up UDID has no place on an Apple developer account.
  */
-import { AppError } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import type { AuthService } from '../auth/service.js';
 import type { BillingService } from '../billing/service.js';
 import type { EnrollmentService } from './enrollment-service.js';
@@ -33,7 +33,6 @@ export interface SimulatedEnrollment {
   status: DeviceStatus;
 }
 
-const refused = (message: string) => new AppError(409, 'SIMULATION_REFUSED', message);
 
 export async function simulateDevice(
   deps: SimulateDeps,
@@ -41,17 +40,13 @@ export async function simulateDevice(
   options: { paid?: boolean; device?: SimulatedDeviceOptions } = {},
 ): Promise<SimulatedEnrollment> {
   if (deps.identityKind !== 'dev') {
-    throw refused(
-      'Simulated devices need the dev identity: with an App Store Connect key (ASC_KEY_ID) a made-up UDID would be registered on your Apple developer account.',
-    );
+    throw fail('SIMULATION_NEEDS_DEV_IDENTITY');
   }
   if (options.paid && deps.billingProvider !== 'dev') {
-    throw refused(
-      '--paid needs the test-mode billing provider (STRIPE_SECRET_KEY unset): pay for the device on My page instead.',
-    );
+    throw fail('SIMULATION_NEEDS_TEST_BILLING');
   }
   const user = await deps.users.findUser(userId);
-  if (!user) throw new AppError(404, 'NO_SUCH_USER', `No user with id ${userId}.`);
+  if (!user) throw fail('NO_SUCH_USER', userId);
 
   const device = createSimulatedDevice(options.device);
   const profile = await deps.enrollment.issueProfile(user.id, deps.baseUrl);

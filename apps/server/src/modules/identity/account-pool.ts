@@ -22,7 +22,7 @@ import {
 } from '@sideport/contracts';
 import { isUniqueViolation, type Database } from '../../db/client.js';
 import { isAscPrivateKey } from '../../platform/config.js';
-import { AppError, badRequest, conflict, notFound } from '../../platform/errors.js';
+import { AppError, fail, badRequest, notFound, conflict } from '../../platform/errors.js';
 import type { EventBus } from '../../platform/events.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import { familyOf } from '../devices/family.js';
@@ -102,7 +102,7 @@ const isoDate = (date: Date) => date.toISOString().slice(0, 10);
 /** A placement no account can take: it waits for a person (an account added, a membership renewed). */
 class NoFreeSlot extends AppError {
   constructor(message: string) {
-    super(409, 'NO_FREE_SLOT', message);
+    super('NO_FREE_SLOT', message);
   }
 }
 
@@ -587,11 +587,7 @@ export function createAccountPool(deps: AccountPoolDeps) {
       if (member) return { provider: member.provider, accountId: only };
       // Another process may hold the key: the devices stay where they are until an admin decides.
       if (row?.state === 'enabled') {
-        throw new AppError(
-          503,
-          'ACCOUNT_KEY_MISSING',
-          `This process has no key for developer account ${row.keyId}, which signs for this person: give it the configuration the servers have (ASC_ACCOUNTS_FILE).`,
-        );
+        throw fail('ACCOUNT_KEY_MISSING', row.keyId);
       }
     }
     const plan = await decide(userId, undefined, new Set());

@@ -9,7 +9,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
 import { loadIdentity, parseProfile, type IdentitySource } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
-import { AppError } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import type { DeviceService } from '../devices/service.js';
 import { canonicalUdid } from '../devices/udid.js';
@@ -90,11 +90,7 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
     );
     if (!onAccount) {
       const { certificateName } = certificateDetails(operatorPem!);
-      throw new AppError(
-        502,
-        'SIGN_P12_NOT_ON_ACCOUNT',
-        `The certificate in SIGN_P12 ("${certificateName ?? 'unnamed'}", serial ${serial}) is not on the App Store Connect account of key ${deps.keyId}: it was revoked, or belongs to another team.`,
-      );
+      throw fail('SIGN_P12_NOT_ON_ACCOUNT', certificateName ?? 'unnamed', serial, deps.keyId);
     }
     return {
       id: onAccount.id,

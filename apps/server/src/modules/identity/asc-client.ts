@@ -141,7 +141,7 @@ export class AscError extends AppError {
     readonly apple?: { status: number; code?: string; detail?: string },
     options?: { cause?: unknown },
   ) {
-    super(kind === 'UNAVAILABLE' ? 503 : 502, `ASC_${kind}`, message, options);
+    super(`ASC_${kind}`, message, options);
     this.name = 'AscError';
   }
 }

@@ -7,7 +7,7 @@ import {
   developerAccounts,
   updateDeveloperAccountRequest,
 } from '@sideport/contracts';
-import { AppError } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import { idParam } from '../../platform/params.js';
 import { currentUser, type Guards } from '../auth/guard.js';
 import type { AccountPool } from './account-pool.js';
@@ -20,12 +20,7 @@ export interface PoolRoutesDeps {
 
 const idParams = z.object({ id: idParam('id') });
 
-const devIdentityOnly = () =>
-  new AppError(
-    409,
-    'NO_ACCOUNT_POOL',
-    'The dev identity signs on this server: one identity with no device limits. Set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY to sign with Apple developer accounts, then add more here.',
-  );
+const devIdentityOnly = () => fail('NO_ACCOUNT_POOL');
 
 /**
  * The admin console's pool of developer accounts (docs/sign-service.md, A pool of developer

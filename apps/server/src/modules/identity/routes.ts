@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { signingIdentityInfo, type SigningIdentityInfo } from '@sideport/contracts';
-import { AppError } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import { contentDisposition } from '../../platform/storage.js';
 import type { Guards } from '../auth/guard.js';
 import type { SigningService } from './signing.js';
@@ -25,11 +25,7 @@ export async function identityRoutes(app: FastifyInstance, { guards, signing }: 
   r.get('/api/admin/identity/ca.pem', admin, async (_request, reply) => {
     const pem = await signing.identityCaPem();
     if (pem === undefined) {
-      throw new AppError(
-        404,
-        'NO_DEV_CA',
-        "Apple's certificates sign here: their CA is Apple's own, not one of this server's.",
-      );
+      throw fail('NO_DEV_CA');
     }
     return reply
       .type('application/x-pem-file')

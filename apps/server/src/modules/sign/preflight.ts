@@ -7,6 +7,7 @@
  */
 import type { CertificateStatus } from '../identity/certificates.js';
 import type { SignRow } from './queries.js';
+import type { ErrorCode } from '../../platform/error-codes.js';
 
 export type PreflightProblem =
   | { kind: 'revoked'; at: Date; by: 'dev' | 'apple' | null }
@@ -85,10 +86,10 @@ export function problemSentence(problem: PreflightProblem, isBeingSigned: boolea
 }
 
 /** The error code of each problem, for the logs. */
-export const PROBLEM_CODES: Record<PreflightProblem['kind'], string> = {
+export const PROBLEM_CODES = {
   revoked: 'CERTIFICATE_REVOKED',
   'certificate-expired': 'CERTIFICATE_EXPIRED',
   'certificate-not-yet-valid': 'CERTIFICATE_NOT_YET_VALID',
   'profile-expired': 'PROFILE_EXPIRED',
   'not-in-profile': 'CERTIFICATE_NOT_IN_PROFILE',
-};
+} as const satisfies Record<PreflightProblem['kind'], ErrorCode>;

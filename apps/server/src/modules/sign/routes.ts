@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { featherCertAnswer, signAnswer, signCheckAnswer, signRequest, urlAnswer } from '@sideport/contracts';
 import { currentUser, type Guards } from '../auth/guard.js';
-import { AppError } from '../../platform/errors.js';
+import { fail } from '../../platform/errors.js';
 import { opaqueIdParam, sealedTokenParam, signedQuery, signTypeParam, versionParams } from '../../platform/params.js';
 import { publicOrigin } from '../../platform/public-origin.js';
 import { checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
@@ -21,7 +21,7 @@ export interface SignRoutesDeps {
 
 const signedParams = versionParams.extend({ type: signTypeParam });
 const artifactParams = z.object({ artifact_id: opaqueIdParam('artifact') });
-const artifactGone = () => new AppError(404, 'NOT_SIGNED', 'This signed app is no longer available. Ask for a new install link.');
+const artifactGone = () => fail('ARTIFACT_GONE');
 
 /**
  * The sign service's routes: the sign, check-sign, install and Feather calls (docs/product.md, Calls) for the
@@ -118,7 +118,7 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
       const { token } = request.params;
       checkSignedUrl(urls, request, `/files/feather/cert/${token}`, request.query);
       const zip = await sign.featherCertFile(token);
-      if (!zip) throw new AppError(404, 'CERT_GONE', 'This certificate is no longer available. Ask for a new one on My Page.');
+      if (!zip) throw fail('CERT_GONE');
       return reply
         .type('application/zip')
         .header('content-disposition', 'attachment; filename="sideport-feather-cert.zip"')

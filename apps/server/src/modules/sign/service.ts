@@ -10,7 +10,7 @@ import {
 import type { DylibKind } from '@sideport/ipa';
 import { isUniqueViolation, type Database } from '../../db/client.js';
 import type { SignSource } from '../../db/schema/index.js';
-import { AppError, forbidden } from '../../platform/errors.js';
+import { fail, failWith } from '../../platform/errors.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
@@ -58,9 +58,9 @@ export interface SignServiceDeps {
 const FEATHER_TITLE = 'Feather';
 const FEATHER_CERT_PURPOSE = 'feather-cert';
 
-const noDevice = () => forbidden('Register a device first on My Page.');
-const notSigned = () => new AppError(404, 'NOT_SIGNED', 'This app is not signed for your devices yet. Request a sign first.');
-const featherNotOffered = () => new AppError(404, 'FEATHER_NOT_OFFERED', 'Feather is not offered on this server.');
+const noDevice = () => fail('NO_DEVICE');
+const notSigned = () => fail('NOT_SIGNED');
+const featherNotOffered = () => fail('FEATHER_NOT_OFFERED');
 const PASSWORD_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
 /** The header a preflight's 409 carries when a new sign cures it: the web app offers 'Sign again'. */
 export const REMEDY_HEADER = 'sideport-remedy';
@@ -100,9 +100,11 @@ export function createSignService(deps: SignServiceDeps) {
   }
 
   const refusal = (problem: PreflightProblem, isBeingSigned: boolean) =>
-    new AppError(409, PROBLEM_CODES[problem.kind], problemSentence(problem, isBeingSigned), {
-      ...(signingCures(problem) ? { headers: { [REMEDY_HEADER]: 'sign-again' } } : {}),
-    });
+    failWith(
+      PROBLEM_CODES[problem.kind],
+      signingCures(problem) ? { headers: { [REMEDY_HEADER]: 'sign-again' } } : {},
+      problemSentence(problem, isBeingSigned),
+    );
 
   /** An artifact handed out (install link): recovery re-signs the most recently used first. */
   const used = (row: q.SignRow) => q.markUsed(db, row.id, clock());
@@ -174,7 +176,7 @@ export function createSignService(deps: SignServiceDeps) {
 
   function refuseUnconfiguredMode(type: SignType) {
     const mode = signModeOf(type);
-    if (!isOffered(type)) throw forbidden(`${mode.confirmLabel ?? mode.apiName} signing is not offered on this server.`);
+    if (!isOffered(type)) throw fail('MODE_NOT_OFFERED', mode.confirmLabel ?? mode.apiName);
   }
 
   function requireFeather() {
@@ -190,7 +192,7 @@ export function createSignService(deps: SignServiceDeps) {
     async request(userId: string, appId: number, appVerId: number, type: SignType): Promise<SignAnswer> {
       refuseUnconfiguredMode(type);
       const version = await deps.versions.signable(appId, appVerId);
-      if (!version) throw new AppError(404, 'NOT_DECRYPTED', 'This version is not decrypted yet.');
+      if (!version) throw fail('NOT_DECRYPTED');
       const row = await enqueue(versionKey(userId, appId, appVerId, type), { sourceKey: version.fileKey, title: version.title });
       return { app_id: String(appId), app_ver_id: String(appVerId), type, status: row.status };
     },
@@ -199,7 +201,7 @@ export function createSignService(deps: SignServiceDeps) {
     async check(userId: string, appId: number, appVerId: number, type: SignType): Promise<SignCheckAnswer> {
       const row = await artifactOf(versionKey(userId, appId, appVerId, type));
       if (!isCurrent(row, await signing.registeredDevices(userId))) {
-        throw new AppError(406, 'SIGNED_BEFORE_DEVICE', 'This app was signed before Registered on one of your devices.');
+        throw fail('SIGNED_BEFORE_DEVICE');
       }
       await preflightOrRefuse(row);
       return { status: 'Done', signed_at: row.signedAt!.toISOString(), udids: row.udids ?? [] };
@@ -251,10 +253,10 @@ export function createSignService(deps: SignServiceDeps) {
         row = (await q.findSign(db, featherKey(userId))) ?? row;
       }
       if (row.state !== 'idle') {
-        throw new AppError(409, 'FEATHER_SIGNING', 'Feather is still being signed for your devices. Try again in a minute.');
+        throw fail('FEATHER_SIGNING');
       }
       if (!row.fileKey || row.sourceTag !== sourceTag) {
-        throw new AppError(409, 'FEATHER_FAILED', `Feather could not be signed${row.lastReason ? `: ${row.lastReason.replace(/\.$/, '')}` : ''}. Please retry later.`);
+        throw fail('FEATHER_FAILED', row.lastReason);
       }
       // A refused artifact was signed again above; one that still fails says why.
       await preflightOrRefuse(row);
