@@ -51,7 +51,11 @@ async function dropDatabase(name: string) {
 }
 
 const md5 = (s: string) => createHash('md5').update(s).digest('hex');
-const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const json = (body: unknown) => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
 
 /** Signs in as the admin made from ADMIN_ID and makes an agent; returns the admin cookie and the token. */
 async function adminAndAgent(baseUrl: string) {
@@ -73,16 +77,22 @@ async function claimsBench() {
   const database = await openDatabase({ url: db.url });
   await database.migrate();
   // Jobs as requests leave them: an app row, a Pending entry and a queued job each.
-  await database.db.execute(sql.raw(`
+  await database.db.execute(
+    sql.raw(`
     insert into apps (country, app_id, name, developer, version, icon_url, store_url, bundle_id, minimum_os, fetched_at)
     select 'KR', 100000 + i, 'App ' || i, 'Dev', '1.0', '', '', 'com.example.bench' || i, '14.0', now() + interval '1 day'
-    from generate_series(1, ${JOBS}) i`));
-  await database.db.execute(sql.raw(`
+    from generate_series(1, ${JOBS}) i`),
+  );
+  await database.db.execute(
+    sql.raw(`
     insert into versions (country, app_id, version, status, premium, requested_at, updated_at)
-    select 'KR', 100000 + i, '1.0', 'Pending', i % 10 = 0, now(), now() from generate_series(1, ${JOBS}) i`));
-  await database.db.execute(sql.raw(`
+    select 'KR', 100000 + i, '1.0', 'Pending', i % 10 = 0, now(), now() from generate_series(1, ${JOBS}) i`),
+  );
+  await database.db.execute(
+    sql.raw(`
     insert into jobs (kind, version_seq, country, app_id, priority, created_at, updated_at)
-    select 'decrypt', seq, country, app_id, case when premium then 1 else 0 end, now(), now() from versions`));
+    select 'decrypt', seq, country, app_id, case when premium then 1 else 0 end, now(), now() from versions`),
+  );
   await database.db.execute(sql.raw('analyze'));
 
   const config = loadConfig({
@@ -135,8 +145,12 @@ async function claimsBench() {
 
   const claimsPerSecond = claimed.length / claimSeconds;
   const healthPerSecond = (perClient * AGENTS) / baseSeconds;
-  console.log(`\n1. claims: ${AGENTS} agents at once, ${JOBS.toLocaleString()} queued jobs, one process (clients included), 2 cores`);
-  console.log(`   claims through the agent API   ${claimsPerSecond.toFixed(0).padStart(7)} /s  (${claimed.length} claimed, ${unique} distinct jobs)`);
+  console.log(
+    `\n1. claims: ${AGENTS} agents at once, ${JOBS.toLocaleString()} queued jobs, one process (clients included), 2 cores`,
+  );
+  console.log(
+    `   claims through the agent API   ${claimsPerSecond.toFixed(0).padStart(7)} /s  (${claimed.length} claimed, ${unique} distinct jobs)`,
+  );
   console.log(`   GET /healthz, same clients     ${healthPerSecond.toFixed(0).padStart(7)} /s`);
   console.log(`   ratio                          ${(claimsPerSecond / healthPerSecond).toFixed(2)}`);
   const doubles = claimed.length - unique;
@@ -176,13 +190,25 @@ async function uploadBench() {
   const db = await createDatabase();
   const bundleId = 'com.example.large';
   const store = await startItunesServer({
-    records: [{ kind: 'software', trackId: 424242, trackName: 'Large App', bundleId, version: '1.0', price: 0, artistName: 'Bench' }],
+    records: [
+      {
+        kind: 'software',
+        trackId: 424242,
+        trackName: 'Large App',
+        bundleId,
+        version: '1.0',
+        price: 0,
+        artistName: 'Bench',
+      },
+    ],
   });
   const ipa = path.join(work, 'large.ipa');
   const prepared = performance.now();
   await makeSampleIpa({ output: ipa, bundleId, version: '1.0', padBytes: UPLOAD_MB * 1024 * 1024 });
   const sizeBytes = statSync(ipa).size;
-  console.log(`\nbuilt a ${(sizeBytes / 1024 / 1024).toFixed(0)} MB IPA in ${((performance.now() - prepared) / 1000).toFixed(1)} s`);
+  console.log(
+    `\nbuilt a ${(sizeBytes / 1024 / 1024).toFixed(0)} MB IPA in ${((performance.now() - prepared) / 1000).toFixed(1)} s`,
+  );
 
   const server = spawn(process.execPath, [path.join(root, 'apps/server/dist/main.js')], {
     env: {
@@ -213,14 +239,22 @@ async function uploadBench() {
   const rss = sampleRss(server.pid!);
   try {
     const { cookie, token } = await adminAndAgent(baseUrl);
-    const asked = await fetch(`${baseUrl}/api/decrypt/KR/424242`, { headers: { cookie, 'x-sideport-client': 'web' } });
+    const asked = await fetch(`${baseUrl}/api/decrypt/KR/424242`, {
+      headers: { cookie, 'x-sideport-client': 'web' },
+    });
     if (asked.status !== 200) throw new Error(`request answered ${asked.status}: ${await asked.text()}`);
-    const claim = await fetch(`${baseUrl}/api/agent/claim`, { ...json({}), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+    const claim = await fetch(`${baseUrl}/api/agent/claim`, {
+      ...json({}),
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    });
     const { job } = (await claim.json()) as { job: { id: string } };
 
     // The floor: the same bytes read and written once by this process, as a plain copy to disk.
     const floorStarted = performance.now();
-    await pipeline(createReadStream(ipa, { highWaterMark: 1024 * 1024 }), createWriteStream(path.join(work, 'copy.ipa')));
+    await pipeline(
+      createReadStream(ipa, { highWaterMark: 1024 * 1024 }),
+      createWriteStream(path.join(work, 'copy.ipa')),
+    );
     const floorSeconds = (performance.now() - floorStarted) / 1000;
     rmSync(path.join(work, 'copy.ipa'));
 
@@ -229,20 +263,33 @@ async function uploadBench() {
     const uploadStarted = performance.now();
     const uploaded = await fetch(`${baseUrl}/api/agent/jobs/${job.id}/ipa?app_ver_id=1`, {
       method: 'PUT',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream', 'content-length': String(sizeBytes) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/octet-stream',
+        'content-length': String(sizeBytes),
+      },
       body: Readable.toWeb(createReadStream(ipa, { highWaterMark: 1024 * 1024 })) as ReadableStream,
       duplex: 'half',
     } as RequestInit);
     const uploadSeconds = (performance.now() - uploadStarted) / 1000;
-    if (uploaded.status !== 200) throw new Error(`upload answered ${uploaded.status}: ${await uploaded.text()}`);
+    if (uploaded.status !== 200)
+      throw new Error(`upload answered ${uploaded.status}: ${await uploaded.text()}`);
     const peak = rss.peak();
 
     const mbps = (seconds: number) => (sizeBytes / 1024 / 1024 / seconds).toFixed(0);
-    console.log(`2. upload of ${(sizeBytes / 1024 / 1024).toFixed(0)} MB through the agent API (received, checked, stored), server in its own process`);
-    console.log(`   plain disk write of the same bytes  ${floorSeconds.toFixed(2).padStart(6)} s  ${mbps(floorSeconds).padStart(5)} MB/s`);
-    console.log(`   upload, check and store             ${uploadSeconds.toFixed(2).padStart(6)} s  ${mbps(uploadSeconds).padStart(5)} MB/s`);
+    console.log(
+      `2. upload of ${(sizeBytes / 1024 / 1024).toFixed(0)} MB through the agent API (received, checked, stored), server in its own process`,
+    );
+    console.log(
+      `   plain disk write of the same bytes  ${floorSeconds.toFixed(2).padStart(6)} s  ${mbps(floorSeconds).padStart(5)} MB/s`,
+    );
+    console.log(
+      `   upload, check and store             ${uploadSeconds.toFixed(2).padStart(6)} s  ${mbps(uploadSeconds).padStart(5)} MB/s`,
+    );
     console.log(`   ratio (upload speed / disk write)   ${(floorSeconds / uploadSeconds).toFixed(2)}`);
-    console.log(`   server RSS: ${(idleRss / 1024 / 1024).toFixed(0)} MB before, ${(peak / 1024 / 1024).toFixed(0)} MB peak during the upload`);
+    console.log(
+      `   server RSS: ${(idleRss / 1024 / 1024).toFixed(0)} MB before, ${(peak / 1024 / 1024).toFixed(0)} MB peak during the upload`,
+    );
     console.log(
       `   target >= 0.50 of the disk write and RSS < 200 MB: ${floorSeconds / uploadSeconds >= 0.5 && peak < 200 * 1024 * 1024 ? 'met' : 'missed'}`,
     );

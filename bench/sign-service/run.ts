@@ -50,12 +50,29 @@ async function main() {
   const ipaMB = statSync(input).size / 1024 / 1024;
 
   // The store knows the app: a record of the fixture's bundle id (the recorded Facebook answer's shape).
-  const record = JSON.parse(readFileSync(path.join(root, 'fixtures/itunes/fastlane_itunesLookup-284882215.json'), 'utf8')).results[0];
+  const record = JSON.parse(
+    readFileSync(path.join(root, 'fixtures/itunes/fastlane_itunesLookup-284882215.json'), 'utf8'),
+  ).results[0];
   const store = await startItunesServer({
-    records: [{ ...record, trackId: APP_ID, bundleId: 'org.fastlane.very-capable-app', trackName: 'Bench App', version: '1.0', price: 0 }],
+    records: [
+      {
+        ...record,
+        trackId: APP_ID,
+        bundleId: 'org.fastlane.very-capable-app',
+        trackName: 'Bench App',
+        version: '1.0',
+        price: 0,
+      },
+    ],
   });
   const dataDir = path.join(work, 'data');
-  const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, WEB_DIST_DIR: dataDir, ITUNES_BASE_URL: store.url, SIGN_IN_LIMIT_PER_ADDRESS: '1000' });
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    WEB_DIST_DIR: dataDir,
+    ITUNES_BASE_URL: store.url,
+    SIGN_IN_LIMIT_PER_ADDRESS: '1000',
+  });
   const database = await openDatabase({ pgliteDir: path.join(dataDir, 'db') });
   await database.migrate();
   const { app, services } = await buildApp({ config, database });
@@ -71,12 +88,18 @@ async function main() {
     // When each sign became Done, as the owner's live events tell it.
     const doneAt = new Map<string, number>();
     services.bus.subscribe((m) => {
-      if (m.kind === 'live' && m.event.type === 'sign' && m.event.status === 'Done' && m.userId) doneAt.set(m.userId, performance.now());
+      if (m.kind === 'live' && m.event.type === 'sign' && m.event.status === 'Done' && m.userId)
+        doneAt.set(m.userId, performance.now());
     });
 
     // The CLI signs with the service's own identity and a profile of the same kind (one device).
     await signUp(base, 'benchcli');
-    await devices.insertDevice(database.db, { userId: 'benchcli', product: 'iPhone15,2', udid: udidOf(0), status: 'Registered' });
+    await devices.insertDevice(database.db, {
+      userId: 'benchcli',
+      product: 'iPhone15,2',
+      udid: udidOf(0),
+      status: 'Registered',
+    });
     const material = (await services.signing.signingMaterial('benchcli'))!;
     const p12 = path.join(work, 'id.p12');
     const profile = path.join(work, 'cli.mobileprovision');
@@ -85,22 +108,46 @@ async function main() {
     let coldCaches = 0;
     const cliSign = (cacheDir: string) => {
       const started = performance.now();
-      execFileSync(cli, ['sign', input, '-o', path.join(work, 'cli-out.ipa'), '--p12', p12, '--password-env', 'BENCH_P12_PW', '--profile', profile, '--cache-dir', cacheDir], {
-        env: { ...process.env, BENCH_P12_PW: 'bench-password' },
-        stdio: 'ignore',
-      });
+      execFileSync(
+        cli,
+        [
+          'sign',
+          input,
+          '-o',
+          path.join(work, 'cli-out.ipa'),
+          '--p12',
+          p12,
+          '--password-env',
+          'BENCH_P12_PW',
+          '--profile',
+          profile,
+          '--cache-dir',
+          cacheDir,
+        ],
+        {
+          env: { ...process.env, BENCH_P12_PW: 'bench-password' },
+          stdio: 'ignore',
+        },
+      );
       return performance.now() - started;
     };
     const cliCold = () => cliSign(path.join(work, `cli-cold-${coldCaches++}`));
     const warmCache = path.join(work, 'cli-warm');
     cliSign(warmCache); // fills the CLI's own cache
 
-    const users = await Promise.all(Array.from({ length: USERS }, async (_, i) => {
-      const id = `benchuser${i}`;
-      const cookie = await signUp(base, id);
-      await devices.insertDevice(database.db, { userId: id, product: 'iPhone15,2', udid: udidOf(i + 1), status: 'Registered' });
-      return { id, cookie };
-    }));
+    const users = await Promise.all(
+      Array.from({ length: USERS }, async (_, i) => {
+        const id = `benchuser${i}`;
+        const cookie = await signUp(base, id);
+        await devices.insertDevice(database.db, {
+          userId: id,
+          product: 'iPhone15,2',
+          udid: udidOf(i + 1),
+          status: 'Registered',
+        });
+        return { id, cookie };
+      }),
+    );
 
     const service: number[] = [];
     const cached: number[] = [];
@@ -124,10 +171,14 @@ async function main() {
     const next = median(rest);
     const cliCachedMs = median(cached);
     const cliColdMs = median(cold);
-    console.log(`\nsign service, ${USERS} users signing one version (${SIZE_MB} MB of content, ${ipaMB.toFixed(0)} MB IPA), mode 0:`);
+    console.log(
+      `\nsign service, ${USERS} users signing one version (${SIZE_MB} MB of content, ${ipaMB.toFixed(0)} MB IPA), mode 0:`,
+    );
     console.log(`  import as a Done version (check, store, digest cache filled): ${s(importMs)}`);
     console.log(`  first sign through the service (PUT to Done):   ${s(first!)}`);
-    console.log(`  median of the next ${rest.length}:                       ${s(next)}  (min ${s(Math.min(...rest))}, max ${s(Math.max(...rest))})`);
+    console.log(
+      `  median of the next ${rest.length}:                       ${s(next)}  (min ${s(Math.min(...rest))}, max ${s(Math.max(...rest))})`,
+    );
     console.log(`  sideport-ipa sign, empty digest cache (median of ${cold.length}): ${s(cliColdMs)}`);
     console.log(`  sideport-ipa sign, filled digest cache (median of ${cached.length}): ${s(cliCachedMs)}`);
     console.log('ratios:');

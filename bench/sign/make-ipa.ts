@@ -13,7 +13,10 @@ import { openZip } from '../../packages/ipa/src/zip/index.js';
 
 configure({ useWebWorkers: false });
 
-const WORDS = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore'.split(' ');
+const WORDS =
+  'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore'.split(
+    ' ',
+  );
 /** Text-like bytes that deflate to about a third, like JSON, nibs and strings files. */
 const text = (bytes: number) => {
   const noise = randomBytes(Math.ceil(bytes / 4));
@@ -47,7 +50,9 @@ export async function makeBenchIpa(fixtureIpa: string, output: string, targetByt
   const fixture = await openZip(fixtureIpa);
   const app = 'Payload/very-capable-app.app';
   const keep = await Promise.all(
-    fixture.entries.filter((e) => !e.isDirectory && !e.name.includes('_CodeSignature/')).map(async (e) => [e.name, await fixture.readEntry(e)] as const),
+    fixture.entries
+      .filter((e) => !e.isDirectory && !e.name.includes('_CodeSignature/'))
+      .map(async (e) => [e.name, await fixture.readEntry(e)] as const),
   );
   fixture.close();
   const file = createWriteStream(output);
@@ -56,7 +61,11 @@ export async function makeBenchIpa(fixtureIpa: string, output: string, targetByt
   const executable = buildLargeExecutable(Math.min(64 * 1024 * 1024, Math.floor(targetBytes / 16)));
   for (const [name, data] of keep) {
     const isExecutable = name.endsWith('/very-capable-app');
-    await writer.add(name, new Uint8ArrayReader(isExecutable ? executable : data), isExecutable ? { unixMode: 0o100755 } : {});
+    await writer.add(
+      name,
+      new Uint8ArrayReader(isExecutable ? executable : data),
+      isExecutable ? { unixMode: 0o100755 } : {},
+    );
   }
   let written = executable.length;
   // 15% of the size in small files (1-20 KB), the rest in large assets.
@@ -64,14 +73,22 @@ export async function makeBenchIpa(fixtureIpa: string, output: string, targetByt
   for (let i = 0; written < smallBudget; i++) {
     const size = 1024 + ((i * 104_729) % (19 * 1024));
     const data = i % 2 === 0 ? text(size) : randomBytes(size);
-    await writer.add(`${app}/Assets/small/res-${i}.${i % 2 === 0 ? 'json' : 'bin'}`, new Uint8ArrayReader(data), { level: i % 2 === 0 ? 1 : 0 });
+    await writer.add(
+      `${app}/Assets/small/res-${i}.${i % 2 === 0 ? 'json' : 'bin'}`,
+      new Uint8ArrayReader(data),
+      { level: i % 2 === 0 ? 1 : 0 },
+    );
     written += size;
   }
   for (let i = 0; written < targetBytes; i++) {
     const size = Math.min(24 * 1024 * 1024, targetBytes - written);
     const compressible = i % 2 === 0;
     const data = compressible ? text(size) : randomBytes(size);
-    await writer.add(`${app}/Assets/large/asset-${i}.${compressible ? 'txt' : 'dat'}`, new Uint8ArrayReader(data), { level: compressible ? 1 : 0 });
+    await writer.add(
+      `${app}/Assets/large/asset-${i}.${compressible ? 'txt' : 'dat'}`,
+      new Uint8ArrayReader(data),
+      { level: compressible ? 1 : 0 },
+    );
     written += size;
   }
   await writer.close();

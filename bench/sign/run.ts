@@ -11,7 +11,19 @@
  *   npm run bench:sign        (BENCH_SIZES_MB=300,1024 and BENCH_ROUNDS=5 to choose)
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SIGN_PROCESS_TUNING } from '../../packages/ipa/src/process-tuning.js';
@@ -39,11 +51,23 @@ interface Run {
 
 /** One sign in a fresh process started as a sign worker is (SIGN_PROCESS_TUNING). */
 function signOnce(input: string, output: string, p12: string, profile: string, cacheDir: string): Run {
-  const out = execFileSync(process.execPath, [...SIGN_PROCESS_TUNING.execArgv, path.join(import.meta.dirname, 'sign-once.mjs'), input, output, p12, profile, cacheDir], {
-    cwd: root,
-    encoding: 'utf8',
-    env: { ...process.env, ...SIGN_PROCESS_TUNING.env },
-  });
+  const out = execFileSync(
+    process.execPath,
+    [
+      ...SIGN_PROCESS_TUNING.execArgv,
+      path.join(import.meta.dirname, 'sign-once.mjs'),
+      input,
+      output,
+      p12,
+      profile,
+      cacheDir,
+    ],
+    {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, ...SIGN_PROCESS_TUNING.env },
+    },
+  );
   return JSON.parse(out.trim().split('\n').at(-1)!) as Run;
 }
 
@@ -57,7 +81,10 @@ function command(file: string, args: string[]): Run {
   const report = path.join(dir, 'time.txt');
   execFileSync(gnuTime, ['-o', report, '-f', '%U %S %M', file, ...args], { stdio: 'ignore' });
   const ms = performance.now() - started;
-  const [user, system, maxKB] = execFileSync('cat', [report], { encoding: 'utf8' }).trim().split(/\s+/).map(Number) as [number, number, number];
+  const [user, system, maxKB] = execFileSync('cat', [report], { encoding: 'utf8' })
+    .trim()
+    .split(/\s+/)
+    .map(Number) as [number, number, number];
   return { ms, cpuMs: (user + system) * 1000, maxRssMB: maxKB / 1024 };
 }
 
@@ -69,7 +96,7 @@ function nodeCopy(input: string, output: string): Run {
   const to = openSync(output, 'w');
   try {
     const size = fstatSync(from).size;
-    for (let at = 0; at < size; ) {
+    for (let at = 0; at < size;) {
       const n = readSync(from, buffer, 0, Math.min(buffer.length, size - at), at);
       writeSync(to, buffer, 0, n, at);
       at += n;
@@ -88,7 +115,8 @@ const median = (values: number[]): number => {
 };
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const mb = (value: number | undefined) => (value === undefined ? '—' : `${value.toFixed(0)} MB`);
-const pad = (cells: string[], widths: number[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+const pad = (cells: string[], widths: number[]) =>
+  cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
 
 interface Stage {
   wallMs: number;
@@ -103,14 +131,21 @@ function printBreakdown(stages: Record<string, Stage>, first: Run[]) {
   const widths = [28, 9, 9, 22];
   console.log(`  ${pad(['stage', 'wall', 'CPU', 'of'], widths)}`);
   for (const [name, stage] of Object.entries(stages)) {
-    const of = stage.entries !== undefined ? `${stage.entries} entries` : stage.MB !== undefined ? `${stage.MB.toFixed(0)} MB` : '';
+    const of =
+      stage.entries !== undefined
+        ? `${stage.entries} entries`
+        : stage.MB !== undefined
+          ? `${stage.MB.toFixed(0)} MB`
+          : '';
     console.log(`  ${pad([name, s(stage.wallMs), s(stage.cpuMs), of], widths)}`);
   }
   const sum = Object.values(stages).reduce((n, stage) => n + stage.cpuMs, 0);
   const cpu = median(first.map((r) => r.cpuMs ?? 0));
   const main = median(first.map((r) => r.mainCpuMs ?? 0));
   console.log(`  ${pad(['sum of the stages', '', s(sum), ''], widths)}`);
-  console.log(`  the sign itself (median): ${s(median(first.map((r) => r.ms)))} wall, ${s(cpu)} CPU, of it ${s(main)} on the main thread and ${s(cpu - main)} on others (libuv pool, workers, GC)`);
+  console.log(
+    `  the sign itself (median): ${s(median(first.map((r) => r.ms)))} wall, ${s(cpu)} CPU, of it ${s(main)} on the main thread and ${s(cpu - main)} on others (libuv pool, workers, GC)`,
+  );
   // Medians of the first signs' peaks; the peaks of heap and buffers need not fall together.
   const peak = median(first.map((r) => r.maxRssMB ?? 0));
   const base = median(first.map((r) => r.baseRssMB ?? 0));
@@ -134,16 +169,29 @@ try {
   writeFileSync(profileB, pki.profile({ appId: `${pki.teamId}.org.fastlane.very-capable-app` }));
   const zsignTemp = path.join(dir, 'zsign-tmp');
   mkdirSync(zsignTemp);
-  console.log(`${rounds} rounds per size in alternating order, medians; zsign: ${zsign ?? 'not set (ZSIGN=/path/to/zsign)'}`);
+  console.log(
+    `${rounds} rounds per size in alternating order, medians; zsign: ${zsign ?? 'not set (ZSIGN=/path/to/zsign)'}`,
+  );
   const summary: string[] = [];
   for (const sizeMB of sizesMB) {
     const input = path.join(dir, `bench-${sizeMB}.ipa`);
     await makeBenchIpa(fixture, input, sizeMB * 1024 * 1024);
     const ipaMB = statSync(input).size / 1024 / 1024;
-    const entryCount = Number(execFileSync('unzip', ['-Z1', input], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).trim().split('\n').length);
+    const entryCount = Number(
+      execFileSync('unzip', ['-Z1', input], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+        .trim()
+        .split('\n').length,
+    );
     console.log(`\n${sizeMB} MB of content: IPA of ${ipaMB.toFixed(0)} MB, ${entryCount} entries`);
     const stages = JSON.parse(
-      execFileSync(process.execPath, ['--expose-gc', path.join(import.meta.dirname, 'stages.mjs'), input, p12], { cwd: root, encoding: 'utf8' }).trim().split('\n').at(-1)!,
+      execFileSync(
+        process.execPath,
+        ['--expose-gc', path.join(import.meta.dirname, 'stages.mjs'), input, p12],
+        { cwd: root, encoding: 'utf8' },
+      )
+        .trim()
+        .split('\n')
+        .at(-1)!,
     ) as Record<string, Stage>;
 
     const output = path.join(dir, 'out.ipa');
@@ -153,13 +201,32 @@ try {
       ['cp', () => command('cp', [input, output])],
       ['node copy', () => nodeCopy(input, output)],
       // A fresh cache directory each time: nothing cached, and the sign fills it as a first one does.
-      ['first sign', () => signOnce(input, output, p12, profileA, path.join(dir, `cold-cache-${sizeMB}-${coldCaches++}`))],
+      [
+        'first sign',
+        () => signOnce(input, output, p12, profileA, path.join(dir, `cold-cache-${sizeMB}-${coldCaches++}`)),
+      ],
       ['cached re-sign', () => signOnce(input, output, p12, profileB, path.join(dir, `cache-${sizeMB}`))],
       ...(zsign === undefined
         ? []
         : ([6, 0] as const).map((level): [string, () => Run] => [
             `zsign -z ${level}`,
-            () => command(zsign, ['-q', '-t', zsignTemp, '-k', p12, '-p', pki.password, '-m', profileA, '-z', String(level), '-o', output, input]),
+            () =>
+              command(zsign, [
+                '-q',
+                '-t',
+                zsignTemp,
+                '-k',
+                p12,
+                '-p',
+                pki.password,
+                '-m',
+                profileA,
+                '-z',
+                String(level),
+                '-o',
+                output,
+                input,
+              ]),
           ])),
     ];
     // Fill the digest cache the cached re-signs read.
@@ -181,15 +248,21 @@ try {
     for (const name of Object.keys(runs)) {
       const list = runs[name]!;
       const cpu = list.every((r) => r.cpuMs !== undefined) ? s(median(list.map((r) => r.cpuMs!))) : '—';
-      const rss = list.every((r) => r.maxRssMB !== undefined) ? mb(median(list.map((r) => r.maxRssMB!))) : '—';
-      console.log(`  ${pad([name, s(med(name)), cpu, rss, mb(sizes[name]), (med(name) / med('cp')).toFixed(1), (med(name) / med('node copy')).toFixed(1)], widths)}`);
+      const rss = list.every((r) => r.maxRssMB !== undefined)
+        ? mb(median(list.map((r) => r.maxRssMB!)))
+        : '—';
+      console.log(
+        `  ${pad([name, s(med(name)), cpu, rss, mb(sizes[name]), (med(name) / med('cp')).toFixed(1), (med(name) / med('node copy')).toFixed(1)], widths)}`,
+      );
     }
     const first = med('first sign');
     const cached = med('cached re-sign');
     const firstRss = median(runs['first sign']!.map((r) => r.maxRssMB!));
     const cachedRss = median(runs['cached re-sign']!.map((r) => r.maxRssMB!));
     if (zsign !== undefined) {
-      console.log(`  first sign is ${(med('zsign -z 6') / first).toFixed(1)}x as fast as zsign -z 6 and ${(med('zsign -z 0') / first).toFixed(1)}x zsign -z 0; the cached re-sign ${(med('zsign -z 6') / cached).toFixed(1)}x and ${(med('zsign -z 0') / cached).toFixed(1)}x`);
+      console.log(
+        `  first sign is ${(med('zsign -z 6') / first).toFixed(1)}x as fast as zsign -z 6 and ${(med('zsign -z 0') / first).toFixed(1)}x zsign -z 0; the cached re-sign ${(med('zsign -z 6') / cached).toFixed(1)}x and ${(med('zsign -z 0') / cached).toFixed(1)}x`,
+      );
     }
     printBreakdown(stages, runs['first sign']!);
 
@@ -198,21 +271,31 @@ try {
       console.log('\n  targets at 1 GB (medians):');
       console.log(`    first sign at most 3.5 s: ${s(first)}, ${verdict(first <= 3500)}`);
       if (zsign !== undefined) {
-        console.log(`    at least 12x zsign -z 6: ${(med('zsign -z 6') / first).toFixed(1)}x, ${verdict(med('zsign -z 6') / first >= 12)}`);
-        console.log(`    at least 4x zsign -z 0: ${(med('zsign -z 0') / first).toFixed(1)}x, ${verdict(med('zsign -z 0') / first >= 4)}`);
+        console.log(
+          `    at least 12x zsign -z 6: ${(med('zsign -z 6') / first).toFixed(1)}x, ${verdict(med('zsign -z 6') / first >= 12)}`,
+        );
+        console.log(
+          `    at least 4x zsign -z 0: ${(med('zsign -z 0') / first).toFixed(1)}x, ${verdict(med('zsign -z 0') / first >= 4)}`,
+        );
       }
       console.log(`    cached re-sign at most 1.5 s: ${s(cached)}, ${verdict(cached <= 1500)}`);
-      console.log(`    peak RSS at most 128 MB: first ${mb(firstRss)}, cached ${mb(cachedRss)}, ${verdict(Math.max(firstRss, cachedRss) <= 128)}`);
+      console.log(
+        `    peak RSS at most 128 MB: first ${mb(firstRss)}, cached ${mb(cachedRss)}, ${verdict(Math.max(firstRss, cachedRss) <= 128)}`,
+      );
     }
     const zsignCell = (level: number) => (runs[`zsign -z ${level}`] ? s(med(`zsign -z ${level}`)) : '—');
-    const zsignRss = runs['zsign -z 0'] ? mb(median(runs['zsign -z 0'].map((r) => r.maxRssMB ?? Number.NaN))) : '—';
+    const zsignRss = runs['zsign -z 0']
+      ? mb(median(runs['zsign -z 0'].map((r) => r.maxRssMB ?? Number.NaN)))
+      : '—';
     summary.push(
       `| ${sizeMB >= 1024 ? `${sizeMB / 1024} GB` : `${sizeMB} MB`} content, ${ipaMB.toFixed(0)} MB, ${entryCount} entries | ${zsignCell(6)} | ${zsignCell(0)} | ` +
         `${s(first)} (${s(median(runs['first sign']!.map((r) => r.cpuMs!)))} CPU) | ${s(cached)} | ${s(med('cp'))} | ${s(med('node copy'))} | ${mb(firstRss)} / ${zsignRss} |`,
     );
     rmSync(input);
   }
-  console.log('\n| IPA | zsign -z 6 | zsign -z 0 | sideport-ipa sign | cached re-sign | `cp` | node copy | peak RSS sideport / zsign |');
+  console.log(
+    '\n| IPA | zsign -z 6 | zsign -z 0 | sideport-ipa sign | cached re-sign | `cp` | node copy | peak RSS sideport / zsign |',
+  );
   console.log('|---|---|---|---|---|---|---|---|');
   for (const line of summary) console.log(line);
 } finally {

@@ -25,7 +25,13 @@ const sampler = setInterval(sample, 5);
 const mainBefore = mainThreadCpuMs();
 const cpu = process.cpuUsage();
 const started = performance.now();
-await sign({ input, output, identity: { p12, password: 'secret' }, profile, ...(cacheDir ? { cacheDir } : {}) });
+await sign({
+  input,
+  output,
+  identity: { p12, password: 'secret' },
+  profile,
+  ...(cacheDir ? { cacheDir } : {}),
+});
 const ms = performance.now() - started;
 const used = process.cpuUsage(cpu);
 clearInterval(sampler);

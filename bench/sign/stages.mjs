@@ -10,7 +10,13 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync, rmSync, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { constants as zlibConstants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
-import { buildCodeResources, createCmsSigner, loadIdentity, openZip, signMachO } from '../../packages/ipa/dist/index.js';
+import {
+  buildCodeResources,
+  createCmsSigner,
+  loadIdentity,
+  openZip,
+  signMachO,
+} from '../../packages/ipa/dist/index.js';
 // Internal: the writer's choice of level per piece of a streamed binary.
 import { deflatesWell } from '../../packages/ipa/dist/zip/writer.js';
 
@@ -47,20 +53,26 @@ const fd = openSync(input, 'r');
 const block = Buffer.allocUnsafe(BLOCK_BYTES);
 const readRange = (offset, length) => {
   const out = length <= BLOCK_BYTES ? block.subarray(0, length) : Buffer.allocUnsafe(length);
-  for (let done = 0; done < length; ) done += readSync(fd, out, done, length - done, offset + done);
+  for (let done = 0; done < length;) done += readSync(fd, out, done, length - done, offset + done);
   return out;
 };
 
 await stage('read', () => {
-  for (let at = 0; at < archive.sizeBytes; at += BLOCK_BYTES) readRange(at, Math.min(BLOCK_BYTES, archive.sizeBytes - at));
+  for (let at = 0; at < archive.sizeBytes; at += BLOCK_BYTES)
+    readRange(at, Math.min(BLOCK_BYTES, archive.sizeBytes - at));
 });
 
 const executable = archive.entries.find((e) => /\.app\/very-capable-app$/.test(e.name));
-const resources = archive.entries.filter((e) => !e.isDirectory && e !== executable && !e.name.includes('_CodeSignature/'));
+const resources = archive.entries.filter(
+  (e) => !e.isDirectory && e !== executable && !e.name.includes('_CodeSignature/'),
+);
 /** An entry's stored bytes (APPNOTE 4.3.7: 30 fixed bytes, then name and extra field). */
 const storedBytes = (entry) => {
   const header = Buffer.from(readRange(entry.source.relativeOffsetOfLocalHeader, 30));
-  return readRange(entry.source.relativeOffsetOfLocalHeader + 30 + header.readUInt16LE(26) + header.readUInt16LE(28), entry.compressedSizeBytes);
+  return readRange(
+    entry.source.relativeOffsetOfLocalHeader + 30 + header.readUInt16LE(26) + header.readUInt16LE(28),
+    entry.compressedSizeBytes,
+  );
 };
 
 // Inflating and hashing are timed apart over the same pass (both synchronous, main thread).
@@ -103,7 +115,8 @@ const output = `${input}.stages-write`;
 await stage('write', () => {
   const out = openSync(output, 'w');
   try {
-    for (let at = 0; at < archive.sizeBytes; at += BLOCK_BYTES) writeSync(out, block, 0, Math.min(BLOCK_BYTES, archive.sizeBytes - at), at);
+    for (let at = 0; at < archive.sizeBytes; at += BLOCK_BYTES)
+      writeSync(out, block, 0, Math.min(BLOCK_BYTES, archive.sizeBytes - at), at);
   } finally {
     closeSync(out);
   }
@@ -113,7 +126,9 @@ rmSync(output);
 const appDir = executable.name.slice(0, executable.name.lastIndexOf('/') + 1);
 await stage('CodeResources', () => {
   const digest = { sha1: Buffer.alloc(20, 1), sha256: Buffer.alloc(32, 2) };
-  const files = resources.filter((e) => e.name.startsWith(appDir)).map((e) => ({ path: e.name.slice(appDir.length), ...digest }));
+  const files = resources
+    .filter((e) => e.name.startsWith(appDir))
+    .map((e) => ({ path: e.name.slice(appDir.length), ...digest }));
   return { bytes: buildCodeResources(files).length };
 });
 
@@ -121,7 +136,13 @@ const identity = loadIdentity({ p12: readFileSync(p12Path), password: 'secret' }
 const cms = createCmsSigner(identity);
 await stage('Mach-O signing', () => {
   // Page hashes (SHA-1 and SHA-256 of every 4 KiB), CodeDirectories and the CMS signature.
-  signMachO(binary, executable.name, { identifier: 'org.example.bench', teamId: 'TEAM123456', isMainBinary: true, signer: cms, now: new Date() });
+  signMachO(binary, executable.name, {
+    identifier: 'org.example.bench',
+    teamId: 'TEAM123456',
+    isMainBinary: true,
+    signer: cms,
+    now: new Date(),
+  });
   return { MB: binary.length / 1024 / 1024 };
 });
 

@@ -3,7 +3,14 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startItunesServer, type ItunesServer } from '../../apps/server/src/dev/itunes-server.js';
-import { launchBrowser, newDataDir, openSession, startServer, submitSignUp, type RunningServer } from './harness.js';
+import {
+  launchBrowser,
+  newDataDir,
+  openSession,
+  startServer,
+  submitSignUp,
+  type RunningServer,
+} from './harness.js';
 import { fixturesDir } from './paths.js';
 import { seedDataDir, storeApp } from './seed.js';
 
@@ -18,9 +25,16 @@ beforeAll(async () => {
     { app: storeApp(301, { name: 'Waiting App' }), status: 'Pending', appVerId: null },
   ]);
   // A real store record; its 2014 icon host is gone, today's answers point at Apple's artwork CDN.
-  const recorded = JSON.parse(readFileSync(path.join(fixturesDir, 'itunes/fastlane_itunesLookup-284882215.json'), 'utf8'));
+  const recorded = JSON.parse(
+    readFileSync(path.join(fixturesDir, 'itunes/fastlane_itunesLookup-284882215.json'), 'utf8'),
+  );
   store = await startItunesServer({
-    records: [{ ...recorded.results[0], artworkUrl512: 'https://is1-ssl.mzstatic.com/image/thumb/facebook/512x512bb.jpg' }],
+    records: [
+      {
+        ...recorded.results[0],
+        artworkUrl512: 'https://is1-ssl.mzstatic.com/image/thumb/facebook/512x512bb.jpg',
+      },
+    ],
   });
   server = await startServer(dataDir, { ITUNES_BASE_URL: store.url });
   browser = await launchBrowser();
@@ -44,7 +58,10 @@ async function recordViolations(page: Page): Promise<() => Promise<string[]>> {
   page.on('console', (m) => {
     if (/Content Security Policy/i.test(m.text())) console.push(m.text());
   });
-  return async () => [...(await page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations)), ...console];
+  return async () => [
+    ...(await page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations)),
+    ...console,
+  ];
 }
 
 describe('the Content-Security-Policy in a real browser', () => {
@@ -89,7 +106,11 @@ describe('the Content-Security-Policy in a real browser', () => {
       script.src = 'https://cdn.example.org/evil.js';
       document.head.append(script);
     });
-    await expect.poll(violations).toEqual(expect.arrayContaining([expect.stringMatching(/^script-src(-elem)? https:\/\/cdn\.example\.org/)]));
+    await expect
+      .poll(violations)
+      .toEqual(
+        expect.arrayContaining([expect.stringMatching(/^script-src(-elem)? https:\/\/cdn\.example\.org/)]),
+      );
     await s.context.close();
   });
 });

@@ -166,7 +166,9 @@ const overflowsSideways = (page: Page) =>
 /** axe-core's violations on the page as it stands, every impact, as 'rule: target' lines. */
 async function axeViolations(page: Page): Promise<string[]> {
   // A tab pane or button still fading in is measured at part opacity: wait for every transition.
-  await page.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => undefined))));
+  await page.evaluate(() =>
+    Promise.all(document.getAnimations().map((a) => a.finished.catch(() => undefined))),
+  );
   await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
     const axe = (

@@ -6,7 +6,12 @@ import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyInstance, type FastifyReply, type RouteOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
 import fastifySwagger from '@fastify/swagger';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
 import { publicConfig } from '@sideport/contracts';
 import type { DatabaseHandle } from './db/client.js';
 import { accountRoutes } from './modules/account/routes.js';
@@ -47,7 +52,6 @@ export interface AppDeps {
 /** Paths that authenticate on their own (agent token, webhook signature, enrollment, signed URLs) and so skip the cross-site check. */
 export const CROSS_SITE_EXEMPT = ['/api/agent/', '/api/webhooks/', ENROLLMENT_PATH, '/files/'] as const;
 
-
 /** A route as registered: method, path pattern and the schemas that check its input. */
 export interface RegisteredRoute {
   method: string;
@@ -82,7 +86,8 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   // Every route, as registered: the route-access suite checks each against its declared access.
   const routes: RegisteredRoute[] = [];
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) routes.push({ method, url: route.url, schema: route.schema, config: route.config });
+    for (const method of [route.method].flat())
+      routes.push({ method, url: route.url, schema: route.schema, config: route.config });
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -96,8 +101,22 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   });
   // Every service, made in dependency order (services.ts); what follows registers routes with them.
   const services = await createServices({ config, database, clock, log: app.log });
-  const { metrics, auth, setup, navigation, accountPool, bus, files, catalog, jobs, agents, signing, signWorkers } = services;
-  const { billing, billingProvider, devices, enrollment, registration, urls, decrypt, sign, checklist } = services;
+  const {
+    metrics,
+    auth,
+    setup,
+    navigation,
+    accountPool,
+    bus,
+    files,
+    catalog,
+    jobs,
+    agents,
+    signing,
+    signWorkers,
+  } = services;
+  const { billing, billingProvider, devices, enrollment, registration, urls, decrypt, sign, checklist } =
+    services;
   // The periodic work (lease sweeps, the file sweep, device registration, the session purge).
   const scheduler = createScheduler(periodicTasks(config, { role: 'api', services }), app.log);
   app.addHook('onClose', async () => {
@@ -133,7 +152,13 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   });
   registerCrossSiteGuard(app, { exemptPrefixes: CROSS_SITE_EXEMPT, check: siteCheck });
   await app.register(authRoutes, { auth, setup, navigation, guards, secureCookies: isHttps });
-  await app.register(billingRoutes, { billing, guards, siteCheck, providerName: billingProvider.name, publicUrl: config.PUBLIC_URL });
+  await app.register(billingRoutes, {
+    billing,
+    guards,
+    siteCheck,
+    providerName: billingProvider.name,
+    publicUrl: config.PUBLIC_URL,
+  });
   await app.register(accountRoutes, { guards, billing, devices });
   await app.register(catalogRoutes, {
     catalog,
@@ -160,17 +185,19 @@ export async function buildApp({ config, database, clock = () => new Date(), log
 
   // Public, so every page learns what this server offers and whether a decrypt request can move at
   // all (agentsOnline 0: it waits for an agent).
-  app.withTypeProvider<ZodTypeProvider>().get('/api/config', { schema: { response: { 200: publicConfig } } }, async () => {
-    const presence = await agents.presence();
-    return {
-      chatUrl: config.CHAT_URL ?? null,
-      channelUrl: config.CHANNEL_URL ?? null,
-      signTypes: sign.offeredTypes(),
-      decryptPaid: config.DECRYPT_ALLOW_PAID,
-      agentsOnline: presence.online,
-      agentLastSeenAt: presence.lastSeenAt?.toISOString() ?? null,
-    };
-  });
+  app
+    .withTypeProvider<ZodTypeProvider>()
+    .get('/api/config', { schema: { response: { 200: publicConfig } } }, async () => {
+      const presence = await agents.presence();
+      return {
+        chatUrl: config.CHAT_URL ?? null,
+        channelUrl: config.CHANNEL_URL ?? null,
+        signTypes: sign.offeredTypes(),
+        decryptPaid: config.DECRYPT_ALLOW_PAID,
+        agentsOnline: presence.online,
+        agentLastSeenAt: presence.lastSeenAt?.toISOString() ?? null,
+      };
+    });
 
   app.get('/healthz', async (_request, reply) => {
     try {
@@ -223,7 +250,9 @@ async function registerWeb(app: FastifyInstance, distDir: string) {
     // A missing asset (a page of an older build asking for its old chunk) is a 404, not the app's
     // HTML under a script's name.
     const isPage =
-      (request.method === 'GET' || request.method === 'HEAD') && !isApiPath(shown) && !shown.startsWith('/assets/');
+      (request.method === 'GET' || request.method === 'HEAD') &&
+      !isApiPath(shown) &&
+      !shown.startsWith('/assets/');
     if (isPage && hasWeb) {
       return reply.header('cache-control', 'no-cache').sendFile('index.html');
     }
@@ -234,6 +263,9 @@ async function registerWeb(app: FastifyInstance, distDir: string) {
         .send('The web client is not built yet. Run npm run build, then reload.');
     }
     const what = hasControlCharacters(shown) || shown.length > 200 ? 'this address' : shown;
-    return reply.code(404).type('text/plain; charset=utf-8').send(`There is no ${request.method} ${what} here.`);
+    return reply
+      .code(404)
+      .type('text/plain; charset=utf-8')
+      .send(`There is no ${request.method} ${what} here.`);
   });
 }

@@ -1,4 +1,11 @@
-import { createReadStream, createWriteStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+} from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -79,13 +86,15 @@ function withServices<T>(fn: (services: CoreServices) => Promise<T>): Promise<T>
 const CLI_ACTOR = 'operator (cli)';
 
 const storeId = (value: string) => {
-  if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('must be a positive whole number');
+  if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value)))
+    throw new InvalidArgumentError('must be a positive whole number');
   return Number(value);
 };
 
 const country = (value: string) => {
   const upper = value.toUpperCase();
-  if (!(COUNTRIES as readonly string[]).includes(upper)) throw new InvalidArgumentError(`must be one of ${COUNTRIES.join(', ')}`);
+  if (!(COUNTRIES as readonly string[]).includes(upper))
+    throw new InvalidArgumentError(`must be one of ${COUNTRIES.join(', ')}`);
   return upper;
 };
 
@@ -134,9 +143,12 @@ program
     const checked = userId.safeParse(id);
     const password = process.env[options.passwordEnv];
     if (!checked.success) throw new InvalidArgumentError(checked.error.issues[0]?.message ?? 'bad id');
-    if (!password || password.length < 8) throw new InvalidArgumentError(`Set ${options.passwordEnv} to a password of at least 8 characters.`);
+    if (!password || password.length < 8)
+      throw new InvalidArgumentError(`Set ${options.passwordEnv} to a password of at least 8 characters.`);
     await withAuth((auth) => auth.ensureUser(id, md5Hex(password), options.grade));
-    console.log(`User ${id} is ready with grade ${options.grade}${options.grade >= ADMIN_GRADE ? ' (admin)' : ''}.`);
+    console.log(
+      `User ${id} is ready with grade ${options.grade}${options.grade >= ADMIN_GRADE ? ' (admin)' : ''}.`,
+    );
   });
 
 program
@@ -151,8 +163,12 @@ program
       await catalog.audit(CLI_ACTOR, 'create-agent', { id: agent.id, name: agent.name });
       return agent;
     });
-    console.log(`Agent ${made.id} (${made.name}) is made. Its token, shown only this once:\n\n  ${made.token}\n`);
-    console.log(`On the agent's machine: SIDEPORT_AGENT_TOKEN=<token> npx sideport-agent --server <this server's URL> --command '<your command>'`);
+    console.log(
+      `Agent ${made.id} (${made.name}) is made. Its token, shown only this once:\n\n  ${made.token}\n`,
+    );
+    console.log(
+      `On the agent's machine: SIDEPORT_AGENT_TOKEN=<token> npx sideport-agent --server <this server's URL> --command '<your command>'`,
+    );
   });
 
 program
@@ -163,10 +179,23 @@ program
     if (list.length === 0) return console.log('No agents. Make one with: npx sideport agent:create <name>');
     const rows = [
       ['id', 'name', 'last seen', 'current job', 'done', 'failed'],
-      ...list.map((a) => [a.id, a.name, a.last_seen_at ?? 'never', a.current_job ?? '-', String(a.done_count), String(a.failed_count)]),
+      ...list.map((a) => [
+        a.id,
+        a.name,
+        a.last_seen_at ?? 'never',
+        a.current_job ?? '-',
+        String(a.done_count),
+        String(a.failed_count),
+      ]),
     ];
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-    for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+    for (const row of rows)
+      console.log(
+        row
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      );
   });
 
 program
@@ -184,13 +213,20 @@ program
 
 program
   .command('ipa:import')
-  .description("store the operator's own decrypted IPA as a Done version, through the same check as an agent's upload")
+  .description(
+    "store the operator's own decrypted IPA as a Done version, through the same check as an agent's upload",
+  )
   .argument('<file>', 'the decrypted .ipa')
   .requiredOption('--country <cc>', `store country (${COUNTRIES.join(', ')})`, country)
   .option('--app-id <n>', "the store's app id (default: the app of the IPA's bundle id)", storeId)
-  .option('--app-ver-id <n>', "the store's version id (default: iTunesMetadata.plist's softwareVersionExternalIdentifier)", storeId)
+  .option(
+    '--app-ver-id <n>',
+    "the store's version id (default: iTunesMetadata.plist's softwareVersionExternalIdentifier)",
+    storeId,
+  )
   .action(async (file: string, options: { country: string; appId?: number; appVerId?: number }) => {
-    if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InvalidArgumentError(`There is no file at ${file}.`);
+    if (!statSync(file, { throwIfNoEntry: false })?.isFile())
+      throw new InvalidArgumentError(`There is no file at ${file}.`);
     const done = await withServices(({ jobs }) =>
       jobs.importIpa(file, {
         country: options.country,
@@ -205,16 +241,25 @@ program
 
 program
   .command('device:simulate')
-  .description('enroll a simulated iPhone for a user through the real enrollment path and print its UDID (dev identity only)')
+  .description(
+    'enroll a simulated iPhone for a user through the real enrollment path and print its UDID (dev identity only)',
+  )
   .argument('<user-id>', 'the account that gets the device')
-  .option('--paid', 'pay for it on the test-mode checkout, so it is registered at once (test-mode billing only)')
+  .option(
+    '--paid',
+    'pay for it on the test-mode checkout, so it is registered at once (test-mode billing only)',
+  )
   .action(async (userId: string, options: { paid?: boolean }) => {
     const made = await withDatabase(async (deps) => {
       const { config } = deps;
       const accounts = createAccountServices(deps);
       const core = await createCoreServices(deps);
       try {
-        const { billingProvider, billing, enrollment, registration } = createPeopleServices(deps, accounts, core);
+        const { billingProvider, billing, enrollment, registration } = createPeopleServices(
+          deps,
+          accounts,
+          core,
+        );
         const { devices } = core;
         return await simulateDevice(
           {
@@ -225,7 +270,9 @@ program
             devices,
             billing,
             registration,
-            baseUrl: config.PUBLIC_URL ? new URL(config.PUBLIC_URL).origin : `http://localhost:${config.PORT}`,
+            baseUrl: config.PUBLIC_URL
+              ? new URL(config.PUBLIC_URL).origin
+              : `http://localhost:${config.PORT}`,
           },
           userId,
           { paid: options.paid === true },
@@ -235,7 +282,11 @@ program
       }
     });
     console.log(`${made.deviceName} (${made.product}) enrolled for ${userId}: ${made.status}.`);
-    console.log(made.status === 'Registered' ? 'Sign a Done version for it from its version list.' : 'Register it on My page (Device tab), or run this again with --paid.');
+    console.log(
+      made.status === 'Registered'
+        ? 'Sign a Done version for it from its version list.'
+        : 'Register it on My page (Device tab), or run this again with --paid.',
+    );
     console.log(made.udid);
   });
 
@@ -253,18 +304,34 @@ program
     const database = await openConfiguredDatabase(config);
     await database.migrate();
     const clock = () => new Date();
-    const metrics = createSideportMetrics({ db: database.db, clock, decryptLeaseSeconds: config.DECRYPT_LEASE_SECONDS, log });
+    const metrics = createSideportMetrics({
+      db: database.db,
+      clock,
+      decryptLeaseSeconds: config.DECRYPT_LEASE_SECONDS,
+      log,
+    });
     const services = await createCoreServices({ config, database, clock, log }, metrics.service);
     const served =
       config.METRICS_PORT === undefined
         ? undefined
-        : await serveMetrics({ host: config.HOST, port: config.METRICS_PORT, token: config.METRICS_TOKEN, metrics, log });
+        : await serveMetrics({
+            host: config.HOST,
+            port: config.METRICS_PORT,
+            token: config.METRICS_TOKEN,
+            metrics,
+            log,
+          });
     services.signWorkers.start(count);
     // The API's periodic work that applies here: the sign lease sweep and the file sweep.
     const scheduler = createScheduler(periodicTasks(config, { role: 'worker', services }), log);
     scheduler.start();
     log.info(
-      { workers: count, database: database.description, storage: services.files.description, metrics: served?.url ?? null },
+      {
+        workers: count,
+        database: database.description,
+        storage: services.files.description,
+        metrics: served?.url ?? null,
+      },
       `Sign worker started: ${count} at once, ${database.description}, storage ${services.files.description}` +
         (served ? `, metrics on ${served.url}.` : '.'),
     );
@@ -283,7 +350,10 @@ program
 
 /** `backup` and `restore` cover the embedded default; PostgreSQL and S3 have their own tools. */
 function refuseScaled(config: Config, command: string) {
-  const what = [config.DATABASE_URL ? 'DATABASE_URL (use pg_dump)' : '', config.STORAGE_URL ? 'STORAGE_URL (copy the bucket)' : '']
+  const what = [
+    config.DATABASE_URL ? 'DATABASE_URL (use pg_dump)' : '',
+    config.STORAGE_URL ? 'STORAGE_URL (copy the bucket)' : '',
+  ]
     .filter(Boolean)
     .join(' and ');
   if (what) {
@@ -298,13 +368,16 @@ const describeBackup = (summary: BackupSummary) =>
 
 program
   .command('backup')
-  .description('write a snapshot of the embedded database and its files to <file> (the server may be running)')
+  .description(
+    'write a snapshot of the embedded database and its files to <file> (the server may be running)',
+  )
   .argument('<file>', 'the backup file to write (it holds secrets: it is made readable by its owner only)')
   .action(async (file: string) => {
     const config = commandConfig();
     refuseScaled(config, 'backup');
     const target = path.resolve(file);
-    if (existsSync(target)) throw new InvalidArgumentError(`There is already a file at ${target}; name a new one.`);
+    if (existsSync(target))
+      throw new InvalidArgumentError(`There is already a file at ${target}; name a new one.`);
     // Written aside and renamed when whole and checked: a file at `target` is always a whole backup.
     const partial = `${target}.partial-${process.pid}`;
     try {
@@ -325,7 +398,9 @@ program
       const summary = await verifyBackup(partial);
       await rename(partial, target);
       cli.log.info({ file: target, viaServer: fromServer !== undefined, ...summary }, 'backup written');
-      console.log(`Backup written to ${target}: ${describeBackup(summary)}. It holds secrets: keep it private.`);
+      console.log(
+        `Backup written to ${target}: ${describeBackup(summary)}. It holds secrets: keep it private.`,
+      );
     } catch (err) {
       await rm(partial, { force: true });
       throw err;
@@ -339,11 +414,14 @@ program
   .action(async (file: string) => {
     const config = commandConfig();
     refuseScaled(config, 'restore');
-    if (!statSync(file, { throwIfNoEntry: false })?.isFile()) throw new InvalidArgumentError(`There is no file at ${file}.`);
+    if (!statSync(file, { throwIfNoEntry: false })?.isFile())
+      throw new InvalidArgumentError(`There is no file at ${file}.`);
     const dir = config.DATA_DIR;
     const present = existsSync(dir) ? readdirSync(dir) : [];
     if (present.length > 0) {
-      throw new InvalidArgumentError(`DATA_DIR ${dir} is not empty: restore fills an empty folder only. Move it aside or set DATA_DIR to a new folder.`);
+      throw new InvalidArgumentError(
+        `DATA_DIR ${dir} is not empty: restore fills an empty folder only. Move it aside or set DATA_DIR to a new folder.`,
+      );
     }
     await mkdir(dir, { recursive: true, mode: 0o700 });
     try {
@@ -362,8 +440,13 @@ program
 
 program
   .command('itunes:serve')
-  .description('serve recorded iTunes Search/Lookup answers locally (offline demos; set ITUNES_BASE_URL to its URL)')
-  .argument('<answers...>', 'iTunes answer files ({"resultCount", "results"}); their results are searched by term')
+  .description(
+    'serve recorded iTunes Search/Lookup answers locally (offline demos; set ITUNES_BASE_URL to its URL)',
+  )
+  .argument(
+    '<answers...>',
+    'iTunes answer files ({"resultCount", "results"}); their results are searched by term',
+  )
   .option('--port <n>', 'port', integer, 8089)
   .action(async (files: string[], options: { port: number }) => {
     const records = files.flatMap((file) => {
@@ -371,7 +454,9 @@ program
       return body.results ?? [];
     });
     const server = await startItunesServer({ records, port: options.port });
-    console.log(`iTunes wire-format server with ${records.length} records on ${server.url} (Ctrl-C stops it)`);
+    console.log(
+      `iTunes wire-format server with ${records.length} records on ${server.url} (Ctrl-C stops it)`,
+    );
   });
 
 try {

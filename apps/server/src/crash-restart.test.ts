@@ -14,7 +14,12 @@ const WRITERS = 4;
  * Signs up accounts from several writers at once until `killAfter` sign-ups have been
  * acknowledged, then SIGKILLs the server mid-stream. Returns every id the server answered 200 for.
  */
-async function writeUntilKilled(url: string, pid: number, round: number, killAfter: number): Promise<string[]> {
+async function writeUntilKilled(
+  url: string,
+  pid: number,
+  round: number,
+  killAfter: number,
+): Promise<string[]> {
   const acknowledged: string[] = [];
   let killed = false;
   const writer = async (w: number) => {
@@ -45,41 +50,45 @@ describe('the embedded database after SIGKILL', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it(`starts again at once, ${ROUNDS} times, with every acknowledged write`, { timeout: 600_000 }, async () => {
-    const env = { DATA_DIR: dataDir, WEB_DIST_DIR: dataDir, SIGN_IN_LIMIT_PER_ADDRESS: '1000000' };
-    // A lock file naming a live process that holds no lock (this test's own) does not block a start.
-    mkdirSync(path.join(dataDir, 'db'), { recursive: true });
-    writeFileSync(path.join(dataDir, 'db', 'sideport.lock'), String(process.pid));
+  it(
+    `starts again at once, ${ROUNDS} times, with every acknowledged write`,
+    { timeout: 600_000 },
+    async () => {
+      const env = { DATA_DIR: dataDir, WEB_DIST_DIR: dataDir, SIGN_IN_LIMIT_PER_ADDRESS: '1000000' };
+      // A lock file naming a live process that holds no lock (this test's own) does not block a start.
+      mkdirSync(path.join(dataDir, 'db'), { recursive: true });
+      writeFileSync(path.join(dataDir, 'db', 'sideport.lock'), String(process.pid));
 
-    const acknowledged: string[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      // Each server runs under a parent that never reaps it: killed, it stays a zombie whose pid is
-      // still "alive", as under a supervisor that has not reaped it yet. The next starts at once.
-      const running = await startServer(env, {
-        file: 'sh',
-        args: ['-c', `"${process.execPath}" "${mainJs}" & exec sleep 600 >/dev/null 2>&1`],
+      const acknowledged: string[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        // Each server runs under a parent that never reaps it: killed, it stays a zombie whose pid is
+        // still "alive", as under a supervisor that has not reaped it yet. The next starts at once.
+        const running = await startServer(env, {
+          file: 'sh',
+          args: ['-c', `"${process.execPath}" "${mainJs}" & exec sleep 600 >/dev/null 2>&1`],
+        });
+        parents.push(running.child);
+        const pid = Number(/"pid":(\d+)/.exec(running.output())![1]);
+        acknowledged.push(...(await writeUntilKilled(running.url, pid, round, 3 + round)));
+      }
+
+      const last = await startServer(env);
+      const signIn = await fetch(`${last.url}/api/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: acknowledged.at(-1), pw: md5(acknowledged.at(-1)!) }),
       });
-      parents.push(running.child);
-      const pid = Number(/"pid":(\d+)/.exec(running.output())![1]);
-      acknowledged.push(...(await writeUntilKilled(running.url, pid, round, 3 + round)));
-    }
+      expect(signIn.status).toBe(200);
+      expect(await stopServer(last)).toBe(0);
 
-    const last = await startServer(env);
-    const signIn = await fetch(`${last.url}/api/sign-in`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ id: acknowledged.at(-1), pw: md5(acknowledged.at(-1)!) }),
-    });
-    expect(signIn.status).toBe(200);
-    expect(await stopServer(last)).toBe(0);
-
-    const database = await openDatabase({ pgliteDir: path.join(dataDir, 'db') });
-    try {
-      const stored = new Set((await database.db.select({ id: users.id }).from(users)).map((u) => u.id));
-      expect(acknowledged.length).toBeGreaterThanOrEqual((ROUNDS * (ROUNDS + 5)) / 2);
-      expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
-    } finally {
-      await database.close();
-    }
-  });
+      const database = await openDatabase({ pgliteDir: path.join(dataDir, 'db') });
+      try {
+        const stored = new Set((await database.db.select({ id: users.id }).from(users)).map((u) => u.id));
+        expect(acknowledged.length).toBeGreaterThanOrEqual((ROUNDS * (ROUNDS + 5)) / 2);
+        expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
+      } finally {
+        await database.close();
+      }
+    },
+  );
 });

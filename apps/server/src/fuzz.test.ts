@@ -54,12 +54,23 @@ interface Answer {
 function send(port: number, agent: Agent, c: FuzzCase, headers: Record<string, string>): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: '127.0.0.1', port, agent, method: c.method, path: c.url, headers: { ...headers, ...c.headers } },
+      {
+        host: '127.0.0.1',
+        port,
+        agent,
+        method: c.method,
+        path: c.url,
+        headers: { ...headers, ...c.headers },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () =>
-          resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+          resolve({
+            statusCode: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
         );
       },
     );
@@ -71,7 +82,8 @@ function send(port: number, agent: Agent, c: FuzzCase, headers: Record<string, s
 /** Why an answer is not a short text/plain sentence with a 4xx status, or undefined when it is. */
 function sentenceProblem(res: Answer): string | undefined {
   if (res.statusCode < 400 || res.statusCode >= 500) return `status ${res.statusCode}`;
-  if (res.headers['content-type'] !== 'text/plain; charset=utf-8') return `content-type ${String(res.headers['content-type'])}`;
+  if (res.headers['content-type'] !== 'text/plain; charset=utf-8')
+    return `content-type ${String(res.headers['content-type'])}`;
   const body = res.body;
   if (body.length === 0 || body.length > 300) return `a body of ${body.length} characters`;
   if (/[\r\n]/.test(body) || /^[[{<]/.test(body) || body.includes('    at ') || !/[.?!]$/.test(body)) {
@@ -86,7 +98,8 @@ function pageProblem(res: Answer): string | undefined {
   if (res.statusCode >= 500) return `status ${res.statusCode}`;
   if (res.statusCode >= 400) return sentenceProblem(res);
   const type = String(res.headers['content-type']);
-  if (res.statusCode === 200 && !/^(text\/html|application\/javascript|text\/javascript)/.test(type)) return `served ${type}`;
+  if (res.statusCode === 200 && !/^(text\/html|application\/javascript|text\/javascript)/.test(type))
+    return `served ${type}`;
   return undefined;
 }
 
@@ -98,9 +111,12 @@ const isApiAddress = (url: string) => {
   }
 };
 
-const pageCases = fc
-  .array(badSegment, { minLength: 1, maxLength: 3 })
-  .map((segments): FuzzCase => ({ kind: 'page path', method: 'GET', url: `/${segments.join('/')}`, headers: {} }));
+const pageCases = fc.array(badSegment, { minLength: 1, maxLength: 3 }).map((segments): FuzzCase => ({
+  kind: 'page path',
+  method: 'GET',
+  url: `/${segments.join('/')}`,
+  headers: {},
+}));
 
 const describeCase = (c: FuzzCase) =>
   `${c.method} ${c.url.slice(0, 160)}${c.url.length > 160 ? '…' : ''}${c.payload === undefined ? '' : ` body ${c.payload.slice(0, 80)}`}`;
@@ -122,93 +138,125 @@ describe.each(databaseKinds)('bad input on %s', (kind) => {
       await suite.close();
     });
 
-    it.each(Object.keys(ROUTE_ACCESS))('%s answers every bad request with a 4xx sentence and changes nothing', async (key) => {
-      const [method, pattern] = key.split(' ') as [string, string];
-      const registered = suite.t.routes.find((r) => r.method === method && r.url === pattern);
-      if (!registered || (configuration === 'stripe' && checkedInDev.has(key))) return;
-      if (configuration === 'dev') checkedInDev.add(key);
+    it.each(Object.keys(ROUTE_ACCESS))(
+      '%s answers every bad request with a 4xx sentence and changes nothing',
+      async (key) => {
+        const [method, pattern] = key.split(' ') as [string, string];
+        const registered = suite.t.routes.find((r) => r.method === method && r.url === pattern);
+        if (!registered || (configuration === 'stripe' && checkedInDev.has(key))) return;
+        if (configuration === 'dev') checkedInDev.add(key);
 
-      const entry = ROUTE_ACCESS[key]!;
-      // A stream answers a valid request with a response that never ends; its input is the session alone.
-      if (entry.stream) return;
-      const example = exampleRequest(method, entry, await suite.fixtures());
-      const identity = identityHeaders(suite, entry);
-      const isPage = entry.access === 'page';
-      const route: FuzzRoute = {
-        method,
-        pattern,
-        schema: registered.schema as FuzzRoute['schema'],
-        example: { url: String(example.url), payload: example.payload },
-        bodyLimitBytes: BODY_LIMIT_BYTES,
-      };
-      const seed = SEED + [...key].reduce((h, c) => (h * 31 + c.charCodeAt(0)) | 0, 0);
-      const generated = isPage ? { arbitrary: pageCases, canonical: [] } : badRequests(route);
-      const cases = [...generated.canonical, ...fc.sample(generated.arbitrary, { numRuns: runsOn(kind), seed })];
+        const entry = ROUTE_ACCESS[key]!;
+        // A stream answers a valid request with a response that never ends; its input is the session alone.
+        if (entry.stream) return;
+        const example = exampleRequest(method, entry, await suite.fixtures());
+        const identity = identityHeaders(suite, entry);
+        const isPage = entry.access === 'page';
+        const route: FuzzRoute = {
+          method,
+          pattern,
+          schema: registered.schema as FuzzRoute['schema'],
+          example: { url: String(example.url), payload: example.payload },
+          bodyLimitBytes: BODY_LIMIT_BYTES,
+        };
+        const seed = SEED + [...key].reduce((h, c) => (h * 31 + c.charCodeAt(0)) | 0, 0);
+        const generated = isPage ? { arbitrary: pageCases, canonical: [] } : badRequests(route);
+        const cases = [
+          ...generated.canonical,
+          ...fc.sample(generated.arbitrary, { numRuns: runsOn(kind), seed }),
+        ];
 
-      const before = await snapshotDatabase(suite.t.database.db);
-      const digest = await createTableDigest(suite.t.database.db);
-      const failures: string[] = [];
-      let serverErrors = 0;
-      let accepted = 0;
-      let last = await digest();
-      for (const c of cases) {
-        const res = await send(port, agent, c, { ...SAME_ORIGIN, ...identity }).catch(
-          (err: Error): Answer => ({ statusCode: 0, headers: {}, body: `no answer: ${err.message}` }),
-        );
-        const now = await digest();
-        const changed = differingTables(last, now);
-        last = now;
-        if (res.statusCode >= 500) serverErrors++;
-        // A GET of any address outside the API is a page of the web app (history fallback).
-        const page = isPage || (c.method === 'GET' && !isApiAddress(c.url));
-        let problem = page ? pageProblem(res) : undefined;
-        if (!page && res.statusCode >= 200 && res.statusCode < 400) {
-          accepted++; // a generated value that is valid input (a search for '..'): it may change what it asks to
-        } else if (!page) {
-          problem = sentenceProblem(res);
-          // Counting refused attempts is what a rate limit is; nothing else may change.
-          const unexpected = changed.filter((table) => table !== 'rate_limits');
-          if (!problem && unexpected.length > 0) problem = `refused, yet changed ${unexpected.join(', ')}`;
-        } else if (changed.length > 0) {
-          problem = `a page changed ${changed.join(', ')}`;
+        const before = await snapshotDatabase(suite.t.database.db);
+        const digest = await createTableDigest(suite.t.database.db);
+        const failures: string[] = [];
+        let serverErrors = 0;
+        let accepted = 0;
+        let last = await digest();
+        for (const c of cases) {
+          const res = await send(port, agent, c, { ...SAME_ORIGIN, ...identity }).catch(
+            (err: Error): Answer => ({ statusCode: 0, headers: {}, body: `no answer: ${err.message}` }),
+          );
+          const now = await digest();
+          const changed = differingTables(last, now);
+          last = now;
+          if (res.statusCode >= 500) serverErrors++;
+          // A GET of any address outside the API is a page of the web app (history fallback).
+          const page = isPage || (c.method === 'GET' && !isApiAddress(c.url));
+          let problem = page ? pageProblem(res) : undefined;
+          if (!page && res.statusCode >= 200 && res.statusCode < 400) {
+            accepted++; // a generated value that is valid input (a search for '..'): it may change what it asks to
+          } else if (!page) {
+            problem = sentenceProblem(res);
+            // Counting refused attempts is what a rate limit is; nothing else may change.
+            const unexpected = changed.filter((table) => table !== 'rate_limits');
+            if (!problem && unexpected.length > 0) problem = `refused, yet changed ${unexpected.join(', ')}`;
+          } else if (changed.length > 0) {
+            problem = `a page changed ${changed.join(', ')}`;
+          }
+          if (problem)
+            failures.push(
+              `${c.kind}: ${describeCase(c)} -> ${problem} (${res.statusCode} ${res.body.slice(0, 80)})`,
+            );
         }
-        if (problem) failures.push(`${c.kind}: ${describeCase(c)} -> ${problem} (${res.statusCode} ${res.body.slice(0, 80)})`);
-      }
-      report.push({ database: kind, route: key, cases: cases.length, accepted, serverErrors, kinds: new Set(cases.map((c) => c.kind)) });
+        report.push({
+          database: kind,
+          route: key,
+          cases: cases.length,
+          accepted,
+          serverErrors,
+          kinds: new Set(cases.map((c) => c.kind)),
+        });
 
-      expect(failures.slice(0, 5), `FUZZ_SEED=${SEED}: ${failures.length} of ${cases.length} cases`).toEqual([]);
-      // Refused requests changed nothing, table by table, over the whole run (accepted ones aside).
-      if (accepted === 0) {
-        const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
-        expect(Object.keys(changed).filter((table) => table !== 'rate_limits'), `FUZZ_SEED=${SEED}`).toEqual([]);
-      }
-    });
+        expect(
+          failures.slice(0, 5),
+          `FUZZ_SEED=${SEED}: ${failures.length} of ${cases.length} cases`,
+        ).toEqual([]);
+        // Refused requests changed nothing, table by table, over the whole run (accepted ones aside).
+        if (accepted === 0) {
+          const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
+          expect(
+            Object.keys(changed).filter((table) => table !== 'rate_limits'),
+            `FUZZ_SEED=${SEED}`,
+          ).toEqual([]);
+        }
+      },
+    );
 
-    it.each(Object.keys(ROUTE_ACCESS))('%s answers a request that names no host (HTTP/1.0) without a 5xx', async (key) => {
-      const [method, pattern] = key.split(' ') as [string, string];
-      if (!suite.t.routes.some((r) => r.method === method && r.url === pattern)) return;
-      const entry = ROUTE_ACCESS[key]!;
-      if (entry.stream) return;
-      const example = exampleRequest(method, entry, await suite.fixtures());
-      const body = example.payload === undefined ? undefined : Buffer.from(JSON.stringify(example.payload));
-      const headers: Record<string, string> = {
-        ...(example.headers as Record<string, string>),
-        ...identityHeaders(suite, entry),
-        ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}),
-      };
-      const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
-      const before = await snapshotDatabase(suite.t.database.db);
-      const { socket, answer } = await openRaw(port);
-      socket.write(Buffer.concat([Buffer.from(`${method} ${String(example.url)} HTTP/1.0\r\n${head}\r\n`), body ?? Buffer.alloc(0)]));
-      const res = parseRawAnswer(await answer);
-      expect(res.status, res.body).toBeLessThan(500);
-      // A route that makes a link from the request's host refuses before it changes anything.
-      if (res.body === 'Send a Host header naming this site.') {
-        expect(res.status).toBe(400);
-        const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
-        expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
-      }
-    });
+    it.each(Object.keys(ROUTE_ACCESS))(
+      '%s answers a request that names no host (HTTP/1.0) without a 5xx',
+      async (key) => {
+        const [method, pattern] = key.split(' ') as [string, string];
+        if (!suite.t.routes.some((r) => r.method === method && r.url === pattern)) return;
+        const entry = ROUTE_ACCESS[key]!;
+        if (entry.stream) return;
+        const example = exampleRequest(method, entry, await suite.fixtures());
+        const body = example.payload === undefined ? undefined : Buffer.from(JSON.stringify(example.payload));
+        const headers: Record<string, string> = {
+          ...(example.headers as Record<string, string>),
+          ...identityHeaders(suite, entry),
+          ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}),
+        };
+        const head = Object.entries(headers)
+          .map(([name, value]) => `${name}: ${value}\r\n`)
+          .join('');
+        const before = await snapshotDatabase(suite.t.database.db);
+        const { socket, answer } = await openRaw(port);
+        socket.write(
+          Buffer.concat([
+            Buffer.from(`${method} ${String(example.url)} HTTP/1.0\r\n${head}\r\n`),
+            body ?? Buffer.alloc(0),
+          ]),
+        );
+        const res = parseRawAnswer(await answer);
+        expect(res.status, res.body).toBeLessThan(500);
+        // A route that makes a link from the request's host refuses before it changes anything.
+        if (res.body === 'Send a Host header naming this site.') {
+          expect(res.status).toBe(400);
+          const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
+          expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
+        }
+      },
+    );
 
     it.each(Object.keys(ROUTE_ACCESS).filter((key) => !/^(GET|HEAD) /.test(key)))(
       '%s answers a body that stops arriving with a 4xx sentence, closes, and changes nothing',
@@ -225,10 +273,14 @@ describe.each(databaseKinds)('bad input on %s', (kind) => {
         };
         // The first half of the example's body, of the whole length it announces; then silence.
         const body = Buffer.from(JSON.stringify(example.payload ?? { padding: 'x'.repeat(64) }));
-        const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+        const head = Object.entries(headers)
+          .map(([name, value]) => `${name}: ${value}\r\n`)
+          .join('');
         const before = await snapshotDatabase(suite.t.database.db);
         const { socket, answer } = await openRaw(port);
-        socket.write(`${method} ${String(example.url)} HTTP/1.1\r\n${head}content-length: ${body.length}\r\n\r\n`);
+        socket.write(
+          `${method} ${String(example.url)} HTTP/1.1\r\n${head}content-length: ${body.length}\r\n\r\n`,
+        );
         socket.write(body.subarray(0, body.length >> 1));
         // Resolves once the server has closed the connection: the client never does.
         const res = parseRawAnswer(await answer);

@@ -4,7 +4,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from './test/agent-process.js';
-import { mainJs, md5, runCli, startServer as start, stopServer as stop, type Running } from './test/server-process.js';
+import {
+  mainJs,
+  md5,
+  runCli,
+  startServer as start,
+  stopServer as stop,
+  type Running,
+} from './test/server-process.js';
 
 describe('the server process', () => {
   let dataDir: string;
@@ -13,7 +20,10 @@ describe('the server process', () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-main-'));
     webDir = path.join(dataDir, 'web');
     mkdirSync(path.join(webDir, 'assets'), { recursive: true });
-    writeFileSync(path.join(webDir, 'index.html'), '<!doctype html><title>Sideport</title><div id="root"></div>');
+    writeFileSync(
+      path.join(webDir, 'index.html'),
+      '<!doctype html><title>Sideport</title><div id="root"></div>',
+    );
     writeFileSync(path.join(webDir, 'assets', 'app-1234.js'), 'console.log(1)');
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -54,7 +64,9 @@ describe('the server process', () => {
       // The embedded database is one process's: the CLI refuses to open it while the server runs.
       const busy = await runCli(['user:grade', 'survivor', '1'], env);
       expect(busy.code).toBe(1);
-      expect(busy.out).toContain(`is in use by process ${second.child.pid}, which holds the lock on ${path.join(dataDir, 'db', 'sideport.lock')}`);
+      expect(busy.out).toContain(
+        `is in use by process ${second.child.pid}, which holds the lock on ${path.join(dataDir, 'db', 'sideport.lock')}`,
+      );
     } finally {
       expect(await stop(second)).toBe(0);
     }
@@ -66,45 +78,55 @@ describe('the server process', () => {
     expect(unknown.out).toContain('No user with id nobody.');
   });
 
-  it('creates the admin account from ADMIN_ID and ADMIN_PASSWORD; a new password ends its sessions', { timeout: 120_000 }, async () => {
-    const adminEnv = (password: string) => ({ DATA_DIR: dataDir, WEB_DIST_DIR: webDir, ADMIN_ID: 'operator', ADMIN_PASSWORD: password });
-    const signIn = (url: string, password: string) =>
-      fetch(`${url}/api/sign-in`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ id: 'operator', pw: md5(password) }),
+  it(
+    'creates the admin account from ADMIN_ID and ADMIN_PASSWORD; a new password ends its sessions',
+    { timeout: 120_000 },
+    async () => {
+      const adminEnv = (password: string) => ({
+        DATA_DIR: dataDir,
+        WEB_DIST_DIR: webDir,
+        ADMIN_ID: 'operator',
+        ADMIN_PASSWORD: password,
       });
-    const info = (url: string, cookie: string) => fetch(`${url}/api/info`, { headers: { cookie } }).then((r) => r.status);
+      const signIn = (url: string, password: string) =>
+        fetch(`${url}/api/sign-in`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ id: 'operator', pw: md5(password) }),
+        });
+      const info = (url: string, cookie: string) =>
+        fetch(`${url}/api/info`, { headers: { cookie } }).then((r) => r.status);
 
-    let running = await start(adminEnv('operator password'));
-    let cookie: string;
-    try {
-      const res = await signIn(running.url, 'operator password');
-      expect(await res.json()).toEqual({ grade: 1 });
-      cookie = res.headers.get('set-cookie')!.split(';')[0]!;
-      expect(running.output()).not.toContain('operator password');
-    } finally {
-      await stop(running);
-    }
+      let running = await start(adminEnv('operator password'));
+      let cookie: string;
+      try {
+        const res = await signIn(running.url, 'operator password');
+        expect(await res.json()).toEqual({ grade: 1 });
+        cookie = res.headers.get('set-cookie')!.split(';')[0]!;
+        expect(running.output()).not.toContain('operator password');
+      } finally {
+        await stop(running);
+      }
 
-    // The same password at the next start leaves the admin signed in.
-    running = await start(adminEnv('operator password'));
-    try {
-      expect(await info(running.url, cookie)).toBe(200);
-    } finally {
-      await stop(running);
-    }
+      // The same password at the next start leaves the admin signed in.
+      running = await start(adminEnv('operator password'));
+      try {
+        expect(await info(running.url, cookie)).toBe(200);
+      } finally {
+        await stop(running);
+      }
 
-    // A new ADMIN_PASSWORD: whoever signed in with the old one is out, and the old one fails.
-    running = await start(adminEnv('a brand new password'));
-    try {
-      expect(await info(running.url, cookie)).toBe(401);
-      expect((await signIn(running.url, 'operator password')).status).toBe(401);
-      expect((await signIn(running.url, 'a brand new password')).status).toBe(200);
-    } finally {
-      await stop(running);
-    }
-  });
+      // A new ADMIN_PASSWORD: whoever signed in with the old one is out, and the old one fails.
+      running = await start(adminEnv('a brand new password'));
+      try {
+        expect(await info(running.url, cookie)).toBe(401);
+        expect((await signIn(running.url, 'operator password')).status).toBe(401);
+        expect((await signIn(running.url, 'a brand new password')).status).toBe(200);
+      } finally {
+        await stop(running);
+      }
+    },
+  );
 
   it(
     'prints a one-time setup link while no admin exists; a restart replaces it',
@@ -156,7 +178,11 @@ describe('the server process', () => {
     });
     expect(result.code).toBe(1);
     // One JSON line, the error serialised in it.
-    const line = JSON.parse(result.out) as { level: number; msg: string; err: { type: string; message: string } };
+    const line = JSON.parse(result.out) as {
+      level: number;
+      msg: string;
+      err: { type: string; message: string };
+    };
     expect(line).toMatchObject({ level: 60, err: { type: 'ConfigError' } });
     expect(line.err.message).toContain('PORT: must be a number');
   });

@@ -34,7 +34,11 @@ async function start() {
   const control = dumpDataDir
     ? await listenControlSocket({
         dataDir: config.DATA_DIR,
-        backup: (out) => writeBackup({ dataDir: config.DATA_DIR, dumpDatabase: dumpDataDir, holdDeletes: services.files.holdDeletes }, out),
+        backup: (out) =>
+          writeBackup(
+            { dataDir: config.DATA_DIR, dumpDatabase: dumpDataDir, holdDeletes: services.files.holdDeletes },
+            out,
+          ),
         log: app.log,
       })
     : undefined;
@@ -61,7 +65,9 @@ async function start() {
       publicUrl: config.PUBLIC_URL,
       port: (app.server.address() as AddressInfo).port,
     });
-    app.log.warn(`No admin account yet. Open ${link} to create it (the link works once; a restart prints a new one).`);
+    app.log.warn(
+      `No admin account yet. Open ${link} to create it (the link works once; a restart prints a new one).`,
+    );
   }
 }
 
@@ -70,6 +76,9 @@ try {
 } catch (err) {
   // Before the app's logger exists, or when it cannot start (a bad variable, the data folder in
   // use, PostgreSQL unreachable, the port taken): one JSON line on stderr that says why.
-  createProcessLogger({ LOG_LEVEL: 'info' }, 2).fatal({ err }, err instanceof Error ? err.message : String(err));
+  createProcessLogger({ LOG_LEVEL: 'info' }, 2).fatal(
+    { err },
+    err instanceof Error ? err.message : String(err),
+  );
   process.exit(1);
 }

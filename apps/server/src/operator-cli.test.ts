@@ -31,13 +31,19 @@ function runCli(args: string[], env: Record<string, string>) {
 }
 
 /** Every line of a command's log, parsed; a line that is not JSON fails the test. */
-function logLines(log: string): Array<{ level: number; msg: string; err?: { type: string; message: string; stack: string } }> {
+function logLines(
+  log: string,
+): Array<{ level: number; msg: string; err?: { type: string; message: string; stack: string } }> {
   return log
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => {
       try {
-        return JSON.parse(line) as { level: number; msg: string; err?: { type: string; message: string; stack: string } };
+        return JSON.parse(line) as {
+          level: number;
+          msg: string;
+          err?: { type: string; message: string; stack: string };
+        };
       } catch {
         throw new Error(`A log line that is not JSON: ${line}`);
       }
@@ -127,34 +133,40 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
     expect(again.out).toContain('This agent was not found.');
   });
 
-  it("imports an operator's decrypted IPA as a Done version that answers the waiting request", { timeout: 180_000 }, async () => {
-    const ipa = await buildIpa({ bundleId: 'com.example.import1', version: '3.1', appVerId: '930001' });
-    const cookie = await withServer(async (built) => {
-      const user = await signedInUser(built, `cli_user_${kind}`);
-      expect(
-        (await built.app.inject({ url: '/api/decrypt/KR/6601', headers: { cookie: user, ...WEB_CLIENT } })).json(),
-      ).toMatchObject({ status: 'Pending' });
-      return user;
-    });
+  it(
+    "imports an operator's decrypted IPA as a Done version that answers the waiting request",
+    { timeout: 180_000 },
+    async () => {
+      const ipa = await buildIpa({ bundleId: 'com.example.import1', version: '3.1', appVerId: '930001' });
+      const cookie = await withServer(async (built) => {
+        const user = await signedInUser(built, `cli_user_${kind}`);
+        expect(
+          (
+            await built.app.inject({ url: '/api/decrypt/KR/6601', headers: { cookie: user, ...WEB_CLIENT } })
+          ).json(),
+        ).toMatchObject({ status: 'Pending' });
+        return user;
+      });
 
-    const imported = await runCli(['ipa:import', ipa, '--country', 'kr'], env);
-    expect(imported.code, imported.out).toBe(0);
-    expect(imported.out).toContain(
-      `Import App 3.1 (app_id 6601, app_ver_id 930001, KR) is Done: ${readFileSync(ipa).length} bytes stored.`,
-    );
-    expect(existsSync(ipa)).toBe(true);
+      const imported = await runCli(['ipa:import', ipa, '--country', 'kr'], env);
+      expect(imported.code, imported.out).toBe(0);
+      expect(imported.out).toContain(
+        `Import App 3.1 (app_id 6601, app_ver_id 930001, KR) is Done: ${readFileSync(ipa).length} bytes stored.`,
+      );
+      expect(existsSync(ipa)).toBe(true);
 
-    await withServer(async (built) => {
-      const get = (url: string) => built.app.inject({ url, headers: { cookie } });
-      expect((await get('/api/queue/0')).json()).toEqual([]);
-      expect((await get('/api/latest/0')).json()).toEqual([
-        expect.objectContaining({ app_id: '6601', app_ver_id: '930001', status: 'Done', version: '3.1' }),
-      ]);
-      const url = new URL(((await get('/api/download/6601/930001')).json() as { url: string }).url);
-      const file = await built.app.inject({ url: url.pathname + url.search });
-      expect(file.rawPayload.equals(readFileSync(ipa))).toBe(true);
-    });
-  });
+      await withServer(async (built) => {
+        const get = (url: string) => built.app.inject({ url, headers: { cookie } });
+        expect((await get('/api/queue/0')).json()).toEqual([]);
+        expect((await get('/api/latest/0')).json()).toEqual([
+          expect.objectContaining({ app_id: '6601', app_ver_id: '930001', status: 'Done', version: '3.1' }),
+        ]);
+        const url = new URL(((await get('/api/download/6601/930001')).json() as { url: string }).url);
+        const file = await built.app.inject({ url: url.pathname + url.search });
+        expect(file.rawPayload.equals(readFileSync(ipa))).toBe(true);
+      });
+    },
+  );
 
   it(
     'enrolls a simulated iPhone through the enrollment path, and with --paid registers it',
@@ -214,51 +226,62 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
     },
   );
 
-  it('refuses what the check refuses, an app the store lacks and an unknown version, storing nothing', { timeout: 180_000 }, async () => {
-    const before = storedFiles(dataDir);
-    const cases: Array<[string[], string]> = [
-      [
-        [await buildIpa({ bundleId: 'com.example.import1', version: '3.2', appVerId: '930002', cryptid: 1 })],
-        'The IPA is still encrypted (cryptid is not 0 in Payload/very-capable-app.app/very-capable-app).',
-      ],
-      [
-        [await buildIpa({ bundleId: 'com.example.nowhere', version: '1.0', appVerId: '930003' })],
-        'The store of KR has no app with the bundle id com.example.nowhere.',
-      ],
-      [
-        [await buildIpa({ bundleId: 'com.example.import1', version: '3.2' })],
-        'The IPA has no iTunesMetadata.plist naming its store version (softwareVersionExternalIdentifier); give the app_ver_id.',
-      ],
-      [
+  it(
+    'refuses what the check refuses, an app the store lacks and an unknown version, storing nothing',
+    { timeout: 180_000 },
+    async () => {
+      const before = storedFiles(dataDir);
+      const cases: Array<[string[], string]> = [
         [
-          await buildIpa({ bundleId: 'com.example.other', version: '3.2', appVerId: '930004' }),
-          '--app-id',
-          '6601',
+          [
+            await buildIpa({
+              bundleId: 'com.example.import1',
+              version: '3.2',
+              appVerId: '930002',
+              cryptid: 1,
+            }),
+          ],
+          'The IPA is still encrypted (cryptid is not 0 in Payload/very-capable-app.app/very-capable-app).',
         ],
-        'The IPA is com.example.other, not the requested com.example.import1.',
-      ],
-      [[path.join(dataDir, 'missing.ipa')], `There is no file at ${path.join(dataDir, 'missing.ipa')}.`],
-    ];
-    for (const [args, sentence] of cases) {
-      const refused = await runCli(['ipa:import', ...args, '--country', 'KR'], env);
-      expect(refused.code, refused.out).toBe(1);
-      expect(refused.out).toContain(sentence);
-    }
-    expect(storedFiles(dataDir)).toEqual(before);
+        [
+          [await buildIpa({ bundleId: 'com.example.nowhere', version: '1.0', appVerId: '930003' })],
+          'The store of KR has no app with the bundle id com.example.nowhere.',
+        ],
+        [
+          [await buildIpa({ bundleId: 'com.example.import1', version: '3.2' })],
+          'The IPA has no iTunesMetadata.plist naming its store version (softwareVersionExternalIdentifier); give the app_ver_id.',
+        ],
+        [
+          [
+            await buildIpa({ bundleId: 'com.example.other', version: '3.2', appVerId: '930004' }),
+            '--app-id',
+            '6601',
+          ],
+          'The IPA is com.example.other, not the requested com.example.import1.',
+        ],
+        [[path.join(dataDir, 'missing.ipa')], `There is no file at ${path.join(dataDir, 'missing.ipa')}.`],
+      ];
+      for (const [args, sentence] of cases) {
+        const refused = await runCli(['ipa:import', ...args, '--country', 'KR'], env);
+        expect(refused.code, refused.out).toBe(1);
+        expect(refused.out).toContain(sentence);
+      }
+      expect(storedFiles(dataDir)).toEqual(before);
 
-    const given = await runCli(
-      [
-        'ipa:import',
-        await buildIpa({ bundleId: 'com.example.import1', version: '3.0' }),
-        '--country',
-        'KR',
-        '--app-ver-id',
-        '930000',
-      ],
-      env,
-    );
-    expect(given.out).toContain('Import App 3.0 (app_id 6601, app_ver_id 930000, KR) is Done');
-  });
+      const given = await runCli(
+        [
+          'ipa:import',
+          await buildIpa({ bundleId: 'com.example.import1', version: '3.0' }),
+          '--country',
+          'KR',
+          '--app-ver-id',
+          '930000',
+        ],
+        env,
+      );
+      expect(given.out).toContain('Import App 3.0 (app_id 6601, app_ver_id 930000, KR) is Done');
+    },
+  );
 });
 
 describe('the log of every operator command', () => {
@@ -268,36 +291,54 @@ describe('the log of every operator command', () => {
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it('is JSON lines on stderr, with the error serialised when a command fails; answers go to stdout', { timeout: 120_000 }, async () => {
-    const env = { DATA_DIR: dataDir };
-    const failures: Array<[string[], Record<string, string>, string, string]> = [
-      [['migrate'], { PORT: 'x' }, 'ConfigError', 'PORT: must be a number'],
-      [['user:grade', 'nobody', '1'], {}, 'AppError', 'No user with id nobody.'],
-      [['agent:revoke', '999'], {}, 'AppError', 'This agent was not found.'],
-      [['user:create', 'someone', '--password-env', 'NOT_SET'], {}, 'InvalidArgumentError', 'Set NOT_SET to a password of at least 8 characters.'],
-      [['restore', path.join(dataDir, 'no-such.tar')], {}, 'InvalidArgumentError', `There is no file at ${path.join(dataDir, 'no-such.tar')}.`],
-      [['no-such-command'], {}, 'CommanderError', "error: unknown command 'no-such-command'"],
-      [['user:grade', 'nobody'], {}, 'CommanderError', "error: missing required argument 'grade'"],
-    ];
-    for (const [args, extra, type, message] of failures) {
-      const run = await runCli(args, { ...env, ...extra });
-      expect(run.code, run.out).toBe(1);
-      expect(run.stdout, args.join(' ')).toBe('');
-      const lines = logLines(run.log);
-      const said = expect.stringContaining(message);
-      expect(lines.at(-1), args.join(' ')).toMatchObject({ level: 50, msg: said, err: { type, message: said } });
-      expect(lines.at(-1)!.err!.stack).toContain('\n    at ');
-    }
+  it(
+    'is JSON lines on stderr, with the error serialised when a command fails; answers go to stdout',
+    { timeout: 120_000 },
+    async () => {
+      const env = { DATA_DIR: dataDir };
+      const failures: Array<[string[], Record<string, string>, string, string]> = [
+        [['migrate'], { PORT: 'x' }, 'ConfigError', 'PORT: must be a number'],
+        [['user:grade', 'nobody', '1'], {}, 'AppError', 'No user with id nobody.'],
+        [['agent:revoke', '999'], {}, 'AppError', 'This agent was not found.'],
+        [
+          ['user:create', 'someone', '--password-env', 'NOT_SET'],
+          {},
+          'InvalidArgumentError',
+          'Set NOT_SET to a password of at least 8 characters.',
+        ],
+        [
+          ['restore', path.join(dataDir, 'no-such.tar')],
+          {},
+          'InvalidArgumentError',
+          `There is no file at ${path.join(dataDir, 'no-such.tar')}.`,
+        ],
+        [['no-such-command'], {}, 'CommanderError', "error: unknown command 'no-such-command'"],
+        [['user:grade', 'nobody'], {}, 'CommanderError', "error: missing required argument 'grade'"],
+      ];
+      for (const [args, extra, type, message] of failures) {
+        const run = await runCli(args, { ...env, ...extra });
+        expect(run.code, run.out).toBe(1);
+        expect(run.stdout, args.join(' ')).toBe('');
+        const lines = logLines(run.log);
+        const said = expect.stringContaining(message);
+        expect(lines.at(-1), args.join(' ')).toMatchObject({
+          level: 50,
+          msg: said,
+          err: { type, message: said },
+        });
+        expect(lines.at(-1)!.err!.stack).toContain('\n    at ');
+      }
 
-    const migrated = await runCli(['migrate'], env);
-    expect(migrated.code, migrated.out).toBe(0);
-    expect(migrated.stdout).toBe(`Migrations applied to PGlite ${path.join(dataDir, 'db')}.\n`);
-    logLines(migrated.log);
-    const made = await runCli(['agent:create', 'log-test'], env);
-    expect(made.stdout).toMatch(/Its token, shown only this once:\s+spa_\S+/);
-    expect(made.log).not.toContain('spa_');
-    expect(logLines(made.log).every((l) => l.level === 30)).toBe(true);
-  });
+      const migrated = await runCli(['migrate'], env);
+      expect(migrated.code, migrated.out).toBe(0);
+      expect(migrated.stdout).toBe(`Migrations applied to PGlite ${path.join(dataDir, 'db')}.\n`);
+      logLines(migrated.log);
+      const made = await runCli(['agent:create', 'log-test'], env);
+      expect(made.stdout).toMatch(/Its token, shown only this once:\s+spa_\S+/);
+      expect(made.log).not.toContain('spa_');
+      expect(logLines(made.log).every((l) => l.level === 30)).toBe(true);
+    },
+  );
 });
 
 describe('npx sideport itunes:serve with the README arguments', () => {

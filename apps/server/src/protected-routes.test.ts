@@ -22,12 +22,15 @@ describe('protected routes', () => {
   });
   afterAll(() => t.close());
 
-  it.each(PROTECTED)('%s %s answers 401 without a session, before looking at its input', async (method, url) => {
-    const res = await t.app.inject({ method, url });
-    expect(res.statusCode).toBe(401);
-    expect(res.headers['content-type']).toMatch(/^text\/plain/);
-    expect(res.body).toBe('Please sign in.');
-  });
+  it.each(PROTECTED)(
+    '%s %s answers 401 without a session, before looking at its input',
+    async (method, url) => {
+      const res = await t.app.inject({ method, url });
+      expect(res.statusCode).toBe(401);
+      expect(res.headers['content-type']).toMatch(/^text\/plain/);
+      expect(res.body).toBe('Please sign in.');
+    },
+  );
 
   it('keeps the lists public', async () => {
     for (const url of ['/api/latest/0', '/api/queue/0', '/api/config', '/healthz']) {

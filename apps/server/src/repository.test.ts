@@ -22,7 +22,9 @@ describe('the repository as a user clones it', () => {
   });
 
   it('reads nothing from outside the repository: no tracked file but the docs names a shared folder beside it', () => {
-    const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter(Boolean);
+    const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
+      .split('\0')
+      .filter(Boolean);
     const pattern = new RegExp(['\\.\\./shared', '/shared/fix' + 'tures'].join('|'));
     const offending = tracked
       .filter((file) => !file.endsWith('.md') && !file.startsWith('fixtures/'))

@@ -93,7 +93,10 @@ async function checkAccess(suite: RouteSuite, method: string, entry: RouteAccess
     expect(res.statusCode, `another user: ${res.body}`).toBe(404);
     expect(isTextSentence(res)).toBe(true);
   }
-  expect(changedTables(before, await snapshotDatabase(t.database.db)), 'refused calls changed the database').toEqual({});
+  expect(
+    changedTables(before, await snapshotDatabase(t.database.db)),
+    'refused calls changed the database',
+  ).toEqual({});
 
   // Then the caller the table names goes through (the control: the refusals above were not chance).
   if (entry.stream) return;
@@ -102,7 +105,9 @@ async function checkAccess(suite: RouteSuite, method: string, entry: RouteAccess
   if (entry.access === 'owner') expectAllowed(await send(cookies.user), 'the owner');
   if (entry.access === 'admin') expectAllowed(await send(cookies.admin), 'an admin');
   if (entry.access === 'agent') {
-    const res = await send(undefined, { headers: { ...request.headers, authorization: `Bearer ${suite.agentToken}` } });
+    const res = await send(undefined, {
+      headers: { ...request.headers, authorization: `Bearer ${suite.agentToken}` },
+    });
     expectAllowed(res, 'an agent');
   }
 }
@@ -120,9 +125,7 @@ describe.each(databaseKinds)('route access on %s', (kind) => {
 
     it('declares every registered route in src/test/route-access.ts', () => {
       const routes = registeredRoutes(suite);
-      const missing = routes
-        .filter((r) => !r.entry)
-        .map((r) => `'${r.key}': { access: '…', example: '…' },`);
+      const missing = routes.filter((r) => !r.entry).map((r) => `'${r.key}': { access: '…', example: '…' },`);
       expect(missing, 'registered routes missing from ROUTE_ACCESS (src/test/route-access.ts)').toEqual([]);
     });
 
@@ -141,7 +144,8 @@ describe.each(databaseKinds)('route access on %s', (kind) => {
         const schema = (route.schema ?? {}) as Record<string, unknown>;
         const hasParams = /[:*]/.test(route.url);
         const isPage = route.entry?.access === 'page';
-        if (hasParams && !isPage) expect(schema.params, `${route.key} has path parameters but no params schema`).toBeDefined();
+        if (hasParams && !isPage)
+          expect(schema.params, `${route.key} has path parameters but no params schema`).toBeDefined();
         const takesBody = ['POST', 'PUT', 'PATCH'].includes(route.method) && !route.entry?.bodyless;
         const signedBody = route.entry !== undefined && SELF_AUTHENTICATED.has(route.entry.access);
         const ownedForm = route.entry?.access === 'owner'; // the test-mode page's forms post no fields
@@ -155,14 +159,20 @@ describe.each(databaseKinds)('route access on %s', (kind) => {
       for (const route of registeredRoutes(suite)) {
         if (!route.entry) continue;
         const exempt = CROSS_SITE_EXEMPT.some((prefix) => route.url.startsWith(prefix));
-        expect(exempt, `${route.key} is ${route.entry.access}`).toBe(SELF_AUTHENTICATED.has(route.entry.access));
+        expect(exempt, `${route.key} is ${route.entry.access}`).toBe(
+          SELF_AUTHENTICATED.has(route.entry.access),
+        );
       }
     });
 
     it('documents every route but the web app and the document itself in GET /api/openapi.json', async () => {
-      const doc = (await suite.t.app.inject({ url: '/api/openapi.json' })).json() as { paths: Record<string, object> };
+      const doc = (await suite.t.app.inject({ url: '/api/openapi.json' })).json() as {
+        paths: Record<string, object>;
+      };
       const documented = new Set(
-        Object.entries(doc.paths).flatMap(([url, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${url}`)),
+        Object.entries(doc.paths).flatMap(([url, methods]) =>
+          Object.keys(methods).map((m) => `${m.toUpperCase()} ${url}`),
+        ),
       );
       const missing = registeredRoutes(suite)
         .filter((r) => r.entry?.access !== 'page' && r.key !== 'GET /api/openapi.json')
@@ -171,21 +181,24 @@ describe.each(databaseKinds)('route access on %s', (kind) => {
       expect(missing, 'routes GET /api/openapi.json does not list').toEqual([]);
     });
 
-    it.each(Object.keys(ROUTE_ACCESS))('%s refuses a malformed Host with a 400 sentence and changes nothing', async (key) => {
-      const [method, url] = key.split(' ') as [string, string];
-      if (!suite.t.routes.some((r) => r.method === method && r.url === url)) return;
-      const entry = ROUTE_ACCESS[key]!;
-      const example = exampleRequest(method, entry, await suite.fixtures());
-      const headers = { ...(example.headers as Record<string, string>), ...identityHeaders(suite, entry) };
-      const before = await snapshotDatabase(suite.t.database.db);
-      for (const host of MALFORMED_HOSTS) {
-        const res = await suite.t.app.inject({ ...example, headers: { ...headers, host } });
-        expect(res.statusCode, `Host: ${host}: ${res.body}`).toBe(400);
-        expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
-        expect(res.body).toBe('The Host header is not a valid host name.');
-      }
-      expect(changedTables(before, await snapshotDatabase(suite.t.database.db))).toEqual({});
-    });
+    it.each(Object.keys(ROUTE_ACCESS))(
+      '%s refuses a malformed Host with a 400 sentence and changes nothing',
+      async (key) => {
+        const [method, url] = key.split(' ') as [string, string];
+        if (!suite.t.routes.some((r) => r.method === method && r.url === url)) return;
+        const entry = ROUTE_ACCESS[key]!;
+        const example = exampleRequest(method, entry, await suite.fixtures());
+        const headers = { ...(example.headers as Record<string, string>), ...identityHeaders(suite, entry) };
+        const before = await snapshotDatabase(suite.t.database.db);
+        for (const host of MALFORMED_HOSTS) {
+          const res = await suite.t.app.inject({ ...example, headers: { ...headers, host } });
+          expect(res.statusCode, `Host: ${host}: ${res.body}`).toBe(400);
+          expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
+          expect(res.body).toBe('The Host header is not a valid host name.');
+        }
+        expect(changedTables(before, await snapshotDatabase(suite.t.database.db))).toEqual({});
+      },
+    );
 
     it.each(Object.keys(ROUTE_ACCESS))('%s answers each caller as declared', async (key) => {
       const [method, url] = key.split(' ') as [string, string];

@@ -446,9 +446,18 @@ function createSigningIdentity(deps: {
   log: ServiceDeps['log'];
 }): { signingIdentity: SigningIdentityProvider; accountPool: AccountPool | undefined } {
   const { config, db, secrets, clock, bus, devices, resign, audit, log } = deps;
-  if (config.ASC_KEY_ID === undefined || config.ASC_ISSUER_ID === undefined || config.ASC_PRIVATE_KEY === undefined) {
+  if (
+    config.ASC_KEY_ID === undefined ||
+    config.ASC_ISSUER_ID === undefined ||
+    config.ASC_PRIVATE_KEY === undefined
+  ) {
     return {
-      signingIdentity: createDevIdentityProvider({ db, secrets, clock, renewBeforeMs: config.RENEW_BEFORE_DAYS * 86_400_000 }),
+      signingIdentity: createDevIdentityProvider({
+        db,
+        secrets,
+        clock,
+        renewBeforeMs: config.RENEW_BEFORE_DAYS * 86_400_000,
+      }),
       accountPool: undefined,
     };
   }
@@ -464,8 +473,11 @@ function createSigningIdentity(deps: {
       { keyId: config.ASC_KEY_ID, issuerId: config.ASC_ISSUER_ID, privateKeyPem: config.ASC_PRIVATE_KEY },
       ...config.ASC_ACCOUNTS,
     ],
-    client: (key) => createAscClient({ key, ...(config.ASC_BASE_URL ? { baseUrl: config.ASC_BASE_URL } : {}), clock }),
-    p12: config.SIGN_P12 ? { bytes: readFileSync(config.SIGN_P12), password: config.SIGN_P12_PASSWORD ?? '' } : undefined,
+    client: (key) =>
+      createAscClient({ key, ...(config.ASC_BASE_URL ? { baseUrl: config.ASC_BASE_URL } : {}), clock }),
+    p12: config.SIGN_P12
+      ? { bytes: readFileSync(config.SIGN_P12), password: config.SIGN_P12_PASSWORD ?? '' }
+      : undefined,
     slotsPerFamily: config.ASC_DEVICES_PER_FAMILY,
     log,
   });

@@ -12,7 +12,8 @@ import { createTestApp, type TestApp } from './test/harness.js';
  * GET /api/config, the public settings the app follows.
  */
 const SCRIPT = `console.log(${JSON.stringify('sideport '.repeat(400))});`;
-const PAGE = '<!doctype html><title>Sideport</title><div id="root"></div><script src="/assets/index-abc123.js"></script>';
+const PAGE =
+  '<!doctype html><title>Sideport</title><div id="root"></div><script src="/assets/index-abc123.js"></script>';
 
 function writeBuiltApp(dir: string) {
   mkdirSync(path.join(dir, 'assets'), { recursive: true });
@@ -64,7 +65,10 @@ describe('the built web app', () => {
   });
 
   it('caches hashed assets for a year, immutable, and has the page and other files revalidated', async () => {
-    const asset = await t.app.inject({ url: '/assets/index-abc123.js', headers: { 'accept-encoding': 'br' } });
+    const asset = await t.app.inject({
+      url: '/assets/index-abc123.js',
+      headers: { 'accept-encoding': 'br' },
+    });
     expect(asset.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     for (const url of ['/', '/latest', '/manifest.webmanifest']) {
       const res = await t.app.inject({ url, headers: { 'accept-encoding': 'br' } });
@@ -102,7 +106,8 @@ describe('GET /api/config', () => {
   });
 
   it('names the sign types this server signs in and whether it decrypts paid apps', async () => {
-    const config = (t: TestApp) => t.app.inject({ url: '/api/config' }).then((r) => publicConfig.parse(r.json()));
+    const config = (t: TestApp) =>
+      t.app.inject({ url: '/api/config' }).then((r) => publicConfig.parse(r.json()));
     // No dylibs: normal and DUP only.
     expect(await config(plain)).toEqual({
       chatUrl: 'https://chat.example.org/x',
@@ -113,6 +118,11 @@ describe('GET /api/config', () => {
       agentLastSeenAt: null,
     });
     // The IAP dylibs alone: IAP too, not IGG nor IAP+IGG, which needs both.
-    expect(await config(offering)).toMatchObject({ chatUrl: null, channelUrl: null, signTypes: [0, 1, 4], decryptPaid: true });
+    expect(await config(offering)).toMatchObject({
+      chatUrl: null,
+      channelUrl: null,
+      signTypes: [0, 1, 4],
+      decryptPaid: true,
+    });
   });
 });

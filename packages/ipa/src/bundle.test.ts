@@ -9,7 +9,13 @@ import { openZipFromBuffer, type ZipArchive } from './zip/index.js';
 const looksLikeMachO = (head: Buffer): boolean => head.length >= 4 && head.readUInt32LE(0) === 0xfeedfacf;
 const machO = Buffer.concat([Buffer.from([0xcf, 0xfa, 0xed, 0xfe]), Buffer.alloc(60)]);
 const app = 'Payload/Demo.app';
-const info = { CFBundleIdentifier: 'com.example.demo', CFBundleExecutable: 'Demo', CFBundleShortVersionString: '2.1', CFBundleVersion: '210', MinimumOSVersion: '15.0' };
+const info = {
+  CFBundleIdentifier: 'com.example.demo',
+  CFBundleExecutable: 'Demo',
+  CFBundleShortVersionString: '2.1',
+  CFBundleVersion: '210',
+  MinimumOSVersion: '15.0',
+};
 
 async function withArchive<T>(entries: TestZipEntry[], use: (archive: ZipArchive) => Promise<T>): Promise<T> {
   const archive = await openZipFromBuffer(buildZip(entries));
@@ -22,25 +28,43 @@ async function withArchive<T>(entries: TestZipEntry[], use: (archive: ZipArchive
 
 describe('findAppBundle', () => {
   it('finds the one Payload/*.app even without directory entries', async () => {
-    await withArchive([{ name: `${app}/Info.plist`, data: 'x' }, { name: 'iTunesMetadata.plist', data: 'x' }], async (archive) => {
-      expect(findAppBundle(archive.entries)).toEqual({ dir: app, name: 'Demo.app' });
-    });
+    await withArchive(
+      [
+        { name: `${app}/Info.plist`, data: 'x' },
+        { name: 'iTunesMetadata.plist', data: 'x' },
+      ],
+      async (archive) => {
+        expect(findAppBundle(archive.entries)).toEqual({ dir: app, name: 'Demo.app' });
+      },
+    );
   });
 
   it('refuses an IPA without one: NO_APP_BUNDLE', async () => {
-    await withArchive([{ name: 'Payload/readme.txt', data: 'x' }, { name: 'Other/X.app/Info.plist', data: 'x' }], async (archive) => {
-      expect(() => findAppBundle(archive.entries)).toThrow(
-        new IpaError('NO_APP_BUNDLE', 'Expected one Payload/<Name>.app folder in the IPA, found none.'),
-      );
-    });
+    await withArchive(
+      [
+        { name: 'Payload/readme.txt', data: 'x' },
+        { name: 'Other/X.app/Info.plist', data: 'x' },
+      ],
+      async (archive) => {
+        expect(() => findAppBundle(archive.entries)).toThrow(
+          new IpaError('NO_APP_BUNDLE', 'Expected one Payload/<Name>.app folder in the IPA, found none.'),
+        );
+      },
+    );
   });
 
   it('refuses an IPA with two: SEVERAL_APP_BUNDLES', async () => {
-    await withArchive([{ name: 'Payload/B.app/Info.plist', data: 'x' }, { name: 'Payload/A.app/' }], async (archive) => {
-      expect(() => findAppBundle(archive.entries)).toThrow(
-        new IpaError('SEVERAL_APP_BUNDLES', 'Expected one Payload/<Name>.app folder in the IPA, found 2: A.app, B.app.'),
-      );
-    });
+    await withArchive(
+      [{ name: 'Payload/B.app/Info.plist', data: 'x' }, { name: 'Payload/A.app/' }],
+      async (archive) => {
+        expect(() => findAppBundle(archive.entries)).toThrow(
+          new IpaError(
+            'SEVERAL_APP_BUNDLES',
+            'Expected one Payload/<Name>.app folder in the IPA, found 2: A.app, B.app.',
+          ),
+        );
+      },
+    );
   });
 });
 
@@ -73,7 +97,10 @@ describe('readInfoPlist', () => {
 
   it('refuses one without CFBundleExecutable: INFO_PLIST_INCOMPLETE', () => {
     expect(() => describeBundle({ CFBundleIdentifier: 'a.b' }, 'Info.plist')).toThrow(
-      new IpaError('INFO_PLIST_INCOMPLETE', 'Expected Info.plist to name a CFBundleExecutable string, found none.'),
+      new IpaError(
+        'INFO_PLIST_INCOMPLETE',
+        'Expected Info.plist to name a CFBundleExecutable string, found none.',
+      ),
     );
   });
 });

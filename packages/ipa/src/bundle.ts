@@ -28,7 +28,12 @@ export function findAppBundle(entries: readonly ZipEntry[]): AppBundle {
   const names = new Set<string>();
   for (const entry of entries) {
     const [top, second] = entry.name.split('/');
-    if (top === 'Payload' && second !== undefined && second.endsWith('.app') && second.length > '.app'.length) {
+    if (
+      top === 'Payload' &&
+      second !== undefined &&
+      second.endsWith('.app') &&
+      second.length > '.app'.length
+    ) {
       names.add(second);
     }
   }
@@ -59,7 +64,10 @@ export async function readInfoPlist(archive: ZipArchive, bundleDir: string): Pro
 export function describeBundle(info: PlistObject, where: string): BundleInfo {
   const bundleId = readString(info, 'CFBundleIdentifier');
   const executable = readString(info, 'CFBundleExecutable');
-  for (const [key, value] of [['CFBundleIdentifier', bundleId], ['CFBundleExecutable', executable]] as const) {
+  for (const [key, value] of [
+    ['CFBundleIdentifier', bundleId],
+    ['CFBundleExecutable', executable],
+  ] as const) {
     if (value === undefined || value.length === 0) {
       throw new IpaError('INFO_PLIST_INCOMPLETE', `Expected ${where} to name a ${key} string, found none.`);
     }
@@ -93,7 +101,10 @@ export async function findMachOEntries(
   const mainPath = `${bundle.dir}/${executable}`;
   const main = archive.find(mainPath);
   if (main === undefined || main.isDirectory || main.isSymlink) {
-    throw new IpaError('EXECUTABLE_MISSING', `Expected the executable named by CFBundleExecutable at ${mainPath}, found none.`);
+    throw new IpaError(
+      'EXECUTABLE_MISSING',
+      `Expected the executable named by CFBundleExecutable at ${mainPath}, found none.`,
+    );
   }
   // A symlink's content is its target path (checked to stay inside the bundle), never code.
   const others = archive.entries.filter((entry) => entry !== main && !entry.isDirectory && !entry.isSymlink);

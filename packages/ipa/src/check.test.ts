@@ -9,7 +9,12 @@ import { IpaError } from './errors.js';
 import { buildXmlPlist, parsePlistDict } from './plist.js';
 import { buildZip, withEntry, type TestZipEntry } from './test-support/build-zip.js';
 import { fixtureExecutablePath, fixtureIpa } from './test-support/fixtures.js';
-import { asArm64e, findCryptidOffset, withCryptid, withExtraEncryptionCommand } from './test-support/macho-bytes.js';
+import {
+  asArm64e,
+  findCryptidOffset,
+  withCryptid,
+  withExtraEncryptionCommand,
+} from './test-support/macho-bytes.js';
 import { PLAIN_MAIN_SOURCE, buildExecutable, buildFat } from './test-support/toolchain.js';
 import { readFixtureEntries } from './test-support/read-fixture.js';
 
@@ -28,11 +33,20 @@ afterAll(async () => {
 });
 
 /** The fixture IPA with some entries replaced or added (with a Unix mode, 0 for none, when given as a pair). */
-async function variant(name: string, changes: Record<string, Buffer | string | [Buffer, number]>): Promise<string> {
-  const entries: TestZipEntry[] = fixtureEntries.map((entry) => (entry.name in changes ? { ...entry, data: changes[entry.name] as Buffer } : entry));
+async function variant(
+  name: string,
+  changes: Record<string, Buffer | string | [Buffer, number]>,
+): Promise<string> {
+  const entries: TestZipEntry[] = fixtureEntries.map((entry) =>
+    entry.name in changes ? { ...entry, data: changes[entry.name] as Buffer } : entry,
+  );
   for (const [entryName, change] of Object.entries(changes)) {
     if (entries.some((e) => e.name === entryName)) continue;
-    entries.push(Array.isArray(change) ? { name: entryName, data: change[0], mode: change[1] } : { name: entryName, data: change });
+    entries.push(
+      Array.isArray(change)
+        ? { name: entryName, data: change[0], mode: change[1] }
+        : { name: entryName, data: change },
+    );
   }
   const path = join(dir, name);
   await writeFile(path, buildZip(entries));
@@ -98,7 +112,15 @@ describe('check', () => {
     const fat = readFileSync(buildFat(dir, 'plain', [thin, encrypted]));
     const path = await variant('fat.ipa', { [fixtureExecutablePath]: fat });
     const report = await check(path);
-    expect(report.machOs).toEqual([{ path: fixtureExecutablePath, slices: [{ arch: 'arm64', cryptid: 0 }, { arch: 'arm64e', cryptid: 1 }] }]);
+    expect(report.machOs).toEqual([
+      {
+        path: fixtureExecutablePath,
+        slices: [
+          { arch: 'arm64', cryptid: 0 },
+          { arch: 'arm64e', cryptid: 1 },
+        ],
+      },
+    ]);
     expect(report.decrypted).toBe(false);
   });
 
@@ -112,7 +134,9 @@ describe('check', () => {
       const twice = withExtraEncryptionCommand(withCryptid(plain, 1), 0);
       const path = await variant('two-commands.ipa', { [fixtureExecutablePath]: twice });
       const report = await check(path);
-      expect(report.machOs).toEqual([{ path: fixtureExecutablePath, slices: [{ arch: 'arm64', cryptid: 1 }] }]);
+      expect(report.machOs).toEqual([
+        { path: fixtureExecutablePath, slices: [{ arch: 'arm64', cryptid: 1 }] },
+      ]);
       expect(report.decrypted).toBe(false);
     });
 
@@ -130,27 +154,52 @@ describe('check', () => {
     });
 
     it('reports the same Mach-O decrypted as decrypted', async () => {
-      const path = await variant('hidden-decrypted.ipa', { [`${app}/Frameworks/Hidden.framework/Hidden.dat`]: [plain, 0o100644] });
+      const path = await variant('hidden-decrypted.ipa', {
+        [`${app}/Frameworks/Hidden.framework/Hidden.dat`]: [plain, 0o100644],
+      });
       const report = await check(path);
-      expect(report.machOs.map((m) => m.path)).toEqual([fixtureExecutablePath, `${app}/Frameworks/Hidden.framework/Hidden.dat`]);
+      expect(report.machOs.map((m) => m.path)).toEqual([
+        fixtureExecutablePath,
+        `${app}/Frameworks/Hidden.framework/Hidden.dat`,
+      ]);
       expect(report.decrypted).toBe(true);
     });
 
     const damaged: Array<[string, () => Buffer, string]> = [
       ['cut short after its magic', () => plain.subarray(0, 6), 'MACHO_TRUNCATED'],
       ['cut short inside its load commands', () => plain.subarray(0, 100), 'MACHO_TRUNCATED'],
-      ['big-endian', () => Buffer.concat([Buffer.from('feedfacf', 'hex'), plain.subarray(4)]), 'MACHO_UNSUPPORTED'],
-      ['fat, listing no architectures', () => Buffer.concat([Buffer.from('cafebabe00000000', 'hex'), plain]), 'MACHO_BAD_MAGIC'],
-      ['fat, with a slice outside the file', () => fatOf(plain, { offset: 16384, size: plain.length * 2 }), 'MACHO_TRUNCATED'],
+      [
+        'big-endian',
+        () => Buffer.concat([Buffer.from('feedfacf', 'hex'), plain.subarray(4)]),
+        'MACHO_UNSUPPORTED',
+      ],
+      [
+        'fat, listing no architectures',
+        () => Buffer.concat([Buffer.from('cafebabe00000000', 'hex'), plain]),
+        'MACHO_BAD_MAGIC',
+      ],
+      [
+        'fat, with a slice outside the file',
+        () => fatOf(plain, { offset: 16384, size: plain.length * 2 }),
+        'MACHO_TRUNCATED',
+      ],
     ];
     it('refuses an encrypted Mach-O whose headers say it holds no bytes', async () => {
       // Local and central headers agree on an uncompressed size of 0; the deflated data is a whole
       // encrypted binary, which an extractor that follows the deflate stream writes out.
-      const zip = withEntry(buildZip(fixtureEntries), { name: `${app}/Resources/empty.dat`, data: withCryptid(plain, 1) });
+      const zip = withEntry(buildZip(fixtureEntries), {
+        name: `${app}/Resources/empty.dat`,
+        data: withCryptid(plain, 1),
+      });
       const end = zip.length - 22;
       const count = zip.readUInt16LE(end + 10);
       let central = zip.readUInt32LE(end + 16);
-      for (let i = 0; i < count - 1; i++) central += 46 + zip.readUInt16LE(central + 28) + zip.readUInt16LE(central + 30) + zip.readUInt16LE(central + 32);
+      for (let i = 0; i < count - 1; i++)
+        central +=
+          46 +
+          zip.readUInt16LE(central + 28) +
+          zip.readUInt16LE(central + 30) +
+          zip.readUInt16LE(central + 32);
       zip.writeUInt32LE(0, central + 24);
       zip.writeUInt32LE(0, zip.readUInt32LE(central + 42) + 22);
       const path = join(dir, 'MACHO_TRUNCATED_empty.ipa');
@@ -171,8 +220,14 @@ describe('check', () => {
   it('reads an XML Info.plist as well as the binary one', async () => {
     const binary = fixtureEntries.find((e) => e.name === `${app}/Info.plist`)!.data as Buffer;
     const info = parsePlistDict(binary);
-    const path = await variant('xml-info.ipa', { [`${app}/Info.plist`]: buildXmlPlist({ ...info, CFBundleVersion: '42' }) });
-    expect(await check(path)).toMatchObject({ bundleId: 'org.fastlane.very-capable-app', bundleVersion: '42', decrypted: true });
+    const path = await variant('xml-info.ipa', {
+      [`${app}/Info.plist`]: buildXmlPlist({ ...info, CFBundleVersion: '42' }),
+    });
+    expect(await check(path)).toMatchObject({
+      bundleId: 'org.fastlane.very-capable-app',
+      bundleVersion: '42',
+      decrypted: true,
+    });
   });
 
   it('reports progress once per Mach-O', async () => {
@@ -183,12 +238,17 @@ describe('check', () => {
 
   it('refuses a Mach-O larger than the cap: MACHO_TOO_LARGE', async () => {
     await expect(check(fixtureIpa, { maxMachOBytes: 1000 })).rejects.toThrow(
-      new IpaError('MACHO_TOO_LARGE', `Expected ${fixtureExecutablePath} to be at most 1000 bytes, found ${executable.length}.`),
+      new IpaError(
+        'MACHO_TOO_LARGE',
+        `Expected ${fixtureExecutablePath} to be at most 1000 bytes, found ${executable.length}.`,
+      ),
     );
   });
 
   it('refuses an executable that is not a Mach-O: MACHO_BAD_MAGIC', async () => {
-    const path = await variant('MACHO_BAD_MAGIC.ipa', { [fixtureExecutablePath]: Buffer.from('#!/bin/sh\n') });
+    const path = await variant('MACHO_BAD_MAGIC.ipa', {
+      [fixtureExecutablePath]: Buffer.from('#!/bin/sh\n'),
+    });
     const error = await check(path).catch((err: unknown) => err);
     expect((error as IpaError).code).toBe('MACHO_BAD_MAGIC');
   });
@@ -197,17 +257,20 @@ describe('check', () => {
     const original = await readFile(fixtureIpa);
     const path = join(dir, 'damaged.ipa');
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(fc.nat(original.length - 1), fc.nat(255)), { minLength: 1, maxLength: 4 }), async (edits) => {
-        const bytes = Buffer.from(original);
-        for (const [at, value] of edits) bytes[at] = value;
-        await writeFile(path, bytes);
-        try {
-          const report = await check(path);
-          expect(typeof report.decrypted).toBe('boolean');
-        } catch (err) {
-          expect(err).toBeInstanceOf(IpaError);
-        }
-      }),
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.nat(original.length - 1), fc.nat(255)), { minLength: 1, maxLength: 4 }),
+        async (edits) => {
+          const bytes = Buffer.from(original);
+          for (const [at, value] of edits) bytes[at] = value;
+          await writeFile(path, bytes);
+          try {
+            const report = await check(path);
+            expect(typeof report.decrypted).toBe('boolean');
+          } catch (err) {
+            expect(err).toBeInstanceOf(IpaError);
+          }
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -64,9 +64,10 @@ export async function check(ipaPath: string, options: CheckOptions = {}): Promis
         );
       }
       // One Mach-O in memory at a time; the buffer is dropped before the next is read.
-      const slices = options.machO === undefined
-        ? await readMachOSlices(archive, entry)
-        : inspector.readSlices(await archive.readEntry(entry, maxMachOBytes), entry.name);
+      const slices =
+        options.machO === undefined
+          ? await readMachOSlices(archive, entry)
+          : inspector.readSlices(await archive.readEntry(entry, maxMachOBytes), entry.name);
       machOs.push({ path: entry.name, slices });
       options.onProgress?.({ done: machOs.length, total: entries.length, path: entry.name });
     }
@@ -94,7 +95,10 @@ export async function readMachOSlices(archive: ZipArchive, entry: ZipEntry): Pro
  * Refuses Mach-O entries of which any slice is encrypted (MACHO_ENCRYPTED); one that does not
  * parse is refused by the parse. For what signing copies as it is, so it serves no encrypted code.
  */
-export async function assertMachOsDecrypted(archive: ZipArchive, entries: readonly ZipEntry[]): Promise<void> {
+export async function assertMachOsDecrypted(
+  archive: ZipArchive,
+  entries: readonly ZipEntry[],
+): Promise<void> {
   for (const entry of entries) {
     const encrypted = (await readMachOSlices(archive, entry)).find((slice) => slice.cryptid !== 0);
     if (encrypted !== undefined) {

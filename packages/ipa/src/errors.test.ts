@@ -11,7 +11,11 @@ async function sources(dir: string): Promise<string[]> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) found.push(...(await sources(path)));
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') && path !== join(SRC, 'errors.ts'))
+    else if (
+      entry.name.endsWith('.ts') &&
+      !entry.name.endsWith('.test.ts') &&
+      path !== join(SRC, 'errors.ts')
+    )
       found.push(path);
   }
   return found;

@@ -9,13 +9,16 @@ export const IPA_ERRORS = {
   // The archive itself
   NOT_A_ZIP: 'The file is not a zip archive: no end of central directory record.',
   ZIP_TRUNCATED: 'The archive ends before a record or an entry it declares.',
-  ZIP_INVALID: 'A zip record is malformed or uses a feature an IPA never needs (encryption, multi-disk, an unknown method).',
+  ZIP_INVALID:
+    'A zip record is malformed or uses a feature an IPA never needs (encryption, multi-disk, an unknown method).',
   ZIP_SLIP: "An entry's path climbs out of the archive (..).",
   ZIP_ABSOLUTE_PATH: "An entry's path is absolute.",
   ZIP_DUPLICATE_NAME: 'Two entries have the same path.',
   ZIP_OVERLAP: 'Two entries share bytes, or an entry runs into the central directory.',
-  ZIP_HEADER_MISMATCH: 'A local file header (or data descriptor) says other than its central directory entry.',
-  ZIP_UNLISTED_DATA: 'Bytes before the central directory that no entry lists (a record only a streaming reader sees).',
+  ZIP_HEADER_MISMATCH:
+    'A local file header (or data descriptor) says other than its central directory entry.',
+  ZIP_UNLISTED_DATA:
+    'Bytes before the central directory that no entry lists (a record only a streaming reader sees).',
   ZIP_BOMB: 'Entries declare far more bytes than the archive stores.',
   ZIP_TOO_LARGE: 'The archive, an entry or the sum of entries is over the size this package reads.',
   SYMLINK_ESCAPES_BUNDLE: 'A symbolic link points outside the app bundle.',
@@ -25,7 +28,7 @@ export const IPA_ERRORS = {
   INFO_PLIST_MISSING: 'The app bundle has no Info.plist.',
   INFO_PLIST_INCOMPLETE: 'Info.plist lacks a key every app has (bundle id, version, executable).',
   PLIST_INVALID: 'A property list is neither valid XML nor valid binary plist.',
-  EXECUTABLE_MISSING: "The executable Info.plist names is not in the bundle.",
+  EXECUTABLE_MISSING: 'The executable Info.plist names is not in the bundle.',
   // Mach-O
   MACHO_BAD_MAGIC: 'A file expected to be Mach-O (thin or fat) has another magic number.',
   MACHO_TRUNCATED: 'A Mach-O header, load command or slice runs past the end of its file.',
@@ -38,7 +41,8 @@ export const IPA_ERRORS = {
   PROFILE_EXPIRED: 'A provisioning profile is past its ExpirationDate.',
   CERTIFICATE_NOT_IN_PROFILE: "The signing certificate is not one of the profile's DeveloperCertificates.",
   P12_INVALID: 'A PKCS#12 file cannot be opened, or holds no key with its certificate.',
-  IDENTITY_INVALID: 'A PEM certificate and key do not make a signing identity (no key, or a key of another certificate).',
+  IDENTITY_INVALID:
+    'A PEM certificate and key do not make a signing identity (no key, or a key of another certificate).',
   // Signing
   SIGNATURE_INVALID: 'A code signature or CMS blob does not verify, or is malformed.',
   SIGNED_IPA_TOO_LARGE: "Signing would write more than the input's size plus what signing adds.",

@@ -23,8 +23,11 @@ export type IdentitySource = ({ p12: Buffer; password: string } | { certPem: str
 
 /** Loads a signing identity from a PKCS#12 export (Keychain, openssl) or a PEM certificate and key. */
 export function loadIdentity(source: IdentitySource): SigningIdentity {
-  const loaded = 'p12' in source ? loadFromP12(source.p12, source.password) : loadFromPem(source.certPem, source.keyPem);
-  const supplied = (source.chain ?? []).flatMap((bytes, index) => readCertificates(bytes, `chain file ${index + 1}`));
+  const loaded =
+    'p12' in source ? loadFromP12(source.p12, source.password) : loadFromPem(source.certPem, source.keyPem);
+  const supplied = (source.chain ?? []).flatMap((bytes, index) =>
+    readCertificates(bytes, `chain file ${index + 1}`),
+  );
   return { ...loaded, chain: issuerChain(loaded.certificate, loaded.chain, supplied) };
 }
 
@@ -64,11 +67,18 @@ function isSelfIssued(cert: forge.pki.Certificate): boolean {
 }
 
 function fingerprint(cert: forge.pki.Certificate): string {
-  return forge.md.sha256.create().update(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes()).digest().toHex();
+  return forge.md.sha256
+    .create()
+    .update(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes())
+    .digest()
+    .toHex();
 }
 
 function commonNameOf(cert: forge.pki.Certificate): string {
-  return (cert.subject.getField('CN')?.value as string | undefined) ?? cert.subject.attributes.map((a) => `${a.shortName}=${a.value}`).join(', ');
+  return (
+    (cert.subject.getField('CN')?.value as string | undefined) ??
+    cert.subject.attributes.map((a) => `${a.shortName}=${a.value}`).join(', ')
+  );
 }
 
 /** Certificates from a PEM file (every CERTIFICATE block) or a single DER certificate. */
@@ -82,9 +92,13 @@ function readCertificates(bytes: Buffer, what: string): forge.pki.Certificate[] 
     }
     return [forge.pki.certificateFromAsn1(forge.asn1.fromDer(forge.util.createBuffer(text)))];
   } catch (err) {
-    throw new IpaError('IDENTITY_INVALID', `Expected ${what} to be a certificate in PEM or DER, found one that does not parse: ${(err as Error).message}.`, {
-      cause: err,
-    });
+    throw new IpaError(
+      'IDENTITY_INVALID',
+      `Expected ${what} to be a certificate in PEM or DER, found one that does not parse: ${(err as Error).message}.`,
+      {
+        cause: err,
+      },
+    );
   }
 }
 
@@ -98,10 +112,24 @@ const NATIVE_PBKDF2_HASHES = new Set(['sha1', 'sha256', 'sha384', 'sha512']);
  */
 export function withNativePbkdf2(js: typeof forge.pkcs5.pbkdf2): typeof forge.pkcs5.pbkdf2 {
   return function pbkdf2(this: unknown, ...args: unknown[]) {
-    const [password, salt, iterations, keyLength, md, callback] = args as [string, string, number, number, string | { algorithm?: string } | undefined, unknown];
+    const [password, salt, iterations, keyLength, md, callback] = args as [
+      string,
+      string,
+      number,
+      number,
+      string | { algorithm?: string } | undefined,
+      unknown,
+    ];
     const hash = typeof md === 'object' && md !== null ? md.algorithm : (md ?? 'sha1');
-    if (callback !== undefined || hash === undefined || !NATIVE_PBKDF2_HASHES.has(hash)) return (js as (...a: unknown[]) => unknown).apply(this, args);
-    return pbkdf2Sync(Buffer.from(password, 'binary'), Buffer.from(salt, 'binary'), iterations, keyLength, hash).toString('binary');
+    if (callback !== undefined || hash === undefined || !NATIVE_PBKDF2_HASHES.has(hash))
+      return (js as (...a: unknown[]) => unknown).apply(this, args);
+    return pbkdf2Sync(
+      Buffer.from(password, 'binary'),
+      Buffer.from(salt, 'binary'),
+      iterations,
+      keyLength,
+      hash,
+    ).toString('binary');
   } as typeof forge.pkcs5.pbkdf2;
 }
 
@@ -111,7 +139,9 @@ function loadFromP12(bytes: Buffer, password: string): SigningIdentity {
     asn1 = forge.asn1.fromDer(forge.util.createBuffer(bytes.toString('binary')));
   } catch (err) {
     const found = bytes.length === 0 ? 'an empty file' : `bytes 0x${bytes.subarray(0, 4).toString('hex')}`;
-    throw new IpaError('P12_INVALID', `Expected a PKCS#12 (.p12) file, found ${found} that are not DER.`, { cause: err });
+    throw new IpaError('P12_INVALID', `Expected a PKCS#12 (.p12) file, found ${found} that are not DER.`, {
+      cause: err,
+    });
   }
   let p12: forge.pkcs12.Pkcs12Pfx;
   const jsPbkdf2 = forge.pkcs5.pbkdf2;
@@ -121,13 +151,21 @@ function loadFromP12(bytes: Buffer, password: string): SigningIdentity {
   } catch (err) {
     const message = (err as Error).message;
     if (/MAC could not be verified|Invalid password/i.test(message)) {
-      throw new IpaError('P12_INVALID', 'The PKCS#12 file could not be opened with this password: check the password it was exported with.', {
-        cause: err,
-      });
+      throw new IpaError(
+        'P12_INVALID',
+        'The PKCS#12 file could not be opened with this password: check the password it was exported with.',
+        {
+          cause: err,
+        },
+      );
     }
-    throw new IpaError('P12_INVALID', `Expected a PKCS#12 (.p12) file node-forge can read, found one that fails: ${message}.`, {
-      cause: err,
-    });
+    throw new IpaError(
+      'P12_INVALID',
+      `Expected a PKCS#12 (.p12) file node-forge can read, found one that fails: ${message}.`,
+      {
+        cause: err,
+      },
+    );
   } finally {
     forge.pkcs5.pbkdf2 = jsPbkdf2;
   }
@@ -153,20 +191,29 @@ function loadFromPem(certPem: string, keyPem: string): SigningIdentity {
   let certificates: forge.pki.Certificate[];
   let privateKey: forge.pki.rsa.PrivateKey;
   try {
-    certificates = forge.pem.decode(certPem)
+    certificates = forge.pem
+      .decode(certPem)
       .filter((block) => block.type === 'CERTIFICATE')
       .map((block) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(block.body)));
   } catch (err) {
-    throw new IpaError('IDENTITY_INVALID', `Expected PEM certificates, found text that does not parse: ${(err as Error).message}.`, {
-      cause: err,
-    });
+    throw new IpaError(
+      'IDENTITY_INVALID',
+      `Expected PEM certificates, found text that does not parse: ${(err as Error).message}.`,
+      {
+        cause: err,
+      },
+    );
   }
   try {
     privateKey = forge.pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
   } catch (err) {
-    throw new IpaError('IDENTITY_INVALID', `Expected an unencrypted RSA private key in PEM, found one that does not parse: ${(err as Error).message}.`, {
-      cause: err,
-    });
+    throw new IpaError(
+      'IDENTITY_INVALID',
+      `Expected an unencrypted RSA private key in PEM, found one that does not parse: ${(err as Error).message}.`,
+      {
+        cause: err,
+      },
+    );
   }
   return pairUp(certificates, privateKey, 'IDENTITY_INVALID');
 }

@@ -14,7 +14,9 @@ const value: fc.Arbitrary<PlistValue> = fc.letrec<{ value: PlistValue }>((tie) =
     fc.integer({ min: -1_000_000, max: 1_000_000 }),
     fc.boolean(),
     fc.uint8Array({ maxLength: 40 }),
-    fc.date({ min: new Date('1990-01-01'), max: new Date('2090-01-01'), noInvalidDate: true }).map((d) => new Date(Math.floor(d.getTime() / 1000) * 1000)),
+    fc
+      .date({ min: new Date('1990-01-01'), max: new Date('2090-01-01'), noInvalidDate: true })
+      .map((d) => new Date(Math.floor(d.getTime() / 1000) * 1000)),
     fc.array(tie('value'), { maxLength: 4 }),
     fc.dictionary(text, tie('value'), { maxKeys: 4 }),
   ),
@@ -22,14 +24,26 @@ const value: fc.Arbitrary<PlistValue> = fc.letrec<{ value: PlistValue }>((tie) =
 
 describe('writeXmlPlist', () => {
   it('writes what the plist package builds, byte for byte', () => {
-    fc.assert(fc.property(value, (v) => { expect(writeXmlPlist(v)).toBe(build(v as Parameters<typeof build>[0])); }), { numRuns: 300 });
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(writeXmlPlist(v)).toBe(build(v as Parameters<typeof build>[0]));
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('reads back as the value it was given', () => {
-    fc.assert(fc.property(fc.dictionary(text, value, { maxKeys: 5 }), (v) => { expect(parsePlist(Buffer.from(writeXmlPlist(v)))).toEqual(v); }), { numRuns: 200 });
+    fc.assert(
+      fc.property(fc.dictionary(text, value, { maxKeys: 5 }), (v) => {
+        expect(parsePlist(Buffer.from(writeXmlPlist(v)))).toEqual(v);
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('refuses a control character XML cannot hold: PLIST_INVALID', () => {
-    expect(() => writeXmlPlist({ key: 'a\u0001b' })).toThrow(expect.objectContaining({ code: 'PLIST_INVALID' }));
+    expect(() => writeXmlPlist({ key: 'a\u0001b' })).toThrow(
+      expect.objectContaining({ code: 'PLIST_INVALID' }),
+    );
   });
 });

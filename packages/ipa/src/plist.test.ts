@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IpaError } from './errors.js';
-import { buildBinaryPlist, buildXmlPlist, isBinaryPlist, parsePlist, parsePlistDict, type PlistObject } from './plist.js';
+import {
+  buildBinaryPlist,
+  buildXmlPlist,
+  isBinaryPlist,
+  parsePlist,
+  parsePlistDict,
+  type PlistObject,
+} from './plist.js';
 
 const info: PlistObject = {
   CFBundleIdentifier: 'com.example.demo',
@@ -32,7 +39,11 @@ describe('plist', () => {
   it('reads back any dictionary of strings, integers and booleans, in both formats', () => {
     const value = fc.dictionary(
       fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !k.includes('\0') && k !== '__proto__'),
-      fc.oneof(fc.string({ maxLength: 20 }).filter(isXmlSafe), fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.boolean()),
+      fc.oneof(
+        fc.string({ maxLength: 20 }).filter(isXmlSafe),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        fc.boolean(),
+      ),
     );
     fc.assert(
       fc.property(value, (dict) => {
@@ -44,7 +55,10 @@ describe('plist', () => {
 
   it('refuses bytes that are neither XML nor binary: PLIST_INVALID', () => {
     expect(() => parsePlist(Buffer.from([0xca, 0xfe, 0xba, 0xbe]), 'Info.plist')).toThrow(
-      new IpaError('PLIST_INVALID', 'Expected Info.plist to be an XML or binary plist, found bytes 0xcafebabe.'),
+      new IpaError(
+        'PLIST_INVALID',
+        'Expected Info.plist to be an XML or binary plist, found bytes 0xcafebabe.',
+      ),
     );
   });
 
@@ -62,12 +76,19 @@ describe('plist', () => {
 
   it('reads a UTF-16 XML plist with a byte order mark', () => {
     const xml = buildXmlPlist({ CFBundleName: 'Démo' });
-    const bytes = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(xml.replace('UTF-8', 'UTF-16'), 'utf16le')]);
+    const bytes = Buffer.concat([
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from(xml.replace('UTF-8', 'UTF-16'), 'utf16le'),
+    ]);
     expect(parsePlistDict(bytes)).toEqual({ CFBundleName: 'Démo' });
   });
 
   it('refuses XML that is not valid UTF-8: PLIST_INVALID', () => {
-    const bytes = Buffer.concat([Buffer.from('<plist><string>'), Buffer.from([0xc3, 0x28]), Buffer.from('</string></plist>')]);
+    const bytes = Buffer.concat([
+      Buffer.from('<plist><string>'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('</string></plist>'),
+    ]);
     expect(() => parsePlist(bytes, 'Info.plist')).toThrow(
       new IpaError('PLIST_INVALID', 'Expected Info.plist to be text in UTF-8, found bytes that are not.'),
     );

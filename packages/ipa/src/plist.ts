@@ -26,7 +26,9 @@ export function parsePlist(bytes: Buffer, what = 'property list'): PlistValue {
       if (root === undefined || root === null) throw new Error('no root object');
       return root;
     } catch (err) {
-      throw new IpaError('PLIST_INVALID', `Expected ${what} to be a valid binary plist: ${describe(err)}.`, { cause: err });
+      throw new IpaError('PLIST_INVALID', `Expected ${what} to be a valid binary plist: ${describe(err)}.`, {
+        cause: err,
+      });
     }
   }
   const encoding = xmlEncodingOf(bytes);
@@ -42,7 +44,9 @@ export function parsePlist(bytes: Buffer, what = 'property list'): PlistValue {
     if (root === undefined || root === null) throw new Error('no root object');
     return root;
   } catch (err) {
-    throw new IpaError('PLIST_INVALID', `Expected ${what} to be a valid XML plist: ${describe(err)}.`, { cause: err });
+    throw new IpaError('PLIST_INVALID', `Expected ${what} to be a valid XML plist: ${describe(err)}.`, {
+      cause: err,
+    });
   }
 }
 
@@ -66,7 +70,11 @@ export function buildBinaryPlist(value: PlistObject | PlistValue[]): Buffer {
 
 export function isPlistDict(value: unknown): value is PlistObject {
   return (
-    typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array) && !(value instanceof Date)
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    !(value instanceof Uint8Array) &&
+    !(value instanceof Date)
   );
 }
 
@@ -88,9 +96,13 @@ function decodeXmlText(bytes: Buffer, encoding: string, what: string): string {
     // ignoreBOM: false strips the mark itself.
     return new TextDecoder(encoding, { fatal: true }).decode(bytes);
   } catch (err) {
-    throw new IpaError('PLIST_INVALID', `Expected ${what} to be text in ${encoding.toUpperCase()}, found bytes that are not.`, {
-      cause: err,
-    });
+    throw new IpaError(
+      'PLIST_INVALID',
+      `Expected ${what} to be text in ${encoding.toUpperCase()}, found bytes that are not.`,
+      {
+        cause: err,
+      },
+    );
   }
 }
 

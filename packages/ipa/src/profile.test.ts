@@ -20,9 +20,13 @@ const read = (name: string): Buffer => readFileSync(join(profilesDir, name));
 
 /** The signed content as OpenSSL sees it, so the expectation does not depend on node-forge. */
 function contentByOpenssl(name: string): Buffer {
-  return execFileSync('openssl', ['smime', '-inform', 'der', '-verify', '-noverify', '-in', join(profilesDir, name)], {
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+  return execFileSync(
+    'openssl',
+    ['smime', '-inform', 'der', '-verify', '-noverify', '-in', join(profilesDir, name)],
+    {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
 }
 
 describe('parseProfile', () => {
@@ -103,25 +107,36 @@ describe('parseProfile', () => {
   it('refuses a plist missing the entitlements: PROFILE_INVALID', () => {
     const xml = '<plist><dict><key>Name</key><string>x</string></dict></plist>';
     expect(() => parseProfile(Buffer.from(xml))).toThrow(
-      new IpaError('PROFILE_INVALID', 'Expected the provisioning profile to have Entitlements as a dictionary, found none.'),
+      new IpaError(
+        'PROFILE_INVALID',
+        'Expected the provisioning profile to have Entitlements as a dictionary, found none.',
+      ),
     );
   });
 
   it('gives IpaError, never a crash, on random or damaged bytes', () => {
     const original = read(signedProfiles.appStore);
-    const damaged = fc.tuple(fc.nat(original.length - 1), fc.integer({ min: 0, max: 255 })).map(([at, value]) => {
-      const copy = Buffer.from(original);
-      copy[at] = value;
-      return copy;
-    });
+    const damaged = fc
+      .tuple(fc.nat(original.length - 1), fc.integer({ min: 0, max: 255 }))
+      .map(([at, value]) => {
+        const copy = Buffer.from(original);
+        copy[at] = value;
+        return copy;
+      });
     fc.assert(
-      fc.property(fc.oneof(fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b)), damaged), (bytes) => {
-        try {
-          parseProfile(bytes);
-        } catch (err) {
-          expect(err).toBeInstanceOf(IpaError);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b)),
+          damaged,
+        ),
+        (bytes) => {
+          try {
+            parseProfile(bytes);
+          } catch (err) {
+            expect(err).toBeInstanceOf(IpaError);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });

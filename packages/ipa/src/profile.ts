@@ -74,7 +74,11 @@ export function assertProfileUsable(profile: Profile, certificate: forge.pki.Cer
 
 function looksLikePlist(bytes: Buffer): boolean {
   if (isBinaryPlist(bytes)) return true;
-  const start = bytes.subarray(0, 64).toString('utf8').replace(/^\uFEFF/, '').trimStart();
+  const start = bytes
+    .subarray(0, 64)
+    .toString('utf8')
+    .replace(/^\uFEFF/, '')
+    .trimStart();
   return start.startsWith('<');
 }
 
@@ -107,7 +111,8 @@ function describeProfile(dict: PlistObject, isSigned: boolean): Profile {
   const entitlements = dict['Entitlements'];
   if (!isPlistDict(entitlements)) throw missing('Entitlements', 'a dictionary');
   const applicationIdentifier = entitlements['application-identifier'];
-  if (typeof applicationIdentifier !== 'string') throw missing("Entitlements['application-identifier']", 'a string');
+  if (typeof applicationIdentifier !== 'string')
+    throw missing("Entitlements['application-identifier']", 'a string');
   const teamId = stringArray(dict, 'TeamIdentifier')[0];
   if (teamId === undefined) throw missing('TeamIdentifier', 'a list of strings');
   const expirationDate = requireDate(dict, 'ExpirationDate');
@@ -133,7 +138,9 @@ function describeProfile(dict: PlistObject, isSigned: boolean): Profile {
 function describeCertificate(der: Buffer): DeveloperCertificate {
   const sha1Fingerprint = forge.md.sha1.create().update(der.toString('binary')).digest().toHex();
   try {
-    const certificate = forge.pki.certificateFromAsn1(forge.asn1.fromDer(forge.util.createBuffer(der.toString('binary'))));
+    const certificate = forge.pki.certificateFromAsn1(
+      forge.asn1.fromDer(forge.util.createBuffer(der.toString('binary'))),
+    );
     const commonName = certificate.subject.getField('CN')?.value as string | undefined;
     return { der, certificate, sha1Fingerprint, ...(commonName === undefined ? {} : { commonName }) };
   } catch {
@@ -143,7 +150,10 @@ function describeCertificate(der: Buffer): DeveloperCertificate {
 }
 
 function missing(key: string, expected: string): IpaError {
-  return new IpaError('PROFILE_INVALID', `Expected the provisioning profile to have ${key} as ${expected}, found none.`);
+  return new IpaError(
+    'PROFILE_INVALID',
+    `Expected the provisioning profile to have ${key} as ${expected}, found none.`,
+  );
 }
 
 function requireString(dict: PlistObject, key: string): string {

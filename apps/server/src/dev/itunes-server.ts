@@ -63,11 +63,16 @@ function answer(options: ItunesServerOptions, url: URL): { status: number; body:
     const bundleId = url.searchParams.get('bundleId');
     if (ids.some((id) => !/^\d+$/.test(id))) {
       // Apple's answer for a malformed id (recorded in fastlane_itunesLookup-invalid.json).
-      return { status: 400, body: JSON.stringify({ errorMessage: 'Invalid value(s) for key(s): [itunesId]' }) };
+      return {
+        status: 400,
+        body: JSON.stringify({ errorMessage: 'Invalid value(s) for key(s): [itunesId]' }),
+      };
     }
     const recorded = ids.length === 1 ? options.answers?.get(`lookup:${ids[0]}`) : undefined;
     if (recorded !== undefined) return { status: 200, body: recorded };
-    const found = records.filter((r) => ids.includes(String(r.trackId)) || (bundleId !== null && r.bundleId === bundleId));
+    const found = records.filter(
+      (r) => ids.includes(String(r.trackId)) || (bundleId !== null && r.bundleId === bundleId),
+    );
     return { status: 200, body: envelope(found) };
   }
   return { status: 404, body: '' };
@@ -81,14 +86,19 @@ export async function startItunesServer(options: ItunesServerOptions = {}): Prom
     requests.push(url);
     const fault = state.fault;
     const send = () => {
-      if (fault.kind === 'down') return void res.writeHead(500, { 'content-type': 'text/html' }).end('<html>Internal Server Error</html>');
+      if (fault.kind === 'down')
+        return void res
+          .writeHead(500, { 'content-type': 'text/html' })
+          .end('<html>Internal Server Error</html>');
       if (fault.kind === 'throttle') {
         const headers: Record<string, string> = { 'content-type': 'text/html' };
         if (fault.retryAfterS !== undefined) headers['retry-after'] = String(fault.retryAfterS);
         return void res.writeHead(403, headers).end('<html>Forbidden</html>');
       }
       if (fault.kind === 'malformed') {
-        return void res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }).end('{"resultCount": 1, "results": [');
+        return void res
+          .writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' })
+          .end('{"resultCount": 1, "results": [');
       }
       const { status, body } = answer(options, url);
       res.writeHead(status, { 'content-type': 'text/javascript; charset=utf-8' }).end(body);
@@ -98,7 +108,9 @@ export async function startItunesServer(options: ItunesServerOptions = {}): Prom
     if (fault.kind === 'slow') setTimeout(send, fault.delayMs);
     else send();
   });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+  await new Promise<void>((resolve) =>
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve),
+  );
   const { port } = server.address() as AddressInfo;
   state.url = `http://127.0.0.1:${port}`;
   state.close = () =>

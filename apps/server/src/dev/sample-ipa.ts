@@ -40,7 +40,7 @@ export interface SampleIpaOptions {
 }
 
 const DEMO_NOTE =
-  'This is not the app it is named after. It is a sample app relabelled by Sideport\'s demo agent\n' +
+  "This is not the app it is named after. It is a sample app relabelled by Sideport's demo agent\n" +
   'so that the request -> queue -> Done -> download loop can be tried without a device.\n';
 
 /**
@@ -59,7 +59,9 @@ export async function makeSampleIpa(options: SampleIpaOptions): Promise<void> {
       CFBundleShortVersionString: options.version,
       CFBundleVersion: options.version,
       ...(options.displayName || options.demo
-        ? { CFBundleDisplayName: `${options.demo ? 'DEMO ' : ''}${options.displayName ?? String(info.CFBundleName ?? 'App')}` }
+        ? {
+            CFBundleDisplayName: `${options.demo ? 'DEMO ' : ''}${options.displayName ?? String(info.CFBundleName ?? 'App')}`,
+          }
         : {}),
     };
     const zip = new yazl.ZipFile();
@@ -71,7 +73,8 @@ export async function makeSampleIpa(options: SampleIpaOptions): Promise<void> {
       }
       let data = await archive.readEntry(entry);
       if (entry.name === `${bundle.dir}/Info.plist`) data = buildBinaryPlist(relabelled);
-      if (entry.name === `${bundle.dir}/${executable}` && options.cryptid !== undefined) data = withCryptid(data, options.cryptid);
+      if (entry.name === `${bundle.dir}/${executable}` && options.cryptid !== undefined)
+        data = withCryptid(data, options.cryptid);
       zip.addBuffer(data, entry.name, entry.unixMode === undefined ? {} : { mode: entry.unixMode });
     }
     if (options.demo) zip.addBuffer(Buffer.from(DEMO_NOTE), `${bundle.dir}/DEMO.txt`);
@@ -99,13 +102,15 @@ export async function makeSampleIpa(options: SampleIpaOptions): Promise<void> {
 
 function* randomChunks(total: number) {
   const chunk = randomBytes(4 * 1024 * 1024);
-  for (let left = total; left > 0; left -= chunk.length) yield left >= chunk.length ? chunk : chunk.subarray(0, left);
+  for (let left = total; left > 0; left -= chunk.length)
+    yield left >= chunk.length ? chunk : chunk.subarray(0, left);
 }
 
 /** A copy of a thin Mach-O whose LC_ENCRYPTION_INFO(_64) says `cryptid` (cryptid is at +16 in the command). */
 function withCryptid(macho: Buffer, cryptid: number): Buffer {
   const [slice] = parseMachO(macho, 'executable').slices;
-  if (!slice || slice.encryptionCommandOffset === undefined) throw new Error('The sample executable has no encryption command.');
+  if (!slice || slice.encryptionCommandOffset === undefined)
+    throw new Error('The sample executable has no encryption command.');
   const copy = Buffer.from(macho);
   copy.writeUInt32LE(cryptid, slice.offset + slice.encryptionCommandOffset + 16);
   return copy;

@@ -9,8 +9,7 @@ declare module 'fastify' {
   }
 }
 
-export const bodyIdleTimeout = () =>
-  fail('BODY_IDLE_TIMEOUT');
+export const bodyIdleTimeout = () => fail('BODY_IDLE_TIMEOUT');
 
 /** A request that announces a body (a length above 0, or chunks): GET and HEAD bodies are never read. */
 function announcesBody(request: FastifyRequest): boolean {

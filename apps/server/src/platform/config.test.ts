@@ -23,7 +23,12 @@ function message(load: () => unknown): string {
 describe('loadConfig', () => {
   it('gives working defaults for an empty environment', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ PORT: 8080, HOST: '0.0.0.0', DATA_DIR: path.resolve('data'), FREE_DAILY_LIMIT: 3 });
+    expect(config).toMatchObject({
+      PORT: 8080,
+      HOST: '0.0.0.0',
+      DATA_DIR: path.resolve('data'),
+      FREE_DAILY_LIMIT: 3,
+    });
     expect(config.DATABASE_URL).toBeUndefined();
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -35,8 +40,12 @@ describe('loadConfig', () => {
   });
 
   it('refuses an admin id without a password, and a short admin password', () => {
-    expect(() => loadConfig({ ADMIN_ID: 'root' })).toThrow(/ADMIN_PASSWORD: ADMIN_ID and ADMIN_PASSWORD must be set together/);
-    expect(() => loadConfig({ ADMIN_ID: 'root', ADMIN_PASSWORD: 'short' })).toThrow(/ADMIN_PASSWORD: must be at least 8/);
+    expect(() => loadConfig({ ADMIN_ID: 'root' })).toThrow(
+      /ADMIN_PASSWORD: ADMIN_ID and ADMIN_PASSWORD must be set together/,
+    );
+    expect(() => loadConfig({ ADMIN_ID: 'root', ADMIN_PASSWORD: 'short' })).toThrow(
+      /ADMIN_PASSWORD: must be at least 8/,
+    );
   });
 
   it('lists the ADMIN_ID and ADMIN_PASSWORD problems with every other problem, in one message', () => {
@@ -59,14 +68,19 @@ describe('loadConfig', () => {
   });
 
   it('holds ADMIN_ID to the sign-up rules and refuses the id as its password', () => {
-    const admin = (id: string, password = 'a long password') => message(() => loadConfig({ ADMIN_ID: id, ADMIN_PASSWORD: password }));
+    const admin = (id: string, password = 'a long password') =>
+      message(() => loadConfig({ ADMIN_ID: id, ADMIN_PASSWORD: password }));
     for (const id of ['ab', 'has space', 'x'.repeat(33), 'semi;colon']) {
-      expect(admin(id)).toBe('Invalid configuration:\n  ADMIN_ID: must be 4 to 32 letters, digits and . _ @ - (an id the sign-up form takes)');
+      expect(admin(id)).toBe(
+        'Invalid configuration:\n  ADMIN_ID: must be 4 to 32 letters, digits and . _ @ - (an id the sign-up form takes)',
+      );
     }
     expect(admin('Constructor')).toBe(
       "Invalid configuration:\n  ADMIN_ID: Constructor is reserved (it names JavaScript's object machinery); choose another id",
     );
-    expect(admin('operator', 'Operator')).toBe('Invalid configuration:\n  ADMIN_PASSWORD: must not be the admin id');
+    expect(admin('operator', 'Operator')).toBe(
+      'Invalid configuration:\n  ADMIN_PASSWORD: must not be the admin id',
+    );
     expect(loadConfig({ ADMIN_ID: 'op.admin@site', ADMIN_PASSWORD: 'operator password' })).toMatchObject({
       ADMIN_ID: 'op.admin@site',
       ADMIN_PASSWORD: 'operator password',
@@ -82,7 +96,10 @@ describe('loadConfig', () => {
       expect(config.DATA_DIR).toBe(path.join(folder, 'var/sideport'));
       expect(config.WEB_DIST_DIR).toBe(path.join(folder, 'web'));
       // The defaults: ./data here, and the web app built in this repository wherever the process runs.
-      expect(loadConfig({})).toMatchObject({ DATA_DIR: path.join(folder, 'data'), WEB_DIST_DIR: path.join(repositoryRoot, 'apps/web/dist') });
+      expect(loadConfig({})).toMatchObject({
+        DATA_DIR: path.join(folder, 'data'),
+        WEB_DIST_DIR: path.join(repositoryRoot, 'apps/web/dist'),
+      });
       expect(loadConfig({ DATA_DIR: '/srv/sideport' }).DATA_DIR).toBe('/srv/sideport');
       process.chdir(path.join(repositoryRoot, 'apps/server'));
       expect(loadConfig({}).DATA_DIR).toBe(path.join(repositoryRoot, 'apps/server/data'));
@@ -93,10 +110,17 @@ describe('loadConfig', () => {
   });
 
   it('requires SECRET_KEY in production, naming it beside every other problem', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true' })).toThrow(/SECRET_KEY: must be set in production/);
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SECRET_KEY: must be set[\s\S]*STRIPE_SECRET_KEY: must be set/);
+    expect(() => loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true' })).toThrow(
+      /SECRET_KEY: must be set in production/,
+    );
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
+      /SECRET_KEY: must be set[\s\S]*STRIPE_SECRET_KEY: must be set/,
+    );
     expect(() => loadConfig({ SECRET_KEY: 'short' })).toThrow(/SECRET_KEY: must be at least 32 characters/);
-    expect(loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true', SECRET_KEY: 'k'.repeat(32) }).SECRET_KEY).toBe('k'.repeat(32));
+    expect(
+      loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true', SECRET_KEY: 'k'.repeat(32) })
+        .SECRET_KEY,
+    ).toBe('k'.repeat(32));
   });
 
   it('treats empty strings as unset', () => {
@@ -107,8 +131,14 @@ describe('loadConfig', () => {
 describe('loadConfig: the sign service', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'sideport-config-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const ascKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const asc = { ASC_KEY_ID: 'KEY1234567', ASC_ISSUER_ID: '69a6de70-0000-47e3-e053-5b8c7c11a4d1', ASC_PRIVATE_KEY: ascKey };
+  const ascKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
+  const asc = {
+    ASC_KEY_ID: 'KEY1234567',
+    ASC_ISSUER_ID: '69a6de70-0000-47e3-e053-5b8c7c11a4d1',
+    ASC_PRIVATE_KEY: ascKey,
+  };
   const identity = issue('Operator');
   const p12 = path.join(dir, 'identity.p12');
   writeFileSync(p12, p12Of(identity, 'right-pass'));
@@ -125,7 +155,9 @@ describe('loadConfig: the sign service', () => {
   });
 
   it('refuses a key that is not an App Store Connect one, without showing it', () => {
-    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     let message = '';
     try {
       loadConfig({ ...asc, ASC_PRIVATE_KEY: rsa, ASC_ISSUER_ID: 'not-a-uuid' });
@@ -141,7 +173,12 @@ describe('loadConfig: the sign service', () => {
     expect(loadConfig({ ...asc, SIGN_P12: p12, SIGN_P12_PASSWORD: 'right-pass' }).SIGN_P12).toBe(p12);
     let message = '';
     try {
-      loadConfig({ ...asc, SIGN_P12: p12, SIGN_P12_PASSWORD: 'wrong-pass', PROFILE_SIGNING_P12: path.join(dir, 'missing.p12') });
+      loadConfig({
+        ...asc,
+        SIGN_P12: p12,
+        SIGN_P12_PASSWORD: 'wrong-pass',
+        PROFILE_SIGNING_P12: path.join(dir, 'missing.p12'),
+      });
     } catch (err) {
       message = (err as Error).message;
     }
@@ -153,19 +190,37 @@ describe('loadConfig: the sign service', () => {
   it('reads more developer accounts from ASC_ACCOUNTS_FILE, their key files beside it', () => {
     const keys = path.join(dir, 'keys');
     mkdirSync(keys, { recursive: true });
-    const second = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const second = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     writeFileSync(path.join(keys, 'AuthKey_SECOND0001.p8'), second);
     const file = path.join(keys, 'accounts.json');
     writeFileSync(
       file,
       JSON.stringify([
-        { keyId: 'SECOND0001', issuerId: '69a6de70-0002-47e3-e053-5b8c7c11a4d1', privateKeyFile: 'AuthKey_SECOND0001.p8', name: 'Team two', membershipRenewsAt: '2026-09-01' },
-        { keyId: 'THIRD00001', issuerId: '69a6de70-0003-47e3-e053-5b8c7c11a4d1', privateKey: second.replace(/\n/g, '\\n') },
+        {
+          keyId: 'SECOND0001',
+          issuerId: '69a6de70-0002-47e3-e053-5b8c7c11a4d1',
+          privateKeyFile: 'AuthKey_SECOND0001.p8',
+          name: 'Team two',
+          membershipRenewsAt: '2026-09-01',
+        },
+        {
+          keyId: 'THIRD00001',
+          issuerId: '69a6de70-0003-47e3-e053-5b8c7c11a4d1',
+          privateKey: second.replace(/\n/g, '\\n'),
+        },
       ]),
     );
     const config = loadConfig({ ...asc, ASC_ACCOUNTS_FILE: file });
     expect(config.ASC_ACCOUNTS).toEqual([
-      { keyId: 'SECOND0001', issuerId: '69a6de70-0002-47e3-e053-5b8c7c11a4d1', privateKeyPem: second.trim(), name: 'Team two', membershipRenewsAt: new Date('2026-09-01T00:00:00Z') },
+      {
+        keyId: 'SECOND0001',
+        issuerId: '69a6de70-0002-47e3-e053-5b8c7c11a4d1',
+        privateKeyPem: second.trim(),
+        name: 'Team two',
+        membershipRenewsAt: new Date('2026-09-01T00:00:00Z'),
+      },
       { keyId: 'THIRD00001', issuerId: '69a6de70-0003-47e3-e053-5b8c7c11a4d1', privateKeyPem: second.trim() },
     ]);
     expect(loadConfig(asc).ASC_ACCOUNTS).toEqual([]);
@@ -174,16 +229,24 @@ describe('loadConfig: the sign service', () => {
 
   it('names each account of ASC_ACCOUNTS_FILE that is wrong, and never shows a key', () => {
     const file = path.join(dir, 'bad-accounts.json');
-    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     writeFileSync(
       file,
       JSON.stringify([
         { keyId: 'SECOND0001', issuerId: asc.ASC_ISSUER_ID.toUpperCase(), privateKey: rsa },
-        { keyId: 'THIRD00001', issuerId: '69a6de70-0003-47e3-e053-5b8c7c11a4d1', privateKeyFile: 'missing.p8' },
+        {
+          keyId: 'THIRD00001',
+          issuerId: '69a6de70-0003-47e3-e053-5b8c7c11a4d1',
+          privateKeyFile: 'missing.p8',
+        },
         { keyId: 'x', issuerId: '69a6de70-0004-47e3-e053-5b8c7c11a4d1', privateKey: ascKey, colour: 'red' },
       ]),
     );
-    const problems = message(() => loadConfig({ ...asc, ASC_ACCOUNTS_FILE: file, ASC_DEVICES_PER_FAMILY: '101' }));
+    const problems = message(() =>
+      loadConfig({ ...asc, ASC_ACCOUNTS_FILE: file, ASC_DEVICES_PER_FAMILY: '101' }),
+    );
     expect(problems).toMatch(/ASC_DEVICES_PER_FAMILY: must be at most 100 \(Apple's limit per family\)/);
     expect(problems).not.toMatch(/ASC_ACCOUNTS_FILE/);
     const listed = message(() => loadConfig({ ...asc, ASC_ACCOUNTS_FILE: file }));
@@ -196,7 +259,9 @@ describe('loadConfig: the sign service', () => {
     ]);
     expect(listed).not.toContain(rsa.split('\n')[1]);
     writeFileSync(file, '{"keyId": "SECOND0001"}');
-    expect(message(() => loadConfig({ ...asc, ASC_ACCOUNTS_FILE: file }))).toContain(`ASC_ACCOUNTS_FILE: ${file} must hold a JSON list of accounts`);
+    expect(message(() => loadConfig({ ...asc, ASC_ACCOUNTS_FILE: file }))).toContain(
+      `ASC_ACCOUNTS_FILE: ${file} must hold a JSON list of accounts`,
+    );
     expect(message(() => loadConfig({ ASC_ACCOUNTS_FILE: file }))).toContain(
       'ASC_ACCOUNTS_FILE: adds accounts to the one of ASC_KEY_ID: set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY too',
     );
@@ -212,7 +277,8 @@ describe('loadConfig: the sign service', () => {
     const started = process.cwd();
     const folder = realpathSync(mkdtempSync(path.join(dir, 'operator-')));
     mkdirSync(path.join(folder, 'dylibs'));
-    for (const file of ['dylibs/iap.dylib', 'dylibs/igg.dylib', 'Feather.ipa']) writeFileSync(path.join(folder, file), 'x');
+    for (const file of ['dylibs/iap.dylib', 'dylibs/igg.dylib', 'Feather.ipa'])
+      writeFileSync(path.join(folder, file), 'x');
     writeFileSync(path.join(folder, 'identity.p12'), p12Of(identity, 'right-pass'));
     writeFileSync(path.join(folder, 'device-ca.pem'), identity.pem);
     const relative = {
@@ -257,53 +323,69 @@ describe('loadConfig: the sign service', () => {
     const file = path.join(dir, 'device-ca.pem');
     writeFileSync(file, identity.pem);
     expect(loadConfig({ DEVICE_CA_PEM: file }).DEVICE_CA_PEM).toBe(identity.pem);
-    expect(loadConfig({ DEVICE_CA_PEM: identity.pem.replace(/\n/g, '\\n') }).DEVICE_CA_PEM).toBe(identity.pem);
-    expect(() => loadConfig({ DEVICE_CA_PEM: 'no such file' })).toThrow(/DEVICE_CA_PEM: must be PEM certificates/);
-    expect(() => loadConfig({ DEVICE_CA_PEM: '-----BEGIN CERTIFICATE-----\\nAAAA\\n-----END CERTIFICATE-----' })).toThrow(
+    expect(loadConfig({ DEVICE_CA_PEM: identity.pem.replace(/\n/g, '\\n') }).DEVICE_CA_PEM).toBe(
+      identity.pem,
+    );
+    expect(() => loadConfig({ DEVICE_CA_PEM: 'no such file' })).toThrow(
       /DEVICE_CA_PEM: must be PEM certificates/,
     );
+    expect(() =>
+      loadConfig({ DEVICE_CA_PEM: '-----BEGIN CERTIFICATE-----\\nAAAA\\n-----END CERTIFICATE-----' }),
+    ).toThrow(/DEVICE_CA_PEM: must be PEM certificates/);
   });
 });
 
 describe('npm start and npx sideport run in one folder', () => {
-  it('meet the same ./data there: npm start works in the folder npm was run from', { timeout: 180_000 }, async () => {
-    const folder = realpathSync(mkdtempSync(path.join(tmpdir(), 'sideport-operator-')));
-    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? folder, ADMIN_PW: 'operator password' };
-    let server: ChildProcess | undefined;
-    let serverPid: number | undefined;
-    try {
-      // `npx sideport` runs the operator CLI where the operator is; DATA_DIR is unset, so ./data.
-      const made = spawnSync(process.execPath, [cliJs, 'user:create', 'operator', '--password-env', 'ADMIN_PW', '--grade', '1'], {
-        cwd: folder,
-        env,
-        encoding: 'utf8',
-      });
-      expect(made.stdout).toContain('User operator is ready with grade 1 (admin).');
+  it(
+    'meet the same ./data there: npm start works in the folder npm was run from',
+    { timeout: 180_000 },
+    async () => {
+      const folder = realpathSync(mkdtempSync(path.join(tmpdir(), 'sideport-operator-')));
+      const env = {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? folder,
+        ADMIN_PW: 'operator password',
+      };
+      let server: ChildProcess | undefined;
+      let serverPid: number | undefined;
+      try {
+        // `npx sideport` runs the operator CLI where the operator is; DATA_DIR is unset, so ./data.
+        const made = spawnSync(
+          process.execPath,
+          [cliJs, 'user:create', 'operator', '--password-env', 'ADMIN_PW', '--grade', '1'],
+          {
+            cwd: folder,
+            env,
+            encoding: 'utf8',
+          },
+        );
+        expect(made.stdout).toContain('User operator is ready with grade 1 (admin).');
 
-      // `npm start` of this repository, run in the same folder (npm runs the script elsewhere).
-      server = spawn('npm', ['--prefix', repositoryRoot, 'start'], {
-        cwd: folder,
-        env: { ...env, HOST: '127.0.0.1', PORT: '0', npm_config_update_notifier: 'false' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-        // Its own process group: npm, its shell and the server stop together.
-        detached: true,
-      });
-      const started = await listening(server);
-      serverPid = started.serverPid;
-      const output = started.output;
-      expect(output).toContain(`database: PGlite ${path.join(folder, 'data', 'db')}`);
-      const url = /Sideport listening on (http:\/\/[\d.:]+)/.exec(output)![1]!;
-      const signIn = await fetch(`${url}/api/sign-in`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' },
-        body: JSON.stringify({ id: 'operator', pw: md5('operator password') }),
-      });
-      expect(await signIn.json()).toEqual({ grade: 1 });
-    } finally {
-      if (server?.pid !== undefined) await stopGroup(server, serverPid);
-      rmSync(folder, { recursive: true, force: true });
-    }
-  });
+        // `npm start` of this repository, run in the same folder (npm runs the script elsewhere).
+        server = spawn('npm', ['--prefix', repositoryRoot, 'start'], {
+          cwd: folder,
+          env: { ...env, HOST: '127.0.0.1', PORT: '0', npm_config_update_notifier: 'false' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+          // Its own process group: npm, its shell and the server stop together.
+          detached: true,
+        });
+        const started = await listening(server);
+        serverPid = started.serverPid;
+        const output = started.output;
+        expect(output).toContain(`database: PGlite ${path.join(folder, 'data', 'db')}`);
+        const url = /Sideport listening on (http:\/\/[\d.:]+)/.exec(output)![1]!;
+        const signIn = await fetch(`${url}/api/sign-in`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' },
+          body: JSON.stringify({ id: 'operator', pw: md5('operator password') }),
+        });
+        expect(await signIn.json()).toEqual({ grade: 1 });
+      } finally {
+        if (server?.pid !== undefined) await stopGroup(server, serverPid);
+        rmSync(folder, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 /** The output up to the server's line that it listens, and the server's own process id from it. */
@@ -332,5 +414,6 @@ async function stopGroup(child: ChildProcess, serverPid: number | undefined): Pr
       return false;
     }
   };
-  for (let i = 0; i < 600 && serverPid !== undefined && isRunning(serverPid); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 600 && serverPid !== undefined && isRunning(serverPid); i++)
+    await new Promise((r) => setTimeout(r, 100));
 }

@@ -1,7 +1,13 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { ID_MAX_LENGTH, ID_MIN_LENGTH, ID_PATTERN, isReservedId, PASSWORD_MIN_LENGTH } from '@sideport/contracts';
+import {
+  ID_MAX_LENGTH,
+  ID_MIN_LENGTH,
+  ID_PATTERN,
+  isReservedId,
+  PASSWORD_MIN_LENGTH,
+} from '@sideport/contracts';
 import { isIpaError, loadIdentity } from '@sideport/ipa';
 import { z } from 'zod';
 import { parseStorageUrl } from './storage.js';
@@ -11,7 +17,11 @@ const bool = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 const optionalUrl = z.url({ error: 'must be an absolute URL' }).optional();
 const positiveInt = (fallback: number) =>
-  z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be above 0').default(fallback);
+  z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .positive('must be above 0')
+    .default(fallback);
 
 /**
  * A setting that is a path may be relative: it is taken from the working directory, as every tool
@@ -22,13 +32,23 @@ const fromWorkingDirectory = (p: string) => path.resolve(p);
 /** Comma-separated file paths (empty items ignored); checked to exist once resolved. */
 const pathList = z
   .string()
-  .transform((v) => v.split(',').map((p) => p.trim()).filter((p) => p.length > 0))
+  .transform((v) =>
+    v
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p.length > 0),
+  )
   .optional();
 
 /** Every variable Sideport reads. README's configuration reference lists the same names. */
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
-  PORT: z.coerce.number({ error: 'must be a number' }).int().min(0).max(65535, 'must be a port number').default(8080),
+  PORT: z.coerce
+    .number({ error: 'must be a number' })
+    .int()
+    .min(0)
+    .max(65535, 'must be a port number')
+    .default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
   /** Public origin of the site (https://sideport.example). Used for cross-site checks and absolute links. */
   PUBLIC_URL: optionalUrl,
@@ -46,7 +66,11 @@ const schema = z.object({
   ADMIN_PASSWORD: z.string().optional(),
   SESSION_TTL_DAYS: positiveInt(30),
   /** How long one process trusts a session lookup (sign-out on that process is immediate). */
-  SESSION_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int().min(0, 'must be 0 or more').default(2000),
+  SESSION_CACHE_MS: z.coerce
+    .number({ error: 'must be a number' })
+    .int()
+    .min(0, 'must be 0 or more')
+    .default(2000),
   FREE_DAILY_LIMIT: positiveInt(3),
   BODY_LIMIT_BYTES: positiveInt(64 * 1024),
   /** A request body from which no byte arrives for this long is answered 408 (docs/security.md, Limits). */
@@ -62,7 +86,11 @@ const schema = z.object({
   ITUNES_SEARCH_LIMIT: positiveInt(50).pipe(z.number().max(200, 'must be at most 200 (the store caps it)')),
   CATALOG_CACHE_MINUTES: positiveInt(60),
   /** How long one process reuses a list page or search answer; bounds how stale a list can be. */
-  LIST_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int().min(0, 'must be 0 or more').default(1000),
+  LIST_CACHE_MS: z.coerce
+    .number({ error: 'must be a number' })
+    .int()
+    .min(0, 'must be 0 or more')
+    .default(1000),
   // Billing: Stripe when STRIPE_SECRET_KEY is set (then the webhook secret and every price id are
   // required); otherwise the dev provider, a local test-mode checkout, refused in production
   // unless BILLING_DEV_ALLOWED=true.
@@ -113,17 +141,26 @@ const schema = z.object({
   // All three or none; none means the dev identity (docs/architecture.md, Topology).
   ASC_KEY_ID: z
     .string()
-    .regex(/^[A-Za-z0-9]{6,20}$/, 'must be the key id shown beside the key in App Store Connect (letters and digits)')
+    .regex(
+      /^[A-Za-z0-9]{6,20}$/,
+      'must be the key id shown beside the key in App Store Connect (letters and digits)',
+    )
     .optional(),
   ASC_ISSUER_ID: z
     .string()
-    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be the issuer id (a UUID) shown above the keys in App Store Connect')
+    .regex(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
+      'must be the issuer id (a UUID) shown above the keys in App Store Connect',
+    )
     .optional(),
   /** The AuthKey_<id>.p8 text; literal \n for line breaks is accepted (one-line environment files). */
   ASC_PRIVATE_KEY: z
     .string()
     .transform((pem) => pem.replace(/\\n/g, '\n').trim())
-    .refine(isAscPrivateKey, 'must be the text of the AuthKey_<key id>.p8 file (a PEM PRIVATE KEY on the P-256 curve; \\n for line breaks is accepted)')
+    .refine(
+      isAscPrivateKey,
+      'must be the text of the AuthKey_<key id>.p8 file (a PEM PRIVATE KEY on the P-256 curve; \\n for line breaks is accepted)',
+    )
     .optional(),
   /**
    * More developer accounts for the pool (docs/sign-service.md, A pool of developer accounts): a
@@ -131,7 +168,9 @@ const schema = z.object({
    */
   ASC_ACCOUNTS_FILE: z.string().optional(),
   /** Slots of each device family the pool fills on an account per membership year: Apple's 100, or fewer to keep some free. */
-  ASC_DEVICES_PER_FAMILY: positiveInt(100).pipe(z.number().max(100, "must be at most 100 (Apple's limit per family)")),
+  ASC_DEVICES_PER_FAMILY: positiveInt(100).pipe(
+    z.number().max(100, "must be at most 100 (Apple's limit per family)"),
+  ),
   /** A server speaking App Store Connect's API; Apple's when unset. */
   ASC_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
   /** The operator's distribution identity (.p12 file); made through the API when unset. */
@@ -146,18 +185,43 @@ const schema = z.object({
    * How often this process looks for paid devices to register (and at once when any process tells
    * of a payment); 0: this process registers none, another must.
    */
-  REGISTRATION_INTERVAL_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0, 'must be 0 or more').max(3600, 'must be at most 3600').default(10),
+  REGISTRATION_INTERVAL_SECONDS: z.coerce
+    .number({ error: 'must be a number' })
+    .int()
+    .min(0, 'must be 0 or more')
+    .max(3600, 'must be at most 3600')
+    .default(10),
   // Install preflight and recovery (docs/sign-service.md).
   /** Asked about every signing certificate instead of the responder it names (tests, air-gapped operators). */
   OCSP_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
   /** How long an OCSP answer is used at most (less when its nextUpdate is sooner); 0: ask at every check. */
-  OCSP_CACHE_MINUTES: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(1440, 'must be at most 1440').default(60),
+  OCSP_CACHE_MINUTES: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(1440, 'must be at most 1440')
+    .default(60),
   /** A certificate or profile that expires within this many days is renewed, and what it signed signed again. */
-  RENEW_BEFORE_DAYS: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(180, 'must be at most 180').default(14),
+  RENEW_BEFORE_DAYS: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(180, 'must be at most 180')
+    .default(14),
   /** How often this process checks the signing certificate and profiles for recovery (and once at start); 0: never (another process must). */
-  RECOVERY_CHECK_MINUTES: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(1440, 'must be at most 1440').default(5),
+  RECOVERY_CHECK_MINUTES: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(1440, 'must be at most 1440')
+    .default(5),
   /** Sign workers in each API process (0: none; `sideport worker` processes sign instead). */
-  SIGN_WORKERS: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(64, 'must be at most 64').default(1),
+  SIGN_WORKERS: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(64, 'must be at most 64')
+    .default(1),
   /** A sign worker that does not renew its lease within this many seconds loses the job to another. */
   SIGN_LEASE_SECONDS: positiveInt(60),
   /** Failed attempts of a sign before it is given up with the last reason. */
@@ -174,15 +238,30 @@ const schema = z.object({
    * How often this process removes stored files no row names and stale temporary files (and once
    * at start); 0: never (another process must). Only files older than ORPHAN_MIN_AGE_MINUTES go.
    */
-  ORPHAN_SWEEP_MINUTES: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(1440, 'must be at most 1440').default(60),
+  ORPHAN_SWEEP_MINUTES: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(1440, 'must be at most 1440')
+    .default(60),
   /** Longer than any upload, stored file's commit or sign step takes: younger files are work under way. */
   ORPHAN_MIN_AGE_MINUTES: positiveInt(60),
-  VERSIONS_WAIT_SECONDS: z.coerce.number({ error: 'must be a number' }).int().min(0).max(120, 'must be at most 120').default(20),
+  VERSIONS_WAIT_SECONDS: z.coerce
+    .number({ error: 'must be a number' })
+    .int()
+    .min(0)
+    .max(120, 'must be at most 120')
+    .default(20),
   // Operations.
   /** Bearer token that GET /metrics requires of every caller; unset, only this machine (loopback) may read it. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Port of `sideport worker`'s own GET /metrics (0: any free one, named in its start-up line); unset, the worker serves none. */
-  METRICS_PORT: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be a port number').max(65535, 'must be a port number').optional(),
+  METRICS_PORT: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be a port number')
+    .max(65535, 'must be a port number')
+    .optional(),
 });
 
 const STRIPE_REQUIRED = [
@@ -199,10 +278,14 @@ const STRIPE_REQUIRED = [
 function billingProblems(c: z.infer<typeof schema>): string[] {
   if (c.STRIPE_SECRET_KEY === undefined) {
     return c.NODE_ENV === 'production' && !c.BILLING_DEV_ALLOWED
-      ? ['  STRIPE_SECRET_KEY: must be set in production (or set BILLING_DEV_ALLOWED=true for the test-mode checkout)']
+      ? [
+          '  STRIPE_SECRET_KEY: must be set in production (or set BILLING_DEV_ALLOWED=true for the test-mode checkout)',
+        ]
       : [];
   }
-  return STRIPE_REQUIRED.filter((name) => c[name] === undefined).map((name) => `  ${name}: required when STRIPE_SECRET_KEY is set`);
+  return STRIPE_REQUIRED.filter((name) => c[name] === undefined).map(
+    (name) => `  ${name}: required when STRIPE_SECRET_KEY is set`,
+  );
 }
 
 /**
@@ -214,13 +297,19 @@ function adminProblems(env: Record<string, string | undefined>): string[] {
   const { ADMIN_ID: id, ADMIN_PASSWORD: password } = env;
   if (id === undefined && password === undefined) return [];
   if (id === undefined || password === undefined) {
-    return [`  ${id === undefined ? 'ADMIN_ID' : 'ADMIN_PASSWORD'}: ADMIN_ID and ADMIN_PASSWORD must be set together`];
+    return [
+      `  ${id === undefined ? 'ADMIN_ID' : 'ADMIN_PASSWORD'}: ADMIN_ID and ADMIN_PASSWORD must be set together`,
+    ];
   }
   const problems: string[] = [];
   if (id.length < ID_MIN_LENGTH || id.length > ID_MAX_LENGTH || !ID_PATTERN.test(id)) {
-    problems.push(`  ADMIN_ID: must be ${ID_MIN_LENGTH} to ${ID_MAX_LENGTH} letters, digits and . _ @ - (an id the sign-up form takes)`);
+    problems.push(
+      `  ADMIN_ID: must be ${ID_MIN_LENGTH} to ${ID_MAX_LENGTH} letters, digits and . _ @ - (an id the sign-up form takes)`,
+    );
   } else if (isReservedId(id)) {
-    problems.push(`  ADMIN_ID: ${id} is reserved (it names JavaScript's object machinery); choose another id`);
+    problems.push(
+      `  ADMIN_ID: ${id} is reserved (it names JavaScript's object machinery); choose another id`,
+    );
   }
   if (password.length < PASSWORD_MIN_LENGTH) {
     problems.push(`  ADMIN_PASSWORD: must be at least ${PASSWORD_MIN_LENGTH} characters`);
@@ -252,14 +341,29 @@ export interface AscAccountSetting {
 
 const ascAccountEntry = z.strictObject(
   {
-    keyId: z.string({ error: 'keyId is the key id shown beside the key in App Store Connect' }).regex(/^[A-Za-z0-9]{6,20}$/, 'keyId must be the key id shown beside the key in App Store Connect (letters and digits)'),
-    issuerId: z.string({ error: 'issuerId is the issuer id shown above the keys' }).regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'issuerId must be the issuer id (a UUID) shown above the keys in App Store Connect'),
+    keyId: z
+      .string({ error: 'keyId is the key id shown beside the key in App Store Connect' })
+      .regex(
+        /^[A-Za-z0-9]{6,20}$/,
+        'keyId must be the key id shown beside the key in App Store Connect (letters and digits)',
+      ),
+    issuerId: z
+      .string({ error: 'issuerId is the issuer id shown above the keys' })
+      .regex(
+        /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
+        'issuerId must be the issuer id (a UUID) shown above the keys in App Store Connect',
+      ),
     privateKey: z.string({ error: 'privateKey is the text of the AuthKey .p8 file' }).optional(),
     privateKeyFile: z.string({ error: 'privateKeyFile is the path of the AuthKey .p8 file' }).optional(),
     name: z.string({ error: 'name is text' }).max(64, 'name is at most 64 characters').optional(),
     membershipRenewsAt: z.iso.date({ error: 'membershipRenewsAt must be a date, YYYY-MM-DD' }).optional(),
   },
-  { error: (issue) => (issue.code === 'unrecognized_keys' ? `unknown field ${issue.keys.join(', ')} (keyId, issuerId, privateKey or privateKeyFile, name, membershipRenewsAt)` : 'must be an object with keyId, issuerId and privateKey or privateKeyFile') },
+  {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unknown field ${issue.keys.join(', ')} (keyId, issuerId, privateKey or privateKeyFile, name, membershipRenewsAt)`
+        : 'must be an object with keyId, issuerId and privateKey or privateKeyFile',
+  },
 );
 
 /**
@@ -267,16 +371,23 @@ const ascAccountEntry = z.strictObject(
  * membershipRenewsAt?}`; a privateKeyFile is taken from the list's own folder. One line per
  * problem, naming the account by its place in the list; a key is never shown.
  */
-function readAscAccounts(file: string, first: { keyId?: string | undefined; issuerId?: string | undefined }): { accounts: AscAccountSetting[]; problems: string[] } {
+function readAscAccounts(
+  file: string,
+  first: { keyId?: string | undefined; issuerId?: string | undefined },
+): { accounts: AscAccountSetting[]; problems: string[] } {
   const where = (n: number) => `  ASC_ACCOUNTS_FILE: account ${n} of ${file}`;
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return { accounts: [], problems: [`  ASC_ACCOUNTS_FILE: ${code ? `cannot read ${file} (${code})` : `${file} is not JSON`}`] };
+    return {
+      accounts: [],
+      problems: [`  ASC_ACCOUNTS_FILE: ${code ? `cannot read ${file} (${code})` : `${file} is not JSON`}`],
+    };
   }
-  if (!Array.isArray(raw)) return { accounts: [], problems: [`  ASC_ACCOUNTS_FILE: ${file} must hold a JSON list of accounts`] };
+  if (!Array.isArray(raw))
+    return { accounts: [], problems: [`  ASC_ACCOUNTS_FILE: ${file} must hold a JSON list of accounts`] };
   const accounts: AscAccountSetting[] = [];
   const problems: string[] = [];
   const keyIds = new Set([first.keyId]);
@@ -295,7 +406,9 @@ function readAscAccounts(file: string, first: { keyId?: string | undefined; issu
       try {
         pem = readFileSync(keyFile, 'utf8');
       } catch (err) {
-        problems.push(`${where(n)}: cannot read privateKeyFile ${keyFile} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+        problems.push(
+          `${where(n)}: cannot read privateKeyFile ${keyFile} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`,
+        );
         return;
       }
     }
@@ -304,10 +417,16 @@ function readAscAccounts(file: string, first: { keyId?: string | undefined; issu
       problems.push(`${where(n)}: give privateKey (the .p8 text) or privateKeyFile (its path), one of them`);
       return;
     }
-    if (!isAscPrivateKey(pem)) problems.push(`${where(n)}: the private key must be an AuthKey .p8 file (a PEM PRIVATE KEY on the P-256 curve)`);
-    if (keyIds.has(entry.keyId)) problems.push(`${where(n)}: key ${entry.keyId} is listed twice (ASC_KEY_ID included)`);
+    if (!isAscPrivateKey(pem))
+      problems.push(
+        `${where(n)}: the private key must be an AuthKey .p8 file (a PEM PRIVATE KEY on the P-256 curve)`,
+      );
+    if (keyIds.has(entry.keyId))
+      problems.push(`${where(n)}: key ${entry.keyId} is listed twice (ASC_KEY_ID included)`);
     if (issuers.has(entry.issuerId.toLowerCase())) {
-      problems.push(`${where(n)}: the team of issuer ${entry.issuerId} is listed twice (ASC_ISSUER_ID included): one key per team`);
+      problems.push(
+        `${where(n)}: the team of issuer ${entry.issuerId} is listed twice (ASC_ISSUER_ID included): one key per team`,
+      );
     }
     keyIds.add(entry.keyId);
     issuers.add(entry.issuerId.toLowerCase());
@@ -316,7 +435,9 @@ function readAscAccounts(file: string, first: { keyId?: string | undefined; issu
       issuerId: entry.issuerId,
       privateKeyPem: pem,
       ...(entry.name === undefined ? {} : { name: entry.name }),
-      ...(entry.membershipRenewsAt === undefined ? {} : { membershipRenewsAt: new Date(`${entry.membershipRenewsAt}T00:00:00Z`) }),
+      ...(entry.membershipRenewsAt === undefined
+        ? {}
+        : { membershipRenewsAt: new Date(`${entry.membershipRenewsAt}T00:00:00Z`) }),
     });
   });
   return { accounts, problems };
@@ -364,14 +485,21 @@ function signingProblems(c: z.infer<typeof schema>): string[] {
   const asc = [c.ASC_KEY_ID, c.ASC_ISSUER_ID, c.ASC_PRIVATE_KEY];
   if (asc.some((v) => v !== undefined) && asc.some((v) => v === undefined)) {
     for (const name of ['ASC_KEY_ID', 'ASC_ISSUER_ID', 'ASC_PRIVATE_KEY'] as const) {
-      if (c[name] === undefined) problems.push(`  ${name}: required with the other App Store Connect settings (ASC_KEY_ID, ASC_ISSUER_ID, ASC_PRIVATE_KEY)`);
+      if (c[name] === undefined)
+        problems.push(
+          `  ${name}: required with the other App Store Connect settings (ASC_KEY_ID, ASC_ISSUER_ID, ASC_PRIVATE_KEY)`,
+        );
     }
   }
   if (c.ASC_ACCOUNTS_FILE !== undefined && c.ASC_KEY_ID === undefined) {
-    problems.push('  ASC_ACCOUNTS_FILE: adds accounts to the one of ASC_KEY_ID: set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY too');
+    problems.push(
+      '  ASC_ACCOUNTS_FILE: adds accounts to the one of ASC_KEY_ID: set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY too',
+    );
   }
   if (c.SIGN_P12 !== undefined && c.ASC_KEY_ID === undefined) {
-    problems.push('  SIGN_P12: is used with an App Store Connect key: set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY too');
+    problems.push(
+      '  SIGN_P12: is used with an App Store Connect key: set ASC_KEY_ID, ASC_ISSUER_ID and ASC_PRIVATE_KEY too',
+    );
   }
   for (const [name, file, password] of [
     ['SIGN_P12', c.SIGN_P12, c.SIGN_P12_PASSWORD],
@@ -385,7 +513,9 @@ function signingProblems(c: z.infer<typeof schema>): string[] {
     if (problem) problems.push(problem);
   }
   if (c.DEVICE_CA_PEM !== undefined && readDeviceCa(c.DEVICE_CA_PEM) === undefined) {
-    problems.push('  DEVICE_CA_PEM: must be PEM certificates (Apple\'s device CA) or the path of a file holding them');
+    problems.push(
+      "  DEVICE_CA_PEM: must be PEM certificates (Apple's device CA) or the path of a file holding them",
+    );
   }
   return problems;
 }
@@ -427,9 +557,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     FEATHER_IPA: c.FEATHER_IPA === undefined ? undefined : fromWorkingDirectory(c.FEATHER_IPA),
   };
   const ascFile = c.ASC_ACCOUNTS_FILE === undefined ? undefined : fromWorkingDirectory(c.ASC_ACCOUNTS_FILE);
-  const ascAccounts = ascFile === undefined ? { accounts: [], problems: [] } : readAscAccounts(ascFile, { keyId: c.ASC_KEY_ID, issuerId: c.ASC_ISSUER_ID });
+  const ascAccounts =
+    ascFile === undefined
+      ? { accounts: [], problems: [] }
+      : readAscAccounts(ascFile, { keyId: c.ASC_KEY_ID, issuerId: c.ASC_ISSUER_ID });
   const missing = Object.entries(files).flatMap(([name, value]) =>
-    [value ?? []].flat().filter((p) => !statSync(p, { throwIfNoEntry: false })?.isFile()).map((p) => `  ${name}: there is no file at ${p}`),
+    [value ?? []]
+      .flat()
+      .filter((p) => !statSync(p, { throwIfNoEntry: false })?.isFile())
+      .map((p) => `  ${name}: there is no file at ${p}`),
   );
   const problems = [
     ...admin,
@@ -450,7 +586,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ASC_ACCOUNTS: ascAccounts.accounts,
     WEB_DIST_DIR: c.WEB_DIST_DIR === undefined ? defaultWebDist : fromWorkingDirectory(c.WEB_DIST_DIR),
     ...(c.SIGN_P12 === undefined ? {} : { SIGN_P12: fromWorkingDirectory(c.SIGN_P12) }),
-    ...(c.PROFILE_SIGNING_P12 === undefined ? {} : { PROFILE_SIGNING_P12: fromWorkingDirectory(c.PROFILE_SIGNING_P12) }),
+    ...(c.PROFILE_SIGNING_P12 === undefined
+      ? {}
+      : { PROFILE_SIGNING_P12: fromWorkingDirectory(c.PROFILE_SIGNING_P12) }),
     ...(c.DEVICE_CA_PEM === undefined ? {} : { DEVICE_CA_PEM: readDeviceCa(c.DEVICE_CA_PEM)! }),
   });
 }

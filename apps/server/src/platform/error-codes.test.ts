@@ -12,7 +12,8 @@ async function sources(dir: string): Promise<string[]> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory() && entry.name !== 'test') found.push(...(await sources(path)));
-    else if (entry.isFile() && entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) found.push(path);
+    else if (entry.isFile() && entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts'))
+      found.push(path);
   }
   return found;
 }
@@ -21,14 +22,13 @@ describe("the server's error codes", () => {
   it('raises only registered codes, and every registered code somewhere', async () => {
     const files = (await sources(SRC)).filter((f) => !f.endsWith(join('platform', 'error-codes.ts')));
     const text = (await Promise.all(files.map((f) => readFile(f, 'utf8')))).join('\n');
-    const raised = new Set(
-      [...text.matchAll(/\b(?:fail|failWith)\(\s*'([A-Z0-9_]+)'/g)].map((m) => m[1]!),
-    );
+    const raised = new Set([...text.matchAll(/\b(?:fail|failWith)\(\s*'([A-Z0-9_]+)'/g)].map((m) => m[1]!));
     const registered = Object.keys(ERRORS);
     expect([...raised].filter((code) => !registered.includes(code))).toEqual([]);
     // A code can also be raised through a subclass (EnrollmentError, AscError's `ASC_${kind}`) or a table.
     const unused = registered.filter(
-      (code) => !text.includes(`'${code}'`) && !(code.startsWith('ASC_') && text.includes(`'${code.slice(4)}'`)),
+      (code) =>
+        !text.includes(`'${code}'`) && !(code.startsWith('ASC_') && text.includes(`'${code.slice(4)}'`)),
     );
     expect(unused).toEqual([]);
   });
@@ -43,10 +43,14 @@ describe("the server's error codes", () => {
     }
   });
 
-  it("takes the status from the registry and makes the sentence from the parts", () => {
+  it('takes the status from the registry and makes the sentence from the parts', () => {
     const missing = fail('NOT_FOUND', 'This agent');
     expect(missing).toBeInstanceOf(AppError);
-    expect([missing.status, missing.code, missing.message]).toEqual([404, 'NOT_FOUND', 'This agent was not found.']);
+    expect([missing.status, missing.code, missing.message]).toEqual([
+      404,
+      'NOT_FOUND',
+      'This agent was not found.',
+    ]);
     expect(fail('FEATHER_FAILED', 'The profile expired.').message).toBe(
       'Feather could not be signed: The profile expired. Please retry later.',
     );

@@ -32,7 +32,10 @@ export const ERRORS = {
     sentence: (contentType: string) => `Send the IPA as the request body with Content-Type: ${contentType}.`,
   },
   HOST_INVALID: { status: 400, sentence: 'The Host header is not a valid host name.' },
-  FORWARDED_PROTO_INVALID: { status: 400, sentence: 'The X-Forwarded-Proto header is neither http nor https.' },
+  FORWARDED_PROTO_INVALID: {
+    status: 400,
+    sentence: 'The X-Forwarded-Proto header is neither http nor https.',
+  },
   HOST_MISSING: { status: 400, sentence: 'Send a Host header naming this site.' },
   CROSS_SITE_REFUSED: { status: 403, sentence: 'Cross-site requests are not allowed.' },
   /** A state-changing call with neither Fetch Metadata nor Origin, and no proof it is the site's. */
@@ -40,7 +43,10 @@ export const ERRORS = {
     status: 403,
     sentence: "This request did not show that it came from the site's own pages; open it from there.",
   },
-  LINK_REFUSED: { status: 403, sentence: 'This download link is not valid or has expired. Ask for a new one.' },
+  LINK_REFUSED: {
+    status: 403,
+    sentence: 'This download link is not valid or has expired. Ask for a new one.',
+  },
   RANGE_NOT_SATISFIABLE: { status: 416, sentence: 'The requested range is outside the file.' },
 
   // --- Accounts and sessions -----------------------------------------------------------------
@@ -52,7 +58,10 @@ export const ERRORS = {
     status: 429,
     sentence: 'Too many accounts were created from this address. Please try again later.',
   },
-  SIGN_IN_LIMIT: { status: 429, sentence: 'Too many sign-in attempts. Please wait a few minutes and try again.' },
+  SIGN_IN_LIMIT: {
+    status: 429,
+    sentence: 'Too many sign-in attempts. Please wait a few minutes and try again.',
+  },
   SETUP_LIMIT: { status: 429, sentence: 'Too many attempts from this address. Please wait a few minutes.' },
   SETUP_LINK_UNKNOWN: {
     status: 404,
@@ -96,7 +105,10 @@ export const ERRORS = {
     sentence: 'This app is already requested again; that request is in the queue.',
   },
   AGENT_TOKEN_MISSING: { status: 401, sentence: 'Send the agent token as Authorization: Bearer <token>.' },
-  AGENT_TOKEN_INVALID: { status: 401, sentence: 'Send a valid agent token as Authorization: Bearer <token>.' },
+  AGENT_TOKEN_INVALID: {
+    status: 401,
+    sentence: 'Send a valid agent token as Authorization: Bearer <token>.',
+  },
   LEASE_LOST: { status: 409, sentence: 'This job is no longer yours: its lease ended or it was removed.' },
   JOB_FINISHED: { status: 410, sentence: 'This job is finished: the server has its result.' },
   NOT_A_VERSIONS_JOB: { status: 400, sentence: 'This job is not a versions job.' },
@@ -130,7 +142,10 @@ export const ERRORS = {
     status: 410,
     sentence: `This enrollment link expired (it works for 10 minutes); ${DOWNLOAD_AGAIN}.`,
   },
-  ENROLLMENT_CHALLENGE_MISMATCH: { status: 403, sentence: 'The device answer was made for another enrollment link.' },
+  ENROLLMENT_CHALLENGE_MISMATCH: {
+    status: 403,
+    sentence: 'The device answer was made for another enrollment link.',
+  },
   // The device answer's refusals (EnrollmentError): each sentence says what in the answer was wrong.
   ENROLLMENT_TOO_LARGE: { status: 413, sentence: said },
   ENROLLMENT_UNSIGNED: { status: 400, sentence: said },
@@ -212,7 +227,8 @@ export const ERRORS = {
   },
   FEATHER_FAILED: {
     status: 409,
-    sentence: (reason: string | null) => `Feather could not be signed${reasonTail(reason)}. Please retry later.`,
+    sentence: (reason: string | null) =>
+      `Feather could not be signed${reasonTail(reason)}. Please retry later.`,
   },
   CERT_GONE: {
     status: 404,
@@ -255,7 +271,9 @@ export const ERRORS = {
 export type ErrorCode = keyof typeof ERRORS;
 
 /** What a code's sentence is made from: nothing for a fixed sentence. */
-export type SentenceParts<C extends ErrorCode> = (typeof ERRORS)[C]['sentence'] extends (...parts: infer P) => string
+export type SentenceParts<C extends ErrorCode> = (typeof ERRORS)[C]['sentence'] extends (
+  ...parts: infer P
+) => string
   ? P
   : [];
 

@@ -40,7 +40,9 @@ export function registerErrorHandler(app: FastifyInstance) {
       status = error.statusCode;
       message =
         FRAMEWORK_MESSAGES[error.code] ??
-        (error.name === 'SyntaxError' ? FRAMEWORK_MESSAGES.FST_ERR_CTP_INVALID_JSON_BODY! : 'The request is not valid.');
+        (error.name === 'SyntaxError'
+          ? FRAMEWORK_MESSAGES.FST_ERR_CTP_INVALID_JSON_BODY!
+          : 'The request is not valid.');
     }
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ status, code: (error as { code?: string }).code }, message);

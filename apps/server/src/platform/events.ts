@@ -49,8 +49,13 @@ export async function createEventBus(database: Pick<DatabaseHandle, 'db' | 'list
     },
     async publishMany(events, tx = database.db) {
       if (events.length === 0) return;
-      const payloads = sql.join(events.map((event) => sql`${JSON.stringify(event)}`), sql`, `);
-      await tx.execute(sql`select pg_notify(${CHANNEL}, payload) from unnest(array[${payloads}]::text[]) with ordinality as p(payload, n) order by n`);
+      const payloads = sql.join(
+        events.map((event) => sql`${JSON.stringify(event)}`),
+        sql`, `,
+      );
+      await tx.execute(
+        sql`select pg_notify(${CHANNEL}, payload) from unnest(array[${payloads}]::text[]) with ordinality as p(payload, n) order by n`,
+      );
     },
     subscribe(handler) {
       handlers.add(handler);
@@ -61,7 +66,11 @@ export async function createEventBus(database: Pick<DatabaseHandle, 'db' | 'list
 }
 
 /** Resolves with the first event `matches` accepts, or with undefined after `timeoutMs`. */
-export function waitForEvent(bus: Pick<EventBus, 'subscribe'>, matches: (event: BusEvent) => boolean, timeoutMs: number) {
+export function waitForEvent(
+  bus: Pick<EventBus, 'subscribe'>,
+  matches: (event: BusEvent) => boolean,
+  timeoutMs: number,
+) {
   return new Promise<BusEvent | undefined>((resolve) => {
     const timer = setTimeout(() => {
       unsubscribe();

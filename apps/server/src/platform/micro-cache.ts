@@ -17,7 +17,8 @@ export function createMicroCache<V extends object>(options: { ttlMs: number; max
     fetchMethod: (_key, _stale, { context }) => context(),
   });
   return {
-    get: async (key: string, compute: Compute<V>): Promise<V> => (await cache.fetch(key, { context: compute }))!,
+    get: async (key: string, compute: Compute<V>): Promise<V> =>
+      (await cache.fetch(key, { context: compute }))!,
     clear: () => cache.clear(),
   };
 }

@@ -10,14 +10,22 @@ describe('idParam', () => {
     expect(appId.parse('284882215')).toBe(284882215);
     expect(appId.parse(String(MAX_ID))).toBe(MAX_ID);
   });
-  it.each(['9007199254740992', '9223372036854775807', '9223372036854775808', '18446744073709551616', '1e3', '-1', '1.5', ' 1', '', '\u0000'])(
-    'refuses %j with one sentence',
-    (raw) => {
-      const result = appId.safeParse(raw);
-      expect(result.success).toBe(false);
-      expect(result.error?.issues[0]?.message).toBe(`app_id must be a whole number from 0 to ${MAX_ID}.`);
-    },
-  );
+  it.each([
+    '9007199254740992',
+    '9223372036854775807',
+    '9223372036854775808',
+    '18446744073709551616',
+    '1e3',
+    '-1',
+    '1.5',
+    ' 1',
+    '',
+    '\u0000',
+  ])('refuses %j with one sentence', (raw) => {
+    const result = appId.safeParse(raw);
+    expect(result.success).toBe(false);
+    expect(result.error?.issues[0]?.message).toBe(`app_id must be a whole number from 0 to ${MAX_ID}.`);
+  });
 });
 
 describe.each(databaseKinds)('bad path parameters on %s', (kind) => {
@@ -40,10 +48,30 @@ describe.each(databaseKinds)('bad path parameters on %s', (kind) => {
     ['GET', '/api/search/kr/%7F', 'user', 'Keywords may not contain control characters.'],
     ['GET', '/billing/dev-checkout/%00', 'user', 'This checkout id may not contain control characters.'],
     ['POST', '/billing/dev-checkout/%00/pay', 'user', 'This checkout id may not contain control characters.'],
-    ['DELETE', '/api/queue/9223372036854775808/1', 'admin', `app_id must be a whole number from 0 to ${MAX_ID}.`],
-    ['DELETE', '/api/app/1/9223372036854775807', 'admin', `app_ver_id must be a whole number from 0 to ${MAX_ID}.`],
-    ['DELETE', '/api/queue/black/9007199254740992/0', 'admin', `app_id must be a whole number from 0 to ${MAX_ID}.`],
-    ['GET', '/api/latest/0?anchor=9223372036854775808', 'user', `anchor must be a whole number from 0 to ${MAX_ID}.`],
+    [
+      'DELETE',
+      '/api/queue/9223372036854775808/1',
+      'admin',
+      `app_id must be a whole number from 0 to ${MAX_ID}.`,
+    ],
+    [
+      'DELETE',
+      '/api/app/1/9223372036854775807',
+      'admin',
+      `app_ver_id must be a whole number from 0 to ${MAX_ID}.`,
+    ],
+    [
+      'DELETE',
+      '/api/queue/black/9007199254740992/0',
+      'admin',
+      `app_id must be a whole number from 0 to ${MAX_ID}.`,
+    ],
+    [
+      'GET',
+      '/api/latest/0?anchor=9223372036854775808',
+      'user',
+      `anchor must be a whole number from 0 to ${MAX_ID}.`,
+    ],
   ] as const)('%s %s answers 400 with a sentence and changes nothing', async (method, url, who, sentence) => {
     const before = await snapshotDatabase(t.database.db);
     const res = await request(method, url, who === 'admin' ? admin : user);

@@ -44,7 +44,10 @@ export const countryParam = z
   .pipe(z.enum(COUNTRIES, { error: `Country must be one of ${COUNTRIES.join(', ')}.` }));
 
 /** Free text in a path (a search keyword): trimmed, not empty, bounded, no control characters. */
-export const textParam = (sentences: { empty: string; tooLong: string; control: string }, maxLength: number) =>
+export const textParam = (
+  sentences: { empty: string; tooLong: string; control: string },
+  maxLength: number,
+) =>
   z
     .string()
     .refine((s) => !hasControlCharacters(s), { error: sentences.control })
@@ -67,7 +70,9 @@ export const opaqueIdParam = (what: string) =>
   z
     .string()
     .max(128, { error: `This ${what} id is too long.` })
-    .refine((s) => !hasControlCharacters(s), { error: `This ${what} id may not contain control characters.` });
+    .refine((s) => !hasControlCharacters(s), {
+      error: `This ${what} id may not contain control characters.`,
+    });
 
 /** A value the server sealed and put in a signed URL (SecretBox's `v1.` + base64url): opened or refused by the service. */
 export const sealedTokenParam = z
@@ -76,14 +81,22 @@ export const sealedTokenParam = z
   .regex(/^[A-Za-z0-9._-]+$/, { error: 'This link is not valid.' });
 
 /** The query of a signed, expiring URL (platform/signed-urls.ts): checked by the route, bounded here. */
-export const signedQuery = z.object({ expires: z.string().max(20).optional(), sig: z.string().max(128).optional() });
+export const signedQuery = z.object({
+  expires: z.string().max(20).optional(),
+  sig: z.string().max(128).optional(),
+});
 
 /** Sign types of docs/product.md, Entities and fields (packages/contracts, sign-modes.ts). */
 export const signTypeParam = z
   .string()
   .regex(/^\d$/, { error: `Sign type must be one of ${SIGN_TYPES.join(', ')}.` })
   .transform(Number)
-  .pipe(z.union(SIGN_TYPES.map((n) => z.literal(n)), { error: `Sign type must be one of ${SIGN_TYPES.join(', ')}.` }));
+  .pipe(
+    z.union(
+      SIGN_TYPES.map((n) => z.literal(n)),
+      { error: `Sign type must be one of ${SIGN_TYPES.join(', ')}.` },
+    ),
+  );
 
 /** (app_id, app_ver_id): the key of a version in the admin, sign and download routes. */
 export const versionParams = z.object({ app_id: idParam('app_id'), app_ver_id: idParam('app_ver_id') });

@@ -13,7 +13,8 @@ export interface UrlSigner {
 }
 
 export function createUrlSigner(key: Buffer, clock: () => Date): UrlSigner {
-  const mac = (path: string, expires: string) => createHmac('sha256', key).update(`${path}\n${expires}`).digest();
+  const mac = (path: string, expires: string) =>
+    createHmac('sha256', key).update(`${path}\n${expires}`).digest();
   return {
     sign(path, ttlSeconds) {
       const expires = String(Math.floor(clock().getTime() / 1000) + ttlSeconds);
@@ -21,7 +22,12 @@ export function createUrlSigner(key: Buffer, clock: () => Date): UrlSigner {
       return `${path}${separator}expires=${expires}&sig=${mac(path, expires).toString('hex')}`;
     },
     verify(path, { expires, sig }) {
-      if (typeof expires !== 'string' || typeof sig !== 'string' || !/^\d{1,12}$/.test(expires) || !/^[0-9a-f]{64}$/.test(sig)) {
+      if (
+        typeof expires !== 'string' ||
+        typeof sig !== 'string' ||
+        !/^\d{1,12}$/.test(expires) ||
+        !/^[0-9a-f]{64}$/.test(sig)
+      ) {
         return 'invalid';
       }
       if (!timingSafeEqual(mac(path, expires), Buffer.from(sig, 'hex'))) return 'invalid';

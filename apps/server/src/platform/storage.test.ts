@@ -10,7 +10,11 @@ import { createLocalStore, parseStorageUrl } from './storage.js';
 
 describe('storage URLs', () => {
   it('reads bucket, prefix, endpoint, region and path style from STORAGE_URL', () => {
-    expect(parseStorageUrl('s3://ipas/sideport?endpoint=https://s3.example:9000&region=eu-west-1&forcePathStyle=true')).toEqual({
+    expect(
+      parseStorageUrl(
+        's3://ipas/sideport?endpoint=https://s3.example:9000&region=eu-west-1&forcePathStyle=true',
+      ),
+    ).toEqual({
       bucket: 'ipas',
       prefix: 'sideport',
       endpoint: 'https://s3.example:9000',
@@ -43,7 +47,13 @@ describe.each(databaseKinds)('S3-compatible storage on %s', (kind) => {
 
   beforeAll(async () => {
     s3Dir = mkdtempSync(path.join(tmpdir(), 'sideport-s3-'));
-    s3 = new S3rver({ port: 0, address: '127.0.0.1', directory: s3Dir, silent: true, configureBuckets: [{ name: 'ipas', configs: [] }] });
+    s3 = new S3rver({
+      port: 0,
+      address: '127.0.0.1',
+      directory: s3Dir,
+      silent: true,
+      configureBuckets: [{ name: 'ipas', configs: [] }],
+    });
     const { port } = await s3.run();
     // s3rver's fixed credentials, found by the AWS SDK the usual way.
     process.env.AWS_ACCESS_KEY_ID = 'S3RVER';
@@ -66,15 +76,26 @@ describe.each(databaseKinds)('S3-compatible storage on %s', (kind) => {
   });
 
   it('stores an accepted IPA in the bucket, hands out a presigned link, and deletes it with the version', async () => {
-    expect((await t.app.inject({ url: '/api/decrypt/KR/6101', headers: { cookie: user, ...WEB_CLIENT } })).statusCode).toBe(200);
+    expect(
+      (await t.app.inject({ url: '/api/decrypt/KR/6101', headers: { cookie: user, ...WEB_CLIENT } }))
+        .statusCode,
+    ).toBe(200);
     const agent = await makeAgent(t, admin);
     const { job } = await agent.claim();
     const ipa = await buildIpa({ bundleId: 'com.example.s3', version: '2.0' });
-    const done = await agent.call('PUT', `/api/agent/jobs/${job!.id}/ipa?app_ver_id=77001`, readFileSync(ipa));
+    const done = await agent.call(
+      'PUT',
+      `/api/agent/jobs/${job!.id}/ipa?app_ver_id=77001`,
+      readFileSync(ipa),
+    );
     expect(done.statusCode, done.body).toBe(200);
 
-    const link = (await t.app.inject({ url: '/api/download/6101/77001', headers: { cookie: user } })).json() as { url: string };
-    expect(link.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/ipas\/sideport\/ipa\/6101\/77001\/[0-9a-f-]+\.ipa\?.*X-Amz-Signature=/);
+    const link = (
+      await t.app.inject({ url: '/api/download/6101/77001', headers: { cookie: user } })
+    ).json() as { url: string };
+    expect(link.url).toMatch(
+      /^http:\/\/127\.0\.0\.1:\d+\/ipas\/sideport\/ipa\/6101\/77001\/[0-9a-f-]+\.ipa\?.*X-Amz-Signature=/,
+    );
     const fetched = await fetch(link.url);
     expect(fetched.status).toBe(200);
     expect(fetched.headers.get('content-disposition')).toContain('App 6101_2.0.ipa');
@@ -83,7 +104,11 @@ describe.each(databaseKinds)('S3-compatible storage on %s', (kind) => {
     // The store checks the signature; the link lives DOWNLOAD_URL_TTL_SECONDS (600 by default).
     expect(new URL(link.url).searchParams.get('X-Amz-Expires')).toBe('600');
 
-    const removed = await t.app.inject({ method: 'DELETE', url: '/api/app/6101/77001', headers: { cookie: admin, ...WEB_CLIENT } });
+    const removed = await t.app.inject({
+      method: 'DELETE',
+      url: '/api/app/6101/77001',
+      headers: { cookie: admin, ...WEB_CLIENT },
+    });
     expect(removed.statusCode).toBe(204);
     expect((await fetch(link.url)).status).toBe(404);
   });

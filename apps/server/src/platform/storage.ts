@@ -31,7 +31,10 @@ export interface FileStore {
   /** Local disk: the file's path, for serving with ranges. S3: undefined. */
   localPath(key: string): string | undefined;
   /** S3: a presigned GET URL that expires; local disk: undefined (the server signs its own URLs). */
-  presignGet(key: string, options: { expiresInSeconds: number; fileName: string }): Promise<string | undefined>;
+  presignGet(
+    key: string,
+    options: { expiresInSeconds: number; fileName: string },
+  ): Promise<string | undefined>;
   /**
    * Every stored file, for the sweep of files nothing names (modules/files/sweep.ts). Keys that
    * Sideport could not have made (another tool's objects under the same prefix) are left out.
@@ -128,9 +131,11 @@ export interface S3Location {
  */
 export function parseStorageUrl(value: string): S3Location {
   const url = new URL(value);
-  if (url.protocol !== 's3:' || !url.hostname) throw new Error('must look like s3://bucket?endpoint=...&region=...');
+  if (url.protocol !== 's3:' || !url.hostname)
+    throw new Error('must look like s3://bucket?endpoint=...&region=...');
   const endpoint = url.searchParams.get('endpoint') ?? undefined;
-  if (endpoint !== undefined && !/^https?:\/\//.test(endpoint)) throw new Error('endpoint must be an http(s) URL');
+  if (endpoint !== undefined && !/^https?:\/\//.test(endpoint))
+    throw new Error('endpoint must be an http(s) URL');
   return {
     bucket: url.hostname,
     prefix: url.pathname.replace(/^\/+|\/+$/g, ''),
@@ -162,7 +167,12 @@ export function createS3Store(location: S3Location, client?: S3Client): FileStor
       // Multipart, streamed from disk: at most a few parts are in memory whatever the file's size.
       const upload = new Upload({
         client: s3,
-        params: { Bucket, Key: objectKey(key), Body: createReadStream(localPath), ContentType: 'application/octet-stream' },
+        params: {
+          Bucket,
+          Key: objectKey(key),
+          Body: createReadStream(localPath),
+          ContentType: 'application/octet-stream',
+        },
         partSize: PART_SIZE_BYTES,
         queueSize: 2,
       });
@@ -171,7 +181,11 @@ export function createS3Store(location: S3Location, client?: S3Client): FileStor
     },
     async read(key, range) {
       const answer = await s3.send(
-        new GetObjectCommand({ Bucket, Key: objectKey(key), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+        new GetObjectCommand({
+          Bucket,
+          Key: objectKey(key),
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
       );
       return answer.Body as Readable;
     },

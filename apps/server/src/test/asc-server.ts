@@ -926,7 +926,8 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const issuing = req.method === 'GET' ? accounts.find((a) => req.url === wwdrPath(a.teamId)) : undefined;
-    if (issuing) return void res.writeHead(200, { 'content-type': 'application/pkix-cert' }).end(issuing.caDer);
+    if (issuing)
+      return void res.writeHead(200, { 'content-type': 'application/pkix-cert' }).end(issuing.caDer);
     const raw = await readBody(req);
     const requestUrl = new URL(req.url ?? '/', url);
     const method = req.method ?? 'GET';

@@ -56,7 +56,23 @@ const TRAVERSALS = [
   '%252E%252E%252Fsecret.txt',
   '..%2F..%2Fweb%2F..%2Fsecret.txt',
 ];
-const WRONG_TYPES = ['abc', '-1', '1.5', '1e3', '0x1F', 'NaN', 'Infinity', '-Infinity', 'true', 'null', '%5B%5D', '%7B%7D', '+1', '%201', '1%20'];
+const WRONG_TYPES = [
+  'abc',
+  '-1',
+  '1.5',
+  '1e3',
+  '0x1F',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  'true',
+  'null',
+  '%5B%5D',
+  '%7B%7D',
+  '+1',
+  '%201',
+  '1%20',
+];
 const PAST_BOUNDS = [
   '9007199254740992',
   '9007199254740993',
@@ -71,18 +87,53 @@ const PAST_BOUNDS = [
   '4294967296',
   '2147483648',
 ];
-const CONTROL = [...Array.from({ length: 32 }, (_, i) => pctByte(i)), '%7F', '%C2%80', '%C2%9F', '%E2%80%8B', '%EF%BB%BF'];
+const CONTROL = [
+  ...Array.from({ length: 32 }, (_, i) => pctByte(i)),
+  '%7F',
+  '%C2%80',
+  '%C2%9F',
+  '%E2%80%8B',
+  '%EF%BB%BF',
+];
 
 /** One value of each class, sent in every run for every parameter. */
-const CANONICAL_SEGMENTS = ['%00', '%1F', '%7F', '9223372036854775808', '9007199254740992', 'abc', '-1', '1e3', '..%2F..%2Fetc%2Fpasswd', '%C0%AE%C0%AE%2F', '%F0%9F%8E%B8', 'a'.repeat(600)];
+const CANONICAL_SEGMENTS = [
+  '%00',
+  '%1F',
+  '%7F',
+  '9223372036854775808',
+  '9007199254740992',
+  'abc',
+  '-1',
+  '1e3',
+  '..%2F..%2Fetc%2Fpasswd',
+  '%C0%AE%C0%AE%2F',
+  '%F0%9F%8E%B8',
+  'a'.repeat(600),
+];
 /** One JSON value of each class, sent in every run for every body field. */
-const CANONICAL_JSON_VALUES = ['null', '12345678', '[]', '{}', '"\\u0000"', '1e400', JSON.stringify('x'.repeat(10_000)), `${'['.repeat(3000)}${']'.repeat(3000)}`];
+const CANONICAL_JSON_VALUES = [
+  'null',
+  '12345678',
+  '[]',
+  '{}',
+  '"\\u0000"',
+  '1e400',
+  JSON.stringify('x'.repeat(10_000)),
+  `${'['.repeat(3000)}${']'.repeat(3000)}`,
+];
 
 /** A raw segment: percent-escapes of arbitrary bytes (often not UTF-8 at all). */
-const rawBytes = fc.uint8Array({ minLength: 1, maxLength: 24 }).map((bytes) => [...bytes].map(pctByte).join(''));
+const rawBytes = fc
+  .uint8Array({ minLength: 1, maxLength: 24 })
+  .map((bytes) => [...bytes].map(pctByte).join(''));
 /** Text of any script and plane, emoji and combining marks, escaped as a browser would. */
-const unicodeText = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }).map((s) => encodeURIComponent(s));
-const huge = fc.integer({ min: 101, max: 6000 }).chain((n) => fc.constantFrom('a', '9', '%00', '%C3%A9', '..%2F').map((u) => u.repeat(n)));
+const unicodeText = fc
+  .string({ unit: 'grapheme', minLength: 1, maxLength: 40 })
+  .map((s) => encodeURIComponent(s));
+const huge = fc
+  .integer({ min: 101, max: 6000 })
+  .chain((n) => fc.constantFrom('a', '9', '%00', '%C3%A9', '..%2F').map((u) => u.repeat(n)));
 
 export const badSegment: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(...TRAVERSALS),
@@ -93,16 +144,36 @@ export const badSegment: fc.Arbitrary<string> = fc.oneof(
   unicodeText,
   huge,
   // A plausible value spoiled by one bad character before or after it.
-  fc.tuple(fc.constantFrom('1', '0', 'kr', 'abc'), fc.constantFrom(...CONTROL, '%2F..', '%25', '%zz')).map(([v, bad]) => v + bad),
-  fc.tuple(fc.constantFrom(...CONTROL, '..%2F'), fc.constantFrom('1', 'kr', 'abc')).map(([bad, v]) => bad + v),
+  fc
+    .tuple(fc.constantFrom('1', '0', 'kr', 'abc'), fc.constantFrom(...CONTROL, '%2F..', '%25', '%zz'))
+    .map(([v, bad]) => v + bad),
+  fc
+    .tuple(fc.constantFrom(...CONTROL, '..%2F'), fc.constantFrom('1', 'kr', 'abc'))
+    .map(([bad, v]) => bad + v),
 );
 
 /** JSON texts of values no field should take. */
 const badJsonValue: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom('null', 'true', 'false', '0', '-1', '1.5', '[]', '{}', '[null]', '{"a":1}', '""'),
-  fc.constantFrom('1e400', '-1e400', '9223372036854775808', '18446744073709551616', '-0', '1e-400', '123456789012345678901234567890'),
+  fc.constantFrom(
+    '1e400',
+    '-1e400',
+    '9223372036854775808',
+    '18446744073709551616',
+    '-0',
+    '1e-400',
+    '123456789012345678901234567890',
+  ),
   fc.string({ unit: 'grapheme', maxLength: 60 }).map((s) => JSON.stringify(s)),
-  fc.constantFrom('"\\u0000"', '"abcd\\u0000"', '"\\ud800"', '"\\udfff\\ud800"', '"\\u202e\\u0000"', '"..\\/..\\/etc\\/passwd"', '"\\u0007\\u001b[31m"'),
+  fc.constantFrom(
+    '"\\u0000"',
+    '"abcd\\u0000"',
+    '"\\ud800"',
+    '"\\udfff\\ud800"',
+    '"\\u202e\\u0000"',
+    '"..\\/..\\/etc\\/passwd"',
+    '"\\u0007\\u001b[31m"',
+  ),
   fc.integer({ min: 33, max: 20_000 }).map((n) => JSON.stringify('x'.repeat(n))),
   fc.integer({ min: 2, max: 5000 }).map((depth) => `${'['.repeat(depth)}${']'.repeat(depth)}`),
   fc.integer({ min: 2, max: 3000 }).map((depth) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`),
@@ -130,7 +201,8 @@ const hasBody = (method: string) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(
 export function badRequests(route: FuzzRoute): { arbitrary: fc.Arbitrary<FuzzCase>; canonical: FuzzCase[] } {
   const [examplePath, exampleQuery] = route.example.url.split(/\?(.*)/s, 2) as [string, string | undefined];
   const json = { 'content-type': 'application/json' };
-  const examplePayload = route.example.payload === undefined ? undefined : JSON.stringify(route.example.payload);
+  const examplePayload =
+    route.example.payload === undefined ? undefined : JSON.stringify(route.example.payload);
   const base = (kind: string, url: string, extra: Partial<FuzzCase> = {}): FuzzCase => ({
     kind,
     method: route.method,
@@ -155,17 +227,24 @@ export function badRequests(route: FuzzRoute): { arbitrary: fc.Arbitrary<FuzzCas
     return base(`param ${slot.name}`, withQuery(`/${segments.join('/')}`));
   };
   if (paramSlots.length > 0) {
-    kinds.push(fc.tuple(fc.constantFrom(...paramSlots), badSegment).map(([slot, bad]) => withParam(slot, bad)));
+    kinds.push(
+      fc.tuple(fc.constantFrom(...paramSlots), badSegment).map(([slot, bad]) => withParam(slot, bad)),
+    );
     for (const slot of paramSlots) canonical.push(...CANONICAL_SEGMENTS.map((bad) => withParam(slot, bad)));
   }
 
   // Garbage after the route's path, or a malformed escape inside it.
   kinds.push(
     badSegment.map((bad) => base('path', withQuery(`${examplePath.replace(/\/$/, '')}/${bad}`))),
-    fc.tuple(fc.nat({ max: examplePath.length - 1 }), fc.constantFrom('%%', '%z', '%zz', '%G1', '%E0%A4%Z', '%C0%AF', '%ED%A0%80', '%FF')).map(([at, bad]) => {
-      const path = examplePath.slice(0, at + 1) + bad + examplePath.slice(at + 1);
-      return isDecodable(path) ? undefined : base('malformed escape', withQuery(path));
-    }),
+    fc
+      .tuple(
+        fc.nat({ max: examplePath.length - 1 }),
+        fc.constantFrom('%%', '%z', '%zz', '%G1', '%E0%A4%Z', '%C0%AF', '%ED%A0%80', '%FF'),
+      )
+      .map(([at, bad]) => {
+        const path = examplePath.slice(0, at + 1) + bad + examplePath.slice(at + 1);
+        return isDecodable(path) ? undefined : base('malformed escape', withQuery(path));
+      }),
   );
 
   // A declared query value replaced, or given twice.
@@ -174,14 +253,25 @@ export function badRequests(route: FuzzRoute): { arbitrary: fc.Arbitrary<FuzzCas
     base(`query ${key}`, `${examplePath}?${twice ? `${key}=${bad}&${key}=1` : `${key}=${bad}`}`);
   if (queryShape && Object.keys(queryShape).length > 0) {
     const keys = Object.keys(queryShape);
-    kinds.push(fc.tuple(fc.constantFrom(...keys), badSegment, fc.boolean()).map(([key, bad, twice]) => withQueryValue(key, bad, twice)));
-    for (const key of keys) canonical.push(...CANONICAL_SEGMENTS.map((bad) => withQueryValue(key, bad, false)), withQueryValue(key, '1', true));
+    kinds.push(
+      fc
+        .tuple(fc.constantFrom(...keys), badSegment, fc.boolean())
+        .map(([key, bad, twice]) => withQueryValue(key, bad, twice)),
+    );
+    for (const key of keys)
+      canonical.push(
+        ...CANONICAL_SEGMENTS.map((bad) => withQueryValue(key, bad, false)),
+        withQueryValue(key, '1', true),
+      );
   }
 
   if (hasBody(route.method)) {
     // Bodies no route takes: not JSON, empty, poisoned prototypes, past the size limit.
     const poisoned = fc
-      .tuple(fc.constantFrom(...PROTO_KEYS), fc.constantFrom('{"grade":1}', '{"prototype":{"grade":1}}', '{"isAdmin":true}'))
+      .tuple(
+        fc.constantFrom(...PROTO_KEYS),
+        fc.constantFrom('{"grade":1}', '{"prototype":{"grade":1}}', '{"isAdmin":true}'),
+      )
       .map(([key, value]) => {
         const rest = examplePayload && examplePayload !== '{}' ? `,${examplePayload.slice(1)}` : '}';
         return `{"${key}":${value}${rest}`;
@@ -191,7 +281,17 @@ export function badRequests(route: FuzzRoute): { arbitrary: fc.Arbitrary<FuzzCas
     kinds.push(
       fc
         .oneof(
-          fc.constantFrom('', '{', '{"id":', '[1,2', 'null x', '\u0000', '{"a":1}}', "{'id':'x'}", '{"id":"a"\u0000}'),
+          fc.constantFrom(
+            '',
+            '{',
+            '{"id":',
+            '[1,2',
+            'null x',
+            '\u0000',
+            '{"a":1}}',
+            "{'id':'x'}",
+            '{"id":"a"\u0000}',
+          ),
           fc.string({ maxLength: 80 }).filter((s) => {
             try {
               JSON.parse(s);
@@ -215,20 +315,38 @@ export function badRequests(route: FuzzRoute): { arbitrary: fc.Arbitrary<FuzzCas
         .filter(([k]) => k !== field)
         .map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`);
       if (!drop || field === 'extra') parts.push(`${JSON.stringify(field)}:${valueJson}`);
-      return base(`body ${field}`, route.example.url, { headers: { ...json }, payload: `{${parts.join(',')}}` });
+      return base(`body ${field}`, route.example.url, {
+        headers: { ...json },
+        payload: `{${parts.join(',')}}`,
+      });
     };
     for (const field of Object.keys(example)) {
-      canonical.push(withField(field, '', true), ...CANONICAL_JSON_VALUES.map((value) => withField(field, value, false)));
+      canonical.push(
+        withField(field, '', true),
+        ...CANONICAL_JSON_VALUES.map((value) => withField(field, value, false)),
+      );
     }
     kinds.push(
-      fc.tuple(fc.constantFrom(...fields), badJsonValue, fc.boolean()).map(([field, valueJson, drop]) => withField(field, valueJson, drop)),
+      fc
+        .tuple(fc.constantFrom(...fields), badJsonValue, fc.boolean())
+        .map(([field, valueJson, drop]) => withField(field, valueJson, drop)),
       // The right fields in a body the route does not read.
       fc
-        .constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml')
-        .map((type) => base('content type', route.example.url, { headers: { 'content-type': type }, payload: examplePayload ?? '{}' })),
-      fc.constantFrom('[]', '"text"', '42', 'null', '[{"id":"abcd"}]').map((payload) =>
-        base('body type', route.example.url, { headers: { ...json }, payload }),
-      ),
+        .constantFrom(
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/xml',
+        )
+        .map((type) =>
+          base('content type', route.example.url, {
+            headers: { 'content-type': type },
+            payload: examplePayload ?? '{}',
+          }),
+        ),
+      fc
+        .constantFrom('[]', '"text"', '42', 'null', '[{"id":"abcd"}]')
+        .map((payload) => base('body type', route.example.url, { headers: { ...json }, payload })),
     );
   }
 

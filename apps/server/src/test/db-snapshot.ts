@@ -49,7 +49,9 @@ export async function createTableDigest(db: Database) {
     sql` union all `,
   );
   return async (): Promise<Record<string, string>> =>
-    Object.fromEntries((await queryRows<{ name: string; digest: string }>(db, query)).map((r) => [r.name, r.digest]));
+    Object.fromEntries(
+      (await queryRows<{ name: string; digest: string }>(db, query)).map((r) => [r.name, r.digest]),
+    );
 }
 
 export const differingTables = (a: Record<string, string>, b: Record<string, string>) =>

@@ -41,13 +41,29 @@ export async function buildIpa(options: Omit<SampleIpaOptions, 'output'>): Promi
 export interface AgentClient {
   token: string;
   id: string;
-  claim(body?: object): Promise<{ statusCode: number; job: { id: string; [k: string]: unknown } | null; body: string }>;
-  call(method: 'POST' | 'PUT', url: string, payload?: object | Buffer, extra?: Record<string, string>): Promise<LightMyRequestResponse>;
+  claim(
+    body?: object,
+  ): Promise<{ statusCode: number; job: { id: string; [k: string]: unknown } | null; body: string }>;
+  call(
+    method: 'POST' | 'PUT',
+    url: string,
+    payload?: object | Buffer,
+    extra?: Record<string, string>,
+  ): Promise<LightMyRequestResponse>;
 }
 
 /** An agent made through the admin API, and calls of its protocol through the real server. */
-export async function makeAgent(t: Pick<TestApp, 'app'>, adminCookie: string, name = 'mac-mini'): Promise<AgentClient> {
-  const made = await t.app.inject({ method: 'POST', url: '/api/admin/agents', headers: { cookie: adminCookie, ...WEB_CLIENT }, payload: { name } });
+export async function makeAgent(
+  t: Pick<TestApp, 'app'>,
+  adminCookie: string,
+  name = 'mac-mini',
+): Promise<AgentClient> {
+  const made = await t.app.inject({
+    method: 'POST',
+    url: '/api/admin/agents',
+    headers: { cookie: adminCookie, ...WEB_CLIENT },
+    payload: { name },
+  });
   if (made.statusCode !== 200) throw new Error(`agent creation failed: ${made.statusCode} ${made.body}`);
   const { token, id } = made.json() as { token: string; id: string };
   const call: AgentClient['call'] = (method, url, payload, extra = {}) =>
@@ -67,7 +83,11 @@ export async function makeAgent(t: Pick<TestApp, 'app'>, adminCookie: string, na
     call,
     async claim(body = {}) {
       const res = await call('POST', '/api/agent/claim', body);
-      return { statusCode: res.statusCode, body: res.body, job: res.statusCode === 200 ? (res.json() as { job: never }).job : null };
+      return {
+        statusCode: res.statusCode,
+        body: res.body,
+        job: res.statusCode === 200 ? (res.json() as { job: never }).job : null,
+      };
     },
   };
 }
@@ -81,6 +101,10 @@ export async function makePremium(t: Pick<TestApp, 'app'>, cookie: string, plan 
   const start = await t.app.inject({ url: `/api/pay/service/${plan}`, headers: { cookie, ...WEB_CLIENT } });
   const url = new URL((start.json() as { url: string }).url);
   const id = url.pathname.split('/').pop()!;
-  const paid = await t.app.inject({ method: 'POST', url: `/billing/dev-checkout/${id}/pay`, headers: { cookie, 'sec-fetch-site': 'same-origin' } });
+  const paid = await t.app.inject({
+    method: 'POST',
+    url: `/billing/dev-checkout/${id}/pay`,
+    headers: { cookie, 'sec-fetch-site': 'same-origin' },
+  });
   if (paid.statusCode >= 400) throw new Error(`payment failed: ${paid.statusCode} ${paid.body}`);
 }

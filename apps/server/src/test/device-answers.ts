@@ -37,7 +37,10 @@ export const devicePlist = (fields: PlistObject = ATTRIBUTES) => buildXmlPlist(f
 export function billionLaughs(): string {
   const entities = [
     '<!ENTITY lol "lol">',
-    ...Array.from({ length: 9 }, (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i === 0 ? '' : i};`.repeat(10)}">`),
+    ...Array.from(
+      { length: 9 },
+      (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i === 0 ? '' : i};`.repeat(10)}">`,
+    ),
   ];
   return `<?xml version="1.0"?>\n<!DOCTYPE plist [\n${entities.join('\n')}\n]>\n<plist version="1.0"><dict><key>UDID</key><string>&lol9;</string></dict></plist>`;
 }

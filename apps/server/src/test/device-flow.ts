@@ -36,7 +36,10 @@ export async function enrollDevice(
 
 /** Pays for the user's device at `index` through the test-mode checkout (Register or Renew). */
 export async function payForDevice(t: Pick<TestApp, 'app'>, cookie: string, index: number): Promise<void> {
-  const started = await t.app.inject({ url: `/api/pay/device/${index}`, headers: { cookie, ...SAME_ORIGIN } });
+  const started = await t.app.inject({
+    url: `/api/pay/device/${index}`,
+    headers: { cookie, ...SAME_ORIGIN },
+  });
   if (started.statusCode !== 200) throw new Error(`checkout: ${started.statusCode} ${started.body}`);
   const checkout = new URL((started.json() as { url: string }).url).pathname;
   const paid = await t.app.inject({
@@ -51,7 +54,11 @@ export async function payForDevice(t: Pick<TestApp, 'app'>, cookie: string, inde
 /** The user's devices as GET /api/info answers them. */
 export async function deviceInfo(t: Pick<TestApp, 'app'>, cookie: string) {
   const res = await t.app.inject({ url: '/api/info', headers: { cookie } });
-  return (res.json() as { device_info: Array<{ Product: string; UDID: string; status: string; expired_date?: string }> }).device_info;
+  return (
+    res.json() as {
+      device_info: Array<{ Product: string; UDID: string; status: string; expired_date?: string }>;
+    }
+  ).device_info;
 }
 
 /** `date` plus whole calendar years, as PostgreSQL adds interval '1 year' in UTC. */

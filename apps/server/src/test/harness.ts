@@ -13,7 +13,9 @@ import { loadConfig } from '../platform/config.js';
 export type DatabaseKind = 'pglite' | 'postgres';
 
 /** PGlite always; PostgreSQL too when TEST_DATABASE_URL is set (CI sets it). */
-export const databaseKinds: DatabaseKind[] = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+export const databaseKinds: DatabaseKind[] = process.env.TEST_DATABASE_URL
+  ? ['pglite', 'postgres']
+  : ['pglite'];
 
 export interface TestDatabase extends DatabaseHandle {
   /** PostgreSQL: the URL of this test's own database (another API process can open it too). */
@@ -72,14 +74,22 @@ export interface TestApp extends Awaited<ReturnType<typeof buildApp>> {
 /** The real server (fastify inject) on a fresh database, with env overrides and an optional clock. */
 export async function createTestApp(
   kind: DatabaseKind,
-  options: { env?: Record<string, string>; clock?: () => Date; web?: boolean; logStream?: DestinationStream } = {},
+  options: {
+    env?: Record<string, string>;
+    clock?: () => Date;
+    web?: boolean;
+    logStream?: DestinationStream;
+  } = {},
 ): Promise<TestApp> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-test-'));
   // `web`: a small built web app in DATA_DIR/web, so the SPA and static routes are registered.
   const webDir = path.join(dataDir, 'web');
   if (options.web) {
     mkdirSync(path.join(webDir, 'assets'), { recursive: true });
-    writeFileSync(path.join(webDir, 'index.html'), '<!doctype html><title>Sideport</title><div id="root"></div>');
+    writeFileSync(
+      path.join(webDir, 'index.html'),
+      '<!doctype html><title>Sideport</title><div id="root"></div>',
+    );
     writeFileSync(path.join(webDir, 'assets', 'app-1234.js'), 'console.log(1)');
   }
   const config = loadConfig({
@@ -126,7 +136,11 @@ export { fixturesDir } from './fixtures.js';
 
 /** Signs up a user through the API and returns its cookie header; grade > 0 is set through the service. */
 export async function signedInUser(t: Pick<TestApp, 'app' | 'services'>, id: string, grade = 0) {
-  const res = await t.app.inject({ method: 'POST', url: '/api/sign-up', payload: { id, pw: 'a'.repeat(32) } });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/api/sign-up',
+    payload: { id, pw: 'a'.repeat(32) },
+  });
   if (res.statusCode !== 200) throw new Error(`sign-up failed: ${res.statusCode} ${res.body}`);
   if (grade !== 0) await t.services.auth.setGrade(id, grade);
   return sessionCookie(res);

@@ -23,7 +23,8 @@
  * enrollment  a device's signed answer to its one-time enrollment URL; session cookies count for nothing
  * page        the web app's files and pages (not the API)
  */
-export type Access = 'public' | 'user' | 'owner' | 'admin' | 'agent' | 'signed-url' | 'webhook' | 'enrollment' | 'page';
+export type Access =
+  'public' | 'user' | 'owner' | 'admin' | 'agent' | 'signed-url' | 'webhook' | 'enrollment' | 'page';
 
 /** What the suites seed for each route: fresh catalogue entries and a checkout owned by `user`. */
 export interface Fixtures {
@@ -70,14 +71,29 @@ export const routeKey = (method: string, url: string) => `${method} ${url}`;
 
 export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   // Accounts (docs/product.md, Calls)
-  'POST /api/sign-up': { access: 'public', example: (fx) => ({ url: '/api/sign-up', payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 } }) },
-  'POST /api/sign-in': { access: 'public', example: (fx) => ({ url: '/api/sign-in', payload: { id: fx.users.user, pw: SUITE_PASSWORD_MD5 } }) },
+  'POST /api/sign-up': {
+    access: 'public',
+    example: (fx) => ({ url: '/api/sign-up', payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 } }),
+  },
+  'POST /api/sign-in': {
+    access: 'public',
+    example: (fx) => ({ url: '/api/sign-in', payload: { id: fx.users.user, pw: SUITE_PASSWORD_MD5 } }),
+  },
   // The first admin's one-time setup link (the suites have an admin already: the link is closed)
   'GET /api/setup/:token': { access: 'public', example: `/api/setup/${'A'.repeat(43)}` },
-  'POST /api/setup/:token': { access: 'public', example: (fx) => ({ url: `/api/setup/${'A'.repeat(43)}`, payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 } }) },
+  'POST /api/setup/:token': {
+    access: 'public',
+    example: (fx) => ({
+      url: `/api/setup/${'A'.repeat(43)}`,
+      payload: { id: fx.freshId, pw: SUITE_PASSWORD_MD5 },
+    }),
+  },
   'POST /api/sign-out': { access: 'public', bodyless: true, example: '/api/sign-out' },
   // A one-time token for a navigation that changes state (docs/security.md, Cross-site requests)
-  'POST /api/navigation-tokens': { access: 'user', example: { url: '/api/navigation-tokens', payload: { path: '/api/udid/profile' } } },
+  'POST /api/navigation-tokens': {
+    access: 'user',
+    example: { url: '/api/navigation-tokens', payload: { path: '/api/udid/profile' } },
+  },
   'GET /api/info': { access: 'user', example: '/api/info' },
 
   // Catalogue
@@ -85,9 +101,18 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/queue/:page': { access: 'public', example: '/api/queue/0' },
   'GET /api/queue-status': { access: 'public', example: '/api/queue-status' },
   'GET /api/search/:country/*': { access: 'user', example: '/api/search/kr/facebook' },
-  'DELETE /api/app/:app_id/:app_ver_id': { access: 'admin', example: (fx) => `/api/app/${fx.done.appId}/${fx.done.appVerId}` },
-  'DELETE /api/queue/:app_id/:app_ver_id': { access: 'admin', example: (fx) => `/api/queue/${fx.queued.appId}/${fx.queued.appVerId}` },
-  'DELETE /api/queue/black/:app_id/:app_ver_id': { access: 'admin', example: (fx) => `/api/queue/black/${fx.appLevel.appId}/0` },
+  'DELETE /api/app/:app_id/:app_ver_id': {
+    access: 'admin',
+    example: (fx) => `/api/app/${fx.done.appId}/${fx.done.appVerId}`,
+  },
+  'DELETE /api/queue/:app_id/:app_ver_id': {
+    access: 'admin',
+    example: (fx) => `/api/queue/${fx.queued.appId}/${fx.queued.appVerId}`,
+  },
+  'DELETE /api/queue/black/:app_id/:app_ver_id': {
+    access: 'admin',
+    example: (fx) => `/api/queue/black/${fx.appLevel.appId}/0`,
+  },
 
   // Billing
   'GET /api/pay/service/:n': { access: 'user', changesState: true, example: '/api/pay/service/0' },
@@ -95,30 +120,58 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/portal': { access: 'user', changesState: true, example: '/api/portal' },
   'GET /api/premium': { access: 'user', example: '/api/premium' },
   'POST /api/webhooks/stripe': { access: 'webhook', example: { url: '/api/webhooks/stripe', payload: {} } },
-  'GET /billing/dev-checkout/:id': { access: 'owner', example: (fx) => `/billing/dev-checkout/${fx.checkout}` },
-  'POST /billing/dev-checkout/:id/pay': { access: 'owner', example: (fx) => `/billing/dev-checkout/${fx.checkout}/pay` },
-  'POST /billing/dev-checkout/:id/cancel': { access: 'owner', example: (fx) => `/billing/dev-checkout/${fx.checkout}/cancel` },
+  'GET /billing/dev-checkout/:id': {
+    access: 'owner',
+    example: (fx) => `/billing/dev-checkout/${fx.checkout}`,
+  },
+  'POST /billing/dev-checkout/:id/pay': {
+    access: 'owner',
+    example: (fx) => `/billing/dev-checkout/${fx.checkout}/pay`,
+  },
+  'POST /billing/dev-checkout/:id/cancel': {
+    access: 'owner',
+    example: (fx) => `/billing/dev-checkout/${fx.checkout}/cancel`,
+  },
   'GET /billing/dev-portal': { access: 'user', example: '/billing/dev-portal' },
 
   // Decrypt requests, versions and downloads (docs/product.md, Calls)
-  'GET /api/decrypt/:country/:app_id': { access: 'user', changesState: true, example: (fx) => `/api/decrypt/kr/${fx.done.appId}` },
+  'GET /api/decrypt/:country/:app_id': {
+    access: 'user',
+    changesState: true,
+    example: (fx) => `/api/decrypt/kr/${fx.done.appId}`,
+  },
   'GET /api/decrypt/:country/:app_id/:app_ver_id': {
     access: 'user',
     changesState: true,
     example: (fx) => `/api/decrypt/kr/${fx.done.appId}/${fx.done.appVerId}`,
   },
-  'PATCH /api/decrypt/:country/:app_id': { access: 'user', bodyless: true, example: (fx) => `/api/decrypt/kr/${fx.appLevel.appId}` },
+  'PATCH /api/decrypt/:country/:app_id': {
+    access: 'user',
+    bodyless: true,
+    example: (fx) => `/api/decrypt/kr/${fx.appLevel.appId}`,
+  },
   'PATCH /api/decrypt/:country/:app_id/:app_ver_id': {
     access: 'user',
     bodyless: true,
     example: (fx) => `/api/decrypt/kr/${fx.queued.appId}/${fx.queued.appVerId}`,
   },
-  'GET /api/version/:country/:app_id': { access: 'user', example: (fx) => `/api/version/kr/${fx.done.appId}` },
-  'POST /api/version/:country/:app_id': { access: 'user', bodyless: true, example: (fx) => `/api/version/kr/${fx.done.appId}` },
-  'GET /api/download/:app_id/:app_ver_id': { access: 'user', example: (fx) => `/api/download/${fx.done.appId}/${fx.done.appVerId}` },
+  'GET /api/version/:country/:app_id': {
+    access: 'user',
+    example: (fx) => `/api/version/kr/${fx.done.appId}`,
+  },
+  'POST /api/version/:country/:app_id': {
+    access: 'user',
+    bodyless: true,
+    example: (fx) => `/api/version/kr/${fx.done.appId}`,
+  },
+  'GET /api/download/:app_id/:app_ver_id': {
+    access: 'user',
+    example: (fx) => `/api/download/${fx.done.appId}/${fx.done.appVerId}`,
+  },
   'GET /files/ipa/:app_id/:app_ver_id': {
     access: 'signed-url',
-    example: (fx) => `/files/ipa/${fx.done.appId}/${fx.done.appVerId}?expires=9999999999&sig=${'0'.repeat(64)}`,
+    example: (fx) =>
+      `/files/ipa/${fx.done.appId}/${fx.done.appVerId}?expires=9999999999&sig=${'0'.repeat(64)}`,
   },
   'GET /api/events': { access: 'user', stream: true, example: '/api/events' },
 
@@ -140,7 +193,8 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/feather/cert': { access: 'user', changesState: true, example: '/api/feather/cert' },
   'GET /files/sign/:artifact_id/manifest.plist': {
     access: 'signed-url',
-    example: (fx) => `/files/sign/${fx.signed.artifactId}/manifest.plist?expires=9999999999&sig=${'0'.repeat(64)}`,
+    example: (fx) =>
+      `/files/sign/${fx.signed.artifactId}/manifest.plist?expires=9999999999&sig=${'0'.repeat(64)}`,
   },
   'GET /files/sign/:artifact_id/app.ipa': {
     access: 'signed-url',
@@ -153,17 +207,36 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
 
   // The decrypt agents' protocol (bearer token)
   'POST /api/agent/claim': { access: 'agent', example: { url: '/api/agent/claim', payload: {} } },
-  'POST /api/agent/jobs/:id/heartbeat': { access: 'agent', example: { url: '/api/agent/jobs/1-1/heartbeat', payload: { progress: 1 } } },
-  'POST /api/agent/jobs/:id/fail': { access: 'agent', example: { url: '/api/agent/jobs/1-1/fail', payload: { reason: 'No.' } } },
-  'POST /api/agent/jobs/:id/versions': { access: 'agent', example: { url: '/api/agent/jobs/1-1/versions', payload: { versions: [] } } },
-  'PUT /api/agent/jobs/:id/ipa': { access: 'agent', example: { url: '/api/agent/jobs/1-1/ipa', payload: { not: 'an ipa' } } },
+  'POST /api/agent/jobs/:id/heartbeat': {
+    access: 'agent',
+    example: { url: '/api/agent/jobs/1-1/heartbeat', payload: { progress: 1 } },
+  },
+  'POST /api/agent/jobs/:id/fail': {
+    access: 'agent',
+    example: { url: '/api/agent/jobs/1-1/fail', payload: { reason: 'No.' } },
+  },
+  'POST /api/agent/jobs/:id/versions': {
+    access: 'agent',
+    example: { url: '/api/agent/jobs/1-1/versions', payload: { versions: [] } },
+  },
+  'PUT /api/agent/jobs/:id/ipa': {
+    access: 'agent',
+    example: { url: '/api/agent/jobs/1-1/ipa', payload: { not: 'an ipa' } },
+  },
 
   // The admin console
-  'POST /api/admin/agents': { access: 'admin', example: { url: '/api/admin/agents', payload: { name: 'route agent' } } },
+  'POST /api/admin/agents': {
+    access: 'admin',
+    example: { url: '/api/admin/agents', payload: { name: 'route agent' } },
+  },
   'GET /api/admin/agents': { access: 'admin', example: '/api/admin/agents' },
   'DELETE /api/admin/agents/:id': { access: 'admin', example: '/api/admin/agents/999999' },
   'GET /api/admin/queue/:page': { access: 'admin', example: '/api/admin/queue/0' },
-  'POST /api/admin/queue/:id/retry': { access: 'admin', bodyless: true, example: '/api/admin/queue/999999/retry' },
+  'POST /api/admin/queue/:id/retry': {
+    access: 'admin',
+    bodyless: true,
+    example: '/api/admin/queue/999999/retry',
+  },
   'GET /api/admin/audit/:page': { access: 'admin', example: '/api/admin/audit/0' },
   'GET /api/admin/setup': { access: 'admin', example: '/api/admin/setup' },
 
@@ -171,19 +244,45 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/udid/profile': { access: 'user', changesState: true, example: '/api/udid/profile' },
   'POST /api/udid/enroll/:token': { access: 'enrollment', example: `/api/udid/enroll/${'A'.repeat(43)}` },
   'GET /api/admin/devices': { access: 'admin', example: '/api/admin/devices' },
-  'POST /api/admin/devices/:id/confirm': { access: 'admin', bodyless: true, example: '/api/admin/devices/999999/confirm' },
-  'POST /api/admin/devices/:id/retry': { access: 'admin', bodyless: true, example: '/api/admin/devices/999999/retry' },
+  'POST /api/admin/devices/:id/confirm': {
+    access: 'admin',
+    bodyless: true,
+    example: '/api/admin/devices/999999/confirm',
+  },
+  'POST /api/admin/devices/:id/retry': {
+    access: 'admin',
+    bodyless: true,
+    example: '/api/admin/devices/999999/retry',
+  },
   'GET /api/admin/identity': { access: 'admin', example: '/api/admin/identity' },
   'GET /api/admin/identity/ca.pem': { access: 'admin', example: '/api/admin/identity/ca.pem' },
   // The pool of developer accounts (docs/sign-service.md); the suites sign with the dev identity, which has none
   'GET /api/admin/accounts': { access: 'admin', example: '/api/admin/accounts' },
   'POST /api/admin/accounts': {
     access: 'admin',
-    example: { url: '/api/admin/accounts', payload: { key_id: 'KEY7654321', issuer_id: '69a6de70-0000-47e3-e053-5b8c7c11a4d2', private_key: 'not a key' } },
+    example: {
+      url: '/api/admin/accounts',
+      payload: {
+        key_id: 'KEY7654321',
+        issuer_id: '69a6de70-0000-47e3-e053-5b8c7c11a4d2',
+        private_key: 'not a key',
+      },
+    },
   },
-  'PATCH /api/admin/accounts/:id': { access: 'admin', example: { url: '/api/admin/accounts/999999', payload: { membership_renews_at: null } } },
-  'POST /api/admin/accounts/:id/disable': { access: 'admin', bodyless: true, example: '/api/admin/accounts/999999/disable' },
-  'POST /api/admin/accounts/:id/enable': { access: 'admin', bodyless: true, example: '/api/admin/accounts/999999/enable' },
+  'PATCH /api/admin/accounts/:id': {
+    access: 'admin',
+    example: { url: '/api/admin/accounts/999999', payload: { membership_renews_at: null } },
+  },
+  'POST /api/admin/accounts/:id/disable': {
+    access: 'admin',
+    bodyless: true,
+    example: '/api/admin/accounts/999999/disable',
+  },
+  'POST /api/admin/accounts/:id/enable': {
+    access: 'admin',
+    bodyless: true,
+    example: '/api/admin/accounts/999999/enable',
+  },
 
   // Service
   'GET /api/openapi.json': { access: 'public', example: '/api/openapi.json' },
@@ -201,7 +300,13 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
 /** Whether the cross-site guard must refuse this route from another site. */
-export const changesState = (method: string, entry: RouteAccess) => !SAFE_METHODS.has(method) || entry.changesState === true;
+export const changesState = (method: string, entry: RouteAccess) =>
+  !SAFE_METHODS.has(method) || entry.changesState === true;
 
 /** Kinds that authenticate on their own and are exempt from the cross-site guard. */
-export const SELF_AUTHENTICATED: ReadonlySet<Access> = new Set(['agent', 'signed-url', 'webhook', 'enrollment']);
+export const SELF_AUTHENTICATED: ReadonlySet<Access> = new Set([
+  'agent',
+  'signed-url',
+  'webhook',
+  'enrollment',
+]);

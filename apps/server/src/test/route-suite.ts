@@ -57,7 +57,10 @@ let seedCounter = 0;
 export async function openRouteSuite(kind: DatabaseKind, configuration: Configuration): Promise<RouteSuite> {
   const store: ItunesServer = await startItunesServer({
     answers: new Map([
-      ['search:facebook', readFileSync(path.join(fixturesDir, 'itunes/fastlane_itunesLookup-284882215.json'), 'utf8')],
+      [
+        'search:facebook',
+        readFileSync(path.join(fixturesDir, 'itunes/fastlane_itunesLookup-284882215.json'), 'utf8'),
+      ],
     ]),
   });
   const env: Record<string, string> = {
@@ -86,7 +89,12 @@ export async function openRouteSuite(kind: DatabaseKind, configuration: Configur
 
   // `user` has a Registered device, so the sign routes have something to sign for.
   const udid = '00008110-000A1B2C3D4E5F60';
-  await devices.insertDevice(t.database.db, { userId: users.user, product: 'iPhone15,2', udid, status: 'Registered' });
+  await devices.insertDevice(t.database.db, {
+    userId: users.user,
+    product: 'iPhone15,2',
+    udid,
+    status: 'Registered',
+  });
 
   const madeAgent = await t.app.inject({
     method: 'POST',
@@ -123,7 +131,10 @@ export async function openRouteSuite(kind: DatabaseKind, configuration: Configur
     let checkout = 'no-checkout-in-this-configuration';
     if (configuration === 'dev') {
       // The reset (service 5): a plan the user already has is refused, and earlier routes may have paid one.
-      const res = await t.app.inject({ url: '/api/pay/service/5', headers: { cookie: cookies.user, ...SAME_ORIGIN } });
+      const res = await t.app.inject({
+        url: '/api/pay/service/5',
+        headers: { cookie: cookies.user, ...SAME_ORIGIN },
+      });
       checkout = new URL((res.json() as { url: string }).url).pathname.split('/').at(-1)!;
     }
     // A current artifact of `user` for the Done version, mode 0 (its file need not exist for these suites).
@@ -176,7 +187,11 @@ export function registeredRoutes(suite: RouteSuite) {
   const routes = suite.t.routes.filter(
     (r) => !(r.method === 'HEAD' && suite.t.routes.some((g) => g.method === 'GET' && g.url === r.url)),
   );
-  return routes.map((r) => ({ ...r, key: routeKey(r.method, r.url), entry: ROUTE_ACCESS[routeKey(r.method, r.url)] }));
+  return routes.map((r) => ({
+    ...r,
+    key: routeKey(r.method, r.url),
+    entry: ROUTE_ACCESS[routeKey(r.method, r.url)],
+  }));
 }
 
 /** The example request of a table entry, as inject options (same-origin; no identity). */

@@ -17,7 +17,10 @@ export interface Running {
  * Starts `node dist/main.js` with only these variables (and PATH) and resolves once it listens.
  * `command` replaces the plain spawn, for tests that need the server under another parent.
  */
-export function startServer(env: Record<string, string>, command?: { file: string; args: string[] }): Promise<Running> {
+export function startServer(
+  env: Record<string, string>,
+  command?: { file: string; args: string[] },
+): Promise<Running> {
   const child = spawn(command?.file ?? process.execPath, command?.args ?? [mainJs], {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -48,7 +51,9 @@ export function stopServer(running: Running): Promise<number | null> {
 
 export function runCli(args: string[], env: Record<string, string>) {
   return new Promise<{ code: number | null; out: string }>((resolve) => {
-    const child = spawn(process.execPath, [cliJs, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
+    const child = spawn(process.execPath, [cliJs, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+    });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));

@@ -8,7 +8,10 @@ export interface ProgressOutput {
 const BAR_WIDTH = 24;
 
 /** A redrawn bar on a terminal; one plain line per step otherwise (logs, CI, pipes). */
-export function createProgressReporter(out: ProgressOutput, label: string): {
+export function createProgressReporter(
+  out: ProgressOutput,
+  label: string,
+): {
   report: (progress: CheckProgress) => void;
   finish: () => void;
 } {

@@ -18,9 +18,15 @@ import { runCli } from './run.js';
 const dir = mkdtempSync(join(tmpdir(), 'ipa-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const developmentProfile = join(profilesDir, 'fastlane_very-capable-app_development_with_ProvisionedDevices_selfsigned.mobileprovision');
+const developmentProfile = join(
+  profilesDir,
+  'fastlane_very-capable-app_development_with_ProvisionedDevices_selfsigned.mobileprovision',
+);
 
-async function run(args: string[], options: { env?: Record<string, string>; isTTY?: boolean; now?: string } = {}) {
+async function run(
+  args: string[],
+  options: { env?: Record<string, string>; isTTY?: boolean; now?: string } = {},
+) {
   let stdout = '';
   let stderr = '';
   const code = await runCli(args, {
@@ -49,12 +55,16 @@ describe('sideport-ipa', () => {
   it('check exits 0 with a sentence when decrypted', async () => {
     const { code, stdout } = await run(['check', fixtureIpa]);
     expect(code).toBe(0);
-    expect(stdout).toBe('org.fastlane.very-capable-app 1.0 (1) is decrypted: all 1 Mach-O files have cryptid 0.\n');
+    expect(stdout).toBe(
+      'org.fastlane.very-capable-app 1.0 (1) is decrypted: all 1 Mach-O files have cryptid 0.\n',
+    );
   });
 
   it('check exits 1 with the encrypted files when one has cryptid 1', async () => {
     const entries = await readFixtureEntries();
-    const flipped = entries.map((e) => (e.name === fixtureExecutablePath ? { ...e, data: withCryptid(e.data, 1) } : e));
+    const flipped = entries.map((e) =>
+      e.name === fixtureExecutablePath ? { ...e, data: withCryptid(e.data, 1) } : e,
+    );
     const path = join(dir, 'encrypted.ipa');
     writeFileSync(path, buildZip(flipped));
     const { code, stdout } = await run(['check', path]);
@@ -98,16 +108,49 @@ describe('sideport-ipa', () => {
   it('profile exits 2 on a missing file', async () => {
     const { code, stderr } = await run(['profile', join(dir, 'absent.mobileprovision')]);
     expect(code).toBe(2);
-    expect(stderr).toMatch(/^Expected a provisioning profile at .*absent\.mobileprovision, found none \(ENOENT\)\.\n$/);
+    expect(stderr).toMatch(
+      /^Expected a provisioning profile at .*absent\.mobileprovision, found none \(ENOENT\)\.\n$/,
+    );
   });
 
   describe('sign', () => {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem',
-      '-days', '1', '-subj', '/CN=Test'], { cwd: dir, stdio: 'ignore' });
-    execFileSync('openssl', ['pkcs12', '-export', '-in', 'cert.pem', '-inkey', 'key.pem', '-out', 'id.p12', '-passout', 'pass:pw'],
-      { cwd: dir, stdio: 'ignore' });
-    const args = (extra: string[] = []) =>
-      ['sign', fixtureIpa, '-o', join(dir, 'out.ipa'), '--p12', join(dir, 'id.p12'), '--password-env', 'P12_PW', '--profile', developmentProfile, ...extra];
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        'key.pem',
+        '-out',
+        'cert.pem',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=Test',
+      ],
+      { cwd: dir, stdio: 'ignore' },
+    );
+    execFileSync(
+      'openssl',
+      ['pkcs12', '-export', '-in', 'cert.pem', '-inkey', 'key.pem', '-out', 'id.p12', '-passout', 'pass:pw'],
+      { cwd: dir, stdio: 'ignore' },
+    );
+    const args = (extra: string[] = []) => [
+      'sign',
+      fixtureIpa,
+      '-o',
+      join(dir, 'out.ipa'),
+      '--p12',
+      join(dir, 'id.p12'),
+      '--password-env',
+      'P12_PW',
+      '--profile',
+      developmentProfile,
+      ...extra,
+    ];
 
     it('refuses an unset password variable', async () => {
       const { code, stderr } = await run(args());
@@ -118,19 +161,27 @@ describe('sideport-ipa', () => {
     it('refuses a wrong password', async () => {
       const { code, stderr } = await run(args(), { env: { P12_PW: 'nope' } });
       expect(code).toBe(2);
-      expect(stderr).toBe('The PKCS#12 file could not be opened with this password: check the password it was exported with.\n');
+      expect(stderr).toBe(
+        'The PKCS#12 file could not be opened with this password: check the password it was exported with.\n',
+      );
     });
 
     it('refuses a certificate the profile does not list', async () => {
       const { code, stderr } = await run(args(['--mode', '1']), { env: { P12_PW: 'pw' } });
       expect(code).toBe(2);
-      expect(stderr).toMatch(/^Expected the signing certificate "Test" to be one of the 1 developer certificates/);
+      expect(stderr).toMatch(
+        /^Expected the signing certificate "Test" to be one of the 1 developer certificates/,
+      );
     });
 
     it('refuses a --chain file that is not an issuer of the certificate', async () => {
-      const { code, stderr } = await run(args(['--chain', join(dir, 'cert.pem'), developmentProfile]), { env: { P12_PW: 'pw' } });
+      const { code, stderr } = await run(args(['--chain', join(dir, 'cert.pem'), developmentProfile]), {
+        env: { P12_PW: 'pw' },
+      });
       expect(code).toBe(2);
-      expect(stderr).toMatch(/^Expected chain file 2 to be a certificate in PEM or DER, found one that does not parse/);
+      expect(stderr).toMatch(
+        /^Expected chain file 2 to be a certificate in PEM or DER, found one that does not parse/,
+      );
     });
 
     it('refuses a --mode that is not a number', async () => {
@@ -143,28 +194,47 @@ describe('sideport-ipa', () => {
       // A bare XML profile listing the test certificate, valid on the test's "now".
       const der = execFileSync('openssl', ['x509', '-in', join(dir, 'cert.pem'), '-outform', 'der']);
       const profile = buildXmlPlist({
-        Name: 'Test Development', UUID: 'u-1', TeamIdentifier: ['TEAM123456'], TeamName: 'Test',
+        Name: 'Test Development',
+        UUID: 'u-1',
+        TeamIdentifier: ['TEAM123456'],
+        TeamName: 'Test',
         Entitlements: { 'application-identifier': 'TEAM123456.*' },
-        CreationDate: new Date('2018-01-01T00:00:00Z'), ExpirationDate: new Date('2019-01-01T00:00:00Z'),
+        CreationDate: new Date('2018-01-01T00:00:00Z'),
+        ExpirationDate: new Date('2019-01-01T00:00:00Z'),
         DeveloperCertificates: [der],
       });
       writeFileSync(join(dir, 'listed.mobileprovision'), profile);
       const signed = join(dir, 'signed.ipa');
-      const argv = args().map((arg) => (arg === developmentProfile ? join(dir, 'listed.mobileprovision') : arg === join(dir, 'out.ipa') ? signed : arg));
+      const argv = args().map((arg) =>
+        arg === developmentProfile
+          ? join(dir, 'listed.mobileprovision')
+          : arg === join(dir, 'out.ipa')
+            ? signed
+            : arg,
+      );
       const { code, stdout } = await run(argv, { env: { P12_PW: 'pw' } });
       expect(code).toBe(0);
       expect(stdout).toBe(`Signed 1 bundle(s) into ${signed}.\n`);
       execFileSync('unzip', ['-tq', signed]);
       // The signed IPA reads back through this package's own checks, with the profile embedded.
-      expect(await check(signed)).toMatchObject({ bundleId: 'org.fastlane.very-capable-app', decrypted: true });
+      expect(await check(signed)).toMatchObject({
+        bundleId: 'org.fastlane.very-capable-app',
+        decrypted: true,
+      });
       const archive = await openZip(signed);
-      const embedded = await archive.readEntry(archive.find('Payload/very-capable-app.app/embedded.mobileprovision')!);
+      const embedded = await archive.readEntry(
+        archive.find('Payload/very-capable-app.app/embedded.mobileprovision')!,
+      );
       archive.close();
       expect(parseProfile(embedded).name).toBe('Test Development');
       // With --cache-dir, a second sign of the same version reads the resource digests back.
       const cacheDir = join(dir, 'cache');
       for (const name of ['cached-1.ipa', 'cached-2.ipa']) {
-        const cachedArgv = [...argv.map((arg) => (arg === signed ? join(dir, name) : arg)), '--cache-dir', cacheDir];
+        const cachedArgv = [
+          ...argv.map((arg) => (arg === signed ? join(dir, name) : arg)),
+          '--cache-dir',
+          cacheDir,
+        ];
         expect((await run(cachedArgv, { env: { P12_PW: 'pw' } })).code).toBe(0);
       }
       expect(readdirSync(join(cacheDir, 'resource-digests'))).toHaveLength(1);
@@ -178,10 +248,17 @@ describe('sideport-ipa', () => {
   it('runs as the installed bin, started by its #! line with the signing process settings', () => {
     // The built copy (the root typecheck builds it) through the committed shim, as npx runs it.
     const bin = fileURLToPath(new URL('../../bin/sideport-ipa.js', import.meta.url));
-    const out = execFileSync(bin, ['check', fixtureIpa], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    expect(out).toBe('org.fastlane.very-capable-app 1.0 (1) is decrypted: all 1 Mach-O files have cryptid 0.\n');
+    const out = execFileSync(bin, ['check', fixtureIpa], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    expect(out).toBe(
+      'org.fastlane.very-capable-app 1.0 (1) is decrypted: all 1 Mach-O files have cryptid 0.\n',
+    );
     expect(readFileSync(bin, 'utf8').split('\n')[0]).toBe(
-      `#!/usr/bin/env -S ${Object.entries(SIGN_PROCESS_TUNING.env).map(([k, v]) => `${k}=${v}`).join(' ')} node ${SIGN_PROCESS_TUNING.execArgv.join(' ')}`,
+      `#!/usr/bin/env -S ${Object.entries(SIGN_PROCESS_TUNING.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')} node ${SIGN_PROCESS_TUNING.execArgv.join(' ')}`,
     );
   });
 

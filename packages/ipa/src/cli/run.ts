@@ -37,7 +37,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   const program = new Command('sideport-ipa')
     .description('Read IPAs, check they are decrypted, and re-sign iOS apps.')
     .exitOverride()
-    .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) });
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    });
 
   program
     .command('info')
@@ -76,24 +79,42 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .requiredOption('--profile <file>', 'provisioning profile to embed')
     .addOption(new Option('--mode <n>', 'signing mode').argParser(parseNonNegativeInteger))
     .option('--dylib <file...>', 'modes 1-3: dylibs to inject before signing')
-    .option('--substrate <file>', 'modes 1-3: a CydiaSubstrate replacement to bundle; injected dylibs load it instead')
-    .option('--bundle-id-prefix <id>', "mode 4: the copy's bundle identifier; bundles under the app's id keep their suffix")
+    .option(
+      '--substrate <file>',
+      'modes 1-3: a CydiaSubstrate replacement to bundle; injected dylibs load it instead',
+    )
+    .option(
+      '--bundle-id-prefix <id>',
+      "mode 4: the copy's bundle identifier; bundles under the app's id keep their suffix",
+    )
     .option('--cache-dir <dir>', 'keep resource digests per app version here, so signing it again is quick')
-    .option('--chain <file...>', "issuer certificates to embed (PEM or DER), e.g. Apple's WWDR intermediate and root")
+    .option(
+      '--chain <file...>',
+      "issuer certificates to embed (PEM or DER), e.g. Apple's WWDR intermediate and root",
+    )
     .action(async (ipa: string, options: SignCliOptions) => {
       const password = io.env[options.passwordEnv];
       if (password === undefined) {
-        throw new CliFailure(`Expected the .p12 password in the environment variable ${options.passwordEnv}, found it unset.`);
+        throw new CliFailure(
+          `Expected the .p12 password in the environment variable ${options.passwordEnv}, found it unset.`,
+        );
       }
       // Check the inputs now, so a wrong password or stale profile is reported before any work.
-      const chain = await Promise.all((options.chain ?? []).map((file) => readInput(file, 'chain certificate')));
+      const chain = await Promise.all(
+        (options.chain ?? []).map((file) => readInput(file, 'chain certificate')),
+      );
       const identity = loadIdentity({ p12: await readInput(options.p12, '.p12 file'), password, chain });
       const profileBytes = await readInput(options.profile, 'provisioning profile');
       assertProfileUsable(parseProfile(profileBytes), identity.certificate, io.now());
       const inject = await Promise.all(
-        (options.dylib ?? []).map(async (file) => ({ name: basename(file), bytes: await readInput(file, 'dylib') })),
+        (options.dylib ?? []).map(async (file) => ({
+          name: basename(file),
+          bytes: await readInput(file, 'dylib'),
+        })),
       );
-      const substrate = options.substrate ? { name: basename(options.substrate), bytes: await readInput(options.substrate, 'substrate dylib') } : undefined;
+      const substrate = options.substrate
+        ? { name: basename(options.substrate), bytes: await readInput(options.substrate, 'substrate dylib') }
+        : undefined;
       const progress = createProgressReporter(io.stderr, 'Signed');
       try {
         const report = await signIpa({
@@ -155,8 +176,9 @@ function describeCheck(report: CheckReport): string {
   if (report.decrypted) {
     return `${name} is decrypted: all ${report.machOs.length} Mach-O files have cryptid 0.`;
   }
-  const encrypted = report.machOs
-    .flatMap((machO) => machO.slices.filter((s) => s.cryptid !== 0).map((s) => `${machO.path} (${s.arch})`));
+  const encrypted = report.machOs.flatMap((machO) =>
+    machO.slices.filter((s) => s.cryptid !== 0).map((s) => `${machO.path} (${s.arch})`),
+  );
   return `${name} is encrypted: ${encrypted.join(', ')} ${encrypted.length === 1 ? 'has' : 'have'} a non-zero cryptid.`;
 }
 
@@ -187,7 +209,9 @@ async function readInput(path: string, what: string): Promise<Buffer> {
   try {
     return await readFile(path);
   } catch (err) {
-    throw new CliFailure(`Expected a ${what} at ${path}, found none (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}).`);
+    throw new CliFailure(
+      `Expected a ${what} at ${path}, found none (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}).`,
+    );
   }
 }
 

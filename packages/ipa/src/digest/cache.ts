@@ -16,7 +16,9 @@ const FORMAT = 2;
 export function versionKey(entries: readonly ZipEntry[]): string {
   const hash = createHash('sha256').update(`sideport-resource-digests-${FORMAT}\n`);
   for (const entry of [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    hash.update(`${entry.name}\0${entry.crc32}\0${entry.uncompressedSizeBytes}\0${entry.compressedSizeBytes}\0${entry.compressionMethod}\n`);
+    hash.update(
+      `${entry.name}\0${entry.crc32}\0${entry.uncompressedSizeBytes}\0${entry.compressedSizeBytes}\0${entry.compressionMethod}\n`,
+    );
   }
   return hash.digest('hex');
 }
@@ -27,8 +29,13 @@ export interface CachedDigestOptions extends DigestOptions {
 }
 
 /** Digests of the entries, from the cache when this exact set was digested before. */
-export async function digestEntriesCached(path: string, entries: readonly ZipEntry[], options: CachedDigestOptions = {}): Promise<{ digests: Map<string, FileDigests>; fromCache: boolean }> {
-  if (options.cacheDir === undefined) return { digests: await digestEntries(path, entries, options), fromCache: false };
+export async function digestEntriesCached(
+  path: string,
+  entries: readonly ZipEntry[],
+  options: CachedDigestOptions = {},
+): Promise<{ digests: Map<string, FileDigests>; fromCache: boolean }> {
+  if (options.cacheDir === undefined)
+    return { digests: await digestEntries(path, entries, options), fromCache: false };
   const cached = await readCachedDigests(options.cacheDir, entries);
   if (cached !== undefined) {
     options.onProgress?.(entries.length, entries.length);
@@ -39,19 +46,30 @@ export async function digestEntriesCached(path: string, entries: readonly ZipEnt
   return { digests, fromCache: false };
 }
 
-const cacheFile = (cacheDir: string, entries: readonly ZipEntry[]): string => join(cacheDir, 'resource-digests', `${versionKey(entries)}.json`);
+const cacheFile = (cacheDir: string, entries: readonly ZipEntry[]): string =>
+  join(cacheDir, 'resource-digests', `${versionKey(entries)}.json`);
 
 /** The digests of exactly these entries, when a run before kept them; undefined otherwise. */
-export function readCachedDigests(cacheDir: string, entries: readonly ZipEntry[]): Promise<Map<string, FileDigests> | undefined> {
+export function readCachedDigests(
+  cacheDir: string,
+  entries: readonly ZipEntry[],
+): Promise<Map<string, FileDigests> | undefined> {
   return readCache(cacheFile(cacheDir, entries), entries);
 }
 
 /** Keeps the digests of these entries for the next run (a cache that cannot be written only costs time). */
-export function writeCachedDigests(cacheDir: string, entries: readonly ZipEntry[], digests: Map<string, FileDigests>): Promise<void> {
+export function writeCachedDigests(
+  cacheDir: string,
+  entries: readonly ZipEntry[],
+  digests: Map<string, FileDigests>,
+): Promise<void> {
   return writeCache(cacheFile(cacheDir, entries), digests);
 }
 
-async function readCache(file: string, entries: readonly ZipEntry[]): Promise<Map<string, FileDigests> | undefined> {
+async function readCache(
+  file: string,
+  entries: readonly ZipEntry[],
+): Promise<Map<string, FileDigests> | undefined> {
   let parsed: { format?: number; digests?: Record<string, string> };
   try {
     parsed = JSON.parse(await readFile(file, 'utf8')) as typeof parsed;
@@ -64,14 +82,19 @@ async function readCache(file: string, entries: readonly ZipEntry[]): Promise<Ma
     const value = parsed.digests[entry.name];
     const match = value === undefined ? null : /^([0-9a-f]{40}):([0-9a-f]{64})(:m)?$/.exec(value);
     if (match === null) return undefined;
-    result.set(entry.name, { sha1: Buffer.from(match[1]!, 'hex'), sha256: Buffer.from(match[2]!, 'hex'), isMachO: match[3] !== undefined });
+    result.set(entry.name, {
+      sha1: Buffer.from(match[1]!, 'hex'),
+      sha256: Buffer.from(match[2]!, 'hex'),
+      isMachO: match[3] !== undefined,
+    });
   }
   return result;
 }
 
 async function writeCache(file: string, digests: Map<string, FileDigests>): Promise<void> {
   const body: Record<string, string> = {};
-  for (const [name, d] of digests) body[name] = `${d.sha1.toString('hex')}:${d.sha256.toString('hex')}${d.isMachO === true ? ':m' : ''}`;
+  for (const [name, d] of digests)
+    body[name] = `${d.sha1.toString('hex')}:${d.sha256.toString('hex')}${d.isMachO === true ? ':m' : ''}`;
   const dir = join(file, '..');
   await mkdir(dir, { recursive: true });
   // Written beside and renamed, so a concurrent reader never sees half a file.

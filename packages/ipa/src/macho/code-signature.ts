@@ -21,14 +21,18 @@ export interface SignatureBlob {
 /** The blob index of a SuperBlob; every entry is checked to lie inside it. */
 export function readSuperBlobIndex(bytes: Buffer, where: string): SignatureBlob[] {
   const fail = (found: string): IpaError =>
-    new IpaError('SIGNATURE_INVALID', `Expected an embedded signature SuperBlob (0xfade0cc0) in ${where}, found ${found}.`);
+    new IpaError(
+      'SIGNATURE_INVALID',
+      `Expected an embedded signature SuperBlob (0xfade0cc0) in ${where}, found ${found}.`,
+    );
   // SuperBlob: magic, length, count, then count × BlobIndex { type, offset }
   if (bytes.length < 12) throw fail(`${bytes.length} bytes`);
   const magic = bytes.readUInt32BE(0);
   if (magic !== SUPERBLOB_MAGIC) throw fail(`magic 0x${magic.toString(16).padStart(8, '0')}`);
   const length = bytes.readUInt32BE(4);
   const count = bytes.readUInt32BE(8);
-  if (length > bytes.length || 12 + count * 8 > length) throw fail(`length ${length} and ${count} entries in ${bytes.length} bytes`);
+  if (length > bytes.length || 12 + count * 8 > length)
+    throw fail(`length ${length} and ${count} entries in ${bytes.length} bytes`);
   const blobs: SignatureBlob[] = [];
   for (let i = 0; i < count; i++) {
     const slot = bytes.readUInt32BE(12 + i * 8);
@@ -36,7 +40,8 @@ export function readSuperBlobIndex(bytes: Buffer, where: string): SignatureBlob[
     // Each blob starts with magic, length (including these 8 bytes).
     if (offset + 8 > length) throw fail(`slot 0x${slot.toString(16)} at offset ${offset}, past the end`);
     const blobLength = bytes.readUInt32BE(offset + 4);
-    if (blobLength < 8 || offset + blobLength > length) throw fail(`slot 0x${slot.toString(16)} of ${blobLength} bytes, past the end`);
+    if (blobLength < 8 || offset + blobLength > length)
+      throw fail(`slot 0x${slot.toString(16)} of ${blobLength} bytes, past the end`);
     blobs.push({ slot, magic: bytes.readUInt32BE(offset), offset, length: blobLength });
   }
   return blobs;
@@ -46,7 +51,11 @@ export function readSuperBlobIndex(bytes: Buffer, where: string): SignatureBlob[
  * The SuperBlob bytes of one slice of `file` (as parseMachO returned it) and their index, or
  * undefined when the slice is unsigned.
  */
-export function readCodeSignature(file: Buffer, slice: MachOSlice, where = 'Mach-O file'): { bytes: Buffer; blobs: SignatureBlob[] } | undefined {
+export function readCodeSignature(
+  file: Buffer,
+  slice: MachOSlice,
+  where = 'Mach-O file',
+): { bytes: Buffer; blobs: SignatureBlob[] } | undefined {
   const signature = slice.codeSignature;
   if (signature === undefined) return undefined;
   // linkedit_data_command.dataoff is relative to the slice, not to the fat file.

@@ -38,35 +38,61 @@ describe('buildCodeResources', () => {
     const ours = parsePlist(buildCodeResources(files)) as PlistObject;
     const xcode = parsePlist(readFileSync(path.join(app, '_CodeSignature/CodeResources'))) as PlistObject;
     const asHex = (v: unknown): unknown =>
-      v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, asHex(x)])) : v;
+      v instanceof Uint8Array
+        ? Buffer.from(v).toString('hex')
+        : v && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, asHex(x)]))
+          : v;
     expect(asHex(ours.files)).toEqual(asHex(xcode.files));
     expect(asHex(ours.files2)).toEqual(asHex(xcode.files2));
     expect(Object.keys(ours.rules2 as object).sort()).toEqual(Object.keys(xcode.rules2 as object).sort());
   });
 
   it('seals nested code by cdhash and leaves its insides to its own signature', () => {
-    const file = (p: string): SealedFile => ({ path: p, sha1: digest('sha1', Buffer.from(p)), sha256: digest('sha256', Buffer.from(p)) });
+    const file = (p: string): SealedFile => ({
+      path: p,
+      sha1: digest('sha1', Buffer.from(p)),
+      sha256: digest('sha256', Buffer.from(p)),
+    });
     const cdhash = Buffer.alloc(20, 7);
     const plist = parsePlist(
       buildCodeResources(
-        [file('Frameworks/Foo.framework/Foo'), file('Frameworks/Foo.framework/Info.plist'), file('en.lproj/Main.strings'), file('Info.plist')],
+        [
+          file('Frameworks/Foo.framework/Foo'),
+          file('Frameworks/Foo.framework/Info.plist'),
+          file('en.lproj/Main.strings'),
+          file('Info.plist'),
+        ],
         [{ path: 'Frameworks/Foo.framework', cdhash, requirement: 'identifier "com.example.Foo"' }],
       ),
     ) as PlistObject;
     const files2 = plist.files2 as PlistObject;
     expect(Object.keys(files2).sort()).toEqual(['Frameworks/Foo.framework', 'en.lproj/Main.strings']);
-    expect(files2['Frameworks/Foo.framework']).toEqual({ cdhash: new Uint8Array(cdhash), requirement: 'identifier "com.example.Foo"' });
+    expect(files2['Frameworks/Foo.framework']).toEqual({
+      cdhash: new Uint8Array(cdhash),
+      requirement: 'identifier "com.example.Foo"',
+    });
     expect((files2['en.lproj/Main.strings'] as PlistObject).optional).toBe(true);
     // v1 lists every file, nested ones included, and the lproj file as optional.
-    expect(Object.keys(plist.files as object).sort()).toEqual(['Frameworks/Foo.framework/Foo', 'Frameworks/Foo.framework/Info.plist', 'Info.plist', 'en.lproj/Main.strings']);
+    expect(Object.keys(plist.files as object).sort()).toEqual([
+      'Frameworks/Foo.framework/Foo',
+      'Frameworks/Foo.framework/Info.plist',
+      'Info.plist',
+      'en.lproj/Main.strings',
+    ]);
   });
 
   it('lays out exactly the bytes the generic plist writer gives the same seals, odd names included', () => {
-    const file = (p: string): SealedFile => ({ path: p, sha1: digest('sha1', Buffer.from(p)), sha256: digest('sha256', Buffer.from(p)) });
+    const file = (p: string): SealedFile => ({
+      path: p,
+      sha1: digest('sha1', Buffer.from(p)),
+      sha256: digest('sha256', Buffer.from(p)),
+    });
     // Integer-like names come first in a JS object; '&', '<' and '>' are escaped.
     const files = ['b&<>.bin', '10', 'a.bin', '2', 'Ünïcode.txt'].map(file);
     const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
-    const seal = (pick: (f: SealedFile) => PlistObject | Buffer) => Object.fromEntries(sorted.map((f) => [f.path, pick(f)]));
+    const seal = (pick: (f: SealedFile) => PlistObject | Buffer) =>
+      Object.fromEntries(sorted.map((f) => [f.path, pick(f)]));
     const expected = buildXmlPlist({
       files: seal((f) => f.sha1),
       files2: seal((f) => ({ hash: f.sha1, hash2: f.sha256 })),

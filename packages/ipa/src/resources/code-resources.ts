@@ -19,7 +19,8 @@ export interface SealedNested {
 }
 
 /** True when `path` lies inside one of the nested code paths (their own signatures seal it). */
-const insideNested = (path: string, nested: readonly SealedNested[]) => nested.some((n) => path.startsWith(`${n.path}/`));
+const insideNested = (path: string, nested: readonly SealedNested[]) =>
+  nested.some((n) => path.startsWith(`${n.path}/`));
 
 /**
  * `_CodeSignature/CodeResources` of one bundle. `files` must not contain the bundle's own main
@@ -29,8 +30,13 @@ const insideNested = (path: string, nested: readonly SealedNested[]) => nested.s
  * object (keys in a JS object's order: integer-like keys first, ascending, then in sorted order):
  * a tree of objects and strings for 15,000 files would hold some 35 MB at once.
  */
-export function buildCodeResources(files: readonly SealedFile[], nested: readonly SealedNested[] = []): Buffer {
-  const sorted = inObjectKeyOrder([...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)));
+export function buildCodeResources(
+  files: readonly SealedFile[],
+  nested: readonly SealedNested[] = [],
+): Buffer {
+  const sorted = inObjectKeyOrder(
+    [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+  );
   const out = createTextBuffer();
   out.write(`${XML_PLIST_HEADER}  <dict>\n    <key>files</key>\n`);
   let any = false;
@@ -40,7 +46,10 @@ export function buildCodeResources(files: readonly SealedFile[], nested: readonl
     if (!any) out.write('    <dict>\n');
     any = true;
     out.write(`      <key>${escapeXmlText(file.path)}</key>\n`);
-    if (v1.optional) out.write(`      <dict>\n        <key>hash</key>\n        <data>${base64(file.sha1)}</data>\n        <key>optional</key>\n        <true/>\n      </dict>\n`);
+    if (v1.optional)
+      out.write(
+        `      <dict>\n        <key>hash</key>\n        <data>${base64(file.sha1)}</data>\n        <key>optional</key>\n        <true/>\n      </dict>\n`,
+      );
     else out.write(`      <data>${base64(file.sha1)}</data>\n`);
   }
   out.write(any ? '    </dict>\n' : '    <dict/>\n');
@@ -66,9 +75,15 @@ export function buildCodeResources(files: readonly SealedFile[], nested: readonl
     if (seal.code !== undefined) {
       const requirement = escapeXmlText(seal.code.requirement);
       out.write(`        <key>cdhash</key>\n        <data>${base64(seal.code.cdhash)}</data>\n`);
-      out.write(requirement === '' ? '        <key>requirement</key>\n        <string/>\n' : `        <key>requirement</key>\n        <string>${requirement}</string>\n`);
+      out.write(
+        requirement === ''
+          ? '        <key>requirement</key>\n        <string/>\n'
+          : `        <key>requirement</key>\n        <string>${requirement}</string>\n`,
+      );
     } else {
-      out.write(`        <key>hash</key>\n        <data>${base64(seal.file!.sha1)}</data>\n        <key>hash2</key>\n        <data>${base64(seal.file!.sha256)}</data>\n`);
+      out.write(
+        `        <key>hash</key>\n        <data>${base64(seal.file!.sha1)}</data>\n        <key>hash2</key>\n        <data>${base64(seal.file!.sha256)}</data>\n`,
+      );
       if (seal.rule!.optional) out.write('        <key>optional</key>\n        <true/>\n');
     }
     out.write('      </dict>\n');

@@ -23,7 +23,12 @@ export const RULES_V2: readonly ResourceRule[] = [
   { pattern: '.*\\.dSYM($|/)', weight: 11 },
   { pattern: '^', weight: 20 },
   { pattern: '^(.*/)?\\.DS_Store$', omit: true, weight: 2000 },
-  { pattern: '^(Frameworks|SharedFrameworks|PlugIns|Plug-ins|XPCServices|Helpers|MacOS|Library/(Automator|Spotlight|LoginItems))/', nested: true, weight: 10 },
+  {
+    pattern:
+      '^(Frameworks|SharedFrameworks|PlugIns|Plug-ins|XPCServices|Helpers|MacOS|Library/(Automator|Spotlight|LoginItems))/',
+    nested: true,
+    weight: 10,
+  },
   { pattern: '^.*' },
   { pattern: '^.*\\.lproj/', optional: true, weight: 1000 },
   { pattern: '^.*\\.lproj/locversion.plist$', omit: true, weight: 1100 },

@@ -6,7 +6,10 @@ import { requirementSubjectFor } from '../sign/requirements.js';
 import type { MachOSigner, MachOSignRequest } from './sign-ipa.js';
 
 /** The Mach-O signing engine of this package, bound to one identity. */
-export function createMachOSigner(identity: SigningIdentity, clock: () => Date = () => new Date()): MachOSigner {
+export function createMachOSigner(
+  identity: SigningIdentity,
+  clock: () => Date = () => new Date(),
+): MachOSigner {
   const cms = createCmsSigner(identity);
   // The designated requirement's form depends on who issued the certificate, not on the binary.
   const { commonName, anchorSha1 } = requirementSubjectFor('', identity);
@@ -28,7 +31,13 @@ export function createMachOSigner(identity: SigningIdentity, clock: () => Date =
       return { signed: result.bytes, cdhash: result.cdHash };
     },
     async signStream(read, sizeBytes, request, sink) {
-      const result = await signMachOStream(read, sizeBytes, request.path ?? request.identifier, inputOf(request), sink);
+      const result = await signMachOStream(
+        read,
+        sizeBytes,
+        request.path ?? request.identifier,
+        inputOf(request),
+        sink,
+      );
       return { cdhash: result.cdHash, sizeBytes: result.sizeBytes };
     },
   };

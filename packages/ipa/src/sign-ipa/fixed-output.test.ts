@@ -52,7 +52,10 @@ afterAll(() => {
 });
 
 const signMode = async (mode: SignMode, cacheDir?: string): Promise<string> => {
-  const output = path.join(dir, `mode-${mode}-${cacheDir === undefined ? 'plain' : path.basename(cacheDir)}.ipa`);
+  const output = path.join(
+    dir,
+    `mode-${mode}-${cacheDir === undefined ? 'plain' : path.basename(cacheDir)}.ipa`,
+  );
   await sign({
     input: fixtureIpa,
     output,
@@ -60,7 +63,10 @@ const signMode = async (mode: SignMode, cacheDir?: string): Promise<string> => {
     profile: fixed.profile,
     mode,
     now: NOW,
-    dylibs: { iap: { name: 'libiap.dylib', bytes: dylibBytes }, igg: { name: 'libigg.dylib', bytes: dylibBytes, weak: true } },
+    dylibs: {
+      iap: { name: 'libiap.dylib', bytes: dylibBytes },
+      igg: { name: 'libigg.dylib', bytes: dylibBytes, weak: true },
+    },
     ...(mode === 4 ? { bundleIdPrefix: 'com.example.copy' } : {}),
     ...(cacheDir === undefined ? {} : { cacheDir }),
   });
@@ -83,7 +89,15 @@ describe('signed output with a fixed clock', () => {
   it('mode 0 with the executable signed as it streams is byte-identical to the recorded output', async () => {
     const output = path.join(dir, 'streamed.ipa');
     const loaded = loadIdentity(identity);
-    await signIpa({ input: fixtureIpa, output, identity: loaded, profile: fixed.profile, signer: createMachOSigner(loaded, () => NOW), now: NOW, streamAboveBytes: 0 });
+    await signIpa({
+      input: fixtureIpa,
+      output,
+      identity: loaded,
+      profile: fixed.profile,
+      signer: createMachOSigner(loaded, () => NOW),
+      now: NOW,
+      streamAboveBytes: 0,
+    });
     expect(sha256(output)).toBe(EXPECTED['mode 0, executable streamed']);
   });
 });

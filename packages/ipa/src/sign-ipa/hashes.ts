@@ -7,7 +7,10 @@ export interface FileDigests {
 }
 
 export function digestBuffer(bytes: Buffer): FileDigests {
-  return { sha1: createHash('sha1').update(bytes).digest(), sha256: createHash('sha256').update(bytes).digest() };
+  return {
+    sha1: createHash('sha1').update(bytes).digest(),
+    sha256: createHash('sha256').update(bytes).digest(),
+  };
 }
 
 /** SHA-1 and SHA-256 of a stream in one pass, holding one chunk at a time. */

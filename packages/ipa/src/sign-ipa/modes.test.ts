@@ -27,9 +27,19 @@ describe('sign modes', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  const signTo = async (name: string, extra: Parameters<typeof signIpa>[0] extends infer O ? Partial<O> : never) => {
+  const signTo = async (
+    name: string,
+    extra: Parameters<typeof signIpa>[0] extends infer O ? Partial<O> : never,
+  ) => {
     const output = path.join(dir, `${name}.ipa`);
-    await signIpa({ input: fixtureIpa, output, identity, profile: pki.profile(), signer: createMachOSigner(identity), ...extra });
+    await signIpa({
+      input: fixtureIpa,
+      output,
+      identity,
+      profile: pki.profile(),
+      signer: createMachOSigner(identity),
+      ...extra,
+    });
     const target = path.join(dir, name);
     mkdirSync(target);
     execFileSync('unzip', ['-q', output, '-d', target]);
@@ -41,14 +51,22 @@ describe('sign modes', () => {
     const info = parsePlist(readFileSync(path.join(app, 'Info.plist'))) as PlistObject;
     expect(info.CFBundleIdentifier).toBe('com.example.copy');
     const [signature] = readSignatures(readFileSync(path.join(app, 'very-capable-app')));
-    expect(signature!.codeDirectories.map((cd) => cd.identifier)).toEqual(['com.example.copy', 'com.example.copy']);
+    expect(signature!.codeDirectories.map((cd) => cd.identifier)).toEqual([
+      'com.example.copy',
+      'com.example.copy',
+    ]);
     const entitlements = parsePlist(Buffer.from(signature!.entitlementsXml!)) as PlistObject;
     expect(entitlements['application-identifier']).toBe(`${pki.teamId}.com.example.copy`);
     expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
     expect(pageHashesMatch(readFileSync(path.join(app, 'very-capable-app')), signature!)).toBe(true);
     // Nothing in the plist, the signature's identifiers or the entitlements names the original.
     const strings: string[] = [];
-    const collect = (v: unknown) => (typeof v === 'string' ? strings.push(v) : v && typeof v === 'object' ? Object.values(v).forEach(collect) : undefined);
+    const collect = (v: unknown) =>
+      typeof v === 'string'
+        ? strings.push(v)
+        : v && typeof v === 'object'
+          ? Object.values(v).forEach(collect)
+          : undefined;
     collect(info);
     collect(entitlements);
     expect(strings.filter((s) => s.includes(OLD_ID))).toEqual([]);
@@ -58,16 +76,34 @@ describe('sign modes', () => {
   it("DUP: refuses the app's own identifier, which would not install beside the original", async () => {
     const output = path.join(dir, 'same-id.ipa');
     await expect(
-      signIpa({ input: fixtureIpa, output, identity, profile: pki.profile(), signer: createMachOSigner(identity), mode: 4, bundleIdPrefix: OLD_ID }),
+      signIpa({
+        input: fixtureIpa,
+        output,
+        identity,
+        profile: pki.profile(),
+        signer: createMachOSigner(identity),
+        mode: 4,
+        bundleIdPrefix: OLD_ID,
+      }),
     ).rejects.toThrow(`Mode 4 (DUP) needs a bundle id other than the app's own, found '${OLD_ID}'.`);
     expect(() => readFileSync(output)).toThrow();
   });
 
   it('IAP: injects the operator dylib with a load command and signs it too', async () => {
-    const dylibPath = buildDylib(dir, 'tweak', 'int tweak_entry(void) { return 7; }\n', '@rpath/libtweak.dylib');
-    const app = await signTo('inject', { mode: 1, inject: [{ name: 'libtweak.dylib', bytes: readFileSync(dylibPath) }] });
+    const dylibPath = buildDylib(
+      dir,
+      'tweak',
+      'int tweak_entry(void) { return 7; }\n',
+      '@rpath/libtweak.dylib',
+    );
+    const app = await signTo('inject', {
+      mode: 1,
+      inject: [{ name: 'libtweak.dylib', bytes: readFileSync(dylibPath) }],
+    });
     const executable = path.join(app, 'very-capable-app');
-    const headers = execFileSync(OBJDUMP!, ['--macho', '--private-headers', executable], { encoding: 'utf8' });
+    const headers = execFileSync(OBJDUMP!, ['--macho', '--private-headers', executable], {
+      encoding: 'utf8',
+    });
     expect(headers).toMatch(/cmd LC_LOAD_DYLIB[\s\S]*?name @executable_path\/Frameworks\/libtweak\.dylib/);
     expect(headers).toContain('LC_CODE_SIGNATURE');
     const injected = readFileSync(path.join(app, 'Frameworks/libtweak.dylib'));
@@ -79,19 +115,33 @@ describe('sign modes', () => {
     }
     // The dylib is plain code: no entitlements; the app seals it by cdhash.
     expect(readSignatures(injected)[0]!.entitlementsXml).toBeUndefined();
-    const seal = parsePlist(readFileSync(path.join(app, '_CodeSignature/CodeResources'))) as { files2: Record<string, PlistObject> };
+    const seal = parsePlist(readFileSync(path.join(app, '_CodeSignature/CodeResources'))) as {
+      files2: Record<string, PlistObject>;
+    };
     expect(seal.files2['Frameworks/libtweak.dylib']).toMatchObject({ cdhash: expect.any(Uint8Array) });
   });
 
   it('refuses a mode without what it needs, before writing anything', async () => {
     const output = path.join(dir, 'refused.ipa');
-    const base = { input: fixtureIpa, output, identity, profile: pki.profile(), signer: createMachOSigner(identity) };
+    const base = {
+      input: fixtureIpa,
+      output,
+      identity,
+      profile: pki.profile(),
+      signer: createMachOSigner(identity),
+    };
     await expect(signIpa({ ...base, mode: 2 })).rejects.toMatchObject({ code: 'DYLIB_MISSING' });
-    await expect(signIpa({ ...base, mode: 0, inject: [{ name: 'libx.dylib', bytes: Buffer.alloc(4) }] })).rejects.toThrow(
+    await expect(
+      signIpa({ ...base, mode: 0, inject: [{ name: 'libx.dylib', bytes: Buffer.alloc(4) }] }),
+    ).rejects.toThrow(
       'Mode 0 injects nothing, found 1 dylib(s) to inject: choose mode 1, 2 or 3, or leave them out.',
     );
-    await expect(signIpa({ ...base, mode: 4, bundleIdPrefix: 'bad prefix!' })).rejects.toMatchObject({ code: 'BUNDLE_ID_INVALID' });
-    await expect(signIpa({ ...base, mode: 1, inject: [{ name: '../evil.dylib', bytes: Buffer.alloc(4) }] })).rejects.toMatchObject({ code: 'DYLIB_MISSING' });
+    await expect(signIpa({ ...base, mode: 4, bundleIdPrefix: 'bad prefix!' })).rejects.toMatchObject({
+      code: 'BUNDLE_ID_INVALID',
+    });
+    await expect(
+      signIpa({ ...base, mode: 1, inject: [{ name: '../evil.dylib', bytes: Buffer.alloc(4) }] }),
+    ).rejects.toMatchObject({ code: 'DYLIB_MISSING' });
     expect(() => readFileSync(output)).toThrow();
   });
 });
@@ -113,10 +163,14 @@ describe('isSubstrate', () => {
     expect(isSubstrate(name)).toBe(true);
   });
 
-  it.each(['libiap.dylib', '@rpath/libigg.dylib', 'substrate.dylib', 'libsubstrate.dylib.bak', 'cydiasubstrate.dylib', '/usr/lib/libsubstrate_dylib'])(
-    'takes %s for a dylib of its own',
-    (name) => {
-      expect(isSubstrate(name)).toBe(false);
-    },
-  );
+  it.each([
+    'libiap.dylib',
+    '@rpath/libigg.dylib',
+    'substrate.dylib',
+    'libsubstrate.dylib.bak',
+    'cydiasubstrate.dylib',
+    '/usr/lib/libsubstrate_dylib',
+  ])('takes %s for a dylib of its own', (name) => {
+    expect(isSubstrate(name)).toBe(false);
+  });
 });

@@ -42,13 +42,20 @@ const INJECTING_MODES = SIGNING_MODES.filter((m) => m.injects.length > 0)
  */
 export function isSubstrate(name: string): boolean {
   const lastComponent = name.replace(/\/+$/, '').split('/').pop() ?? '';
-  return /CydiaSubstrate|libsubstrate\.dylib$/.test(name) || /^(libsubstrate\.dylib|CydiaSubstrate.*)$/.test(lastComponent);
+  return (
+    /CydiaSubstrate|libsubstrate\.dylib$/.test(name) ||
+    /^(libsubstrate\.dylib|CydiaSubstrate.*)$/.test(lastComponent)
+  );
 }
 
 /** The mode of a number, or MODE_INVALID naming the modes there are. */
 export function signingModeOf(mode: number) {
   const found = findSigningMode(mode);
-  if (found === undefined) throw new IpaError('MODE_INVALID', `Expected a sign mode from ${SIGN_MODE_NUMBERS[0]} to ${SIGN_MODE_NUMBERS.at(-1)}, found ${mode}.`);
+  if (found === undefined)
+    throw new IpaError(
+      'MODE_INVALID',
+      `Expected a sign mode from ${SIGN_MODE_NUMBERS[0]} to ${SIGN_MODE_NUMBERS.at(-1)}, found ${mode}.`,
+    );
   return found;
 }
 
@@ -61,13 +68,23 @@ export function validateModeOptions(options: ModeOptions) {
     throw new IpaError('DYLIB_MISSING', `Mode ${mode} injects the operator's dylibs, but none was given.`);
   }
   if (injects.length === 0 && dylibs.length > 0) {
-    throw new IpaError('MODE_INVALID', `Mode ${mode} injects nothing, found ${dylibs.length} dylib(s) to inject: choose mode ${INJECTING_MODES}, or leave them out.`);
+    throw new IpaError(
+      'MODE_INVALID',
+      `Mode ${mode} injects nothing, found ${dylibs.length} dylib(s) to inject: choose mode ${INJECTING_MODES}, or leave them out.`,
+    );
   }
   for (const dylib of dylibs) {
-    if (!SAFE_NAME.test(dylib.name)) throw new IpaError('DYLIB_MISSING', `Expected a plain .dylib file name to inject, found '${dylib.name}'.`);
+    if (!SAFE_NAME.test(dylib.name))
+      throw new IpaError(
+        'DYLIB_MISSING',
+        `Expected a plain .dylib file name to inject, found '${dylib.name}'.`,
+      );
   }
   if (renamesBundleIds && !(options.bundleIdPrefix && BUNDLE_ID.test(options.bundleIdPrefix))) {
-    throw new IpaError('BUNDLE_ID_INVALID', `Mode 4 (DUP) needs a new bundle id of letters, digits, '-' and '.', found '${options.bundleIdPrefix ?? ''}'.`);
+    throw new IpaError(
+      'BUNDLE_ID_INVALID',
+      `Mode 4 (DUP) needs a new bundle id of letters, digits, '-' and '.', found '${options.bundleIdPrefix ?? ''}'.`,
+    );
   }
 }
 
@@ -77,7 +94,8 @@ export function validateModeOptions(options: ModeOptions) {
  * iOS requires. Other ids (a framework's own, `org.cocoapods.Kit`) are not the app's and stay.
  */
 export function dupRenamer(appId: string, newAppId: string): (id: string) => string {
-  return (id) => (id === appId ? newAppId : id.startsWith(`${appId}.`) ? `${newAppId}${id.slice(appId.length)}` : id);
+  return (id) =>
+    id === appId ? newAppId : id.startsWith(`${appId}.`) ? `${newAppId}${id.slice(appId.length)}` : id;
 }
 
 /**
@@ -87,16 +105,26 @@ export function dupRenamer(appId: string, newAppId: string): (id: string) => str
  * Info.plist string naming a renamed id (WKCompanionAppBundleIdentifier, WKAppBundleIdentifier,
  * NSExtension attributes) names the new one. Returns the rewritten plists and the renaming.
  */
-export function applyDup(plan: SigningPlan, newAppId: string, read: (name: string) => Buffer): { plists: Map<string, Buffer>; renameId: (id: string) => string } {
+export function applyDup(
+  plan: SigningPlan,
+  newAppId: string,
+  read: (name: string) => Buffer,
+): { plists: Map<string, Buffer>; renameId: (id: string) => string } {
   const appId = plan.app.bundleId;
   if (newAppId === appId) {
-    throw new IpaError('BUNDLE_ID_INVALID', `Mode 4 (DUP) needs a bundle id other than the app's own, found '${newAppId}'.`);
+    throw new IpaError(
+      'BUNDLE_ID_INVALID',
+      `Mode 4 (DUP) needs a bundle id other than the app's own, found '${newAppId}'.`,
+    );
   }
   const underApp = dupRenamer(appId, newAppId);
   const renamed = new Map(
     plan.inOrder.map((b) => {
       const moved = underApp(b.bundleId);
-      return [b.bundleId, moved !== b.bundleId || b.kind === 'framework' ? moved : `${newAppId}.${b.bundleId}`];
+      return [
+        b.bundleId,
+        moved !== b.bundleId || b.kind === 'framework' ? moved : `${newAppId}.${b.bundleId}`,
+      ];
     }),
   );
   const renameId = (id: string) => renamed.get(id) ?? underApp(id);
@@ -125,11 +153,17 @@ export function applyDup(plan: SigningPlan, newAppId: string, read: (name: strin
  * at the bundled substrate when one is given, and adds a load command to the main executable.
  * Returns the new and changed files; the new dylibs are signed as the app's loose code.
  */
-export function applyInjection(plan: SigningPlan, options: ModeOptions, read: (name: string) => Buffer): Map<string, Buffer> {
+export function applyInjection(
+  plan: SigningPlan,
+  options: ModeOptions,
+  read: (name: string) => Buffer,
+): Map<string, Buffer> {
   const app = plan.app;
   const files = new Map<string, Buffer>();
   const frameworks = `${app.dir}/Frameworks`;
-  const substratePath = options.substrate ? `@executable_path/Frameworks/${options.substrate.name}` : undefined;
+  const substratePath = options.substrate
+    ? `@executable_path/Frameworks/${options.substrate.name}`
+    : undefined;
   let executable = read(app.executable!);
   for (const dylib of [...(options.substrate ? [options.substrate] : []), ...(options.inject ?? [])]) {
     const target = `${frameworks}/${dylib.name}`;
@@ -140,7 +174,10 @@ export function applyInjection(plan: SigningPlan, options: ModeOptions, read: (n
     files.set(target, bytes);
     app.looseCode.push(target);
     if (dylib !== options.substrate) {
-      executable = addDylibLoad(executable, posix.basename(app.executable!), { path: `@executable_path/Frameworks/${dylib.name}`, weak: dylib.weak ?? false });
+      executable = addDylibLoad(executable, posix.basename(app.executable!), {
+        path: `@executable_path/Frameworks/${dylib.name}`,
+        weak: dylib.weak ?? false,
+      });
     }
   }
   files.set(app.executable!, executable);

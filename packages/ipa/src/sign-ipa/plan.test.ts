@@ -27,9 +27,13 @@ describe('planSigning', () => {
   it('orders nested code inside-out and gives loose dylibs to their deepest bundle', async () => {
     // The fixture's Mach-O, reused as every piece of code of a made-up app.
     const source = await openZip(fixtureIpa);
-    const machO = await source.readEntry(source.find('Payload/very-capable-app.app/very-capable-app')!, 64 * 1024 * 1024);
+    const machO = await source.readEntry(
+      source.find('Payload/very-capable-app.app/very-capable-app')!,
+      64 * 1024 * 1024,
+    );
     source.close();
-    const plist = (id: string, exe?: string) => Buffer.from(buildXmlPlist({ CFBundleIdentifier: id, ...(exe ? { CFBundleExecutable: exe } : {}) }));
+    const plist = (id: string, exe?: string) =>
+      Buffer.from(buildXmlPlist({ CFBundleIdentifier: id, ...(exe ? { CFBundleExecutable: exe } : {}) }));
     const files: Record<string, Buffer> = {
       'Payload/A.app/Info.plist': plist('com.example.a', 'A'),
       'Payload/A.app/A': machO,
@@ -46,7 +50,9 @@ describe('planSigning', () => {
     const archive = await openZipFromBuffer(zip);
     const plan = await planSigning(archive);
     const order = plan.inOrder.map((b) => b.dir.replace('Payload/A.app', '~'));
-    expect(order.indexOf('~/PlugIns/E.appex/Frameworks/G.framework')).toBeLessThan(order.indexOf('~/PlugIns/E.appex'));
+    expect(order.indexOf('~/PlugIns/E.appex/Frameworks/G.framework')).toBeLessThan(
+      order.indexOf('~/PlugIns/E.appex'),
+    );
     expect(order.indexOf('~/PlugIns/E.appex')).toBeLessThan(order.indexOf('~'));
     expect(order.at(-1)).toBe('~');
     expect(plan.app.looseCode).toEqual(['Payload/A.app/Frameworks/libz.dylib']);

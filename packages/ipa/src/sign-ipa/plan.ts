@@ -51,12 +51,26 @@ export async function planSigning(archive: ZipArchive): Promise<SigningPlan> {
   for (const dir of dirs) {
     const info = await readInfoPlist(archive, dir);
     const bundleId = typeof info.CFBundleIdentifier === 'string' ? info.CFBundleIdentifier : '';
-    if (!bundleId) throw new IpaError('INFO_PLIST_INCOMPLETE', `Expected CFBundleIdentifier in ${dir}/Info.plist, found none.`);
+    if (!bundleId)
+      throw new IpaError(
+        'INFO_PLIST_INCOMPLETE',
+        `Expected CFBundleIdentifier in ${dir}/Info.plist, found none.`,
+      );
     const exe = typeof info.CFBundleExecutable === 'string' ? `${dir}/${info.CFBundleExecutable}` : undefined;
     const kind = kindOf(dir, dir === root.dir);
-    bundles.push({ dir, kind, info, bundleId, isMain: kind === 'app' || kind === 'appex', looseCode: [], ...(exe ? { executable: exe } : {}) });
+    bundles.push({
+      dir,
+      kind,
+      info,
+      bundleId,
+      isMain: kind === 'app' || kind === 'appex',
+      looseCode: [],
+      ...(exe ? { executable: exe } : {}),
+    });
   }
-  const byDepth = [...bundles].sort((a, b) => b.dir.split('/').length - a.dir.split('/').length || (a.dir < b.dir ? -1 : 1));
+  const byDepth = [...bundles].sort(
+    (a, b) => b.dir.split('/').length - a.dir.split('/').length || (a.dir < b.dir ? -1 : 1),
+  );
   const ownerOf = (path: string) => byDepth.find((b) => path.startsWith(`${b.dir}/`))!;
   const executables = new Set(bundles.map((b) => b.executable).filter(Boolean));
   for (const entry of codeCandidates(archive, root.dir)) {
@@ -71,7 +85,13 @@ export async function planSigning(archive: ZipArchive): Promise<SigningPlan> {
 /** Entries that may be code: executable bit, no extension, or .dylib; never inside _CodeSignature or SC_Info. */
 function codeCandidates(archive: ZipArchive, rootDir: string): ZipEntry[] {
   return archive.entries.filter((entry) => {
-    if (entry.isDirectory || entry.isSymlink || entry.uncompressedSizeBytes < 4 || !entry.name.startsWith(`${rootDir}/`)) return false;
+    if (
+      entry.isDirectory ||
+      entry.isSymlink ||
+      entry.uncompressedSizeBytes < 4 ||
+      !entry.name.startsWith(`${rootDir}/`)
+    )
+      return false;
     if (/\/(_CodeSignature|SC_Info)\//.test(entry.name)) return false;
     const ext = posix.extname(entry.name);
     const executableBit = entry.unixMode !== undefined && (entry.unixMode & 0o111) !== 0;

@@ -7,7 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadIdentity } from '../identity.js';
 import { parsePlist, type PlistObject } from '../plist.js';
 import { createTestPki, type TestPki } from '../test-support/pki.js';
-import { opensslVerifies, pageHashesMatch, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
+import {
+  opensslVerifies,
+  pageHashesMatch,
+  readSignatures,
+  specialSlotMatches,
+} from '../test-support/verify-signature.js';
 import { buildDylib, objdumpHeaders } from '../test-support/toolchain.js';
 import { createMachOSigner } from './engine.js';
 import { sign } from './sign.js';
@@ -40,11 +45,20 @@ function verifyApp(dir: string, pki: TestPki, profile: Buffer, bundleId = 'org.f
       expect(opensslVerifies(nested!, pki.caPem).ok, file).toBe(true);
       expect(pageHashesMatch(bytes, nested!), file).toBe(true);
       const cd256 = nested!.codeDirectories.find((cd) => cd.hashType === 2)!.bytes;
-      expect(Buffer.from(entry.cdhash as Uint8Array).equals(createHash('sha256').update(cd256).digest().subarray(0, 20)), file).toBe(true);
+      expect(
+        Buffer.from(entry.cdhash as Uint8Array).equals(
+          createHash('sha256').update(cd256).digest().subarray(0, 20),
+        ),
+        file,
+      ).toBe(true);
       continue;
     }
-    expect(Buffer.from(entry.hash as Uint8Array).equals(createHash('sha1').update(bytes).digest())).toBe(true);
-    expect(Buffer.from(entry.hash2 as Uint8Array).equals(createHash('sha256').update(bytes).digest())).toBe(true);
+    expect(Buffer.from(entry.hash as Uint8Array).equals(createHash('sha1').update(bytes).digest())).toBe(
+      true,
+    );
+    expect(Buffer.from(entry.hash2 as Uint8Array).equals(createHash('sha256').update(bytes).digest())).toBe(
+      true,
+    );
   }
   expect(readFileSync(path.join(app, 'embedded.mobileprovision')).equals(profile)).toBe(true);
 }
@@ -69,8 +83,21 @@ describe('signIpa', () => {
     const identity = loadIdentity({ p12: pki.p12, password: pki.password });
     const profile = pki.profile();
     const first = path.join(dir, 'first.ipa');
-    const report = await signIpa({ input: fixtureIpa, output: first, identity, profile, signer: createMachOSigner(identity) });
-    expect(report.bundles).toEqual([{ dir: APP, bundleId: 'org.fastlane.very-capable-app', kind: 'app', cdhash: expect.stringMatching(/^[0-9a-f]{40}$/) }]);
+    const report = await signIpa({
+      input: fixtureIpa,
+      output: first,
+      identity,
+      profile,
+      signer: createMachOSigner(identity),
+    });
+    expect(report.bundles).toEqual([
+      {
+        dir: APP,
+        bundleId: 'org.fastlane.very-capable-app',
+        kind: 'app',
+        cdhash: expect.stringMatching(/^[0-9a-f]{40}$/),
+      },
+    ]);
     execFileSync('unzip', ['-tq', first]);
     verifyApp(unzipTo(first, 'first'), pki, profile);
 
@@ -80,18 +107,39 @@ describe('signIpa', () => {
   });
 
   it('re-signs the real app in every sign mode, each passing the same checks', async () => {
-    const iap = { name: 'libiap.dylib', bytes: readFileSync(buildDylib(dir, 'iap', 'int iap(void) { return 1; }\n', '@rpath/libiap.dylib')) };
-    const igg = { name: 'libigg.dylib', bytes: readFileSync(buildDylib(dir, 'igg', 'int igg(void) { return 2; }\n', '@rpath/libigg.dylib')) };
+    const iap = {
+      name: 'libiap.dylib',
+      bytes: readFileSync(buildDylib(dir, 'iap', 'int iap(void) { return 1; }\n', '@rpath/libiap.dylib')),
+    };
+    const igg = {
+      name: 'libigg.dylib',
+      bytes: readFileSync(buildDylib(dir, 'igg', 'int igg(void) { return 2; }\n', '@rpath/libigg.dylib')),
+    };
     const profile = pki.profile();
     const original = path.join(unzipTo(fixtureIpa, 'original'), APP, 'very-capable-app');
     const originalHeaders = objdumpHeaders(original);
-    const layout = (text: string) => text.split('\n').filter((line) => /^\s+(segname|sectname|vmaddr|fileoff|addr|offset) /.test(line)).map((line) => line.trim());
+    const layout = (text: string) =>
+      text
+        .split('\n')
+        .filter((line) => /^\s+(segname|sectname|vmaddr|fileoff|addr|offset) /.test(line))
+        .map((line) => line.trim());
     expect(layout(originalHeaders).length).toBeGreaterThan(20);
-    const injected: Record<number, string[]> = { 0: [], 1: ['libiap.dylib'], 2: ['libigg.dylib'], 3: ['libiap.dylib', 'libigg.dylib'], 4: [] };
+    const injected: Record<number, string[]> = {
+      0: [],
+      1: ['libiap.dylib'],
+      2: ['libigg.dylib'],
+      3: ['libiap.dylib', 'libigg.dylib'],
+      4: [],
+    };
     for (const mode of [0, 1, 2, 3, 4] as const) {
       const output = path.join(dir, `mode-${mode}.ipa`);
       await sign({
-        input: fixtureIpa, output, identity: { p12: pki.p12, password: pki.password }, profile, mode, dylibs: { iap, igg },
+        input: fixtureIpa,
+        output,
+        identity: { p12: pki.p12, password: pki.password },
+        profile,
+        mode,
+        dylibs: { iap, igg },
         ...(mode === 4 ? { bundleIdPrefix: 'com.example.second' } : {}),
       });
       execFileSync('unzip', ['-tq', output]);
@@ -110,7 +158,13 @@ describe('signIpa', () => {
     const identity = loadIdentity({ p12: pki.p12, password: pki.password });
     const output = path.join(dir, 'refused.ipa');
     await expect(
-      signIpa({ input: fixtureIpa, output, identity, profile: pki.profile({ withoutCertificate: true }), signer: createMachOSigner(identity) }),
+      signIpa({
+        input: fixtureIpa,
+        output,
+        identity,
+        profile: pki.profile({ withoutCertificate: true }),
+        signer: createMachOSigner(identity),
+      }),
     ).rejects.toMatchObject({ code: 'CERTIFICATE_NOT_IN_PROFILE' });
     expect(() => readFileSync(output)).toThrow();
   });

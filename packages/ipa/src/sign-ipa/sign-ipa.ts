@@ -72,17 +72,28 @@ const DEFAULT_STREAM_ABOVE_BYTES = 8 * 1024 * 1024;
 const relative = (bundle: BundlePlan, path: string) => path.slice(bundle.dir.length + 1);
 
 /** Archive paths of every Mach-O signing signs: executables and loose dylibs. */
-const codeEntries = (plan: SigningPlan) => new Set(plan.inOrder.flatMap((b) => [...(b.executable ? [b.executable] : []), ...b.looseCode]));
+const codeEntries = (plan: SigningPlan) =>
+  new Set(plan.inOrder.flatMap((b) => [...(b.executable ? [b.executable] : []), ...b.looseCode]));
 
 /**
  * The entries whose digests CodeResources needs: the app's regular files that signing leaves as
  * they are (not code, not a file it replaces, not an old signature). Their set is the digest
  * cache's key, so it differs by mode only where a mode replaces files (DUP's Info.plists).
  */
-export function resourceEntries(archive: ZipArchive, plan: SigningPlan, replaced: { has(name: string): boolean }): ZipEntry[] {
+export function resourceEntries(
+  archive: ZipArchive,
+  plan: SigningPlan,
+  replaced: { has(name: string): boolean },
+): ZipEntry[] {
   const code = codeEntries(plan);
   return archive.entries.filter(
-    (e) => !e.isDirectory && !e.isSymlink && e.name.startsWith(`${plan.app.dir}/`) && !code.has(e.name) && !replaced.has(e.name) && !e.name.includes('/_CodeSignature/'),
+    (e) =>
+      !e.isDirectory &&
+      !e.isSymlink &&
+      e.name.startsWith(`${plan.app.dir}/`) &&
+      !code.has(e.name) &&
+      !replaced.has(e.name) &&
+      !e.name.includes('/_CodeSignature/'),
   );
 }
 
@@ -111,7 +122,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     // Who issued the certificate decides the requirement's form; only the identifier varies.
     const subject = requirementSubjectFor('', options.identity);
     const requirement = (identifier: string) => requirementText({ ...subject, identifier });
-    const read = async (name: string) => replaced.get(name) ?? archive.readEntry(archive.find(name)!, maxBytes);
+    const read = async (name: string) =>
+      replaced.get(name) ?? archive.readEntry(archive.find(name)!, maxBytes);
     // Entries already in the output, by their digests: signed code leaves memory once written.
     const written = new Map<string, FileDigests>();
     // Only the app's own executable is sealed by no bundle: no digests for it.
@@ -132,18 +144,30 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       const entry = archive.find(name);
       const inMemory = replaced.get(name);
       const withOwn = (own: PlistObject | undefined): MachOSignRequest =>
-        isMain ? { ...request, path: name, entitlements: entitlementsFor(profile, request.identifier, own, dup) } : { ...request, path: name };
+        isMain
+          ? { ...request, path: name, entitlements: entitlementsFor(profile, request.identifier, own, dup) }
+          : { ...request, path: name };
       // A main executable keeps its own entitlements; a plain dylib carries none.
-      if (inMemory !== undefined || entry === undefined || entry.uncompressedSizeBytes <= streamAbove || !options.signer.signStream) {
+      if (
+        inMemory !== undefined ||
+        entry === undefined ||
+        entry.uncompressedSizeBytes <= streamAbove ||
+        !options.signer.signStream
+      ) {
         const binary = inMemory ?? (await read(name));
-        const { signed, cdhash } = options.signer.sign(binary, withOwn(isMain ? ownEntitlements(binary, name) : undefined));
+        const { signed, cdhash } = options.signer.sign(
+          binary,
+          withOwn(isMain ? ownEntitlements(binary, name) : undefined),
+        );
         await emit(name, signed);
         return cdhash;
       }
       const signStream = options.signer.signStream.bind(options.signer);
       const spooled = await spoolOf(entry);
       try {
-        const { cdhash, digests } = await signBinaryStreaming(spooled, entry, out!, { signStream }, withOwn, { digests: sealedByAnother(name) });
+        const { cdhash, digests } = await signBinaryStreaming(spooled, entry, out!, { signStream }, withOwn, {
+          digests: sealedByAnother(name),
+        });
         if (digests !== undefined) written.set(name, digests);
         return cdhash;
       } finally {
@@ -153,7 +177,12 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     };
     const isStreamed = (name: string) => {
       const entry = archive.find(name);
-      return !replaced.has(name) && entry !== undefined && entry.uncompressedSizeBytes > streamAbove && options.signer.signStream !== undefined;
+      return (
+        !replaced.has(name) &&
+        entry !== undefined &&
+        entry.uncompressedSizeBytes > streamAbove &&
+        options.signer.signStream !== undefined
+      );
     };
     /** Binaries to stream are inflated to temporary files one after another (see below). */
     let lastSpool: Promise<unknown> = Promise.resolve();
@@ -172,7 +201,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     const injects = mode.injects.length > 0;
     // The modes edit plists and the main executable; fetch just those (one binary at most).
     const readSync = new Map<string, Buffer>();
-    for (const bundle of plan.inOrder) readSync.set(`${bundle.dir}/Info.plist`, await read(`${bundle.dir}/Info.plist`));
+    for (const bundle of plan.inOrder)
+      readSync.set(`${bundle.dir}/Info.plist`, await read(`${bundle.dir}/Info.plist`));
     if (injects) readSync.set(plan.app.executable!, await read(plan.app.executable!));
     const current = (name: string) => replaced.get(name) ?? readSync.get(name)!;
     let dup: DupRenaming | undefined;
@@ -182,7 +212,8 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       for (const [name, bytes] of plists) replaced.set(name, bytes);
       dup = { renameId, remapGroup: createGroupRemap(oldAppId, plan.app.bundleId) };
     }
-    if (injects) for (const [name, bytes] of applyInjection(plan, options, current)) replaced.set(name, bytes);
+    if (injects)
+      for (const [name, bytes] of applyInjection(plan, options, current)) replaced.set(name, bytes);
     for (const bundle of plan.inOrder) {
       if (bundle.isMain) replaced.set(`${bundle.dir}/embedded.mobileprovision`, options.profile);
     }
@@ -191,16 +222,25 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     // Unchanged entries go out first, as their raw stored bytes, from now on. Signed code and the
     // new files follow them: knowing where the copies end, they are written as soon as they are
     // ready, during the copy when no digest is missing.
-    const rewritten = new Set([...code, ...replaced.keys(), ...plan.inOrder.map((b) => `${b.dir}/_CodeSignature/CodeResources`)]);
+    const rewritten = new Set([
+      ...code,
+      ...replaced.keys(),
+      ...plan.inOrder.map((b) => `${b.dir}/_CodeSignature/CodeResources`),
+    ]);
     const keep = (entry: ZipEntry) => !rewritten.has(entry.name);
     // Entries copied as they are must hold no encrypted code either: the resources are sniffed as
     // they are digested (or were, for the cache), the few others here.
     const resourceNames = new Set(resources.map((entry) => entry.name));
-    const others = archive.entries.filter((e) => keep(e) && !e.isDirectory && !e.isSymlink && !resourceNames.has(e.name));
+    const others = archive.entries.filter(
+      (e) => keep(e) && !e.isDirectory && !e.isSymlink && !resourceNames.has(e.name),
+    );
     const otherHeads = await archive.readEntryHeads(others, 4);
     const otherMachOs = others.filter((_, i) => isMachO(otherHeads[i]!));
     const assertCopiedDecrypted = (digests: ReadonlyMap<string, FileDigests>): Promise<void> =>
-      assertMachOsDecrypted(archive, [...resources.filter((entry) => digests.get(entry.name)?.isMachO === true), ...otherMachOs]);
+      assertMachOsDecrypted(archive, [
+        ...resources.filter((entry) => digests.get(entry.name)?.isMachO === true),
+        ...otherMachOs,
+      ]);
     const maxOutputBytes = outputBudget({
       inputBytes: archive.sizeBytes,
       entries: archive.entries,
@@ -209,14 +249,21 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
       bundleDirs: plan.inOrder.map((bundle) => bundle.dir),
     });
     writer = await createSignedZipWriter(options.input, options.output, { maxBytes: maxOutputBytes });
-    const copiedBytes = archive.entries.reduce((sum, entry) => (keep(entry) ? sum + writer!.copiedSize(entry) : sum), 0);
+    const copiedBytes = archive.entries.reduce(
+      (sum, entry) => (keep(entry) ? sum + writer!.copiedSize(entry) : sum),
+      0,
+    );
     out = writer.from(copiedBytes);
     const copying = copyUnchanged(writer, archive, keep, stop.signal);
     copying.catch((err: unknown) => stop.abort(err));
-    const copyDone = copying.then(() => undefined, () => undefined);
+    const copyDone = copying.then(
+      () => undefined,
+      () => undefined,
+    );
     // Every resource that signing leaves as it is: digested as it is copied, or read from the cache
     // (while the copy runs).
-    const cached = options.cacheDir === undefined ? undefined : await readCachedDigests(options.cacheDir, resources);
+    const cached =
+      options.cacheDir === undefined ? undefined : await readCachedDigests(options.cacheDir, resources);
     // Without cached digests, a digest thread reads and hashes the resources while the copy runs:
     // two cores at work. Once the copy is done, this thread digests beside it.
     const digesting =
@@ -231,7 +278,9 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     if (cached === undefined) {
       // Signing waits for the digests: meanwhile, spool what it will stream. (With cached digests
       // signing runs beside the copy from the start.)
-      for (const bundle of plan.inOrder) for (const name of [...bundle.looseCode, ...(bundle.executable ? [bundle.executable] : [])]) if (isStreamed(name)) void spoolOf(archive.find(name)!);
+      for (const bundle of plan.inOrder)
+        for (const name of [...bundle.looseCode, ...(bundle.executable ? [bundle.executable] : [])])
+          if (isStreamed(name)) void spoolOf(archive.find(name)!);
     }
     const signAll = async (digests: ReadonlyMap<string, FileDigests>): Promise<void> => {
       let done = 0;
@@ -239,23 +288,38 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
         const nested: SealedNested[] = [];
         for (const loose of bundle.looseCode) {
           const identifier = posix.basename(loose).replace(/\.dylib$/, '');
-          const cdhash = await signOne(loose, { identifier, teamId: profile.teamId, isMainExecutable: false });
+          const cdhash = await signOne(loose, {
+            identifier,
+            teamId: profile.teamId,
+            isMainExecutable: false,
+          });
           nested.push({ path: relative(bundle, loose), cdhash, requirement: requirement(identifier) });
         }
         for (const child of plan.inOrder) {
           if (child === bundle || plan.ownerOf(child.dir) !== bundle) continue;
-          nested.push({ path: relative(bundle, child.dir), cdhash: cdhashes.get(child.dir)!, requirement: requirement(child.bundleId) });
+          nested.push({
+            path: relative(bundle, child.dir),
+            cdhash: cdhashes.get(child.dir)!,
+            requirement: requirement(child.bundleId),
+          });
         }
-        const codeResources = buildCodeResources(await sealResources(archive, bundle, replaced, written, digests), nested);
+        const codeResources = buildCodeResources(
+          await sealResources(archive, bundle, replaced, written, digests),
+          nested,
+        );
         await emit(`${bundle.dir}/_CodeSignature/CodeResources`, codeResources);
         if (bundle.executable) {
-          const cdhash = await signOne(bundle.executable, {
-            identifier: bundle.bundleId,
-            teamId: profile.teamId,
-            isMainExecutable: bundle.isMain,
-            infoPlist: await read(`${bundle.dir}/Info.plist`),
-            codeResources,
-          }, bundle.isMain);
+          const cdhash = await signOne(
+            bundle.executable,
+            {
+              identifier: bundle.bundleId,
+              teamId: profile.teamId,
+              isMainExecutable: bundle.isMain,
+              infoPlist: await read(`${bundle.dir}/Info.plist`),
+              codeResources,
+            },
+            bundle.isMain,
+          );
           cdhashes.set(bundle.dir, cdhash);
         }
         options.onProgress?.({ bundle: bundle.dir, done: ++done, total: plan.inOrder.length });
@@ -275,8 +339,18 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     await writer.close();
     writer = undefined;
     return {
-      bundles: plan.inOrder.map((b) => ({ dir: b.dir, bundleId: b.bundleId, kind: b.kind, cdhash: cdhashes.get(b.dir)?.toString('hex') ?? '' })),
-      profile: { name: profile.name, uuid: profile.uuid, teamId: profile.teamId, expirationDate: profile.expirationDate },
+      bundles: plan.inOrder.map((b) => ({
+        dir: b.dir,
+        bundleId: b.bundleId,
+        kind: b.kind,
+        cdhash: cdhashes.get(b.dir)?.toString('hex') ?? '',
+      })),
+      profile: {
+        name: profile.name,
+        uuid: profile.uuid,
+        teamId: profile.teamId,
+        expirationDate: profile.expirationDate,
+      },
     };
   } catch (err) {
     stop.abort(err);
@@ -284,7 +358,14 @@ export async function signIpa(options: SignIpaOptions): Promise<SignIpaReport> {
     throw err;
   } finally {
     // Spools of binaries never signed (the sign failed first).
-    await Promise.all([...spools.values()].map((spooled) => spooled.then((s) => s.close(), () => undefined)));
+    await Promise.all(
+      [...spools.values()].map((spooled) =>
+        spooled.then(
+          (s) => s.close(),
+          () => undefined,
+        ),
+      ),
+    );
     archive.close();
   }
 }
@@ -311,7 +392,12 @@ interface DupRenaming {
  * grants and moved to the profile's team (and, under DUP, to the new identifiers), plus what the
  * profile grants for this bundle id. An executable that cannot be read keeps the profile's alone.
  */
-function entitlementsFor(profile: Profile, bundleId: string, own: PlistObject | undefined, dup: DupRenaming | undefined): PlistObject {
+function entitlementsFor(
+  profile: Profile,
+  bundleId: string,
+  own: PlistObject | undefined,
+  dup: DupRenaming | undefined,
+): PlistObject {
   return mergeEntitlements({
     profile,
     bundleId,
@@ -343,7 +429,8 @@ async function sealResources(
 ): Promise<SealedFile[]> {
   const prefix = `${bundle.dir}/`;
   const names = new Set<string>();
-  for (const entry of archive.entries) if (!entry.isDirectory && !entry.isSymlink && entry.name.startsWith(prefix)) names.add(entry.name);
+  for (const entry of archive.entries)
+    if (!entry.isDirectory && !entry.isSymlink && entry.name.startsWith(prefix)) names.add(entry.name);
   for (const name of [...replaced.keys(), ...written.keys()]) if (name.startsWith(prefix)) names.add(name);
   const sealed: SealedFile[] = [];
   for (const name of [...names].sort()) {
@@ -352,7 +439,9 @@ async function sealResources(
     const content = replaced.get(name);
     const digests = content
       ? digestBuffer(content)
-      : (written.get(name) ?? precomputed.get(name) ?? (await digestStream(await archive.openEntryStream(archive.find(name)!))));
+      : (written.get(name) ??
+        precomputed.get(name) ??
+        (await digestStream(await archive.openEntryStream(archive.find(name)!))));
     sealed.push({ path, ...digests });
   }
   return sealed;

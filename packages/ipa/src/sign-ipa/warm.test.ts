@@ -24,8 +24,22 @@ describe('warmDigestCache', () => {
     // Modes 0-3 share one set of resources; DUP rewrites the Info.plists, so it has its own.
     expect(warmed).toHaveLength(2);
     const identity = { p12: pki.p12, password: pki.password };
-    await sign({ input: fixtureIpa, output: path.join(dir, 'normal.ipa'), identity, profile: pki.profile(), cacheDir });
-    await sign({ input: fixtureIpa, output: path.join(dir, 'dup.ipa'), identity, profile: pki.profile(), cacheDir, mode: 4, bundleIdPrefix: 'com.example.dup' });
+    await sign({
+      input: fixtureIpa,
+      output: path.join(dir, 'normal.ipa'),
+      identity,
+      profile: pki.profile(),
+      cacheDir,
+    });
+    await sign({
+      input: fixtureIpa,
+      output: path.join(dir, 'dup.ipa'),
+      identity,
+      profile: pki.profile(),
+      cacheDir,
+      mode: 4,
+      bundleIdPrefix: 'com.example.dup',
+    });
     // Nothing written: both signs found their digests in the cache.
     expect(cacheFiles(cacheDir)).toEqual(warmed);
     expect(await warmDigestCache(fixtureIpa, { cacheDir })).toMatchObject({ fromCache: true });

@@ -19,12 +19,17 @@ export interface WarmDigestOptions {
  * resources (their replaced files are code or new), DUP seals them less each bundle's Info.plist,
  * which it rewrites. Returns whether the digests were already cached.
  */
-export async function warmDigestCache(input: string, options: WarmDigestOptions): Promise<{ fromCache: boolean; entries: number }> {
+export async function warmDigestCache(
+  input: string,
+  options: WarmDigestOptions,
+): Promise<{ fromCache: boolean; entries: number }> {
   const archive = await openZip(input);
   try {
     const plan = await planSigning(archive);
     // Every mode gives the app and its extensions the new profile (sign-ipa.ts does the same).
-    const profiles = new Set(plan.inOrder.filter((b) => b.isMain).map((b) => `${b.dir}/embedded.mobileprovision`));
+    const profiles = new Set(
+      plan.inOrder.filter((b) => b.isMain).map((b) => `${b.dir}/embedded.mobileprovision`),
+    );
     const resources = resourceEntries(archive, plan, profiles);
     const { digests, fromCache } = await digestEntriesCached(input, resources, {
       cacheDir: options.cacheDir,
@@ -33,7 +38,11 @@ export async function warmDigestCache(input: string, options: WarmDigestOptions)
     const plists = new Set(plan.inOrder.map((b) => `${b.dir}/Info.plist`));
     const dup = resources.filter((e) => !plists.has(e.name));
     if ((await readCachedDigests(options.cacheDir, dup)) === undefined) {
-      await writeCachedDigests(options.cacheDir, dup, new Map(dup.map((e) => [e.name, digests.get(e.name)!])));
+      await writeCachedDigests(
+        options.cacheDir,
+        dup,
+        new Map(dup.map((e) => [e.name, digests.get(e.name)!])),
+      );
     }
     return { fromCache, entries: resources.length };
   } finally {

@@ -9,7 +9,11 @@ import { copyUnchanged } from './write-zip.js';
 import { fixtureIpa } from '../test-support/fixtures.js';
 
 /** What signIpa does with its writer: unchanged entries copied raw, then the changed ones added. */
-async function writeSignedZip(source: ZipArchive, output: string, replaced: ReadonlyMap<string, Buffer>): Promise<void> {
+async function writeSignedZip(
+  source: ZipArchive,
+  output: string,
+  replaced: ReadonlyMap<string, Buffer>,
+): Promise<void> {
   const writer = await createSignedZipWriter(source.path!, output);
   try {
     await copyUnchanged(writer, source, (entry) => !replaced.has(entry.name));
@@ -20,7 +24,6 @@ async function writeSignedZip(source: ZipArchive, output: string, replaced: Read
     throw err;
   }
 }
-
 
 describe('copyUnchanged with the signed zip writer', () => {
   let dir: string;
@@ -39,8 +42,12 @@ describe('copyUnchanged with the signed zip writer', () => {
     await writeSignedZip(source, out, replaced);
     // unzip (not ours) checks every CRC and size of the result.
     execFileSync('unzip', ['-tq', out]);
-    expect(execFileSync('unzip', ['-p', out, 'Payload/very-capable-app.app/PkgInfo']).toString()).toBe('APPL????changed');
-    expect(execFileSync('unzip', ['-p', out, 'Payload/very-capable-app.app/new-file.txt']).toString()).toBe('added');
+    expect(execFileSync('unzip', ['-p', out, 'Payload/very-capable-app.app/PkgInfo']).toString()).toBe(
+      'APPL????changed',
+    );
+    expect(execFileSync('unzip', ['-p', out, 'Payload/very-capable-app.app/new-file.txt']).toString()).toBe(
+      'added',
+    );
 
     const written = await openZip(out);
     for (const entry of source.entries) {

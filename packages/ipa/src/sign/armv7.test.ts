@@ -35,10 +35,30 @@ function buildArmv7(): string {
   };
   writeFileSync(join(dir, 'stub.c'), 'void stub(void) __asm__("dyld_stub_binder");\nvoid stub(void) {}\n');
   writeFileSync(join(dir, 'main7.c'), 'int main(void) { return 7; }\n');
-  for (const name of ['stub', 'main7']) run('clang', ['-target', 'armv7-apple-ios9.0', '-O1', '-c', `${name}.c`, '-o', `${name}.o`]);
+  for (const name of ['stub', 'main7'])
+    run('clang', ['-target', 'armv7-apple-ios9.0', '-O1', '-c', `${name}.c`, '-o', `${name}.o`]);
   const ld = ['-arch', 'armv7', '-platform_version', 'ios', '9.0', '9.0'];
-  run('ld64.lld-14', [...ld, '-dylib', '-install_name', '/usr/lib/libSystem.B.dylib', 'stub.o', '-o', 'libSystem-armv7.dylib']);
-  run('ld64.lld-14', [...ld, '-execute', '-e', '_main', '-headerpad', '0x400', 'main7.o', 'libSystem-armv7.dylib', '-o', 'app-armv7']);
+  run('ld64.lld-14', [
+    ...ld,
+    '-dylib',
+    '-install_name',
+    '/usr/lib/libSystem.B.dylib',
+    'stub.o',
+    '-o',
+    'libSystem-armv7.dylib',
+  ]);
+  run('ld64.lld-14', [
+    ...ld,
+    '-execute',
+    '-e',
+    '_main',
+    '-headerpad',
+    '0x400',
+    'main7.o',
+    'libSystem-armv7.dylib',
+    '-o',
+    'app-armv7',
+  ]);
   return join(dir, 'app-armv7');
 }
 
@@ -76,7 +96,8 @@ describe('armv7', () => {
     writeFileSync(out, signed);
     const headers = execFileSync(OBJDUMP, ['--macho', '--private-headers', out], { encoding: 'utf8' });
     expect(headers).toContain('LC_CODE_SIGNATURE');
-    const [, vmsize, fileoff, filesize] = /segname __LINKEDIT\s+vmaddr \S+\s+vmsize (\S+)\s+fileoff (\d+)\s+filesize (\d+)/.exec(headers)!;
+    const [, vmsize, fileoff, filesize] =
+      /segname __LINKEDIT\s+vmaddr \S+\s+vmsize (\S+)\s+fileoff (\d+)\s+filesize (\d+)/.exec(headers)!;
     expect(Number(fileoff) + Number(filesize)).toBe(signed.length);
     expect(Number(vmsize) % 0x1000).toBe(0);
     expect(Number(vmsize)).toBeGreaterThanOrEqual(Number(filesize));
@@ -88,7 +109,10 @@ describe('armv7', () => {
     const fat = readFileSync(fatPath);
     const signed = signMachO(fat, 'app', input).bytes;
     // fat_arch: offset (8) and align (16, log2) of each entry after the 8-byte fat_header.
-    const alignments = [0, 1].map((i) => [signed.readUInt32BE(8 + i * 20 + 8), 2 ** signed.readUInt32BE(8 + i * 20 + 16)]);
+    const alignments = [0, 1].map((i) => [
+      signed.readUInt32BE(8 + i * 20 + 8),
+      2 ** signed.readUInt32BE(8 + i * 20 + 16),
+    ]);
     expect(alignments.map(([offset, align]) => offset! % align!)).toEqual([0, 0]);
     const signatures = readSignatures(signed);
     expect(signatures).toHaveLength(2);
@@ -96,7 +120,10 @@ describe('armv7', () => {
       expect(opensslVerifies(signature, pki.caPem).ok).toBe(true);
       expect(pageHashesMatch(signed, signature)).toBe(true);
     }
-    expect(parseMachO(signed).slices.map((s) => [s.arch, s.cryptid])).toEqual([['armv7', 0], ['arm64', 0]]);
+    expect(parseMachO(signed).slices.map((s) => [s.arch, s.cryptid])).toEqual([
+      ['armv7', 0],
+      ['arm64', 0],
+    ]);
   });
 
   it('refuses a fat file with one encrypted slice, naming it, before writing anything: MACHO_ENCRYPTED', () => {
@@ -105,9 +132,15 @@ describe('armv7', () => {
     const fatPath = join(dir, 'legacy-fat-encrypted');
     execFileSync(LIPO, ['-create', encrypted, arm64Path, '-output', fatPath]);
     const fat = readFileSync(fatPath);
-    expect(parseMachO(fat).slices.map((s) => [s.arch, s.cryptid])).toEqual([['armv7', 1], ['arm64', 0]]);
+    expect(parseMachO(fat).slices.map((s) => [s.arch, s.cryptid])).toEqual([
+      ['armv7', 1],
+      ['arm64', 0],
+    ]);
     expect(() => signMachO(fat, 'Payload/App.app/App', input)).toThrow(
-      new IpaError('MACHO_ENCRYPTED', 'Expected Payload/App.app/App (armv7) to be decrypted (cryptid 0), found cryptid 1: decrypt the version first.'),
+      new IpaError(
+        'MACHO_ENCRYPTED',
+        'Expected Payload/App.app/App (armv7) to be decrypted (cryptid 0), found cryptid 1: decrypt the version first.',
+      ),
     );
   });
 });

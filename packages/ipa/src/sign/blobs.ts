@@ -47,7 +47,9 @@ export function buildSuperBlob(blobs: readonly { slot: number; blob: Buffer }[])
 
 /** The blobs of an existing SuperBlob by slot; tolerant of what older tools wrote, strict on lengths. */
 export function parseSuperBlob(bytes: Buffer, where: string): Map<number, Buffer> {
-  return new Map(readSuperBlobIndex(bytes, where).map((b) => [b.slot, bytes.subarray(b.offset, b.offset + b.length)]));
+  return new Map(
+    readSuperBlobIndex(bytes, where).map((b) => [b.slot, bytes.subarray(b.offset, b.offset + b.length)]),
+  );
 }
 
 export type HashName = 'sha1' | 'sha256';
@@ -80,8 +82,15 @@ export interface CodeDirectoryInput {
 const CD_VERSION = 0x20400;
 const CD_HEADER_BYTES = 88;
 
-export function codeDirectorySize(identifier: string, teamId: string | undefined, hash: HashName, specialCount: number, pageCount: number): number {
-  const strings = Buffer.byteLength(identifier) + 1 + (teamId === undefined ? 0 : Buffer.byteLength(teamId) + 1);
+export function codeDirectorySize(
+  identifier: string,
+  teamId: string | undefined,
+  hash: HashName,
+  specialCount: number,
+  pageCount: number,
+): number {
+  const strings =
+    Buffer.byteLength(identifier) + 1 + (teamId === undefined ? 0 : Buffer.byteLength(teamId) + 1);
   return CD_HEADER_BYTES + strings + (specialCount + pageCount) * HASH_SIZE[hash];
 }
 
@@ -93,7 +102,8 @@ export function buildCodeDirectory(input: CodeDirectoryInput): Buffer {
   const identOffset = CD_HEADER_BYTES;
   const teamOffset = input.teamId === undefined ? 0 : identOffset + identifier.length;
   const hashOffset = identOffset + identifier.length + team.length + specialCount * hashSize;
-  if (input.pageHashes.length % hashSize !== 0) throw new Error(`page hashes of ${input.pageHashes.length} bytes are not whole ${hashSize}-byte hashes`);
+  if (input.pageHashes.length % hashSize !== 0)
+    throw new Error(`page hashes of ${input.pageHashes.length} bytes are not whole ${hashSize}-byte hashes`);
   const pageCount = input.pageHashes.length / hashSize;
   const length = hashOffset + input.pageHashes.length;
   const cd = Buffer.alloc(length);
@@ -122,7 +132,8 @@ export function buildCodeDirectory(input: CodeDirectoryInput): Buffer {
   team.copy(cd, identOffset + identifier.length);
   input.specialHashes.forEach((hash, i) => {
     if (hash === undefined) return;
-    if (hash.length !== hashSize) throw new Error(`special slot ${i + 1} hash has ${hash.length} bytes, expected ${hashSize}`);
+    if (hash.length !== hashSize)
+      throw new Error(`special slot ${i + 1} hash has ${hash.length} bytes, expected ${hashSize}`);
     hash.copy(cd, hashOffset - (i + 1) * hashSize);
   });
   input.pageHashes.copy(cd, hashOffset);

@@ -23,7 +23,8 @@ describe('codeDirectoryHashes', () => {
         const copy = Buffer.from(executable);
         copy[signatureAt + at] = value;
         try {
-          for (const slice of codeDirectoryHashes(copy)) expect(slice.codeDirectories.every((cd) => cd.cdhash.length === 20)).toBe(true);
+          for (const slice of codeDirectoryHashes(copy))
+            expect(slice.codeDirectories.every((cd) => cd.cdhash.length === 20)).toBe(true);
         } catch (err) {
           expect(err).toBeInstanceOf(IpaError);
         }

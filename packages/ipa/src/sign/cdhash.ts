@@ -39,20 +39,35 @@ export function codeDirectoryHashes(signed: Buffer, where = 'Mach-O file'): Slic
   return parseMachO(signed, where).slices.map((slice) => {
     const signature = readCodeSignature(signed, slice, where);
     if (signature === undefined) {
-      throw new IpaError('SIGNATURE_INVALID', `Expected ${where} (${slice.arch}) to be signed, found no LC_CODE_SIGNATURE.`);
+      throw new IpaError(
+        'SIGNATURE_INVALID',
+        `Expected ${where} (${slice.arch}) to be signed, found no LC_CODE_SIGNATURE.`,
+      );
     }
     const codeDirectories = signature.blobs
-      .filter((b) => b.slot === CSSLOT_CODEDIRECTORY || (b.slot >= CSSLOT_ALTERNATE_CODEDIRECTORIES && b.slot < CSSLOT_ALTERNATE_CODEDIRECTORIES + ALTERNATE_SLOTS))
+      .filter(
+        (b) =>
+          b.slot === CSSLOT_CODEDIRECTORY ||
+          (b.slot >= CSSLOT_ALTERNATE_CODEDIRECTORIES &&
+            b.slot < CSSLOT_ALTERNATE_CODEDIRECTORIES + ALTERNATE_SLOTS),
+      )
       .map((b) => {
         const blob = signature.bytes.subarray(b.offset, b.offset + b.length);
         // CodeDirectory: magic, length, version, flags, hashOffset, identOffset, nSpecialSlots,
         // nCodeSlots, codeLimit, hashSize (36), hashType (37), ...
         if (b.magic !== CSMAGIC_CODEDIRECTORY || blob.length < 38) {
-          throw new IpaError('SIGNATURE_INVALID', `Expected a CodeDirectory (0xfade0c02) in slot 0x${b.slot.toString(16)} of ${where}, found magic 0x${b.magic.toString(16)} in ${blob.length} bytes.`);
+          throw new IpaError(
+            'SIGNATURE_INVALID',
+            `Expected a CodeDirectory (0xfade0c02) in slot 0x${b.slot.toString(16)} of ${where}, found magic 0x${b.magic.toString(16)} in ${blob.length} bytes.`,
+          );
         }
         const hashType = blob.readUInt8(37);
         const hash = HASH_BY_TYPE[hashType];
-        if (hash === undefined) throw new IpaError('SIGNATURE_INVALID', `Expected a known hash type (1 to 4) in the CodeDirectory of ${where}, found ${hashType}.`);
+        if (hash === undefined)
+          throw new IpaError(
+            'SIGNATURE_INVALID',
+            `Expected a known hash type (1 to 4) in the CodeDirectory of ${where}, found ${hashType}.`,
+          );
         const digest = createHash(hash.algorithm).update(blob).digest().subarray(0, hash.size);
         return { hashType, slot: b.slot, digest, cdhash: digest.subarray(0, 20) };
       });

@@ -31,14 +31,20 @@ export interface CmsSigner {
   readonly maxSizeBytes: number;
 }
 
-const oid = (value: string): forge.asn1.Asn1 => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(value).getBytes());
-const seq = (items: forge.asn1.Asn1[]): forge.asn1.Asn1 => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, items);
-const set = (items: forge.asn1.Asn1[]): forge.asn1.Asn1 => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, items);
-const octets = (bytes: Buffer): forge.asn1.Asn1 => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OCTETSTRING, false, bytes.toString('binary'));
+const oid = (value: string): forge.asn1.Asn1 =>
+  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(value).getBytes());
+const seq = (items: forge.asn1.Asn1[]): forge.asn1.Asn1 =>
+  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, items);
+const set = (items: forge.asn1.Asn1[]): forge.asn1.Asn1 =>
+  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, items);
+const octets = (bytes: Buffer): forge.asn1.Asn1 =>
+  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OCTETSTRING, false, bytes.toString('binary'));
 const nul = (): forge.asn1.Asn1 => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.NULL, false, '');
-const int = (value: number): forge.asn1.Asn1 => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, asn1.integerToDer(value).getBytes());
+const int = (value: number): forge.asn1.Asn1 =>
+  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, asn1.integerToDer(value).getBytes());
 const der = (node: forge.asn1.Asn1): Buffer => Buffer.from(asn1.toDer(node).getBytes(), 'binary');
-const fromDer = (bytes: Buffer): forge.asn1.Asn1 => asn1.fromDer(forge.util.createBuffer(bytes.toString('binary')));
+const fromDer = (bytes: Buffer): forge.asn1.Asn1 =>
+  asn1.fromDer(forge.util.createBuffer(bytes.toString('binary')));
 const algorithm = (id: string): forge.asn1.Asn1 => seq([oid(id), nul()]);
 const attribute = (type: string, values: forge.asn1.Asn1[]): Buffer => der(seq([oid(type), set(values)]));
 
@@ -52,7 +58,7 @@ export function createCmsSigner(identity: SigningIdentity): CmsSigner {
   const hasVersion = tbsFields[0]!.tagClass === asn1.Class.CONTEXT_SPECIFIC;
   const serial = tbsFields[hasVersion ? 1 : 0]!;
   const issuer = tbsFields[hasVersion ? 3 : 2]!;
-  const keyBytes = Math.ceil((identity.privateKey.n.bitLength()) / 8);
+  const keyBytes = Math.ceil(identity.privateKey.n.bitLength() / 8);
   const certificatesBytes = leafDer.length + chainDers.reduce((sum, c) => sum + c.length, 0);
 
   return {
@@ -61,16 +67,24 @@ export function createCmsSigner(identity: SigningIdentity): CmsSigner {
     sign(content, cdHashes, now) {
       const plist = buildXmlPlist({ cdhashes: cdHashes.map(({ digest }) => digest.subarray(0, 20)) });
       // Hash agility v2: one attribute whose values are (digest OID, full digest), one per CodeDirectory.
-      const agility = cdHashes.map(({ hash, digest }) => der(seq([oid(OID[hash]), octets(digest)]))).sort(Buffer.compare);
+      const agility = cdHashes
+        .map(({ hash, digest }) => der(seq([oid(OID[hash]), octets(digest)])))
+        .sort(Buffer.compare);
       const attributes = [
         attribute(OID.contentType, [oid(OID.data)]),
-        attribute(OID.signingTime, [asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, asn1.dateToUtcTime(now))]),
+        attribute(OID.signingTime, [
+          asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, asn1.dateToUtcTime(now)),
+        ]),
         attribute(OID.messageDigest, [octets(createHash('sha256').update(content).digest())]),
         attribute(OID.appleCdHashes, [octets(Buffer.from(plist, 'utf8'))]),
         attribute(OID.appleCdHashes2, agility.map(fromDer)),
       ].sort(Buffer.compare); // DER orders a SET OF by encoding; verifiers re-encode it so.
       // The signature covers the attributes encoded as a SET (tag 0x31), not as the [0] they are stored in.
-      const attributesSet = Buffer.concat([Buffer.from([0x31]), derLength(attributes.reduce((n, a) => n + a.length, 0)), ...attributes]);
+      const attributesSet = Buffer.concat([
+        Buffer.from([0x31]),
+        derLength(attributes.reduce((n, a) => n + a.length, 0)),
+        ...attributes,
+      ]);
       const signature = rsaSign('sha256', attributesSet, key);
       const signedAttrs = asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, attributes.map(fromDer));
       const signerInfo = seq([

@@ -16,13 +16,35 @@ const CODESIGN_OUTPUT: [string, PlistObject, number[]][] = [
   ['-1', { key: -1 }, [112, 15, 2, 1, 1, 176, 10, 48, 8, 12, 3, 107, 101, 121, 2, 1, 255]],
   ['42', { key: 42 }, [112, 15, 2, 1, 1, 176, 10, 48, 8, 12, 3, 107, 101, 121, 2, 1, 42]],
   ['an empty string', { key: '' }, [112, 14, 2, 1, 1, 176, 9, 48, 7, 12, 3, 107, 101, 121, 12, 0]],
-  ['a string', { key: 'value' }, [112, 19, 2, 1, 1, 176, 14, 48, 12, 12, 3, 107, 101, 121, 12, 5, 118, 97, 108, 117, 101]],
+  [
+    'a string',
+    { key: 'value' },
+    [112, 19, 2, 1, 1, 176, 14, 48, 12, 12, 3, 107, 101, 121, 12, 5, 118, 97, 108, 117, 101],
+  ],
   ['an empty array', { key: [] }, [112, 14, 2, 1, 1, 176, 9, 48, 7, 12, 3, 107, 101, 121, 48, 0]],
-  ['a mixed array', { key: [true, 'foo'] }, [112, 22, 2, 1, 1, 176, 17, 48, 15, 12, 3, 107, 101, 121, 48, 8, 1, 1, 255, 12, 3, 102, 111, 111]],
+  [
+    'a mixed array',
+    { key: [true, 'foo'] },
+    [112, 22, 2, 1, 1, 176, 17, 48, 15, 12, 3, 107, 101, 121, 48, 8, 1, 1, 255, 12, 3, 102, 111, 111],
+  ],
   ['an empty inner dictionary', { key: {} }, [112, 14, 2, 1, 1, 176, 9, 48, 7, 12, 3, 107, 101, 121, 176, 0]],
-  ['an inner dictionary', { key: { inner: false } }, [112, 26, 2, 1, 1, 176, 21, 48, 19, 12, 3, 107, 101, 121, 176, 12, 48, 10, 12, 5, 105, 110, 110, 101, 114, 1, 1, 0]],
+  [
+    'an inner dictionary',
+    { key: { inner: false } },
+    [
+      112, 26, 2, 1, 1, 176, 21, 48, 19, 12, 3, 107, 101, 121, 176, 12, 48, 10, 12, 5, 105, 110, 110, 101,
+      114, 1, 1, 0,
+    ],
+  ],
   // Keys in byte order whatever order the plist had them in.
-  ['several keys', { key3: 42, key: false, key2: true }, [112, 37, 2, 1, 1, 176, 32, 48, 8, 12, 3, 107, 101, 121, 1, 1, 0, 48, 9, 12, 4, 107, 101, 121, 50, 1, 1, 255, 48, 9, 12, 4, 107, 101, 121, 51, 2, 1, 42]],
+  [
+    'several keys',
+    { key3: 42, key: false, key2: true },
+    [
+      112, 37, 2, 1, 1, 176, 32, 48, 8, 12, 3, 107, 101, 121, 1, 1, 0, 48, 9, 12, 4, 107, 101, 121, 50, 1, 1,
+      255, 48, 9, 12, 4, 107, 101, 121, 51, 2, 1, 42,
+    ],
+  ],
 ];
 
 describe('encodeDerEntitlements', () => {
@@ -39,7 +61,7 @@ describe('encodeDerEntitlements', () => {
       'com.apple.developer.associated-domains': ['applinks:example.com'],
       'aps-environment': 'development',
       'com.apple.developer.icloud-container-environment': 'Development',
-      'count': 128,
+      count: 128,
     };
     const der = encodeDerEntitlements(entitlements);
     expect(der.length).toBeGreaterThan(256);
@@ -52,8 +74,14 @@ describe('encodeDerEntitlements', () => {
   });
 
   it('refuses values codesign cannot encode either: ENTITLEMENTS_INVALID', () => {
-    expect(() => encodeDerEntitlements({ key: 1.5 })).toThrow(expect.objectContaining({ code: 'ENTITLEMENTS_INVALID' }));
-    expect(() => encodeDerEntitlements({ key: new Date(0) })).toThrow(expect.objectContaining({ code: 'ENTITLEMENTS_INVALID' }));
-    expect(() => encodeDerEntitlements({ key: Buffer.from('x') })).toThrow(expect.objectContaining({ code: 'ENTITLEMENTS_INVALID' }));
+    expect(() => encodeDerEntitlements({ key: 1.5 })).toThrow(
+      expect.objectContaining({ code: 'ENTITLEMENTS_INVALID' }),
+    );
+    expect(() => encodeDerEntitlements({ key: new Date(0) })).toThrow(
+      expect.objectContaining({ code: 'ENTITLEMENTS_INVALID' }),
+    );
+    expect(() => encodeDerEntitlements({ key: Buffer.from('x') })).toThrow(
+      expect.objectContaining({ code: 'ENTITLEMENTS_INVALID' }),
+    );
   });
 });

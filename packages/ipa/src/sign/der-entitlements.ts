@@ -40,14 +40,26 @@ function encodeValue(value: PlistValue, path: string): Buffer {
   if (typeof value === 'string') return tlv(UTF8_STRING, Buffer.from(value, 'utf8'));
   if (typeof value === 'boolean') return tlv(BOOLEAN, Buffer.from([value ? 0xff : 0x00]));
   if (typeof value === 'number' && Number.isInteger(value)) return integer(value);
-  if (Array.isArray(value)) return tlv(SEQUENCE, Buffer.concat(value.map((item, i) => encodeValue(item, `${path}[${i}]`))));
+  if (Array.isArray(value))
+    return tlv(SEQUENCE, Buffer.concat(value.map((item, i) => encodeValue(item, `${path}[${i}]`))));
   if (isPlistDict(value)) return encodeDict(value, path);
-  throw new IpaError('ENTITLEMENTS_INVALID', `Expected entitlement ${path} to be a string, boolean, integer, array or dictionary, found ${value instanceof Date ? 'a date' : typeof value}.`);
+  throw new IpaError(
+    'ENTITLEMENTS_INVALID',
+    `Expected entitlement ${path} to be a string, boolean, integer, array or dictionary, found ${value instanceof Date ? 'a date' : typeof value}.`,
+  );
 }
 
 function encodeDict(dict: PlistObject, path: string): Buffer {
   const keys = Object.keys(dict).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-  const pairs = keys.map((key) => tlv(SEQUENCE, Buffer.concat([tlv(UTF8_STRING, Buffer.from(key, 'utf8')), encodeValue(dict[key]!, path === '' ? key : `${path}.${key}`)])));
+  const pairs = keys.map((key) =>
+    tlv(
+      SEQUENCE,
+      Buffer.concat([
+        tlv(UTF8_STRING, Buffer.from(key, 'utf8')),
+        encodeValue(dict[key]!, path === '' ? key : `${path}.${key}`),
+      ]),
+    ),
+  );
   return tlv(CONTEXT_16, Buffer.concat(pairs));
 }
 

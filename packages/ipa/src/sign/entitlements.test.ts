@@ -25,13 +25,21 @@ describe('mergeEntitlements', () => {
     expect(merged).not.toHaveProperty('com.apple.developer.associated-domains');
   });
 
-  it('moves the app\'s own keychain groups to the new team', () => {
-    const merged = mergeEntitlements({ profile, bundleId: 'com.old.app', own: { 'keychain-access-groups': ['OLDTEAM999.com.old.app', 'OLDTEAM999.com.old.shared'] } });
+  it("moves the app's own keychain groups to the new team", () => {
+    const merged = mergeEntitlements({
+      profile,
+      bundleId: 'com.old.app',
+      own: { 'keychain-access-groups': ['OLDTEAM999.com.old.app', 'OLDTEAM999.com.old.shared'] },
+    });
     expect(merged['keychain-access-groups']).toEqual(['NEWTEAM123.com.old.app', 'NEWTEAM123.com.old.shared']);
   });
 
   it('keeps only the app groups the profile grants', () => {
-    const merged = mergeEntitlements({ profile, bundleId: 'com.old.app', own: { 'com.apple.security.application-groups': ['group.com.old.app', 'group.not.granted'] } });
+    const merged = mergeEntitlements({
+      profile,
+      bundleId: 'com.old.app',
+      own: { 'com.apple.security.application-groups': ['group.com.old.app', 'group.not.granted'] },
+    });
     expect(merged['com.apple.security.application-groups']).toEqual(['group.com.old.app']);
   });
 
@@ -39,7 +47,10 @@ describe('mergeEntitlements', () => {
     const merged = mergeEntitlements({
       profile,
       bundleId: 'io.new',
-      own: { 'com.apple.security.application-groups': ['group.com.old.app'], 'keychain-access-groups': ['OLDTEAM999.com.old.app'] },
+      own: {
+        'com.apple.security.application-groups': ['group.com.old.app'],
+        'keychain-access-groups': ['OLDTEAM999.com.old.app'],
+      },
       remapGroup: createGroupRemap('com.old.app', 'io.new'),
       remapId: (id) => (id === 'com.old.app' ? 'io.new' : id),
     });
@@ -50,13 +61,19 @@ describe('mergeEntitlements', () => {
 });
 
 describe('mergeEntitlements with wildcard grants', () => {
-  it('keeps the app\'s own list values that a wildcard grant allows, and none it does not grant', () => {
+  it("keeps the app's own list values that a wildcard grant allows, and none it does not grant", () => {
     const merged = mergeEntitlements({
       profile,
       bundleId: 'com.old.app',
-      own: { 'com.apple.developer.associated-domains': ['webcredentials:example.com', 'applinks:example.com'], 'com.apple.developer.homekit': true },
+      own: {
+        'com.apple.developer.associated-domains': ['webcredentials:example.com', 'applinks:example.com'],
+        'com.apple.developer.homekit': true,
+      },
     });
-    expect(merged['com.apple.developer.associated-domains']).toEqual(['webcredentials:example.com', 'applinks:example.com']);
+    expect(merged['com.apple.developer.associated-domains']).toEqual([
+      'webcredentials:example.com',
+      'applinks:example.com',
+    ]);
     expect(merged).not.toHaveProperty('com.apple.developer.homekit');
   });
 });

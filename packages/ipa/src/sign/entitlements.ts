@@ -25,7 +25,8 @@ export interface EntitlementsInput {
 export function createGroupRemap(oldMainId: string, newMainId: string): (group: string) => string {
   return (group) => {
     const name = group.startsWith('group.') ? group.slice('group.'.length) : group;
-    if (name === oldMainId || name.startsWith(`${oldMainId}.`)) return `group.${newMainId}${name.slice(oldMainId.length)}`;
+    if (name === oldMainId || name.startsWith(`${oldMainId}.`))
+      return `group.${newMainId}${name.slice(oldMainId.length)}`;
     return `group.${newMainId}.${name}`;
   };
 }
@@ -64,21 +65,26 @@ export function mergeEntitlements(input: EntitlementsInput): PlistObject {
     return `${team}.${remapId(dot === -1 ? group : group.slice(dot + 1))}`;
   });
   const allowedKeychain = stringList(granted[KEYCHAIN]);
-  const keychain = unique(ownKeychain.length > 0 ? ownKeychain : [`${team}.${bundleId}`]).filter((g) => allowedKeychain.some((p) => isAllowedBy(p, g)));
+  const keychain = unique(ownKeychain.length > 0 ? ownKeychain : [`${team}.${bundleId}`]).filter((g) =>
+    allowedKeychain.some((p) => isAllowedBy(p, g)),
+  );
   if (keychain.length > 0) result[KEYCHAIN] = keychain;
   else delete result[KEYCHAIN];
 
   // App groups: the app's own, remapped consistently, kept when the profile lists them.
   if (own[APP_GROUPS] !== undefined) {
     const allowedGroups = stringList(granted[APP_GROUPS]);
-    const groups = unique(stringList(own[APP_GROUPS]).map(remapGroup)).filter((g) => allowedGroups.some((p) => isAllowedBy(p, g)));
+    const groups = unique(stringList(own[APP_GROUPS]).map(remapGroup)).filter((g) =>
+      allowedGroups.some((p) => isAllowedBy(p, g)),
+    );
     if (groups.length > 0) result[APP_GROUPS] = groups;
     else delete result[APP_GROUPS];
   }
 
   // Other array entitlements the app claims: only the values the profile grants.
   for (const [key, value] of Object.entries(own)) {
-    if ([APP_ID, TEAM_ID, KEYCHAIN, APP_GROUPS, 'get-task-allow'].includes(key) || !(key in granted)) continue;
+    if ([APP_ID, TEAM_ID, KEYCHAIN, APP_GROUPS, 'get-task-allow'].includes(key) || !(key in granted))
+      continue;
     const grant = granted[key]!;
     // A profile grants a list as a list of allowed values or as one pattern ('*' for associated domains).
     const patterns = Array.isArray(grant) ? grant : typeof grant === 'string' ? [grant] : [];

@@ -12,7 +12,12 @@ import { loadIdentity } from '../identity.js';
 import { parseMachO } from '../macho/parse.js';
 import { createTestPki } from '../test-support/pki.js';
 import { OBJDUMP } from '../test-support/toolchain.js';
-import { opensslVerifies, pageHashesMatch, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
+import {
+  opensslVerifies,
+  pageHashesMatch,
+  readSignatures,
+  specialSlotMatches,
+} from '../test-support/verify-signature.js';
 import { codeDirectoryHashes } from './cdhash.js';
 import { createCmsSigner } from './cms.js';
 import { signMachO, type CodeSignInput } from './macho-sign.js';
@@ -41,9 +46,9 @@ function cmsPlistCdHashes(cms: Buffer): string[] {
 function segmentsOf(path: string): string[] {
   const text = execFileSync(OBJDUMP, ['--macho', '--private-headers', path], { encoding: 'utf8' });
   // Every segment's name, address and file offset; __LINKEDIT's sizes are expected to grow.
-  return [...text.matchAll(/segname (\S+)\s+vmaddr (\S+)\s+vmsize (\S+)\s+fileoff (\S+)\s+filesize (\S+)/g)].map((m) =>
-    m[1] === '__LINKEDIT' ? `${m[1]} ${m[2]} ${m[4]}` : m.slice(1).join(' '),
-  );
+  return [
+    ...text.matchAll(/segname (\S+)\s+vmaddr (\S+)\s+vmsize (\S+)\s+fileoff (\S+)\s+filesize (\S+)/g),
+  ].map((m) => (m[1] === '__LINKEDIT' ? `${m[1]} ${m[2]} ${m[4]}` : m.slice(1).join(' ')));
 }
 
 function resign(bytes: Buffer): Buffer {
@@ -65,8 +70,13 @@ describe('the Xcode-signed fixture executable', () => {
   it('has cdhashes that match the ones Xcode listed in its CMS', () => {
     const [xcode] = readSignatures(original);
     const [slice] = codeDirectoryHashes(original);
-    expect(slice!.codeDirectories.map((cd) => [cd.slot, cd.hashType])).toEqual([[0, 1], [0x1000, 2]]);
-    expect(slice!.codeDirectories.map((cd) => cd.cdhash.toString('hex'))).toEqual(cmsPlistCdHashes(xcode!.cms));
+    expect(slice!.codeDirectories.map((cd) => [cd.slot, cd.hashType])).toEqual([
+      [0, 1],
+      [0x1000, 2],
+    ]);
+    expect(slice!.codeDirectories.map((cd) => cd.cdhash.toString('hex'))).toEqual(
+      cmsPlistCdHashes(xcode!.cms),
+    );
   });
 
   it('re-signs so that openssl verifies the CMS and every page and special slot recomputes', () => {
@@ -78,13 +88,17 @@ describe('the Xcode-signed fixture executable', () => {
     expect(pageHashesMatch(signed, signature!)).toBe(true);
     expect(specialSlotMatches(signature!, 1, infoPlist)).toBe(true);
     expect(specialSlotMatches(signature!, 3, codeResources)).toBe(true);
-    for (const slot of [2, 5, 7]) expect(specialSlotMatches(signature!, slot, signature!.blobs.get(slot)!)).toBe(true);
+    for (const slot of [2, 5, 7])
+      expect(specialSlotMatches(signature!, slot, signature!.blobs.get(slot)!)).toBe(true);
     expect(signature!.codeDirectories.map((cd) => [cd.hashType, cd.identifier, cd.teamId])).toEqual([
-      [1, 'org.fastlane.very-capable-app', pki.teamId], [2, 'org.fastlane.very-capable-app', pki.teamId],
+      [1, 'org.fastlane.very-capable-app', pki.teamId],
+      [2, 'org.fastlane.very-capable-app', pki.teamId],
     ]);
     // get-task-allow is in the app's development entitlements: main binary | allow unsigned, as Xcode wrote.
     expect(signature!.codeDirectories.map((cd) => cd.execSegFlags)).toEqual([0x11n, 0x11n]);
-    expect(codeDirectoryHashes(signed)[0]!.codeDirectories.map((cd) => cd.cdhash.toString('hex'))).toEqual(cmsPlistCdHashes(signature!.cms));
+    expect(codeDirectoryHashes(signed)[0]!.codeDirectories.map((cd) => cd.cdhash.toString('hex'))).toEqual(
+      cmsPlistCdHashes(signature!.cms),
+    );
   });
 
   it('hashes every page but the header page exactly as Xcode did, with the same code limit and executable segment', () => {
@@ -95,7 +109,8 @@ describe('the Xcode-signed fixture executable', () => {
       expect([mine.codeLimit, mine.codeSlotCount]).toEqual([theirs.codeLimit, theirs.codeSlotCount]);
       // CodeDirectory 0x20400: execSegBase (64), execSegLimit (72), execSegFlags (80), u64 each.
       expect(mine.bytes.subarray(64, 88).equals(theirs.bytes.subarray(64, 88))).toBe(true);
-      const pages = (cd: typeof mine): Buffer => cd.bytes.subarray(cd.bytes.readUInt32BE(16) + cd.bytes.readUInt8(36));
+      const pages = (cd: typeof mine): Buffer =>
+        cd.bytes.subarray(cd.bytes.readUInt32BE(16) + cd.bytes.readUInt8(36));
       // Page 0 holds the load commands whose sizes signing rewrites; every other page is untouched code.
       expect(pages(mine).equals(pages(theirs))).toBe(true);
     });

@@ -7,7 +7,14 @@ import { loadIdentity } from '../identity.js';
 import { asArm64e } from '../test-support/macho-bytes.js';
 import { readFixtureExecutable } from '../test-support/read-fixture.js';
 import { createTestPki } from '../test-support/pki.js';
-import { HELPER_SOURCE, MAIN_SOURCE, buildDataObject, buildDylib, buildExecutable, buildFat } from '../test-support/toolchain.js';
+import {
+  HELPER_SOURCE,
+  MAIN_SOURCE,
+  buildDataObject,
+  buildDylib,
+  buildExecutable,
+  buildFat,
+} from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
 import { createCmsSigner } from './cms.js';
 import { signMachO, type CodeSignInput } from './macho-sign.js';
@@ -31,9 +38,15 @@ const input: CodeSignInput = {
 
 async function streamed(bytes: Buffer): Promise<{ bytes: Buffer; cdHash: Buffer; sizeBytes: number }> {
   const chunks: Buffer[] = [];
-  const result = await signMachOStream(async (offset, length) => bytes.subarray(offset, offset + length), bytes.length, 'app', input, async (chunk) => {
-    chunks.push(Buffer.from(chunk));
-  });
+  const result = await signMachOStream(
+    async (offset, length) => bytes.subarray(offset, offset + length),
+    bytes.length,
+    'app',
+    input,
+    async (chunk) => {
+      chunks.push(Buffer.from(chunk));
+    },
+  );
   return { bytes: Buffer.concat(chunks), ...result };
 }
 
@@ -63,9 +76,16 @@ describe('signMachOStream', () => {
   });
 
   it('does the same for a binary of several chunks, whose chunks share one buffer', async () => {
-    const large = readFileSync(buildExecutable(dir, 'large', 'extern const unsigned char blob[];\nint main(void) { return blob[0]; }\n', {
-      objects: [buildDataObject(dir, 'blob', randomBytes(9 * 1024 * 1024))],
-    }));
+    const large = readFileSync(
+      buildExecutable(
+        dir,
+        'large',
+        'extern const unsigned char blob[];\nint main(void) { return blob[0]; }\n',
+        {
+          objects: [buildDataObject(dir, 'blob', randomBytes(9 * 1024 * 1024))],
+        },
+      ),
+    );
     const memory = signMachO(large, 'large', input);
     const stream = await streamed(large);
     expect(stream.bytes.equals(memory.bytes)).toBe(true);
@@ -73,6 +93,8 @@ describe('signMachOStream', () => {
   });
 
   it('refuses bytes that are not Mach-O: MACHO_BAD_MAGIC', async () => {
-    await expect(streamed(Buffer.from('not a mach-o file'))).rejects.toMatchObject({ code: 'MACHO_BAD_MAGIC' });
+    await expect(streamed(Buffer.from('not a mach-o file'))).rejects.toMatchObject({
+      code: 'MACHO_BAD_MAGIC',
+    });
   });
 });

@@ -11,8 +11,20 @@ import { loadIdentity } from '../identity.js';
 import { parsePlistDict } from '../plist.js';
 import { asArm64e } from '../test-support/macho-bytes.js';
 import { createTestChain, createTestPki } from '../test-support/pki.js';
-import { HELPER_SOURCE, MAIN_SOURCE, buildDylib, buildExecutable, buildFat, objdumpHeaders } from '../test-support/toolchain.js';
-import { opensslVerifies, pageHashesMatch, readSignatures, specialSlotMatches } from '../test-support/verify-signature.js';
+import {
+  HELPER_SOURCE,
+  MAIN_SOURCE,
+  buildDylib,
+  buildExecutable,
+  buildFat,
+  objdumpHeaders,
+} from '../test-support/toolchain.js';
+import {
+  opensslVerifies,
+  pageHashesMatch,
+  readSignatures,
+  specialSlotMatches,
+} from '../test-support/verify-signature.js';
 import { codeDirectoryHashes } from './cdhash.js';
 import { createCmsSigner } from './cms.js';
 import { signMachO, type CodeSignInput } from './macho-sign.js';
@@ -22,9 +34,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const pki = createTestPki(dir);
 const signer = createCmsSigner(loadIdentity({ p12: pki.p12, password: pki.password }));
 const helperPath = buildDylib(dir, 'helper', HELPER_SOURCE, '@rpath/libhelper.dylib');
-const appPath = buildExecutable(dir, 'app', MAIN_SOURCE, { link: [helperPath], rpaths: ['@executable_path/Frameworks'] });
+const appPath = buildExecutable(dir, 'app', MAIN_SOURCE, {
+  link: [helperPath],
+  rpaths: ['@executable_path/Frameworks'],
+});
 
-const infoPlist = Buffer.from('<?xml version="1.0"?><plist version="1.0"><dict><key>CFBundleIdentifier</key><string>com.example.app</string></dict></plist>');
+const infoPlist = Buffer.from(
+  '<?xml version="1.0"?><plist version="1.0"><dict><key>CFBundleIdentifier</key><string>com.example.app</string></dict></plist>',
+);
 const codeResources = Buffer.from('<plist><dict/></plist>');
 const input: CodeSignInput = {
   identifier: 'com.example.app',
@@ -79,29 +96,57 @@ describe('signMachO', () => {
     expect(verified.ok).toBe(true);
     expect(signature!.codeDirectories.map((cd) => cd.hashType)).toEqual([1, 2]);
     expect(signature!.codeDirectories.map((cd) => [cd.identifier, cd.teamId, cd.specialSlotCount])).toEqual([
-      ['com.example.app', pki.teamId, 7], ['com.example.app', pki.teamId, 7],
+      ['com.example.app', pki.teamId, 7],
+      ['com.example.app', pki.teamId, 7],
     ]);
     expect(signature!.codeDirectories[1]!.execSegFlags).toBe(0x11n);
     expect(pageHashesMatch(signed, signature!)).toBe(true);
     expect(specialSlotMatches(signature!, 1, infoPlist)).toBe(true);
     expect(specialSlotMatches(signature!, 3, codeResources)).toBe(true);
-    for (const slot of [2, 5, 7]) expect(specialSlotMatches(signature!, slot, signature!.blobs.get(slot)!)).toBe(true);
+    for (const slot of [2, 5, 7])
+      expect(specialSlotMatches(signature!, slot, signature!.blobs.get(slot)!)).toBe(true);
     expect(parsePlistDict(Buffer.from(signature!.entitlementsXml!))).toEqual(input.entitlements);
   });
 
-  it('puts Apple\'s cdhash attributes in the CMS: 9.1 lists both cdhashes, 9.2 every full digest', () => {
+  it("puts Apple's cdhash attributes in the CMS: 9.1 lists both cdhashes, 9.2 every full digest", () => {
     const [signature] = readSignatures(signMachO(readFileSync(appPath), 'app', input).bytes);
     const [sha1Cd, sha256Cd] = signature!.codeDirectories.map((cd) => cd.bytes);
     const sha1 = createHash('sha1').update(sha1Cd!).digest('hex').toUpperCase();
     const sha256 = createHash('sha256').update(sha256Cd!).digest('hex').toUpperCase();
-    const parsed = execFileSync('openssl', ['asn1parse', '-inform', 'DER'], { input: signature!.cms, encoding: 'utf8' });
+    const parsed = execFileSync('openssl', ['asn1parse', '-inform', 'DER'], {
+      input: signature!.cms,
+      encoding: 'utf8',
+    });
     // One attribute .9.2 whose SET holds (sha1, digest) and (sha256, digest), in DER order.
-    const agility = parsed.slice(parsed.indexOf(':1.2.840.113635.100.9.2')).split('\n').slice(1, 8).map((line) => line.replace(/^.*?(cons|prim): +/, '').replace(/ +/g, ' ').trim());
-    expect(agility).toEqual(['SET', 'SEQUENCE', 'OBJECT :sha1', `OCTET STRING [HEX DUMP]:${sha1}`, 'SEQUENCE', 'OBJECT :sha256', `OCTET STRING [HEX DUMP]:${sha256}`]);
+    const agility = parsed
+      .slice(parsed.indexOf(':1.2.840.113635.100.9.2'))
+      .split('\n')
+      .slice(1, 8)
+      .map((line) =>
+        line
+          .replace(/^.*?(cons|prim): +/, '')
+          .replace(/ +/g, ' ')
+          .trim(),
+      );
+    expect(agility).toEqual([
+      'SET',
+      'SEQUENCE',
+      'OBJECT :sha1',
+      `OCTET STRING [HEX DUMP]:${sha1}`,
+      'SEQUENCE',
+      'OBJECT :sha256',
+      `OCTET STRING [HEX DUMP]:${sha256}`,
+    ]);
     expect(parsed.match(/:1\.2\.840\.113635\.100\.9\.2/g)).toHaveLength(1);
     const plistStart = signature!.cms.indexOf('<?xml');
-    const plistText = signature!.cms.toString('utf8', plistStart, signature!.cms.indexOf('</plist>', plistStart) + 8);
-    const cdhashes = [...plistText.matchAll(/<data>\s*([^<]+?)\s*<\/data>/g)].map((m) => Buffer.from(m[1]!, 'base64').toString('hex').toUpperCase());
+    const plistText = signature!.cms.toString(
+      'utf8',
+      plistStart,
+      signature!.cms.indexOf('</plist>', plistStart) + 8,
+    );
+    const cdhashes = [...plistText.matchAll(/<data>\s*([^<]+?)\s*<\/data>/g)].map((m) =>
+      Buffer.from(m[1]!, 'base64').toString('hex').toUpperCase(),
+    );
     expect(cdhashes).toEqual([sha1, sha256.slice(0, 40)]);
   });
 
@@ -111,9 +156,17 @@ describe('signMachO', () => {
     const p12 = readFileSync(chain.leafP12);
     const rootPem = readFileSync(chain.rootPem, 'utf8');
     const signWith = (identity: ReturnType<typeof loadIdentity>) =>
-      readSignatures(signMachO(readFileSync(appPath), 'app', { ...input, signer: createCmsSigner(identity) }).bytes)[0]!;
+      readSignatures(
+        signMachO(readFileSync(appPath), 'app', { ...input, signer: createCmsSigner(identity) }).bytes,
+      )[0]!;
 
-    const chained = signWith(loadIdentity({ p12, password: 'secret', chain: [readFileSync(chain.intermediatePem), Buffer.from(rootPem)] }));
+    const chained = signWith(
+      loadIdentity({
+        p12,
+        password: 'secret',
+        chain: [readFileSync(chain.intermediatePem), Buffer.from(rootPem)],
+      }),
+    );
     expect(opensslVerifies(chained, rootPem).ok).toBe(true);
     const bare = signWith(loadIdentity({ p12, password: 'secret' }));
     expect(opensslVerifies(bare, rootPem).output).toMatch(/unable to get local issuer certificate/);
@@ -127,7 +180,12 @@ describe('signMachO', () => {
     const headers = objdumpHeaders(out);
     expect(headers).toContain('LC_CODE_SIGNATURE');
     expect(headers).toMatch(/segname __LINKEDIT[\s\S]*?filesize (\d+)/);
-    const linkeditSize = Number(/segname __LINKEDIT[\s\S]*?fileoff (\d+)\s+filesize (\d+)/.exec(headers)!.slice(1).reduce((a, b) => String(Number(a) + Number(b))));
+    const linkeditSize = Number(
+      /segname __LINKEDIT[\s\S]*?fileoff (\d+)\s+filesize (\d+)/
+        .exec(headers)!
+        .slice(1)
+        .reduce((a, b) => String(Number(a) + Number(b))),
+    );
     expect(linkeditSize).toBe(signed.length);
     expect(signed.subarray(0x4000, 0x8000).equals(original.subarray(0x4000, 0x8000))).toBe(true);
   });
@@ -144,7 +202,14 @@ describe('signMachO', () => {
   });
 
   it('signs a dylib without entitlements or the main-binary flag', () => {
-    const signed = signMachO(readFileSync(helperPath), 'libhelper.dylib', { identifier: 'libhelper', teamId: pki.teamId, commonName: pki.commonName, isMainBinary: false, signer, now: new Date() }).bytes;
+    const signed = signMachO(readFileSync(helperPath), 'libhelper.dylib', {
+      identifier: 'libhelper',
+      teamId: pki.teamId,
+      commonName: pki.commonName,
+      isMainBinary: false,
+      signer,
+      now: new Date(),
+    }).bytes;
     const [signature] = readSignatures(signed);
     expect(signature!.blobs.has(5)).toBe(false);
     expect(signature!.blobs.has(7)).toBe(false);
@@ -178,7 +243,10 @@ describe('signMachO', () => {
   it('signs every slice of a 64-bit fat file and keeps its header 64-bit', () => {
     const thin = readFileSync(appPath);
     const fat = buildFat64([thin, asArm64e(thin)]);
-    expect(parseMachO(fat).slices.map((slice) => [slice.arch, slice.offset])).toEqual([['arm64', 0x4000], ['arm64e', 0x4000 + Math.ceil(thin.length / 0x4000) * 0x4000]]);
+    expect(parseMachO(fat).slices.map((slice) => [slice.arch, slice.offset])).toEqual([
+      ['arm64', 0x4000],
+      ['arm64e', 0x4000 + Math.ceil(thin.length / 0x4000) * 0x4000],
+    ]);
     const signed = signMachO(fat, 'app', input).bytes;
     expect(signed.readUInt32BE(0)).toBe(0xcafebabf);
     for (const slice of fat64Slices(signed)) {
@@ -186,7 +254,11 @@ describe('signMachO', () => {
       expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
       expect(pageHashesMatch(slice, signature!)).toBe(true);
     }
-    expect(fat64Slices(signed).map((slice) => slice.byteOffset - signed.byteOffset).every((offset) => offset % 0x4000 === 0)).toBe(true);
+    expect(
+      fat64Slices(signed)
+        .map((slice) => slice.byteOffset - signed.byteOffset)
+        .every((offset) => offset % 0x4000 === 0),
+    ).toBe(true);
   });
 
   it('refuses to add LC_CODE_SIGNATURE where the load commands have no room, leaving the input as it was: LOAD_COMMANDS_FULL', () => {
@@ -203,7 +275,9 @@ describe('signMachO', () => {
     full.writeUInt32LE(slice!.commandsSizeBytes + size, 20);
     expect(parseMachO(full).slices[0]!.freeCommandBytes).toBeLessThan(16);
     const before = Buffer.from(full);
-    expect(() => signMachO(full, 'app', input)).toThrow(expect.objectContaining({ code: 'LOAD_COMMANDS_FULL' }));
+    expect(() => signMachO(full, 'app', input)).toThrow(
+      expect.objectContaining({ code: 'LOAD_COMMANDS_FULL' }),
+    );
     expect(full.equals(before)).toBe(true);
   });
 
@@ -227,6 +301,8 @@ describe('signMachO', () => {
   });
 
   it('refuses to list cdhashes of an unsigned binary: SIGNATURE_INVALID', () => {
-    expect(() => codeDirectoryHashes(readFileSync(appPath))).toThrow(expect.objectContaining({ code: 'SIGNATURE_INVALID' }));
+    expect(() => codeDirectoryHashes(readFileSync(appPath))).toThrow(
+      expect.objectContaining({ code: 'SIGNATURE_INVALID' }),
+    );
   });
 });

@@ -9,9 +9,22 @@ import type { MachOSlice } from '../macho/parse.js';
 import { rebuildMachO } from '../macho/rebuild.js';
 import { buildXmlPlist, type PlistObject } from '../plist.js';
 import {
-  CSSLOT_ALTERNATE_CODEDIRECTORIES, CSSLOT_CODEDIRECTORY, CSSLOT_DER_ENTITLEMENTS, CSSLOT_ENTITLEMENTS,
-  CSSLOT_REQUIREMENTS, CSSLOT_SIGNATURESLOT, CS_EXECSEG_ALLOW_UNSIGNED, CS_EXECSEG_MAIN_BINARY, PAGE_SIZE,
-  buildCodeDirectory, HASH_SIZE, buildSuperBlob, codeDirectorySize, derEntitlementsBlob, entitlementsBlob, signatureBlob,
+  CSSLOT_ALTERNATE_CODEDIRECTORIES,
+  CSSLOT_CODEDIRECTORY,
+  CSSLOT_DER_ENTITLEMENTS,
+  CSSLOT_ENTITLEMENTS,
+  CSSLOT_REQUIREMENTS,
+  CSSLOT_SIGNATURESLOT,
+  CS_EXECSEG_ALLOW_UNSIGNED,
+  CS_EXECSEG_MAIN_BINARY,
+  PAGE_SIZE,
+  buildCodeDirectory,
+  HASH_SIZE,
+  buildSuperBlob,
+  codeDirectorySize,
+  derEntitlementsBlob,
+  entitlementsBlob,
+  signatureBlob,
   type HashName,
 } from './blobs.js';
 import type { CmsSigner } from './cms.js';
@@ -64,7 +77,10 @@ function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeS
   bytes.copy(out, 0, 0, Math.min(plan.codeLimit, bytes.length));
   plan.head.copy(out, 0);
   const code = out.subarray(0, plan.codeLimit);
-  const { signature, cdHash } = plan.finish({ sha1: hashPages(code, 'sha1'), sha256: hashPages(code, 'sha256') });
+  const { signature, cdHash } = plan.finish({
+    sha1: hashPages(code, 'sha1'),
+    sha256: hashPages(code, 'sha256'),
+  });
   signature.copy(out, plan.codeLimit);
   return { bytes: out, cdHash };
 }
@@ -85,64 +101,111 @@ export interface SlicePlan {
  * Plans the signature of a slice from its first bytes (`bytes` holds at least the header, the load
  * commands and 16 bytes after them) and its size.
  */
-export function planSlice(bytes: Buffer, sliceSizeBytes: number, slice: MachOSlice, where: string, input: CodeSignInput): SlicePlan {
+export function planSlice(
+  bytes: Buffer,
+  sliceSizeBytes: number,
+  slice: MachOSlice,
+  where: string,
+  input: CodeSignInput,
+): SlicePlan {
   // Signing cannot make encrypted pages runnable on another device: refuse rather than ship an app that cannot launch.
   if (slice.cryptid !== 0) {
-    throw new IpaError('MACHO_ENCRYPTED', `Expected ${where} (${slice.arch}) to be decrypted (cryptid 0), found cryptid ${slice.cryptid}: decrypt the version first.`);
+    throw new IpaError(
+      'MACHO_ENCRYPTED',
+      `Expected ${where} (${slice.arch}) to be decrypted (cryptid 0), found cryptid ${slice.cryptid}: decrypt the version first.`,
+    );
   }
   const linkedit = slice.segments.find((s) => s.name === '__LINKEDIT');
   if (linkedit === undefined) {
-    throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} (${slice.arch}) to have a __LINKEDIT segment to hold the signature, found none.`);
+    throw new IpaError(
+      'MACHO_UNSUPPORTED',
+      `Expected ${where} (${slice.arch}) to have a __LINKEDIT segment to hold the signature, found none.`,
+    );
   }
   const lastEnd = Math.max(...slice.segments.map((s) => s.fileOffset + s.fileSize));
   if (lastEnd > sliceSizeBytes) {
-    throw new IpaError('MACHO_TRUNCATED', `Expected the segments of ${where} (${slice.arch}) to end within its ${sliceSizeBytes} bytes, found one ending at ${lastEnd}.`);
+    throw new IpaError(
+      'MACHO_TRUNCATED',
+      `Expected the segments of ${where} (${slice.arch}) to end within its ${sliceSizeBytes} bytes, found one ending at ${lastEnd}.`,
+    );
   }
   if (linkedit.fileOffset + linkedit.fileSize !== lastEnd) {
-    throw new IpaError('MACHO_UNSUPPORTED', `Expected __LINKEDIT to be the last segment of ${where} (${slice.arch}), found another segment after it.`);
+    throw new IpaError(
+      'MACHO_UNSUPPORTED',
+      `Expected __LINKEDIT to be the last segment of ${where} (${slice.arch}), found another segment after it.`,
+    );
   }
   const existing = slice.codeSignature;
   let codeLimit: number;
   if (existing !== undefined) {
     if (existing.dataOffset < linkedit.fileOffset || existing.dataOffset > sliceSizeBytes) {
-      throw new IpaError('SIGNATURE_INVALID', `Expected the signature of ${where} (${slice.arch}) inside __LINKEDIT, found it at offset ${existing.dataOffset}.`);
+      throw new IpaError(
+        'SIGNATURE_INVALID',
+        `Expected the signature of ${where} (${slice.arch}) inside __LINKEDIT, found it at offset ${existing.dataOffset}.`,
+      );
     }
     codeLimit = existing.dataOffset;
   } else {
     const commandsEnd = slice.headerSizeBytes + slice.commandsSizeBytes;
     // The 16 bytes of linkedit_data_command go after the last load command; they must be padding.
     if (slice.freeCommandBytes < 16 || bytes.subarray(commandsEnd, commandsEnd + 16).some((b) => b !== 0)) {
-      throw new IpaError('LOAD_COMMANDS_FULL', `Expected 16 free zero bytes after the load commands of ${where} (${slice.arch}) for LC_CODE_SIGNATURE, found ${slice.freeCommandBytes}.`);
+      throw new IpaError(
+        'LOAD_COMMANDS_FULL',
+        `Expected 16 free zero bytes after the load commands of ${where} (${slice.arch}) for LC_CODE_SIGNATURE, found ${slice.freeCommandBytes}.`,
+      );
     }
     codeLimit = alignUp(linkedit.fileOffset + linkedit.fileSize, 16);
     if (sliceSizeBytes > codeLimit) {
-      throw new IpaError('MACHO_UNSUPPORTED', `Expected ${where} (${slice.arch}) to end with __LINKEDIT at ${codeLimit}, found ${sliceSizeBytes - codeLimit} more bytes.`);
+      throw new IpaError(
+        'MACHO_UNSUPPORTED',
+        `Expected ${where} (${slice.arch}) to end with __LINKEDIT at ${codeLimit}, found ${sliceSizeBytes - codeLimit} more bytes.`,
+      );
     }
   }
 
   // CodeDirectory.codeLimit is 32-bit; codeLimit64 exists for larger files but no iOS binary needs it.
   if (codeLimit > 0xffffffff) {
-    throw new IpaError('MACHO_TOO_LARGE', `Expected ${where} (${slice.arch}) to hold under 4 GiB of code, found ${codeLimit} bytes.`);
+    throw new IpaError(
+      'MACHO_TOO_LARGE',
+      `Expected ${where} (${slice.arch}) to hold under 4 GiB of code, found ${codeLimit} bytes.`,
+    );
   }
   const requirements = buildRequirementsBlob({
     identifier: input.identifier,
     ...(input.commonName === undefined ? {} : { commonName: input.commonName }),
     ...(input.anchorSha1 === undefined ? {} : { anchorSha1: input.anchorSha1 }),
   });
-  const entitlements = input.entitlements === undefined ? undefined : entitlementsBlob(buildXmlPlist(input.entitlements));
-  const derEntitlements = input.entitlements === undefined ? undefined : derEntitlementsBlob(encodeDerEntitlements(input.entitlements));
-  const specialBlobs: (Buffer | undefined)[] = [input.infoPlist, requirements, input.codeResources, undefined, entitlements, undefined, derEntitlements];
+  const entitlements =
+    input.entitlements === undefined ? undefined : entitlementsBlob(buildXmlPlist(input.entitlements));
+  const derEntitlements =
+    input.entitlements === undefined
+      ? undefined
+      : derEntitlementsBlob(encodeDerEntitlements(input.entitlements));
+  const specialBlobs: (Buffer | undefined)[] = [
+    input.infoPlist,
+    requirements,
+    input.codeResources,
+    undefined,
+    entitlements,
+    undefined,
+    derEntitlements,
+  ];
   let specialCount = specialBlobs.length;
   while (specialCount > 0 && specialBlobs[specialCount - 1] === undefined) specialCount--;
 
   const pageCount = Math.ceil(codeLimit / PAGE_SIZE);
-  const otherBlobs = [requirements, entitlements, derEntitlements].filter((b): b is Buffer => b !== undefined);
+  const otherBlobs = [requirements, entitlements, derEntitlements].filter(
+    (b): b is Buffer => b !== undefined,
+  );
   const blobCount = 3 + otherBlobs.length; // two CodeDirectories and the CMS wrapper, plus these
   const signatureSize = alignUp(
-    12 + blobCount * 8 +
+    12 +
+      blobCount * 8 +
       codeDirectorySize(input.identifier, input.teamId, 'sha1', specialCount, pageCount) +
       codeDirectorySize(input.identifier, input.teamId, 'sha256', specialCount, pageCount) +
-      otherBlobs.reduce((n, b) => n + b.length, 0) + 8 + input.signer.maxSizeBytes,
+      otherBlobs.reduce((n, b) => n + b.length, 0) +
+      8 +
+      input.signer.maxSizeBytes,
     16,
   );
 
@@ -162,7 +225,14 @@ export function planSlice(bytes: Buffer, sliceSizeBytes: number, slice: MachOSli
   // linkedit_data_command: cmd, cmdsize, dataoff, datasize
   out.writeUInt32LE(codeLimit, signatureCommand + 8);
   out.writeUInt32LE(signatureSize, signatureCommand + 12);
-  growLinkedit(out, slice, linkedit.commandOffset, linkedit.fileOffset, codeLimit + signatureSize, linkedit.vmSize);
+  growLinkedit(
+    out,
+    slice,
+    linkedit.commandOffset,
+    linkedit.fileOffset,
+    codeLimit + signatureSize,
+    linkedit.vmSize,
+  );
 
   const text = slice.segments.find((s) => s.name === '__TEXT');
   const isMain = input.isMainBinary && slice.fileType === MH_EXECUTE;
@@ -172,7 +242,9 @@ export function planSlice(bytes: Buffer, sliceSizeBytes: number, slice: MachOSli
       hash,
       identifier: input.identifier,
       ...(input.teamId === undefined ? {} : { teamId: input.teamId }),
-      specialHashes: specialBlobs.slice(0, specialCount).map((blob) => (blob === undefined ? undefined : digest(hash, blob))),
+      specialHashes: specialBlobs
+        .slice(0, specialCount)
+        .map((blob) => (blob === undefined ? undefined : digest(hash, blob))),
       pageHashes,
       codeLimit,
       execSegBase: text?.fileOffset ?? 0,
@@ -184,13 +256,25 @@ export function planSlice(bytes: Buffer, sliceSizeBytes: number, slice: MachOSli
     signatureSize,
     head: out,
     finish(pageHashes) {
-      if (pageHashes.sha1.length !== pageCount * HASH_SIZE.sha1 || pageHashes.sha256.length !== pageCount * HASH_SIZE.sha256) {
-        throw new Error(`expected ${pageCount} page hashes of ${where}, got ${pageHashes.sha1.length} and ${pageHashes.sha256.length} bytes of them`);
+      if (
+        pageHashes.sha1.length !== pageCount * HASH_SIZE.sha1 ||
+        pageHashes.sha256.length !== pageCount * HASH_SIZE.sha256
+      ) {
+        throw new Error(
+          `expected ${pageCount} page hashes of ${where}, got ${pageHashes.sha1.length} and ${pageHashes.sha256.length} bytes of them`,
+        );
       }
       const cd1 = directory('sha1', pageHashes.sha1);
       const cd256 = directory('sha256', pageHashes.sha256);
       const cd256Hash = digest('sha256', cd256);
-      const cms = input.signer.sign(cd1, [{ hash: 'sha1', digest: digest('sha1', cd1) }, { hash: 'sha256', digest: cd256Hash }], input.now);
+      const cms = input.signer.sign(
+        cd1,
+        [
+          { hash: 'sha1', digest: digest('sha1', cd1) },
+          { hash: 'sha256', digest: cd256Hash },
+        ],
+        input.now,
+      );
       const superBlob = buildSuperBlob([
         { slot: CSSLOT_CODEDIRECTORY, blob: cd1 },
         { slot: CSSLOT_REQUIREMENTS, blob: requirements },
@@ -210,7 +294,14 @@ export function planSlice(bytes: Buffer, sliceSizeBytes: number, slice: MachOSli
 }
 
 /** __LINKEDIT must cover the signature: filesize to the new end, vmsize rounded to the segment alignment. */
-function growLinkedit(out: Buffer, slice: MachOSlice, commandOffset: number, fileOffset: number, end: number, oldVmSize: bigint): void {
+function growLinkedit(
+  out: Buffer,
+  slice: MachOSlice,
+  commandOffset: number,
+  fileOffset: number,
+  end: number,
+  oldVmSize: bigint,
+): void {
   const fileSize = end - fileOffset;
   if (slice.is64) {
     // segment_command_64: vmsize at 32, filesize at 48
@@ -238,7 +329,10 @@ export function hashPages(code: Buffer, hash: HashName, out?: Buffer, at = 0): B
   const hashes = out ?? Buffer.alloc(Math.ceil(code.length / PAGE_SIZE) * size);
   // crypto.hash: one call per page, a third faster than a Hash object per page.
   for (let page = 0, to = at; page < code.length; page += PAGE_SIZE, to += size) {
-    oneShotHash(hash, code.subarray(page, Math.min(page + PAGE_SIZE, code.length)), 'buffer').copy(hashes, to);
+    oneShotHash(hash, code.subarray(page, Math.min(page + PAGE_SIZE, code.length)), 'buffer').copy(
+      hashes,
+      to,
+    );
   }
   return hashes;
 }

@@ -21,14 +21,20 @@ const blob = (slot: number): Buffer => {
 };
 // The CMS blob (slot 0x10000) wraps the DER after its 8-byte header; openssl lists its certificates.
 const xcodeCertificate = forge.pki.certificateFromPem(
-  execFileSync('openssl', ['pkcs7', '-inform', 'DER', '-print_certs'], { input: blob(0x10000).subarray(8), encoding: 'utf8' }),
+  execFileSync('openssl', ['pkcs7', '-inform', 'DER', '-print_certs'], {
+    input: blob(0x10000).subarray(8),
+    encoding: 'utf8',
+  }),
 );
 
 function selfSigned(organization: string, commonName: string): forge.pki.Certificate {
   const keys = forge.pki.rsa.generateKeyPair(512);
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
-  const name = [{ name: 'commonName', value: commonName }, { name: 'organizationName', value: organization }];
+  const name = [
+    { name: 'commonName', value: commonName },
+    { name: 'organizationName', value: organization },
+  ];
   cert.setSubject(name);
   cert.setIssuer(name);
   cert.sign(keys.privateKey);
@@ -36,16 +42,24 @@ function selfSigned(organization: string, commonName: string): forge.pki.Certifi
 }
 
 describe('designated requirement', () => {
-  it('compiles to the bytes Xcode wrote for the fixture\'s self-signed identity', () => {
-    const subject = requirementSubjectFor('org.fastlane.very-capable-app', { certificate: xcodeCertificate, chain: [] });
+  it("compiles to the bytes Xcode wrote for the fixture's self-signed identity", () => {
+    const subject = requirementSubjectFor('org.fastlane.very-capable-app', {
+      certificate: xcodeCertificate,
+      chain: [],
+    });
     expect(buildRequirementsBlob(subject).equals(blob(2))).toBe(true);
-    expect(requirementText(subject)).toBe('identifier "org.fastlane.very-capable-app" and certificate root = H"c8d1aac67c23186501a9ddc93356d8e14ae29e14"');
+    expect(requirementText(subject)).toBe(
+      'identifier "org.fastlane.very-capable-app" and certificate root = H"c8d1aac67c23186501a9ddc93356d8e14ae29e14"',
+    );
   });
 
   it('uses the anchor apple generic form for a certificate Apple issued', () => {
     const leaf = selfSigned('Apple Inc.', 'Apple Distribution: Example (TEAM123456)');
     const subject = requirementSubjectFor('com.example.app', { certificate: leaf, chain: [] });
-    expect(subject).toEqual({ identifier: 'com.example.app', commonName: 'Apple Distribution: Example (TEAM123456)' });
+    expect(subject).toEqual({
+      identifier: 'com.example.app',
+      commonName: 'Apple Distribution: Example (TEAM123456)',
+    });
     expect(requirementText(subject)).toBe(
       'identifier "com.example.app" and anchor apple generic and certificate leaf[subject.CN] = "Apple Distribution: Example (TEAM123456)" and certificate 1[field.1.2.840.113635.100.6.2.1] /* exists */',
     );
@@ -53,7 +67,9 @@ describe('designated requirement', () => {
     const compiled = buildRequirementsBlob(subject);
     expect(compiled.readUInt32BE(0)).toBe(0xfade0c01);
     expect(compiled.readUInt32BE(4)).toBe(compiled.length);
-    expect([compiled.readUInt32BE(8), compiled.readUInt32BE(12), compiled.readUInt32BE(16)]).toEqual([1, 3, 20]);
+    expect([compiled.readUInt32BE(8), compiled.readUInt32BE(12), compiled.readUInt32BE(16)]).toEqual([
+      1, 3, 20,
+    ]);
     expect(compiled.readUInt32BE(20)).toBe(0xfade0c00);
     expect(compiled.subarray(28, 32).readUInt32BE(0)).toBe(1);
     // and(and(and(identifier, anchor apple generic), leaf[subject.CN]), certificate 1[...] exists)

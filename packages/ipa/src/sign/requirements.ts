@@ -65,7 +65,8 @@ export function requirementSubjectFor(
 ): RequirementSubject {
   const leaf = identity.certificate;
   const commonName = leaf.subject.getField('CN')?.value as string | undefined;
-  if (leaf.issuer.getField('O')?.value === APPLE && commonName !== undefined) return { identifier, commonName };
+  if (leaf.issuer.getField('O')?.value === APPLE && commonName !== undefined)
+    return { identifier, commonName };
   const root = identity.chain.at(-1) ?? leaf;
   const der = Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(root)).getBytes(), 'binary');
   return { identifier, anchorSha1: createHash('sha1').update(der).digest() };
@@ -78,7 +79,13 @@ function expression(subject: RequirementSubject): Buffer {
   }
   if (subject.commonName === undefined) return ident;
   const anchor = u32(opAppleGenericAnchor);
-  const leaf = Buffer.concat([u32(opCertField), u32(0), data(Buffer.from('subject.CN')), u32(matchEqual), data(Buffer.from(subject.commonName, 'utf8'))]);
+  const leaf = Buffer.concat([
+    u32(opCertField),
+    u32(0),
+    data(Buffer.from('subject.CN')),
+    u32(matchEqual),
+    data(Buffer.from(subject.commonName, 'utf8')),
+  ]);
   const wwdr = Buffer.concat([u32(opCertGeneric), u32(1), data(WWDR_MARKER_OID), u32(matchExists)]);
   // "a and b and c and d" parses left-associatively: and(and(and(a, b), c), d)
   return Buffer.concat([u32(opAnd), u32(opAnd), u32(opAnd), ident, anchor, leaf, wwdr]);
@@ -95,7 +102,8 @@ export function buildRequirementsBlob(subject: RequirementSubject): Buffer {
 /** The same requirement as text, as CodeResources records it for nested code. */
 export function requirementText(subject: RequirementSubject): string {
   const ident = `identifier "${subject.identifier}"`;
-  if (subject.commonName === undefined && subject.anchorSha1 !== undefined) return `${ident} and certificate root = H"${subject.anchorSha1.toString('hex')}"`;
+  if (subject.commonName === undefined && subject.anchorSha1 !== undefined)
+    return `${ident} and certificate root = H"${subject.anchorSha1.toString('hex')}"`;
   if (subject.commonName === undefined) return ident;
   return `${ident} and anchor apple generic and certificate leaf[subject.CN] = "${subject.commonName.replace(/"/g, '\\"')}" and certificate 1[field.1.2.840.113635.100.6.2.1] /* exists */`;
 }

@@ -60,5 +60,10 @@ export function createFixedIdentity(seed = 'sideport fixed identity', teamId = '
       Version: 1,
     }),
   );
-  return { certPem: forge.pki.certificateToPem(cert), keyPem: forge.pki.privateKeyToPem(keys.privateKey), profile, teamId };
+  return {
+    certPem: forge.pki.certificateToPem(cert),
+    keyPem: forge.pki.privateKeyToPem(keys.privateKey),
+    profile,
+    teamId,
+  };
 }

@@ -9,7 +9,8 @@ const LC_ENCRYPTION_INFO_64 = 0x2c;
 
 /** Offset of the cryptid field of the first LC_ENCRYPTION_INFO_64, or undefined. */
 export function findCryptidOffset(macho: Buffer): number | undefined {
-  if (macho.readUInt32LE(0) !== MH_MAGIC_64) throw new Error('test expects a thin 64-bit little-endian Mach-O');
+  if (macho.readUInt32LE(0) !== MH_MAGIC_64)
+    throw new Error('test expects a thin 64-bit little-endian Mach-O');
   const commandCount = macho.readUInt32LE(16);
   let offset = 32;
   for (let i = 0; i < commandCount; i++) {
@@ -47,7 +48,8 @@ export function withExtraEncryptionCommand(macho: Buffer, cryptid: number): Buff
   if (at === undefined) throw new Error('fixture has no LC_ENCRYPTION_INFO_64');
   const command = macho.subarray(at - 16, at - 16 + macho.readUInt32LE(at - 12));
   const end = 32 + macho.readUInt32LE(20);
-  if (!macho.subarray(end, end + command.length).equals(Buffer.alloc(command.length))) throw new Error('no room after the load commands');
+  if (!macho.subarray(end, end + command.length).equals(Buffer.alloc(command.length)))
+    throw new Error('no room after the load commands');
   const copy = Buffer.from(macho);
   command.copy(copy, end);
   copy.writeUInt32LE(cryptid, end + 16);

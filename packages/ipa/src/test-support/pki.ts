@@ -17,7 +17,12 @@ export interface TestPki {
   readonly password: string;
   readonly teamId: string;
   readonly commonName: string;
-  profile(options?: { appId?: string; entitlements?: PlistObject; expires?: Date; withoutCertificate?: boolean }): Buffer;
+  profile(options?: {
+    appId?: string;
+    entitlements?: PlistObject;
+    expires?: Date;
+    withoutCertificate?: boolean;
+  }): Buffer;
 }
 
 export function createTestPki(dir: string, teamId = 'TEAM123456'): TestPki {
@@ -25,12 +30,72 @@ export function createTestPki(dir: string, teamId = 'TEAM123456'): TestPki {
     execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   };
   const commonName = `Apple Development: Test Person (${teamId})`;
-  writeFileSync(join(dir, 'leaf.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n');
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca-key.pem', '-out', 'ca.pem', '-days', '30',
-    '-subj', '/CN=Test Root CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'leaf.csr', '-subj', `/CN=${commonName}/OU=${teamId}/O=Test Person`);
-  openssl('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-out', 'cert.pem', '-days', '30', '-extfile', 'leaf.ext');
-  openssl('pkcs12', '-export', '-in', 'cert.pem', '-inkey', 'key.pem', '-certfile', 'ca.pem', '-out', 'id.p12', '-passout', 'pass:secret');
+  writeFileSync(
+    join(dir, 'leaf.ext'),
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n',
+  );
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca-key.pem',
+    '-out',
+    'ca.pem',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=Test Root CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  );
+  openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'key.pem',
+    '-out',
+    'leaf.csr',
+    '-subj',
+    `/CN=${commonName}/OU=${teamId}/O=Test Person`,
+  );
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'leaf.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca-key.pem',
+    '-CAcreateserial',
+    '-out',
+    'cert.pem',
+    '-days',
+    '30',
+    '-extfile',
+    'leaf.ext',
+  );
+  openssl(
+    'pkcs12',
+    '-export',
+    '-in',
+    'cert.pem',
+    '-inkey',
+    'key.pem',
+    '-certfile',
+    'ca.pem',
+    '-out',
+    'id.p12',
+    '-passout',
+    'pass:secret',
+  );
   openssl('x509', '-in', 'cert.pem', '-outform', 'DER', '-out', 'cert.der');
   const read = (name: string): string => readFileSync(join(dir, name), 'utf8');
   let profileCount = 0;
@@ -50,7 +115,9 @@ export function createTestPki(dir: string, teamId = 'TEAM123456'): TestPki {
         ApplicationIdentifierPrefix: [teamId],
         CreationDate: new Date(Date.now() - 86_400_000),
         Platform: ['iOS'],
-        DeveloperCertificates: [options.withoutCertificate ? Buffer.from('not this one') : readFileSync(join(dir, 'cert.der'))],
+        DeveloperCertificates: [
+          options.withoutCertificate ? Buffer.from('not this one') : readFileSync(join(dir, 'cert.der')),
+        ],
         Entitlements: {
           'application-identifier': appId,
           'com.apple.developer.team-identifier': teamId,
@@ -70,7 +137,22 @@ export function createTestPki(dir: string, teamId = 'TEAM123456'): TestPki {
       };
       const name = `profile-${profileCount++}`;
       writeFileSync(join(dir, `${name}.plist`), buildXmlPlist(plist));
-      openssl('cms', '-sign', '-nodetach', '-binary', '-in', `${name}.plist`, '-signer', 'cert.pem', '-inkey', 'key.pem', '-outform', 'DER', '-out', `${name}.mobileprovision`);
+      openssl(
+        'cms',
+        '-sign',
+        '-nodetach',
+        '-binary',
+        '-in',
+        `${name}.plist`,
+        '-signer',
+        'cert.pem',
+        '-inkey',
+        'key.pem',
+        '-outform',
+        'DER',
+        '-out',
+        `${name}.mobileprovision`,
+      );
       return readFileSync(join(dir, `${name}.mobileprovision`));
     },
   };
@@ -90,24 +172,125 @@ export interface TestChain {
   readonly leafWithIntermediateP12: string;
 }
 
-export function createTestChain(dir: string, leafCommonName = 'Apple Development: Dev (TEAM123456)'): TestChain {
+export function createTestChain(
+  dir: string,
+  leafCommonName = 'Apple Development: Dev (TEAM123456)',
+): TestChain {
   const openssl = (...args: string[]): void => {
     execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   };
-  writeFileSync(join(dir, 'chain-ca.ext'), 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n');
-  writeFileSync(join(dir, 'chain-leaf.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n');
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'chain-root-key.pem', '-out', 'chain-root.pem', '-days', '30',
-    '-subj', '/CN=Test Root/O=Test Inc.', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+  writeFileSync(
+    join(dir, 'chain-ca.ext'),
+    'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n',
+  );
+  writeFileSync(
+    join(dir, 'chain-leaf.ext'),
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n',
+  );
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'chain-root-key.pem',
+    '-out',
+    'chain-root.pem',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=Test Root/O=Test Inc.',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  );
   openssl('x509', '-in', 'chain-root.pem', '-outform', 'DER', '-out', 'chain-root.der');
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'chain-wwdr-key.pem', '-out', 'chain-wwdr.csr', '-subj', '/CN=Test WWDR/O=Test Inc.');
-  openssl('x509', '-req', '-in', 'chain-wwdr.csr', '-CA', 'chain-root.pem', '-CAkey', 'chain-root-key.pem', '-CAcreateserial',
-    '-out', 'chain-wwdr.pem', '-days', '30', '-extfile', 'chain-ca.ext');
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'chain-leaf-key.pem', '-out', 'chain-leaf.csr', '-subj', `/CN=${leafCommonName}`);
-  openssl('x509', '-req', '-in', 'chain-leaf.csr', '-CA', 'chain-wwdr.pem', '-CAkey', 'chain-wwdr-key.pem', '-CAcreateserial',
-    '-out', 'chain-leaf.pem', '-days', '30', '-extfile', 'chain-leaf.ext');
-  openssl('pkcs12', '-export', '-in', 'chain-leaf.pem', '-inkey', 'chain-leaf-key.pem', '-out', 'chain-leaf.p12', '-passout', 'pass:secret');
-  openssl('pkcs12', '-export', '-in', 'chain-leaf.pem', '-inkey', 'chain-leaf-key.pem', '-certfile', 'chain-wwdr.pem',
-    '-out', 'chain-leaf-wwdr.p12', '-passout', 'pass:secret');
+  openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'chain-wwdr-key.pem',
+    '-out',
+    'chain-wwdr.csr',
+    '-subj',
+    '/CN=Test WWDR/O=Test Inc.',
+  );
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'chain-wwdr.csr',
+    '-CA',
+    'chain-root.pem',
+    '-CAkey',
+    'chain-root-key.pem',
+    '-CAcreateserial',
+    '-out',
+    'chain-wwdr.pem',
+    '-days',
+    '30',
+    '-extfile',
+    'chain-ca.ext',
+  );
+  openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'chain-leaf-key.pem',
+    '-out',
+    'chain-leaf.csr',
+    '-subj',
+    `/CN=${leafCommonName}`,
+  );
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'chain-leaf.csr',
+    '-CA',
+    'chain-wwdr.pem',
+    '-CAkey',
+    'chain-wwdr-key.pem',
+    '-CAcreateserial',
+    '-out',
+    'chain-leaf.pem',
+    '-days',
+    '30',
+    '-extfile',
+    'chain-leaf.ext',
+  );
+  openssl(
+    'pkcs12',
+    '-export',
+    '-in',
+    'chain-leaf.pem',
+    '-inkey',
+    'chain-leaf-key.pem',
+    '-out',
+    'chain-leaf.p12',
+    '-passout',
+    'pass:secret',
+  );
+  openssl(
+    'pkcs12',
+    '-export',
+    '-in',
+    'chain-leaf.pem',
+    '-inkey',
+    'chain-leaf-key.pem',
+    '-certfile',
+    'chain-wwdr.pem',
+    '-out',
+    'chain-leaf-wwdr.p12',
+    '-passout',
+    'pass:secret',
+  );
   const at = (name: string) => join(dir, name);
   return {
     rootPem: at('chain-root.pem'),

@@ -8,7 +8,11 @@ export async function readFixtureEntries(): Promise<{ name: string; data: Buffer
     const result = [];
     for (const entry of archive.entries) {
       const data = entry.isDirectory ? Buffer.alloc(0) : await archive.readEntry(entry);
-      result.push({ name: entry.name, data, ...(entry.unixMode === undefined ? {} : { mode: entry.unixMode }) });
+      result.push({
+        name: entry.name,
+        data,
+        ...(entry.unixMode === undefined ? {} : { mode: entry.unixMode }),
+      });
     }
     return result;
   } finally {

@@ -8,32 +8,35 @@ import { join } from 'node:path';
 
 export type Arch = 'arm64';
 
-const LD = ['ld64.lld-14', 'ld64.lld'].find((name) => {
-  try {
-    execFileSync(name, ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}) ?? 'ld64.lld';
+const LD =
+  ['ld64.lld-14', 'ld64.lld'].find((name) => {
+    try {
+      execFileSync(name, ['--version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  }) ?? 'ld64.lld';
 
-export const LIPO = ['llvm-lipo-14', 'llvm-lipo'].find((name) => {
-  try {
-    execFileSync(name, ['-version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}) ?? 'llvm-lipo';
+export const LIPO =
+  ['llvm-lipo-14', 'llvm-lipo'].find((name) => {
+    try {
+      execFileSync(name, ['-version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  }) ?? 'llvm-lipo';
 
-export const OBJDUMP = ['llvm-objdump-14', 'llvm-objdump'].find((name) => {
-  try {
-    execFileSync(name, ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}) ?? 'llvm-objdump';
+export const OBJDUMP =
+  ['llvm-objdump-14', 'llvm-objdump'].find((name) => {
+    try {
+      execFileSync(name, ['--version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  }) ?? 'llvm-objdump';
 
 function run(command: string, args: string[], cwd: string): void {
   execFileSync(command, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -50,8 +53,30 @@ function compile(dir: string, name: string, source: string, arch: Arch): string 
 function libSystem(dir: string, arch: Arch): string {
   const out = join(dir, `libSystem-${arch}.dylib`);
   if (!existsSync(out)) {
-    const o = compile(dir, 'libsystem', 'void stub(void) __asm__("dyld_stub_binder");\nvoid stub(void) {}\n', arch);
-    run(LD, ['-arch', arch, '-platform_version', 'ios', '14.0', '14.0', '-dylib', '-install_name', '/usr/lib/libSystem.B.dylib', o, '-o', out], dir);
+    const o = compile(
+      dir,
+      'libsystem',
+      'void stub(void) __asm__("dyld_stub_binder");\nvoid stub(void) {}\n',
+      arch,
+    );
+    run(
+      LD,
+      [
+        '-arch',
+        arch,
+        '-platform_version',
+        'ios',
+        '14.0',
+        '14.0',
+        '-dylib',
+        '-install_name',
+        '/usr/lib/libSystem.B.dylib',
+        o,
+        '-o',
+        out,
+      ],
+      dir,
+    );
   }
   return out;
 }
@@ -68,29 +93,74 @@ export interface BuildOptions {
 }
 
 /** An MH_EXECUTE whose main returns a value computed by `helper` when linked with the helper dylib. */
-export function buildExecutable(dir: string, name: string, source: string, options: BuildOptions = {}): string {
+export function buildExecutable(
+  dir: string,
+  name: string,
+  source: string,
+  options: BuildOptions = {},
+): string {
   const arch = options.arch ?? 'arm64';
   const o = compile(dir, name, source, arch);
   const out = join(dir, `${name}-${arch}`);
-  run(LD, [
-    '-arch', arch, '-platform_version', 'ios', '14.0', '14.0', '-execute', '-e', '_main',
-    '-headerpad', `0x${(options.headerPadBytes ?? 0x400).toString(16)}`,
-    o, ...(options.objects ?? []), ...(options.link ?? []), libSystem(dir, arch),
-    ...(options.rpaths ?? []).flatMap((path) => ['-rpath', path]),
-    '-o', out,
-  ], dir);
+  run(
+    LD,
+    [
+      '-arch',
+      arch,
+      '-platform_version',
+      'ios',
+      '14.0',
+      '14.0',
+      '-execute',
+      '-e',
+      '_main',
+      '-headerpad',
+      `0x${(options.headerPadBytes ?? 0x400).toString(16)}`,
+      o,
+      ...(options.objects ?? []),
+      ...(options.link ?? []),
+      libSystem(dir, arch),
+      ...(options.rpaths ?? []).flatMap((path) => ['-rpath', path]),
+      '-o',
+      out,
+    ],
+    dir,
+  );
   return out;
 }
 
-export function buildDylib(dir: string, name: string, source: string, installName: string, options: BuildOptions = {}): string {
+export function buildDylib(
+  dir: string,
+  name: string,
+  source: string,
+  installName: string,
+  options: BuildOptions = {},
+): string {
   const arch = options.arch ?? 'arm64';
   const o = compile(dir, name, source, arch);
   const out = join(dir, `${name}-${arch}.dylib`);
-  run(LD, [
-    '-arch', arch, '-platform_version', 'ios', '14.0', '14.0', '-dylib', '-install_name', installName,
-    '-headerpad', `0x${(options.headerPadBytes ?? 0x400).toString(16)}`,
-    o, ...(options.link ?? []), libSystem(dir, arch), '-o', out,
-  ], dir);
+  run(
+    LD,
+    [
+      '-arch',
+      arch,
+      '-platform_version',
+      'ios',
+      '14.0',
+      '14.0',
+      '-dylib',
+      '-install_name',
+      installName,
+      '-headerpad',
+      `0x${(options.headerPadBytes ?? 0x400).toString(16)}`,
+      o,
+      ...(options.link ?? []),
+      libSystem(dir, arch),
+      '-o',
+      out,
+    ],
+    dir,
+  );
   return out;
 }
 

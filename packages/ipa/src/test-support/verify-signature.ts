@@ -34,7 +34,8 @@ export function readSignatures(file: Buffer): SliceSignature[] {
   const magic = file.readUInt32BE(0);
   const slices: { offset: number; size: number }[] = [];
   if (magic === 0xcafebabe) {
-    for (let i = 0; i < file.readUInt32BE(4); i++) slices.push({ offset: file.readUInt32BE(8 + i * 20 + 8), size: file.readUInt32BE(8 + i * 20 + 12) });
+    for (let i = 0; i < file.readUInt32BE(4); i++)
+      slices.push({ offset: file.readUInt32BE(8 + i * 20 + 8), size: file.readUInt32BE(8 + i * 20 + 12) });
   } else {
     slices.push({ offset: 0, size: file.length });
   }
@@ -63,7 +64,9 @@ function readSlice(slice: Buffer, offset: number): SliceSignature {
     const blobAt = sb.readUInt32BE(16 + i * 8);
     blobs.set(type, sb.subarray(blobAt, blobAt + sb.readUInt32BE(blobAt + 4)));
   }
-  const codeDirectories = [0, 0x1000, 0x1001].filter((slot) => blobs.has(slot)).map((slot) => viewCodeDirectory(blobs.get(slot)!));
+  const codeDirectories = [0, 0x1000, 0x1001]
+    .filter((slot) => blobs.has(slot))
+    .map((slot) => viewCodeDirectory(blobs.get(slot)!));
   const cmsBlob = blobs.get(0x10000);
   if (cmsBlob === undefined) throw new Error('no CMS blob');
   const entitlements = blobs.get(5);
@@ -106,7 +109,10 @@ export function pageHashesMatch(file: Buffer, signature: SliceSignature): boolea
       const start = sliceStart + page * 4096;
       const end = sliceStart + Math.min((page + 1) * 4096, cd.codeLimit);
       const expected = createHash(hashName(cd.hashType)).update(file.subarray(start, end)).digest();
-      if (!expected.equals(cd.bytes.subarray(hashOffset + page * hashSize, hashOffset + (page + 1) * hashSize))) return false;
+      if (
+        !expected.equals(cd.bytes.subarray(hashOffset + page * hashSize, hashOffset + (page + 1) * hashSize))
+      )
+        return false;
     }
     return cd.codeSlotCount === Math.ceil(cd.codeLimit / 4096);
   });
@@ -114,7 +120,9 @@ export function pageHashesMatch(file: Buffer, signature: SliceSignature): boolea
 
 /** The special slot hash of `bytes` as each CodeDirectory should hold it. */
 export function specialSlotMatches(signature: SliceSignature, slot: number, bytes: Buffer): boolean {
-  return signature.codeDirectories.every((cd) => createHash(hashName(cd.hashType)).update(bytes).digest().equals(cd.special(slot)));
+  return signature.codeDirectories.every((cd) =>
+    createHash(hashName(cd.hashType)).update(bytes).digest().equals(cd.special(slot)),
+  );
 }
 
 /** `openssl cms -verify` of the signature over the first CodeDirectory, chained to the CA. */
@@ -124,8 +132,27 @@ export function opensslVerifies(signature: SliceSignature, caPem: string): { ok:
     writeFileSync(join(dir, 'sig.der'), signature.cms);
     writeFileSync(join(dir, 'cd.bin'), signature.codeDirectories[0]!.bytes);
     writeFileSync(join(dir, 'ca.pem'), caPem);
-    const output = execFileSync('openssl', ['cms', '-verify', '-binary', '-inform', 'DER', '-in', 'sig.der', '-content', 'cd.bin',
-      '-CAfile', 'ca.pem', '-purpose', 'any', '-out', '/dev/null'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const output = execFileSync(
+      'openssl',
+      [
+        'cms',
+        '-verify',
+        '-binary',
+        '-inform',
+        'DER',
+        '-in',
+        'sig.der',
+        '-content',
+        'cd.bin',
+        '-CAfile',
+        'ca.pem',
+        '-purpose',
+        'any',
+        '-out',
+        '/dev/null',
+      ],
+      { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     return { ok: true, output };
   } catch (err) {
     return { ok: false, output: String((err as { stderr?: string }).stderr ?? err) };
@@ -136,5 +163,8 @@ export function opensslVerifies(signature: SliceSignature, caPem: string): { ok:
 
 /** The CMS as `openssl cms -cmsout -print` shows it, to assert the Apple attributes. */
 export function printCms(signature: SliceSignature): string {
-  return execFileSync('openssl', ['cms', '-cmsout', '-print', '-inform', 'DER'], { input: signature.cms, encoding: 'utf8' });
+  return execFileSync('openssl', ['cms', '-cmsout', '-print', '-inform', 'DER'], {
+    input: signature.cms,
+    encoding: 'utf8',
+  });
 }

@@ -62,7 +62,10 @@ describe('openZip', () => {
       const link = archive.find(`${app}Frameworks/A.framework/Current`);
       expect(link).toMatchObject({ isSymlink: true, symlinkTarget: 'A', isDirectory: false });
       expect(archive.find(app)).toMatchObject({ isDirectory: true });
-      expect(archive.find(`${app}Info.plist`)).toMatchObject({ uncompressedSizeBytes: 8, compressionMethod: 8 });
+      expect(archive.find(`${app}Info.plist`)).toMatchObject({
+        uncompressedSizeBytes: 8,
+        compressionMethod: 8,
+      });
     } finally {
       archive.close();
     }
@@ -77,7 +80,8 @@ describe('openZip', () => {
       expect((await archive.readEntry(entry)).toString()).toBe(text);
       expect((await archive.readEntryHead(entry, 5)).toString()).toBe('hello');
       const raw: Buffer[] = [];
-      for await (const chunk of await archive.openEntryStream(entry, { raw: true })) raw.push(chunk as Buffer);
+      for await (const chunk of await archive.openEntryStream(entry, { raw: true }))
+        raw.push(chunk as Buffer);
       expect(Buffer.concat(raw).length).toBe(entry.compressedSizeBytes);
       expect(entry.compressedSizeBytes).toBeLessThan(text.length);
     } finally {
@@ -100,7 +104,10 @@ describe('openZip', () => {
 
   it('reads through any random-access reader', async () => {
     // Larger than yauzl's end-record search window (64 KiB), so no single read may cover it all.
-    const bytes = buildZip([...goodEntries, { name: `${app}big.bin`, data: Buffer.alloc(200_000, 1), method: 0 }]);
+    const bytes = buildZip([
+      ...goodEntries,
+      { name: `${app}big.bin`, data: Buffer.alloc(200_000, 1), method: 0 },
+    ]);
     const reads: number[] = [];
     class BufferReader extends yauzl.RandomAccessReader {
       override _readStreamForRange(start: number, end: number): Readable {
@@ -137,9 +144,13 @@ describe('openZip', () => {
 
   it('refuses an archive cut short: ZIP_TRUNCATED', async () => {
     const whole = buildZip(goodEntries);
-    const error = await refusal(await writeFixture('ZIP_TRUNCATED.ipa', whole.subarray(0, whole.length - 30)));
+    const error = await refusal(
+      await writeFixture('ZIP_TRUNCATED.ipa', whole.subarray(0, whole.length - 30)),
+    );
     expect(error.code).toBe('ZIP_TRUNCATED');
-    expect(error.message).toMatch(/^Expected a zip end of central directory record, found none .* truncated\.$/);
+    expect(error.message).toMatch(
+      /^Expected a zip end of central directory record, found none .* truncated\.$/,
+    );
   });
 
   it('refuses an archive whose data is cut short behind an intact directory: ZIP_TRUNCATED', async () => {
@@ -158,7 +169,9 @@ describe('openZip', () => {
     const error = await openAndReadAll(bytes).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(IpaError);
     expect((error as IpaError).code).toBe('ZIP_INVALID');
-    expect((error as IpaError).message).toMatch(/^Expected "a\.txt" to have CRC-32 0x0d4a1185, found 0x[0-9a-f]{8}: the archive is damaged\.$/);
+    expect((error as IpaError).message).toMatch(
+      /^Expected "a\.txt" to have CRC-32 0x0d4a1185, found 0x[0-9a-f]{8}: the archive is damaged\.$/,
+    );
   });
 
   it('refuses a name climbing out with "..": ZIP_SLIP', async () => {
@@ -171,23 +184,32 @@ describe('openZip', () => {
   });
 
   it('refuses a backslash name climbing out: ZIP_SLIP', async () => {
-    const error = await refusal(await writeFixture('ZIP_SLIP_backslash.ipa', buildZip([{ name: '..\\evil.txt', data: 'x' }])));
+    const error = await refusal(
+      await writeFixture('ZIP_SLIP_backslash.ipa', buildZip([{ name: '..\\evil.txt', data: 'x' }])),
+    );
     expect(error.code).toBe('ZIP_SLIP');
   });
 
   it('refuses an absolute name: ZIP_ABSOLUTE_PATH', async () => {
-    const error = await refusal(await writeFixture('ZIP_ABSOLUTE_PATH.ipa', buildZip([{ name: '/etc/evil', data: 'x' }])));
+    const error = await refusal(
+      await writeFixture('ZIP_ABSOLUTE_PATH.ipa', buildZip([{ name: '/etc/evil', data: 'x' }])),
+    );
     expect(error.code).toBe('ZIP_ABSOLUTE_PATH');
     expect(error.message).toBe('Expected relative entry names, found the absolute path "/etc/evil".');
   });
 
   it('refuses a drive-letter name: ZIP_ABSOLUTE_PATH', async () => {
-    const error = await refusal(await writeFixture('ZIP_ABSOLUTE_PATH_drive.ipa', buildZip([{ name: 'C:/evil', data: 'x' }])));
+    const error = await refusal(
+      await writeFixture('ZIP_ABSOLUTE_PATH_drive.ipa', buildZip([{ name: 'C:/evil', data: 'x' }])),
+    );
     expect(error.code).toBe('ZIP_ABSOLUTE_PATH');
   });
 
   it('refuses a symlink leaving its app bundle: SYMLINK_ESCAPES_BUNDLE', async () => {
-    const bytes = buildZip([...goodEntries, { name: `${app}Frameworks/leak`, data: '../../../etc', mode: SYMLINK_MODE }]);
+    const bytes = buildZip([
+      ...goodEntries,
+      { name: `${app}Frameworks/leak`, data: '../../../etc', mode: SYMLINK_MODE },
+    ]);
     const error = await refusal(await writeFixture('SYMLINK_ESCAPES_BUNDLE.ipa', bytes));
     expect(error.code).toBe('SYMLINK_ESCAPES_BUNDLE');
     expect(error.message).toBe(
@@ -254,21 +276,32 @@ describe('openZip', () => {
   });
 
   it('accepts a compressible entry under the ratio threshold size', async () => {
-    const archive = await openZipFromBuffer(buildZip([{ name: 'small.bin', data: Buffer.alloc(512 * 1024) }]));
+    const archive = await openZipFromBuffer(
+      buildZip([{ name: 'small.bin', data: Buffer.alloc(512 * 1024) }]),
+    );
     archive.close();
   });
 
   it('refuses more uncompressed bytes than the cap: ZIP_TOO_LARGE', async () => {
-    const bytes = buildZip([...goodEntries, { name: `${app}data.bin`, data: Buffer.alloc(2048, 1), method: 0 }]);
+    const bytes = buildZip([
+      ...goodEntries,
+      { name: `${app}data.bin`, data: Buffer.alloc(2048, 1), method: 0 },
+    ]);
     const path = await writeFixture('ZIP_TOO_LARGE.ipa', bytes);
-    const error = await openZip(path, { limits: { maxTotalUncompressedBytes: 1024 } }).catch((err: unknown) => err);
+    const error = await openZip(path, { limits: { maxTotalUncompressedBytes: 1024 } }).catch(
+      (err: unknown) => err,
+    );
     expect(error).toBeInstanceOf(IpaError);
     expect((error as IpaError).code).toBe('ZIP_TOO_LARGE');
-    expect((error as IpaError).message).toMatch(/^Expected at most 1024 bytes once uncompressed, found more than \d+ bytes\.$/);
+    expect((error as IpaError).message).toMatch(
+      /^Expected at most 1024 bytes once uncompressed, found more than \d+ bytes\.$/,
+    );
   });
 
   it('refuses more entries than the cap: ZIP_TOO_LARGE', async () => {
-    const error = await openZipFromBuffer(buildZip(goodEntries), { limits: { maxEntryCount: 2 } }).catch((e: unknown) => e);
+    const error = await openZipFromBuffer(buildZip(goodEntries), { limits: { maxEntryCount: 2 } }).catch(
+      (e: unknown) => e,
+    );
     expect((error as IpaError).code).toBe('ZIP_TOO_LARGE');
     expect((error as IpaError).message).toBe('Expected at most 2 entries, found 5.');
   });
@@ -276,7 +309,9 @@ describe('openZip', () => {
   it('writes nothing anywhere while refusing archives', async () => {
     const parent = dirname(dir);
     const before = await readdir(parent);
-    await refusal(await writeFixture('ZIP_SLIP_again.ipa', buildZip([{ name: '../evil-from-ipa-test.txt', data: 'x' }])));
+    await refusal(
+      await writeFixture('ZIP_SLIP_again.ipa', buildZip([{ name: '../evil-from-ipa-test.txt', data: 'x' }])),
+    );
     expect(await readdir(parent)).toEqual(before);
     expect((await readdir(dir)).every((name) => name.endsWith('.ipa'))).toBe(true);
   });

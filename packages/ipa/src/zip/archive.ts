@@ -5,9 +5,21 @@ import yauzl from 'yauzl';
 import { IpaError } from '../errors.js';
 import { toZipError } from './errors.js';
 import { openFileReader } from './file-reader.js';
-import { createWindow, FLAG_ENCRYPTED, verifyLayout, type CentralEntry as CentralEntryFields, type ReadRange } from './layout.js';
+import {
+  createWindow,
+  FLAG_ENCRYPTED,
+  verifyLayout,
+  type CentralEntry as CentralEntryFields,
+  type ReadRange,
+} from './layout.js';
 import { resolveZipLimits, type ZipLimits } from './limits.js';
-import { assertSafeEntryName, enclosingAppDir, isInside, normalizeEntryKey, resolveSymlink } from './names.js';
+import {
+  assertSafeEntryName,
+  enclosingAppDir,
+  isInside,
+  normalizeEntryKey,
+  resolveSymlink,
+} from './names.js';
 
 export interface ZipEntry {
   /** The entry's path inside the archive, with '/' separators; directories end with '/'. */
@@ -163,7 +175,10 @@ export async function openZip(path: string, options: OpenZipOptions = {}): Promi
     readRange = reader.readRange;
     return yauzl.fromRandomAccessReaderPromise(reader, size, yauzlOptions);
   };
-  return { ...(await openFrom(open, head, options, (position, length, into) => readRange!(position, length, into))), path };
+  return {
+    ...(await openFrom(open, head, options, (position, length, into) => readRange!(position, length, into))),
+    path,
+  };
 }
 
 /** The first bytes tell a truncated zip from something that is not a zip at all. */
@@ -183,8 +198,14 @@ async function readHead(path: string): Promise<Buffer> {
 
 /** Opens an IPA held in memory (tests, small uploads). */
 export function openZipFromBuffer(buffer: Buffer, options: OpenZipOptions = {}): Promise<ZipArchive> {
-  const readRange: ReadRange = (position, length) => Promise.resolve(buffer.subarray(position, position + length));
-  return openFrom(() => yauzl.fromBufferPromise(buffer, yauzlOptions), buffer.subarray(0, 4), options, readRange);
+  const readRange: ReadRange = (position, length) =>
+    Promise.resolve(buffer.subarray(position, position + length));
+  return openFrom(
+    () => yauzl.fromBufferPromise(buffer, yauzlOptions),
+    buffer.subarray(0, 4),
+    options,
+    readRange,
+  );
 }
 
 /** Opens an IPA behind any random-access reader (object storage ranges, for example). */
@@ -195,14 +216,22 @@ export async function openZipFromReader(
 ): Promise<ZipArchive> {
   const readRange: ReadRange = (position, length, into) => {
     const wanted = Math.max(0, Math.min(length, totalSizeBytes - position));
-    const bytes = into !== undefined && into.length >= wanted ? into.subarray(0, wanted) : Buffer.alloc(wanted);
+    const bytes =
+      into !== undefined && into.length >= wanted ? into.subarray(0, wanted) : Buffer.alloc(wanted);
     return new Promise((resolve, reject) => {
       if (bytes.length === 0) return resolve(bytes);
-      reader.read(bytes, 0, bytes.length, position, (err) => (err ? reject(toZipError(err)) : resolve(bytes)));
+      reader.read(bytes, 0, bytes.length, position, (err) =>
+        err ? reject(toZipError(err)) : resolve(bytes),
+      );
     });
   };
   const head = await readRange(0, 4);
-  return openFrom(() => yauzl.fromRandomAccessReaderPromise(reader, totalSizeBytes, yauzlOptions), head, options, readRange);
+  return openFrom(
+    () => yauzl.fromRandomAccessReaderPromise(reader, totalSizeBytes, yauzlOptions),
+    head,
+    options,
+    readRange,
+  );
 }
 
 async function openFrom(
@@ -278,7 +307,10 @@ function listEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<KeptEntry[]
         const entry = describeEntry(raw);
         const key = normalizeEntryKey(entry.name);
         if (seen.has(key)) {
-          throw new IpaError('ZIP_DUPLICATE_NAME', `Expected each entry name once, found "${entry.name}" twice.`);
+          throw new IpaError(
+            'ZIP_DUPLICATE_NAME',
+            `Expected each entry name once, found "${entry.name}" twice.`,
+          );
         }
         seen.add(key);
         assertSaneRatio(entry, limits);
@@ -309,7 +341,10 @@ function describeEntry(raw: yauzl.Entry): KeptEntry {
     throw new IpaError('ZIP_INVALID', `Expected entries without zip encryption, found "${name}" encrypted.`);
   }
   if (raw.compressionMethod !== 0 && raw.compressionMethod !== 8) {
-    throw new IpaError('ZIP_INVALID', `Expected "${name}" to be stored (method 0) or deflated (method 8), found method ${raw.compressionMethod}.`);
+    throw new IpaError(
+      'ZIP_INVALID',
+      `Expected "${name}" to be stored (method 0) or deflated (method 8), found method ${raw.compressionMethod}.`,
+    );
   }
   // Upper 16 bits of the external attributes hold st_mode when made on Unix (APPNOTE 4.4.15).
   const mode = raw.externalFileAttributes >>> 16;
@@ -361,7 +396,12 @@ function assertSaneRatio(entry: ZipEntry, limits: ZipLimits): void {
  * threshold while thousands of them inflate to gigabytes. Stored bytes cannot be counted twice,
  * since the layout check refuses entries that share them.
  */
-function assertSaneArchiveRatio(totalBytes: number, storedBytes: number, entryCount: number, limits: ZipLimits): void {
+function assertSaneArchiveRatio(
+  totalBytes: number,
+  storedBytes: number,
+  entryCount: number,
+  limits: ZipLimits,
+): void {
   if (totalBytes <= limits.archiveRatioMinBytes) return;
   const ratio = totalBytes / Math.max(storedBytes, 1);
   if (ratio > limits.maxArchiveCompressionRatio) {
@@ -434,7 +474,8 @@ function createArchive(zip: yauzl.ZipFile, entries: KeptEntry[], readRange: Read
           const prefix = await window.at(start, Math.min(prefixBytes, entry.compressedSizeBytes));
           const out = inflateHead(prefix, byteCount);
           // Fewer bytes than asked are the whole content only when the prefix was all of it.
-          if (out !== undefined && (out.length === byteCount || prefix.length === entry.compressedSizeBytes)) head = out;
+          if (out !== undefined && (out.length === byteCount || prefix.length === entry.compressedSizeBytes))
+            head = out;
           if (head !== undefined || prefix.length === entry.compressedSizeBytes) break;
         }
       }
@@ -483,7 +524,8 @@ const hex32 = (value: number): string => (value >>> 0).toString(16).padStart(8, 
 
 function dataStartOf(entry: ZipEntry): number {
   const start = (entry as Partial<KeptEntry>).dataStart;
-  if (start === undefined || start < 0) throw new Error(`zip archive: "${entry.name}" is not an entry of this archive`);
+  if (start === undefined || start < 0)
+    throw new Error(`zip archive: "${entry.name}" is not an entry of this archive`);
   return start;
 }
 
@@ -495,7 +537,11 @@ function dataStartOf(entry: ZipEntry): number {
  */
 function inflateHead(prefix: Buffer, length: number): Buffer | undefined {
   try {
-    const out = inflateRawSync(prefix, { finishFlush: zlibConstants.Z_SYNC_FLUSH, chunkSize: 1024, maxOutputLength: Math.max(prefix.length * 1032, 1024) });
+    const out = inflateRawSync(prefix, {
+      finishFlush: zlibConstants.Z_SYNC_FLUSH,
+      chunkSize: 1024,
+      maxOutputLength: Math.max(prefix.length * 1032, 1024),
+    });
     return Buffer.from(out.subarray(0, length));
   } catch {
     return undefined;
@@ -511,7 +557,10 @@ async function readSymlinkTargets(
   const targets = new Map<string, string>();
   for (const entry of entries) {
     if (!entry.isSymlink) continue;
-    targets.set(normalizeEntryKey(entry.name), (await archive.readEntry(entry, limits.maxSymlinkTargetBytes)).toString('utf8'));
+    targets.set(
+      normalizeEntryKey(entry.name),
+      (await archive.readEntry(entry, limits.maxSymlinkTargetBytes)).toString('utf8'),
+    );
   }
   return entries.map((entry) => {
     const target = targets.get(normalizeEntryKey(entry.name));

@@ -9,7 +9,9 @@ export const READ_BLOCK_BYTES = 1024 * 1024;
  * Reads ranges of the source through 1 MiB blocks on a fixed grid, since copied entries are mostly
  * in order; the next block is read ahead while the current one is used.
  */
-export function createBlockReader(handle: FileHandle): { read(offset: number, length: number): Promise<Buffer> } {
+export function createBlockReader(handle: FileHandle): {
+  read(offset: number, length: number): Promise<Buffer>;
+} {
   const blocks = new Map<number, Promise<Buffer>>();
   // A returned range is used before the next read, so a block's buffer is free once it is evicted.
   const spare: Buffer[] = [];
@@ -28,9 +30,13 @@ export function createBlockReader(handle: FileHandle): { read(offset: number, le
     for (const [key, old] of blocks) {
       if (key >= index) continue;
       blocks.delete(key);
-      void old.then((buffer) => {
-        if (buffer.buffer.byteLength === READ_BLOCK_BYTES && spare.length < 2) spare.push(Buffer.from(buffer.buffer, buffer.byteOffset, READ_BLOCK_BYTES));
-      }, () => undefined);
+      void old.then(
+        (buffer) => {
+          if (buffer.buffer.byteLength === READ_BLOCK_BYTES && spare.length < 2)
+            spare.push(Buffer.from(buffer.buffer, buffer.byteOffset, READ_BLOCK_BYTES));
+        },
+        () => undefined,
+      );
     }
     if (data.length === READ_BLOCK_BYTES) void blockAt(index + 1);
     return data;
@@ -47,7 +53,10 @@ export function createBlockReader(handle: FileHandle): { read(offset: number, le
         const from = Math.max(offset, index * READ_BLOCK_BYTES) - index * READ_BLOCK_BYTES;
         const to = Math.min(offset + length, (index + 1) * READ_BLOCK_BYTES) - index * READ_BLOCK_BYTES;
         if (data.length < to) {
-          throw new IpaError('ZIP_TRUNCATED', `Expected ${length} bytes at offset ${offset} of the source archive, found the file ends first.`);
+          throw new IpaError(
+            'ZIP_TRUNCATED',
+            `Expected ${length} bytes at offset ${offset} of the source archive, found the file ends first.`,
+          );
         }
         parts.push(data.subarray(from, to));
       }
@@ -58,7 +67,7 @@ export function createBlockReader(handle: FileHandle): { read(offset: number, le
 
 /** Splits [start, end) at the block grid, so each piece is served from one block without copying. */
 export function* gridChunks(start: number, end: number): Generator<[number, number]> {
-  for (let at = start; at < end; ) {
+  for (let at = start; at < end;) {
     const next = Math.min(end, (Math.floor(at / READ_BLOCK_BYTES) + 1) * READ_BLOCK_BYTES);
     yield [at, next - at];
     at = next;
@@ -78,7 +87,11 @@ async function readUpTo(handle: FileHandle, offset: number, length: number, into
 
 async function readExactly(handle: FileHandle, offset: number, length: number): Promise<Buffer> {
   const bytes = await readUpTo(handle, offset, length);
-  if (bytes.length < length) throw new IpaError('ZIP_TRUNCATED', `Expected ${length} bytes at offset ${offset} of the source archive, found ${bytes.length}.`);
+  if (bytes.length < length)
+    throw new IpaError(
+      'ZIP_TRUNCATED',
+      `Expected ${length} bytes at offset ${offset} of the source archive, found ${bytes.length}.`,
+    );
   return bytes;
 }
 
@@ -125,7 +138,10 @@ export function createBlockWindow(handle: FileHandle, blockBytes: number, maxBlo
     if (--block.holds > 0) return;
     if (closed) {
       // Once its read is over: the kernel may still be filling a block read ahead.
-      void block.data.then(() => discard(block.buffer), () => discard(block.buffer));
+      void block.data.then(
+        () => discard(block.buffer),
+        () => discard(block.buffer),
+      );
       return;
     }
     free.push(block.buffer);
@@ -171,12 +187,16 @@ export function createBlockWindow(handle: FileHandle, blockBytes: number, maxBlo
     blockBytes,
     async hold(offset, length) {
       const index = Math.floor(offset / blockBytes);
-      if (Math.floor((offset + length - 1) / blockBytes) !== index && length > 0) throw new Error(`block window: ${offset}+${length} crosses a block`);
+      if (Math.floor((offset + length - 1) / blockBytes) !== index && length > 0)
+        throw new Error(`block window: ${offset}+${length} crosses a block`);
       const block = await blockAt(index);
       const data = await block.data;
       const from = offset - index * blockBytes;
       if (data.length < from + length) {
-        throw new IpaError('ZIP_TRUNCATED', `Expected ${length} bytes at offset ${offset} of the source archive, found the file ends first.`);
+        throw new IpaError(
+          'ZIP_TRUNCATED',
+          `Expected ${length} bytes at offset ${offset} of the source archive, found the file ends first.`,
+        );
       }
       block.holds++;
       let released = false;
@@ -203,7 +223,7 @@ export function createBlockWindow(handle: FileHandle, blockBytes: number, maxBlo
 
 /** Splits [start, end) at multiples of `blockBytes`. */
 export function* blockChunks(start: number, end: number, blockBytes: number): Generator<[number, number]> {
-  for (let at = start; at < end; ) {
+  for (let at = start; at < end;) {
     const next = Math.min(end, (Math.floor(at / blockBytes) + 1) * blockBytes);
     yield [at, next - at];
     at = next;

@@ -24,11 +24,16 @@ export function toZipError(err: unknown, head?: Buffer): IpaError {
         { cause: err },
       );
     }
-    const found = head === undefined || head.length === 0 ? 'an empty file' : `bytes 0x${head.subarray(0, 4).toString('hex')}`;
+    const found =
+      head === undefined || head.length === 0
+        ? 'an empty file'
+        : `bytes 0x${head.subarray(0, 4).toString('hex')}`;
     return new IpaError('NOT_A_ZIP', `Expected a zip archive (an IPA), found ${found}.`, { cause: err });
   }
   if (/unexpected EOF|overflows file bounds|not enough bytes|exceeds|beyond/i.test(message)) {
-    return new IpaError('ZIP_TRUNCATED', `Expected more data, the archive ends early: ${message}.`, { cause: err });
+    return new IpaError('ZIP_TRUNCATED', `Expected more data, the archive ends early: ${message}.`, {
+      cause: err,
+    });
   }
   return new IpaError('ZIP_INVALID', `Expected a well-formed zip archive: ${message}.`, { cause: err });
 }

@@ -30,7 +30,13 @@ function createFileReader(fd: number): FileReader {
   const reader = new (yauzl.RandomAccessReader as unknown as new () => yauzl.RandomAccessReader)();
   let windowStart = 0;
   let window = Buffer.alloc(0);
-  const readRaw = (buffer: Buffer, offset: number, length: number, position: number, callback: (err: Error | null, bytesRead: number) => void): void => {
+  const readRaw = (
+    buffer: Buffer,
+    offset: number,
+    length: number,
+    position: number,
+    callback: (err: Error | null, bytesRead: number) => void,
+  ): void => {
     let done = 0;
     const next = (): void => {
       read(fd, buffer, offset + done, length - done, position + done, (err, n) => {
@@ -42,14 +48,22 @@ function createFileReader(fd: number): FileReader {
     };
     next();
   };
-  reader.read = (buffer: Buffer, offset: number, length: number, position: number, callback: (err: Error | null) => void): void => {
+  reader.read = (
+    buffer: Buffer,
+    offset: number,
+    length: number,
+    position: number,
+    callback: (err: Error | null) => void,
+  ): void => {
     if (position >= windowStart && position + length <= windowStart + window.length) {
       window.copy(buffer, offset, position - windowStart, position - windowStart + length);
       queueMicrotask(() => callback(null));
       return;
     }
     if (length > SMALL_READ_BYTES) {
-      readRaw(buffer, offset, length, position, (err, n) => callback(err ?? (n < length ? new Error('unexpected EOF') : null)));
+      readRaw(buffer, offset, length, position, (err, n) =>
+        callback(err ?? (n < length ? new Error('unexpected EOF') : null)),
+      );
       return;
     }
     const fresh = Buffer.allocUnsafe(WINDOW_BYTES);
@@ -83,7 +97,9 @@ function createFileReader(fd: number): FileReader {
   reader.close = (callback) => close(fd, (err) => callback(err ?? null));
   const readRange = (position: number, length: number, into?: Buffer): Promise<Buffer> => {
     const bytes = into !== undefined && into.length >= length ? into : Buffer.allocUnsafe(length);
-    return new Promise((resolve, reject) => readRaw(bytes, 0, length, position, (err, n) => (err ? reject(err) : resolve(bytes.subarray(0, n)))));
+    return new Promise((resolve, reject) =>
+      readRaw(bytes, 0, length, position, (err, n) => (err ? reject(err) : resolve(bytes.subarray(0, n)))),
+    );
   };
   return Object.assign(reader, { readRange });
 }

@@ -232,7 +232,10 @@ export function createWindow(read: ReadRange, fileSizeBytes: number, windowBytes
     async at(position, length, upTo = false) {
       if (position < start || position + length > start + bytes.length) {
         const wanted = Math.max(0, Math.min(Math.max(length, windowBytes), fileSizeBytes - position));
-        bytes = wanted === 0 ? Buffer.alloc(0) : await read(position, wanted, wanted <= buffer.length ? buffer : undefined);
+        bytes =
+          wanted === 0
+            ? Buffer.alloc(0)
+            : await read(position, wanted, wanted <= buffer.length ? buffer : undefined);
         start = position;
       }
       const from = position - start;

@@ -22,7 +22,10 @@ export function assertSafeEntryName(name: string): void {
     );
   }
   if (name.includes('\0')) {
-    throw new IpaError('ZIP_INVALID', `Expected entry names without NUL bytes, found ${JSON.stringify(name)}.`);
+    throw new IpaError(
+      'ZIP_INVALID',
+      `Expected entry names without NUL bytes, found ${JSON.stringify(name)}.`,
+    );
   }
 }
 

@@ -36,7 +36,9 @@ export function dosDateTime(date: Date): { time: number; date: number } {
 
 /** Local file header (APPNOTE 4.3.7); sizes over 4 GiB go in a zip64 extra field. */
 /** The length of localHeader(r), without building it: 30 bytes, the name, a zip64 field when needed. */
-export function localHeaderLength(r: Pick<CentralRecord, 'name' | 'compressedSize' | 'uncompressedSize'>): number {
+export function localHeaderLength(
+  r: Pick<CentralRecord, 'name' | 'compressedSize' | 'uncompressedSize'>,
+): number {
   return 30 + r.name.length + (r.compressedSize >= MAX_32 || r.uncompressedSize >= MAX_32 ? 4 + 16 : 0);
 }
 

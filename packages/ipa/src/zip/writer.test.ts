@@ -14,15 +14,18 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const source = join(dir, 'source.zip');
 const random = randomBytes(50_000);
-writeFileSync(source, buildZip([
-  { name: 'Payload/' },
-  { name: 'Payload/A.app/' },
-  { name: 'Payload/A.app/text.txt', data: 'hello '.repeat(500) },
-  { name: 'Payload/A.app/random.bin', data: random, method: 0 },
-  { name: 'Payload/A.app/A', data: 'binary', mode: EXECUTABLE_MODE },
-  { name: 'Payload/A.app/link', data: 'text.txt', mode: SYMLINK_MODE },
-  { name: 'Payload/A.app/naïve.txt', data: 'utf-8 name' },
-]));
+writeFileSync(
+  source,
+  buildZip([
+    { name: 'Payload/' },
+    { name: 'Payload/A.app/' },
+    { name: 'Payload/A.app/text.txt', data: 'hello '.repeat(500) },
+    { name: 'Payload/A.app/random.bin', data: random, method: 0 },
+    { name: 'Payload/A.app/A', data: 'binary', mode: EXECUTABLE_MODE },
+    { name: 'Payload/A.app/link', data: 'text.txt', mode: SYMLINK_MODE },
+    { name: 'Payload/A.app/naïve.txt', data: 'utf-8 name' },
+  ]),
+);
 
 async function readAll(path: string): Promise<Map<string, { data: string; mode?: number }>> {
   const archive = await openZip(path);
@@ -45,7 +48,9 @@ describe('createSignedZipWriter', () => {
     const writer = await createSignedZipWriter(source, output);
     try {
       for (const entry of archive.entries) if (entry.name !== 'Payload/A.app/A') await writer.copy(entry);
-      await writer.add('Payload/A.app/A', Buffer.from('signed binary '.repeat(100)), { unixMode: EXECUTABLE_MODE });
+      await writer.add('Payload/A.app/A', Buffer.from('signed binary '.repeat(100)), {
+        unixMode: EXECUTABLE_MODE,
+      });
       await writer.add('Payload/A.app/_CodeSignature/CodeResources', Buffer.from('<plist/>'));
       await writer.addDirectory('Payload/A.app/Frameworks');
       await writer.close();
@@ -54,8 +59,12 @@ describe('createSignedZipWriter', () => {
     }
     const before = await readAll(source);
     const after = await readAll(output);
-    for (const [name, value] of before) if (name !== 'Payload/A.app/A') expect(after.get(name)).toEqual(value);
-    expect(after.get('Payload/A.app/A')).toEqual({ data: 'signed binary '.repeat(100), mode: EXECUTABLE_MODE });
+    for (const [name, value] of before)
+      if (name !== 'Payload/A.app/A') expect(after.get(name)).toEqual(value);
+    expect(after.get('Payload/A.app/A')).toEqual({
+      data: 'signed binary '.repeat(100),
+      mode: EXECUTABLE_MODE,
+    });
     expect(after.get('Payload/A.app/_CodeSignature/CodeResources')?.data).toBe('<plist/>');
     expect(after.has('Payload/A.app/Frameworks/')).toBe(true);
     expect(execFileSync('unzip', ['-tq', output], { encoding: 'utf8' })).toContain('No errors detected');
@@ -64,16 +73,28 @@ describe('createSignedZipWriter', () => {
 
   it('adds a streamed entry whose header is completed after its content', async () => {
     const output = join(dir, 'streamed.zip');
-    const parts = [Buffer.from('text '.repeat(50_000)), randomBytes(300_000), Buffer.alloc(0), Buffer.from('end')];
+    const parts = [
+      Buffer.from('text '.repeat(50_000)),
+      randomBytes(300_000),
+      Buffer.alloc(0),
+      Buffer.from('end'),
+    ];
     const writer = await createSignedZipWriter(source, output);
     await writer.add('before.txt', Buffer.from('before'));
-    await writer.addStream('Payload/A.app/Big', async (sink) => {
-      for (const part of parts) await sink(part);
-    }, { unixMode: EXECUTABLE_MODE });
+    await writer.addStream(
+      'Payload/A.app/Big',
+      async (sink) => {
+        for (const part of parts) await sink(part);
+      },
+      { unixMode: EXECUTABLE_MODE },
+    );
     await writer.add('after.txt', Buffer.from('after'));
     await writer.close();
     const after = await readAll(output);
-    expect(after.get('Payload/A.app/Big')).toEqual({ data: Buffer.concat(parts).toString('latin1'), mode: EXECUTABLE_MODE });
+    expect(after.get('Payload/A.app/Big')).toEqual({
+      data: Buffer.concat(parts).toString('latin1'),
+      mode: EXECUTABLE_MODE,
+    });
     expect(after.get('after.txt')?.data).toBe('after');
     expect(execFileSync('unzip', ['-tq', output], { encoding: 'utf8' })).toContain('No errors detected');
   });
@@ -121,9 +142,24 @@ describe('createSignedZipWriter', () => {
 
 describe('localHeaderLength', () => {
   it('is the length of the header localHeader writes, with and without zip64 sizes', () => {
-    const record = { name: Buffer.from('Payload/A.app/naïve.txt'), flags: FLAG_UTF8, method: 8, dosTime: 0, dosDate: 0, crc: 0, externalAttributes: 0, versionMadeBy: MADE_BY_UNIX };
-    for (const [compressedSize, uncompressedSize] of [[10, 20], [1000, MAX_32 + 5], [MAX_32, MAX_32 + 1]] as const) {
-      expect(localHeaderLength({ ...record, compressedSize, uncompressedSize })).toBe(localHeader({ ...record, compressedSize, uncompressedSize }).length);
+    const record = {
+      name: Buffer.from('Payload/A.app/naïve.txt'),
+      flags: FLAG_UTF8,
+      method: 8,
+      dosTime: 0,
+      dosDate: 0,
+      crc: 0,
+      externalAttributes: 0,
+      versionMadeBy: MADE_BY_UNIX,
+    };
+    for (const [compressedSize, uncompressedSize] of [
+      [10, 20],
+      [1000, MAX_32 + 5],
+      [MAX_32, MAX_32 + 1],
+    ] as const) {
+      expect(localHeaderLength({ ...record, compressedSize, uncompressedSize })).toBe(
+        localHeader({ ...record, compressedSize, uncompressedSize }).length,
+      );
     }
   });
 });

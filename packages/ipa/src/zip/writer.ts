@@ -13,7 +13,18 @@ import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from './archive.js';
 import { blockChunks, createBlockWindow, type HeldBytes } from './block-reader.js';
 import { collectYoung, discard } from './discard.js';
-import { FLAG_UTF8, LOCAL_SIGNATURE, MADE_BY_UNIX, MAX_32, centralHeader, dosDateTime, endRecords, localHeader, localHeaderLength, type CentralRecord } from './records.js';
+import {
+  FLAG_UTF8,
+  LOCAL_SIGNATURE,
+  MADE_BY_UNIX,
+  MAX_32,
+  centralHeader,
+  dosDateTime,
+  endRecords,
+  localHeader,
+  localHeaderLength,
+  type CentralRecord,
+} from './records.js';
 
 const deflateRawAsync = promisify(deflateRaw);
 // BFINAL set, fixed Huffman, end of block: closes a stream of sync-flushed pieces.
@@ -63,7 +74,11 @@ export interface ZipEntryWriter {
    * streams): deflated chunk by chunk, its header completed once the CRC and sizes are known. A
    * chunk is free for the producer to reuse once the sink's promise resolves.
    */
-  addStream(name: string, produce: (sink: (chunk: Buffer) => Promise<void>) => Promise<void>, options?: NewEntryOptions): Promise<void>;
+  addStream(
+    name: string,
+    produce: (sink: (chunk: Buffer) => Promise<void>) => Promise<void>,
+    options?: NewEntryOptions,
+  ): Promise<void>;
   addDirectory(name: string, unixMode?: number): Promise<void>;
 }
 
@@ -96,7 +111,11 @@ interface Region extends ZipEntryWriter {
  * Opens `output` for writing (through a temporary file beside it) with `source`, the archive the
  * copied entries come from.
  */
-export async function createSignedZipWriter(source: string, output: string, options: ZipWriterOptions = {}): Promise<SignedZipWriter> {
+export async function createSignedZipWriter(
+  source: string,
+  output: string,
+  options: ZipWriterOptions = {},
+): Promise<SignedZipWriter> {
   const temporary = `${output}.partial-${process.pid}-${Date.now()}`;
   const input = await open(source, 'r');
   const out = await open(temporary, 'w');
@@ -104,7 +123,8 @@ export async function createSignedZipWriter(source: string, output: string, opti
   const limit = options.maxBytes ?? Number.MAX_SAFE_INTEGER;
   const names = new Set<string>();
   const claim = (name: string): void => {
-    if (names.has(name)) throw new IpaError('ZIP_DUPLICATE_NAME', `Expected each output entry once, found "${name}" twice.`);
+    if (names.has(name))
+      throw new IpaError('ZIP_DUPLICATE_NAME', `Expected each output entry once, found "${name}" twice.`);
     names.add(name);
   };
   const regions = [createRegion({ out, input, level, claim, limit }, 0)];
@@ -130,7 +150,9 @@ export async function createSignedZipWriter(source: string, output: string, opti
       await Promise.all(regions.map((region) => region.settle()));
       for (let i = 1; i < regions.length; i++) {
         if (regions[i - 1]!.position() !== regions[i]!.start) {
-          throw new Error(`zip writer: a stretch ends at ${regions[i - 1]!.position()}, expected ${regions[i]!.start}`);
+          throw new Error(
+            `zip writer: a stretch ends at ${regions[i - 1]!.position()}, expected ${regions[i]!.start}`,
+          );
         }
       }
       const last = regions.at(-1)!;
@@ -238,14 +260,18 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
   const inFlight = new Set<Promise<void>>();
   /** Writes `bytes` (one buffer, or several written as one) next; `done` runs once they are written. */
   const writeAt = async (bytes: Buffer | readonly Buffer[], done?: () => void): Promise<void> => {
-    const length = Buffer.isBuffer(bytes) ? bytes.length : bytes.reduce((sum, piece) => sum + piece.length, 0);
+    const length = Buffer.isBuffer(bytes)
+      ? bytes.length
+      : bytes.reduce((sum, piece) => sum + piece.length, 0);
     const at = flushedTo;
     flushedTo += length;
     while (inFlight.size >= MAX_WRITES_IN_FLIGHT) await Promise.race(inFlight);
-    const written = (Buffer.isBuffer(bytes) ? writeAll(out, bytes, at) : writevAll(out, bytes, at)).finally(() => {
-      inFlight.delete(written);
-      done?.();
-    });
+    const written = (Buffer.isBuffer(bytes) ? writeAll(out, bytes, at) : writevAll(out, bytes, at)).finally(
+      () => {
+        inFlight.delete(written);
+        done?.();
+      },
+    );
     // A failure surfaces from the next wait for a write (or settle); not before it is awaited.
     written.catch(() => undefined);
     inFlight.add(written);
@@ -267,7 +293,7 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
   /** Copies into the pending buffer (so a caller's buffer, such as a read block, is free at once). */
   const write = async (bytes: Buffer): Promise<void> => {
     if (position + bytes.length > limit) throw tooLarge(limit, position + bytes.length);
-    for (let at = 0; at < bytes.length; ) {
+    for (let at = 0; at < bytes.length;) {
       if (pendingLength === WRITE_BUFFER_BYTES) await flush();
       pending ??= take();
       const n = Math.min(bytes.length - at, WRITE_BUFFER_BYTES - pendingLength);
@@ -277,7 +303,10 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
     }
     position += bytes.length;
   };
-  const writeEntry = async (record: Omit<CentralRecord, 'offset'>, data: Buffer | ((sink: (chunk: Buffer) => Promise<void>) => Promise<void>)): Promise<void> => {
+  const writeEntry = async (
+    record: Omit<CentralRecord, 'offset'>,
+    data: Buffer | ((sink: (chunk: Buffer) => Promise<void>) => Promise<void>),
+  ): Promise<void> => {
     const offset = position;
     await write(localHeader(record));
     if (Buffer.isBuffer(data)) await write(data);
@@ -344,16 +373,24 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
             range.release();
           }
           if (local.readUInt32LE(0) !== LOCAL_SIGNATURE) {
-            throw new IpaError('ZIP_INVALID', `Expected a local file header for "${entry.name}" at offset ${offset}, found 0x${local.readUInt32LE(0).toString(16)}.`);
+            throw new IpaError(
+              'ZIP_INVALID',
+              `Expected a local file header for "${entry.name}" at offset ${offset}, found 0x${local.readUInt32LE(0).toString(16)}.`,
+            );
           }
           const dataStart = offset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
           const record = copyRecord(entry);
           const header = localHeader(record);
-          if (position + header.length + entry.compressedSizeBytes > limit) throw tooLarge(limit, position + header.length + entry.compressedSizeBytes);
+          if (position + header.length + entry.compressedSizeBytes > limit)
+            throw tooLarge(limit, position + header.length + entry.compressedSizeBytes);
           records.push(at(record, position));
           pieces.push(header);
           position += header.length;
-          for (const [from, length] of blockChunks(dataStart, dataStart + entry.compressedSizeBytes, COPY_BLOCK_BYTES)) {
+          for (const [from, length] of blockChunks(
+            dataStart,
+            dataStart + entry.compressedSizeBytes,
+            COPY_BLOCK_BYTES,
+          )) {
             const range = await hold(from, length);
             pieces.push(range.bytes);
             held.push(range);
@@ -434,7 +471,8 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
           crc = crc32(chunk, crc);
           uncompressedSize += chunk.length;
           let copy = copies.pop();
-          if (copy === undefined || copy.length < chunk.length) copy = Buffer.allocUnsafe(Math.max(chunk.length, copy?.length ?? 0));
+          if (copy === undefined || copy.length < chunk.length)
+            copy = Buffer.allocUnsafe(Math.max(chunk.length, copy?.length ?? 0));
           chunk.copy(copy);
           const held = copy;
           const piece = held.subarray(0, chunk.length);
@@ -454,7 +492,10 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
       compressedSize += last.length;
       await write(last);
       if (compressedSize >= MAX_32 || uncompressedSize >= MAX_32) {
-        throw new IpaError('MACHO_TOO_LARGE', `Expected "${name}" to stay under 4 GiB, found ${uncompressedSize} bytes.`);
+        throw new IpaError(
+          'MACHO_TOO_LARGE',
+          `Expected "${name}" to stay under 4 GiB, found ${uncompressedSize} bytes.`,
+        );
       }
       const complete = { ...record, crc: crc >>> 0, compressedSize, uncompressedSize };
       // The header went out with zero CRC and sizes; write the finished one over it.
@@ -479,7 +520,11 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
  */
 function deflatePiece(piece: Buffer, level: number): Promise<Buffer[]> {
   return new Promise((resolve, reject) => {
-    const engine = createDeflateRaw({ level, finishFlush: zlibConstants.Z_SYNC_FLUSH, chunkSize: piece.length + 4096 });
+    const engine = createDeflateRaw({
+      level,
+      finishFlush: zlibConstants.Z_SYNC_FLUSH,
+      chunkSize: piece.length + 4096,
+    });
     const parts: Buffer[] = [];
     engine.on('data', (part: Buffer) => parts.push(part));
     engine.on('error', reject);
@@ -523,6 +568,6 @@ async function writevAll(handle: FileHandle, buffers: readonly Buffer[], positio
 
 async function writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
   let done = 0;
-  while (done < bytes.length) done += (await handle.write(bytes, done, bytes.length - done, position + done)).bytesWritten;
+  while (done < bytes.length)
+    done += (await handle.write(bytes, done, bytes.length - done, position + done)).bytesWritten;
 }
-

@@ -54,7 +54,10 @@ export const versions = pgTable(
     version: text('version'),
     status: text('status').notNull(),
     premium: boolean('premium').notNull().default(false),
-    requestedBy: text('requested_by').references(() => users.id, { onDelete: 'set null', onUpdate: 'cascade' }),
+    requestedBy: text('requested_by').references(() => users.id, {
+      onDelete: 'set null',
+      onUpdate: 'cascade',
+    }),
     reason: text('reason'),
     requestedAt: timestamp('requested_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
@@ -70,12 +73,18 @@ export const versions = pgTable(
     progress: integer('progress'),
   },
   (t) => [
-    uniqueIndex('versions_app_ver_key').on(t.appId, t.appVerId).where(sql`${t.appVerId} is not null`),
+    uniqueIndex('versions_app_ver_key')
+      .on(t.appId, t.appVerId)
+      .where(sql`${t.appVerId} is not null`),
     // One waiting app-level request per app and country: a second request joins it.
     uniqueIndex('versions_app_level_active_key')
       .on(t.country, t.appId)
-      .where(sql`${t.appVerId} is null and ${t.status} in ('Pending', 'Downloading', 'Downloaded', 'Process')`),
-    index('versions_latest_idx').on(t.doneSeq.desc().nullsFirst()).where(sql`${t.status} = 'Done'`),
+      .where(
+        sql`${t.appVerId} is null and ${t.status} in ('Pending', 'Downloading', 'Downloaded', 'Process')`,
+      ),
+    index('versions_latest_idx')
+      .on(t.doneSeq.desc().nullsFirst())
+      .where(sql`${t.status} = 'Done'`),
     index('versions_queue_idx')
       .on(t.premium.desc().nullsFirst(), t.seq)
       .where(sql`${t.status} in ('Pending', 'Downloading', 'Downloaded', 'Process')`),

@@ -1,5 +1,16 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 import { users } from './accounts.js';
 import { developerAccounts } from './developer-accounts.js';
 
@@ -17,7 +28,10 @@ export const devices = pgTable(
       .references(() => users.id, { onDelete: 'cascade', onUpdate: 'cascade' }),
     product: text('product').notNull(),
     udid: text('udid').notNull(),
-    status: text('status').$type<'Add' | 'Expired' | 'Registered' | 'Process' | 'Pending'>().notNull().default('Add'),
+    status: text('status')
+      .$type<'Add' | 'Expired' | 'Registered' | 'Process' | 'Pending'>()
+      .notNull()
+      .default('Add'),
     expiresAt: timestamp('expires_at', { withTimezone: true }),
     /**
      * Registration years paid for and not yet applied. Each device payment adds one; the registration
@@ -50,7 +64,9 @@ export const devices = pgTable(
      * The developer account it is registered on (appleDeviceId is that account's id of it), or
      * being registered on; null with the dev identity. A user's devices share one account.
      */
-    accountId: bigint('account_id', { mode: 'number' }).references(() => developerAccounts.id, { onDelete: 'set null' }),
+    accountId: bigint('account_id', { mode: 'number' }).references(() => developerAccounts.id, {
+      onDelete: 'set null',
+    }),
   },
   (t) => [
     index('devices_user_idx').on(t.userId, t.id),
@@ -58,7 +74,9 @@ export const devices = pgTable(
     // One device, one row: a UDID is kept in upper case only (src/modules/devices/udid.ts).
     check('devices_udid_canonical', sql`${t.udid} = upper(${t.udid})`),
     // The registration worker's scan: the few devices Pending or in Process.
-    index('devices_waiting_idx').on(t.status, t.id).where(sql`status in ('Pending', 'Process')`),
+    index('devices_waiting_idx')
+      .on(t.status, t.id)
+      .where(sql`status in ('Pending', 'Process')`),
   ],
 );
 
@@ -78,7 +96,10 @@ export const enrollmentTokens = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     usedAt: timestamp('used_at', { withTimezone: true }),
   },
-  (t) => [index('enrollment_tokens_user_idx').on(t.userId), index('enrollment_tokens_expires_idx').on(t.expiresAt)],
+  (t) => [
+    index('enrollment_tokens_user_idx').on(t.userId),
+    index('enrollment_tokens_expires_idx').on(t.expiresAt),
+  ],
 );
 
 /**
@@ -98,7 +119,9 @@ export const userProfiles = pgTable('user_profiles', {
   /** Apple's profile id (App Store Connect); null for a dev identity profile. */
   appleProfileId: text('apple_profile_id'),
   /** The developer account that made it; null for a dev identity profile. */
-  accountId: bigint('account_id', { mode: 'number' }).references(() => developerAccounts.id, { onDelete: 'set null' }),
+  accountId: bigint('account_id', { mode: 'number' }).references(() => developerAccounts.id, {
+    onDelete: 'set null',
+  }),
   /** SHA-256 (hex) of the certificate it names: a profile of a replaced certificate is made again. */
   certificateFingerprint: text('certificate_fingerprint'),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull(),

@@ -1,6 +1,17 @@
 import type { SignType } from '@sideport/contracts';
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 import { users } from './accounts.js';
 
 export type SignSource = 'version' | 'feather';
@@ -75,8 +86,12 @@ export const signRequests = pgTable(
     uniqueIndex('sign_requests_key').on(t.userId, t.source, t.appId, t.appVerId, t.signType),
     uniqueIndex('sign_requests_artifact_key').on(t.artifactId),
     index('sign_requests_version_idx').on(t.appId, t.appVerId),
-    index('sign_requests_claim_idx').on(t.requestedAt, t.id).where(sql`${t.state} = 'queued'`),
-    index('sign_requests_lease_idx').on(t.leaseExpiresAt).where(sql`${t.state} = 'leased'`),
+    index('sign_requests_claim_idx')
+      .on(t.requestedAt, t.id)
+      .where(sql`${t.state} = 'queued'`),
+    index('sign_requests_lease_idx')
+      .on(t.leaseExpiresAt)
+      .where(sql`${t.state} = 'leased'`),
     index('sign_requests_cert_idx').on(t.certFingerprint),
   ],
 );

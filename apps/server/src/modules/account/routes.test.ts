@@ -43,7 +43,12 @@ describe.each(databaseKinds)('account info on %s', (kind) => {
   it('names each device as it named itself at enrollment', async () => {
     const id = `namer_${kind}`;
     const cookie = await signedInUser(t, id);
-    await insertDevice(t.database.db, { userId: id, product: 'iPhone15,2', udid: 'UDID-1', deviceName: 'Ana’s iPhone' });
+    await insertDevice(t.database.db, {
+      userId: id,
+      product: 'iPhone15,2',
+      udid: 'UDID-1',
+      deviceName: 'Ana’s iPhone',
+    });
     await insertDevice(t.database.db, { userId: id, product: 'iPad13,4', udid: 'UDID-2' });
     expect((await info(cookie)).device_info).toEqual([
       { Product: 'iPhone15,2', UDID: 'UDID-1', status: 'Add', name: 'Ana’s iPhone' },

@@ -5,7 +5,10 @@ import { agents, jobs } from '../../db/schema/index.js';
 export type AgentRow = typeof agents.$inferSelect;
 
 export async function insertAgent(db: Database, agent: { name: string; tokenHash: string; now: Date }) {
-  const [row] = await db.insert(agents).values({ name: agent.name, tokenHash: agent.tokenHash, createdAt: agent.now }).returning();
+  const [row] = await db
+    .insert(agents)
+    .values({ name: agent.name, tokenHash: agent.tokenHash, createdAt: agent.now })
+    .returning();
   return row!;
 }
 

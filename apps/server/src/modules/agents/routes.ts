@@ -46,12 +46,16 @@ function currentAgent(request: FastifyRequest): AgentRef {
  * The decrypt agent protocol (docs/agent-protocol.md), exempt from the cross-site check: every call
  * carries the agent's bearer token instead of a cookie. A token unknown or revoked gets 401.
  */
-export async function agentRoutes(app: FastifyInstance, { agents, jobs, uploadIdleTimeoutMs }: AgentRoutesDeps) {
+export async function agentRoutes(
+  app: FastifyInstance,
+  { agents, jobs, uploadIdleTimeoutMs }: AgentRoutesDeps,
+) {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   app.addHook('onRequest', async (request) => {
     const header = request.headers.authorization;
-    const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+    const token =
+      typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
     const agent = await agents.authenticate(token);
     if (!agent) throw fail('AGENT_TOKEN_INVALID');
     request.agent = agent;
@@ -60,7 +64,9 @@ export async function agentRoutes(app: FastifyInstance, { agents, jobs, uploadId
   // tells next (a queue page, the setup checklist) already sees it as online.
   app.addHook('onSend', async (request, reply) => {
     if (request.agent && reply.statusCode < 400) {
-      await agents.markSeen(request.agent.id).catch((err: unknown) => request.log.warn({ err }, 'could not record the agent as seen'));
+      await agents
+        .markSeen(request.agent.id)
+        .catch((err: unknown) => request.log.warn({ err }, 'could not record the agent as seen'));
     }
   });
 
@@ -68,22 +74,31 @@ export async function agentRoutes(app: FastifyInstance, { agents, jobs, uploadId
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());
 
-  r.post('/api/agent/claim', { schema: { body: claimRequest.optional(), response: { 200: claimAnswer } } }, async (request, reply) => {
-    const body = request.body ?? {};
-    const agent = currentAgent(request);
-    // An agent that went away mid-wait (killed, restarted) must not be handed a job nobody works
-    // on until its lease runs out: its wait ends with its connection.
-    const gone = new AbortController();
-    reply.raw.on('close', () => {
-      if (!reply.raw.writableEnded) gone.abort();
-    });
-    const job = await jobs.claim(agent, body.kinds ?? JOB_KINDS, body.wait_seconds ?? 0, AbortSignal.any([closing.signal, gone.signal]));
-    if (job && gone.signal.aborted) {
-      await jobs.unclaim(agent, job.id);
-      return { job: null };
-    }
-    return { job };
-  });
+  r.post(
+    '/api/agent/claim',
+    { schema: { body: claimRequest.optional(), response: { 200: claimAnswer } } },
+    async (request, reply) => {
+      const body = request.body ?? {};
+      const agent = currentAgent(request);
+      // An agent that went away mid-wait (killed, restarted) must not be handed a job nobody works
+      // on until its lease runs out: its wait ends with its connection.
+      const gone = new AbortController();
+      reply.raw.on('close', () => {
+        if (!reply.raw.writableEnded) gone.abort();
+      });
+      const job = await jobs.claim(
+        agent,
+        body.kinds ?? JOB_KINDS,
+        body.wait_seconds ?? 0,
+        AbortSignal.any([closing.signal, gone.signal]),
+      );
+      if (job && gone.signal.aborted) {
+        await jobs.unclaim(agent, job.id);
+        return { job: null };
+      }
+      return { job };
+    },
+  );
 
   r.post(
     '/api/agent/jobs/:id/heartbeat',

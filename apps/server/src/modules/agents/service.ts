@@ -73,7 +73,9 @@ export function createAgentService({
     async authenticate(token: string | undefined) {
       if (!token || !token.startsWith(TOKEN_PREFIX) || token.length > 200) return undefined;
       const hash = hashToken(token);
-      const { agent } = await cache.get(hash, async () => ({ agent: await q.findAgentByTokenHash(db, hash) }));
+      const { agent } = await cache.get(hash, async () => ({
+        agent: await q.findAgentByTokenHash(db, hash),
+      }));
       return agent ? { id: agent.id, name: agent.name } : undefined;
     },
 
@@ -97,7 +99,6 @@ export function createAgentService({
         return { online: found.online, lastSeenAt: found.lastSeenAt };
       });
     },
-
   };
 }
 

@@ -133,7 +133,10 @@ export async function insertNavigationToken(db: Database, token: typeof navigati
 }
 
 /** Deletes the token if it is this user's, for this path and unexpired: true when it was (so it works once). */
-export async function takeNavigationToken(db: Database, token: { tokenHash: string; userId: string; path: string; now: Date }) {
+export async function takeNavigationToken(
+  db: Database,
+  token: { tokenHash: string; userId: string; path: string; now: Date },
+) {
   const taken = await db
     .delete(navigationTokens)
     .where(

@@ -173,7 +173,11 @@ describe.each(databaseKinds)('accounts on %s', (kind) => {
     it('sign-out revokes the session on the server', async () => {
       const res = await post('/api/sign-up', { id: freshId(), pw: PW });
       const cookie = sessionCookie(res);
-      const out = await t.app.inject({ method: 'POST', url: '/api/sign-out', headers: { cookie, ...WEB_CLIENT } });
+      const out = await t.app.inject({
+        method: 'POST',
+        url: '/api/sign-out',
+        headers: { cookie, ...WEB_CLIENT },
+      });
       expect(out.statusCode).toBe(204);
       expect(out.cookies.find((c) => c.name === 'sideport_session')?.value).toBe('');
       expect((await t.app.inject({ url: '/api/info', headers: { cookie } })).statusCode).toBe(401);

@@ -22,7 +22,10 @@ const setupParams = z.object({
   }),
 });
 
-export async function authRoutes(app: FastifyInstance, { auth, setup, navigation, guards, secureCookies }: AuthRoutesDeps) {
+export async function authRoutes(
+  app: FastifyInstance,
+  { auth, setup, navigation, guards, secureCookies }: AuthRoutesDeps,
+) {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   function setSession(
@@ -78,7 +81,10 @@ export async function authRoutes(app: FastifyInstance, { auth, setup, navigation
   // A one-time token for a navigation that changes state (docs/security.md, Cross-site requests).
   r.post(
     '/api/navigation-tokens',
-    { onRequest: guards.requireUser, schema: { body: navigationTokenRequest, response: { 200: navigationTokenAnswer } } },
+    {
+      onRequest: guards.requireUser,
+      schema: { body: navigationTokenRequest, response: { 200: navigationTokenAnswer } },
+    },
     async (request, reply) => {
       const { token, expiresAt } = await navigation.issue(currentUser(request).id, request.body.path);
       reply.header('cache-control', 'no-store');

@@ -77,8 +77,7 @@ export function createSetupLinkService({ db, clock, auth, limits, random = rando
         clock(),
         limits.windowMinutes * 60_000,
       );
-      if (attempts > limits.perAddress)
-        throw fail('SETUP_LIMIT');
+      if (attempts > limits.perAddress) throw fail('SETUP_LIMIT');
       const tokenHash = await check(token);
       const passwordHash = await hashPassword(input.pw);
       await db.transaction(async (tx) => {

@@ -2,7 +2,14 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devices, subscriptions } from '../../db/schema/index.js';
 import { ConfigError, loadConfig } from '../../platform/config.js';
-import { countPayments, createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
+import {
+  countPayments,
+  createTestApp,
+  databaseKinds,
+  signedInUser,
+  WEB_CLIENT,
+  type TestApp,
+} from '../../test/harness.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 
@@ -14,7 +21,10 @@ describe.each(databaseKinds)('test-mode (dev) billing on %s', (kind) => {
 
   beforeAll(async () => {
     // Billing's hand-over (Pending) is what these check; registration has its own tests.
-    t = await createTestApp(kind, { env: { SIGN_IN_LIMIT_PER_ADDRESS: '10000', REGISTRATION_INTERVAL_SECONDS: '0' }, clock: () => now });
+    t = await createTestApp(kind, {
+      env: { SIGN_IN_LIMIT_PER_ADDRESS: '10000', REGISTRATION_INTERVAL_SECONDS: '0' },
+      clock: () => now,
+    });
   });
   afterAll(() => t.close());
 
@@ -313,10 +323,12 @@ describe('billing configuration', () => {
     );
     // Production also wants SECRET_KEY (the sign service's sealed keys).
     const secretKey = { SECRET_KEY: 'x'.repeat(32) };
-    expect(loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true', ...secretKey }).BILLING_DEV_ALLOWED).toBe(
-      true,
+    expect(
+      loadConfig({ NODE_ENV: 'production', BILLING_DEV_ALLOWED: 'true', ...secretKey }).BILLING_DEV_ALLOWED,
+    ).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'production', ...stripeEnv, ...secretKey }).STRIPE_SECRET_KEY).toBe(
+      'sk_test_x',
     );
-    expect(loadConfig({ NODE_ENV: 'production', ...stripeEnv, ...secretKey }).STRIPE_SECRET_KEY).toBe('sk_test_x');
   });
 
   it('names every Stripe variable missing beside STRIPE_SECRET_KEY', () => {

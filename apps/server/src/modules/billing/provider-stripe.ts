@@ -26,8 +26,7 @@ export interface StripeProviderDeps {
 }
 
 export const invalidSignature = () => fail('INVALID_SIGNATURE');
-const paymentsUnavailable = (cause: unknown) =>
-  failWith('PAYMENTS_UNAVAILABLE', { cause });
+const paymentsUnavailable = (cause: unknown) => failWith('PAYMENTS_UNAVAILABLE', { cause });
 
 /** Options that point the official client at `apiUrl` (host, port and protocol are all it takes). */
 export function stripeClientOptions(apiUrl: string | undefined): Stripe.StripeConfig {

@@ -49,19 +49,27 @@ export async function billingRoutes(
   // GETs that change state (docs/product.md, Calls): guarded as a POST is (platform/cross-site.ts).
   const changesState = { config: { changesState: true } };
 
-  r.get('/api/pay/service/:n', { ...signedIn, ...changesState, schema: { params: serviceParams } }, async (request) => {
-    return billing.startCheckout(currentUser(request), parseService(request.params.n), baseUrl(request));
-  });
+  r.get(
+    '/api/pay/service/:n',
+    { ...signedIn, ...changesState, schema: { params: serviceParams } },
+    async (request) => {
+      return billing.startCheckout(currentUser(request), parseService(request.params.n), baseUrl(request));
+    },
+  );
 
-  r.get('/api/pay/device/:index', { ...signedIn, ...changesState, schema: { params: deviceParams } }, async (request) => {
-    const raw = request.params.index;
-    if (!/^\d{1,6}$/.test(raw)) throw notFound('This device');
-    return billing.startCheckout(
-      currentUser(request),
-      { kind: 'device', index: Number(raw) },
-      baseUrl(request),
-    );
-  });
+  r.get(
+    '/api/pay/device/:index',
+    { ...signedIn, ...changesState, schema: { params: deviceParams } },
+    async (request) => {
+      const raw = request.params.index;
+      if (!/^\d{1,6}$/.test(raw)) throw notFound('This device');
+      return billing.startCheckout(
+        currentUser(request),
+        { kind: 'device', index: Number(raw) },
+        baseUrl(request),
+      );
+    },
+  );
 
   app.get('/api/portal', { ...signedIn, ...changesState }, async (request) =>
     billing.openPortal(currentUser(request), baseUrl(request)),
@@ -111,27 +119,16 @@ export async function billingRoutes(
         return reply.type('text/html; charset=utf-8').send(renderCheckoutPage(view, DEV_CHECKOUT_PATH));
       });
 
-      dev.post(
-        `${DEV_CHECKOUT_PATH}/:id/pay`,
-        checkout,
-        async (request, reply) => {
-          return reply.redirect(
-            await billing.payDevCheckout(request.params.id, currentUser(request).id),
-            303,
-          );
-        },
-      );
+      dev.post(`${DEV_CHECKOUT_PATH}/:id/pay`, checkout, async (request, reply) => {
+        return reply.redirect(await billing.payDevCheckout(request.params.id, currentUser(request).id), 303);
+      });
 
-      dev.post(
-        `${DEV_CHECKOUT_PATH}/:id/cancel`,
-        checkout,
-        async (request, reply) => {
-          return reply.redirect(
-            await billing.cancelDevCheckout(request.params.id, currentUser(request).id),
-            303,
-          );
-        },
-      );
+      dev.post(`${DEV_CHECKOUT_PATH}/:id/cancel`, checkout, async (request, reply) => {
+        return reply.redirect(
+          await billing.cancelDevCheckout(request.params.id, currentUser(request).id),
+          303,
+        );
+      });
 
       scope.get(DEV_PORTAL_PATH, signedIn, async (request, reply) => {
         const user = currentUser(request);

@@ -122,8 +122,7 @@ export function mergeSubscription(
   return { plan: obs.plan ?? current.plan, status: obs.status, statusAt: obs.at, currentPeriodEnd };
 }
 
-const checkoutGone = () =>
-  fail('CHECKOUT_GONE');
+const checkoutGone = () => fail('CHECKOUT_GONE');
 
 export function createBillingService(deps: BillingServiceDeps) {
   const { db, clock, provider, devices, users, freeDailyLimit, log } = deps;
@@ -293,15 +292,15 @@ export function createBillingService(deps: BillingServiceDeps) {
   async function plansReplacedBy(userId: string, plan: PlanNumber): Promise<number[]> {
     const live = await q.liveSubscriptionsOf(db, userId);
     const entitling: readonly string[] = ENTITLING_STATUSES;
-    if (live.some((s) => s.plan === plan && entitling.includes(s.status)))
-      throw fail('SAME_PLAN');
+    if (live.some((s) => s.plan === plan && entitling.includes(s.status))) throw fail('SAME_PLAN');
     return live.map((s) => s.plan);
   }
 
   /** `tx`: read inside the caller's transaction (PGlite has one connection: a read outside would wait on it). */
   async function entitlement(userId: string, tx: Database = db): Promise<Entitlement> {
     const rows = await q.entitlingSubscriptions(tx, userId, clock());
-    if (rows.length === 0) return { premium: false, premiumUntil: null, dailyLimit: freeDailyLimit, plan: null };
+    if (rows.length === 0)
+      return { premium: false, premiumUntil: null, dailyLimit: freeDailyLimit, plan: null };
     const until = Math.max(...rows.map((r) => r.currentPeriodEnd!.getTime()));
     const limitOf = (r: (typeof rows)[number]) => PLANS[r.plan as PlanNumber]?.dailyLimit ?? freeDailyLimit;
     const dailyLimit = Math.max(...rows.map(limitOf));
@@ -309,15 +308,19 @@ export function createBillingService(deps: BillingServiceDeps) {
     const best = rows
       .filter((r) => limitOf(r) === dailyLimit)
       .sort((a, b) => b.currentPeriodEnd!.getTime() - a.currentPeriodEnd!.getTime())[0]!;
-    return { premium: true, premiumUntil: new Date(until), dailyLimit, plan: isPlanNumber(best.plan) ? best.plan : null };
+    return {
+      premium: true,
+      premiumUntil: new Date(until),
+      dailyLimit,
+      plan: isPlanNumber(best.plan) ? best.plan : null,
+    };
   }
 
   async function resolveItem(userId: string, ask: CheckoutAsk): Promise<Item> {
     if (ask.kind !== 'device') return ask;
     const device = await devices.findDeviceByIndex(userId, ask.index);
     if (!device) throw notFound('This device');
-    if (device.status === 'Pending' || device.status === 'Process')
-      throw fail('DEVICE_BEING_REGISTERED');
+    if (device.status === 'Pending' || device.status === 'Process') throw fail('DEVICE_BEING_REGISTERED');
     // Before the checkout, not after: a device no developer account can take is not paid for.
     const refusal = await deps.slots?.paymentRefusal(userId, device.id);
     if (refusal) throw fail('NO_FREE_SLOT', refusal);

@@ -4,7 +4,15 @@ import { eq, sql } from 'drizzle-orm';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { billingEvents, devices, subscriptions } from '../../db/schema/index.js';
-import { countPayments, createTestApp, databaseKinds, fixturesDir, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
+import {
+  countPayments,
+  createTestApp,
+  databaseKinds,
+  fixturesDir,
+  signedInUser,
+  WEB_CLIENT,
+  type TestApp,
+} from '../../test/harness.js';
 import { startStripeServer, type StripeServer } from '../../test/stripe-server.js';
 
 const SECRET_KEY = 'sk_test_sideport';
@@ -453,7 +461,9 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
 
   describe('changing plan', () => {
     const plansOf = async (userId: string) =>
-      (await subscriptionRows(userId)).map(({ plan, status }) => ({ plan, status })).sort((a, b) => a.plan - b.plan);
+      (await subscriptionRows(userId))
+        .map(({ plan, status }) => ({ plan, status }))
+        .sort((a, b) => a.plan - b.plan);
 
     /** A user whose checkout for plan n completed and was paid: Stripe holds the subscription. */
     async function subscriber(n: number) {
@@ -461,7 +471,9 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const sub = uid('sub');
       stripe.subscriptions.set(sub, { customer: u.customer, status: 'active' });
       const metadata = { user_id: u.id, item: `plan:${n}` };
-      await deliver(checkoutCompleted({ customer: u.customer, userId: u.id, mode: 'subscription', sub, metadata }));
+      await deliver(
+        checkoutCompleted({ customer: u.customer, userId: u.id, mode: 'subscription', sub, metadata }),
+      );
       await deliver(invoicePaid({ sub, customer: u.customer, end: nowS() + 30 * DAY_S, plan: n }));
       return { ...u, sub };
     }
@@ -474,11 +486,19 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       return {
         sub,
         form: stripe.requests.at(-1)!.form,
-        completed: checkoutCompleted({ customer: u.customer, userId: u.id, mode: 'subscription', sub, metadata }),
+        completed: checkoutCompleted({
+          customer: u.customer,
+          userId: u.id,
+          mode: 'subscription',
+          sub,
+          metadata,
+        }),
       };
     }
     const sentSince = (before: number) =>
-      stripe.requests.slice(before).map((r) => ({ call: `${r.method} ${r.path.split('?')[0]}`, form: r.form }));
+      stripe.requests
+        .slice(before)
+        .map((r) => ({ call: `${r.method} ${r.path.split('?')[0]}`, form: r.form }));
 
     it('the new plan’s paid checkout cancels the old subscription at Stripe, at once and prorated', async () => {
       const u = await subscriber(3);
@@ -492,7 +512,11 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       expect(sentSince(before)).toEqual([
         {
           call: `DELETE /v1/subscriptions/${u.sub}`,
-          form: { prorate: 'true', invoice_now: 'true', 'cancellation_details[comment]': 'Replaced by a new plan.' },
+          form: {
+            prorate: 'true',
+            invoice_now: 'true',
+            'cancellation_details[comment]': 'Replaced by a new plan.',
+          },
         },
       ]);
       expect(stripe.subscriptions.get(u.sub)!.status).toBe('canceled');

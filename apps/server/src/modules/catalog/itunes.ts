@@ -28,13 +28,14 @@ export interface ItunesClientOptions {
 const storeBusy = () => fail('STORE_THROTTLED');
 const storeTimeout = () => fail('STORE_TIMEOUT');
 /** No answer at all (refused, unknown host, reset): not the same as the store answering with an error. */
-const storeUnreachable = (cause: unknown) =>
-  failWith('STORE_UNREACHABLE', { cause });
-const storeError = (cause?: unknown) =>
-  failWith('STORE_ERROR', { cause });
+const storeUnreachable = (cause: unknown) => failWith('STORE_UNREACHABLE', { cause });
+const storeError = (cause?: unknown) => failWith('STORE_ERROR', { cause });
 
 // Lenient per-field parsing: a missing rating or size must not drop the app, only odd records are skipped.
-const optionalNumber = z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), z.number().finite()).optional().catch(undefined);
+const optionalNumber = z
+  .preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), z.number().finite())
+  .optional()
+  .catch(undefined);
 const text = z.string().catch('');
 const storeRecord = z.object({
   wrapperType: z.string().optional().catch(undefined),
@@ -126,9 +127,16 @@ export function createItunesClient(options: ItunesClientOptions) {
 
   return {
     search: (country: string, term: string) =>
-      get('search', { term, country: country.toLowerCase(), entity: 'software', limit: String(options.searchLimit) }),
-    lookup: (country: string, appId: number) => get('lookup', { id: String(appId), country: country.toLowerCase() }),
-    lookupBundle: (country: string, bundleId: string) => get('lookup', { bundleId, country: country.toLowerCase() }),
+      get('search', {
+        term,
+        country: country.toLowerCase(),
+        entity: 'software',
+        limit: String(options.searchLimit),
+      }),
+    lookup: (country: string, appId: number) =>
+      get('lookup', { id: String(appId), country: country.toLowerCase() }),
+    lookupBundle: (country: string, bundleId: string) =>
+      get('lookup', { bundleId, country: country.toLowerCase() }),
   };
 }
 

@@ -10,7 +10,10 @@ export type AppRow = typeof apps.$inferSelect;
 export type VersionRow = typeof versions.$inferSelect;
 export interface ListRow {
   app: AppRow;
-  entry: Pick<VersionRow, 'seq' | 'appVerId' | 'version' | 'status' | 'premium' | 'minimumOs' | 'sizeBytes' | 'doneAt'> & {
+  entry: Pick<
+    VersionRow,
+    'seq' | 'appVerId' | 'version' | 'status' | 'premium' | 'minimumOs' | 'sizeBytes' | 'doneAt'
+  > & {
     doneSeq: number | null;
   };
 }
@@ -59,7 +62,13 @@ export async function findCachedSearch(db: Database, country: string, term: stri
   return row;
 }
 
-export async function saveSearch(db: Database, country: string, term: string, appIds: number[], fetchedAt: Date) {
+export async function saveSearch(
+  db: Database,
+  country: string,
+  term: string,
+  appIds: number[],
+  fetchedAt: Date,
+) {
   await db
     .insert(searchCache)
     .values({ country, term, appIds, fetchedAt })
@@ -82,8 +91,11 @@ type PageOrder = 'latest' | 'queue';
  * scan of 24 rows), then joined: joining first lets the planner hash-join a million rows.
  */
 async function pageWithApps(db: Database, where: SQL, order: PageOrder, page: number): Promise<ListRow[]> {
-  const byOrder = (c: { doneSeq: typeof versions.doneSeq; premium: typeof versions.premium; seq: typeof versions.seq }) =>
-    order === 'latest' ? [desc(c.doneSeq)] : [desc(c.premium), asc(c.seq)];
+  const byOrder = (c: {
+    doneSeq: typeof versions.doneSeq;
+    premium: typeof versions.premium;
+    seq: typeof versions.seq;
+  }) => (order === 'latest' ? [desc(c.doneSeq)] : [desc(c.premium), asc(c.seq)]);
   const cut = db
     .select({ ...entryColumns, country: versions.country, appId: versions.appId })
     .from(versions)
@@ -121,7 +133,12 @@ export async function listLatest(db: Database, page: number, anchor: number): Pr
 
 /** Waiting and working entries: premium first, then oldest. `anchor` is the newest seq seen. */
 export async function listQueue(db: Database, page: number, anchor: number): Promise<ListRow[]> {
-  return pageWithApps(db, and(inArray(versions.status, [...ACTIVE_STATUSES]), lte(versions.seq, anchor))!, 'queue', page);
+  return pageWithApps(
+    db,
+    and(inArray(versions.status, [...ACTIVE_STATUSES]), lte(versions.seq, anchor))!,
+    'queue',
+    page,
+  );
 }
 
 /**
@@ -131,19 +148,28 @@ export async function listQueue(db: Database, page: number, anchor: number): Pro
  */
 export async function queuePositions(db: Database, seqs: number[]): Promise<Map<number, number>> {
   if (seqs.length === 0) return new Map();
-  const rows = await queryRows<{ seq: string; position: string }>(db, sql`
+  const rows = await queryRows<{ seq: string; position: string }>(
+    db,
+    sql`
     select seq, position from (
       select ${versions.seq} as seq, row_number() over (order by ${versions.premium} desc, ${versions.seq}) as position
       from ${versions} where ${versions.status} = 'Pending'
     ) ranked
-    where seq in (${sql.join(seqs.map((seq) => sql`${seq}`), sql`, `)})
-  `);
+    where seq in (${sql.join(
+      seqs.map((seq) => sql`${seq}`),
+      sql`, `,
+    )})
+  `,
+  );
   return new Map(rows.map((r) => [Number(r.seq), Number(r.position)]));
 }
 
 /** Entries waiting for an agent. */
 export async function countPending(db: Database): Promise<number> {
-  const [row] = await db.select({ n: sql<string>`count(*)` }).from(versions).where(eq(versions.status, 'Pending'));
+  const [row] = await db
+    .select({ n: sql<string>`count(*)` })
+    .from(versions)
+    .where(eq(versions.status, 'Pending'));
   return Number(row?.n ?? 0);
 }
 
@@ -163,7 +189,9 @@ interface StatusRow {
  */
 export async function appsWithStatus(db: Database, country: string, appIds: number[]) {
   if (appIds.length === 0) return [];
-  const rows = await queryRows<StatusRow>(db, sql`
+  const rows = await queryRows<StatusRow>(
+    db,
+    sql`
     select a.app_id, s.status, s.app_ver_id, s.premium, s.reason, s.requested_by,
       exists (select 1 from ${blacklist} b where b.country = a.country and b.app_id = a.app_id) as blacklisted
     from ${apps} a
@@ -175,8 +203,12 @@ export async function appsWithStatus(db: Database, country: string, appIds: numb
                v.seq desc
       limit 1
     ) s on true
-    where a.country = ${country} and a.app_id in (${sql.join(appIds.map((id) => sql`${id}`), sql`, `)})
-  `);
+    where a.country = ${country} and a.app_id in (${sql.join(
+      appIds.map((id) => sql`${id}`),
+      sql`, `,
+    )})
+  `,
+  );
   const statusById = new Map(rows.map((r) => [Number(r.app_id), r]));
   const appRows = await db
     .select()
@@ -205,7 +237,15 @@ export async function appsWithStatus(db: Database, country: string, appIds: numb
 /** Test and agent support: a decrypt entry in a given state (Done ones get their done_seq). */
 export async function insertVersion(
   db: Database,
-  v: { country: string; appId: number; appVerId: number | null; version: string | null; status: string; premium?: boolean; requestedBy?: string | null },
+  v: {
+    country: string;
+    appId: number;
+    appVerId: number | null;
+    version: string | null;
+    status: string;
+    premium?: boolean;
+    requestedBy?: string | null;
+  },
 ) {
   const isDone = v.status === 'Done';
   const [row] = await db
@@ -220,7 +260,12 @@ export async function insertVersion(
 }
 
 /** Deletes the entries of (app_id, app_ver_id) in the given statuses; app_ver_id null = app-level entry. */
-export async function deleteVersions(db: Database, appId: number, appVerId: number | null, statuses: readonly string[]) {
+export async function deleteVersions(
+  db: Database,
+  appId: number,
+  appVerId: number | null,
+  statuses: readonly string[],
+) {
   return db
     .delete(versions)
     .where(
@@ -260,11 +305,19 @@ export async function recordAudit(db: Database, actor: string, action: string, s
 }
 
 export async function auditPage(db: Database, page: number, pageSize: number) {
-  return db.select().from(auditLog).orderBy(desc(auditLog.id)).limit(pageSize).offset(page * pageSize);
+  return db
+    .select()
+    .from(auditLog)
+    .orderBy(desc(auditLog.id))
+    .limit(pageSize)
+    .offset(page * pageSize);
 }
 
 export async function maxDoneSeq(db: Database) {
-  const [row] = await db.select({ v: sql<string | null>`max(${versions.doneSeq})` }).from(versions).where(eq(versions.status, 'Done'));
+  const [row] = await db
+    .select({ v: sql<string | null>`max(${versions.doneSeq})` })
+    .from(versions)
+    .where(eq(versions.status, 'Done'));
   return row?.v == null ? undefined : Number(row.v);
 }
 

@@ -4,11 +4,21 @@ import { PAGE_SIZE, appList } from '@sideport/contracts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { auditLog } from '../../db/schema/index.js';
 import { startItunesServer, type ItunesServer } from '../../dev/itunes-server.js';
-import { createTestApp, databaseKinds, fixturesDir, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
+import {
+  createTestApp,
+  databaseKinds,
+  fixturesDir,
+  signedInUser,
+  WEB_CLIENT,
+  type TestApp,
+} from '../../test/harness.js';
 import * as q from './queries.js';
 
 const itunesFixture = (name: string) => readFileSync(path.join(fixturesDir, 'itunes', name), 'utf8');
-const facebook = JSON.parse(itunesFixture('fastlane_itunesLookup-284882215.json')).results[0] as Record<string, unknown>;
+const facebook = JSON.parse(itunesFixture('fastlane_itunesLookup-284882215.json')).results[0] as Record<
+  string,
+  unknown
+>;
 
 /** Store records shaped like Apple's, derived from a real one (names in other scripts, odd fields). */
 const derived = (trackId: number, changes: Record<string, unknown>) => ({ ...facebook, trackId, ...changes });
@@ -16,7 +26,10 @@ const derived = (trackId: number, changes: Record<string, unknown>) => ({ ...fac
 /** The same answer with every result listed twice (as a store answer gathered from two pages can be). */
 function twice(body: string) {
   const parsed = JSON.parse(body) as { results: unknown[] };
-  return JSON.stringify({ resultCount: parsed.results.length * 2, results: [...parsed.results, ...parsed.results] });
+  return JSON.stringify({
+    resultCount: parsed.results.length * 2,
+    results: [...parsed.results, ...parsed.results],
+  });
 }
 
 describe.each(databaseKinds)('catalogue on %s', (kind) => {
@@ -34,17 +47,34 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
         ['search:nothing at all', itunesFixture('mas_search_nonexistent_resultCount0.json')],
         ['search:facebook', itunesFixture('fastlane_itunesLookup-284882215.json')],
         // The store sometimes lists one app twice in an answer (seen with several recorded answers served at once).
-        ['search:listed twice', JSON.stringify({ resultCount: 3, results: [facebook, derived(1003, { trackName: 'Rock Band' }), facebook] })],
+        [
+          'search:listed twice',
+          JSON.stringify({
+            resultCount: 3,
+            results: [facebook, derived(1003, { trackName: 'Rock Band' }), facebook],
+          }),
+        ],
         ['search:twice', twice(itunesFixture('fastlane_itunesLookup-284882215.json'))],
       ]),
       records: [
-        derived(1001, { trackName: '카카오톡 KakaoTalk', bundleId: 'com.iwilab.KakaoTalk', averageUserRating: undefined, userRatingCount: undefined }),
+        derived(1001, {
+          trackName: '카카오톡 KakaoTalk',
+          bundleId: 'com.iwilab.KakaoTalk',
+          averageUserRating: undefined,
+          userRatingCount: undefined,
+        }),
         derived(1002, { trackName: 'AC/DC Live 🎸', bundleId: 'com.example.acdc', fileSizeBytes: undefined }),
         derived(1003, { trackName: 'Rock Band', bundleId: 'com.example.rockband' }),
       ],
     });
     t = await createTestApp(kind, {
-      env: { ITUNES_BASE_URL: store.url, ITUNES_TIMEOUT_MS: '400', CATALOG_CACHE_MINUTES: '60', LIST_CACHE_MS: '0', SIGN_IN_LIMIT_PER_ADDRESS: '10000' },
+      env: {
+        ITUNES_BASE_URL: store.url,
+        ITUNES_TIMEOUT_MS: '400',
+        CATALOG_CACHE_MINUTES: '60',
+        LIST_CACHE_MS: '0',
+        SIGN_IN_LIMIT_PER_ADDRESS: '10000',
+      },
       clock: () => now,
     });
     cookie = await signedInUser(t, `reader_${kind}`);
@@ -99,7 +129,11 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
       });
       const sent = store.requests.at(-1)!;
       expect(sent.pathname).toBe('/search');
-      expect(Object.fromEntries(sent.searchParams)).toMatchObject({ term: 'facebook', country: 'us', entity: 'software' });
+      expect(Object.fromEntries(sent.searchParams)).toMatchObject({
+        term: 'facebook',
+        country: 'us',
+        entity: 'software',
+      });
     });
 
     it('drops Mac software from a mixed answer', async () => {
@@ -121,7 +155,9 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
 
     it('keeps apps with no rating or no size, and non-Latin names', async () => {
       const korean = await search('kr', encodeURIComponent('카카오톡'));
-      expect(korean.json()).toMatchObject([{ name: '카카오톡 KakaoTalk', raiting: null, raiting_count: null }]);
+      expect(korean.json()).toMatchObject([
+        { name: '카카오톡 KakaoTalk', raiting: null, raiting_count: null },
+      ]);
       expect(store.requests.at(-1)!.searchParams.get('term')).toBe('카카오톡');
     });
 
@@ -169,13 +205,19 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
     it('says the store could not be reached when it gives no answer, apart from an error it answered', async () => {
       store.fault = { kind: 'reset' };
       const unreachable = await search('it', 'rock');
-      expect([unreachable.statusCode, unreachable.body]).toEqual([503, 'The App Store could not be reached. Please retry later.']);
+      expect([unreachable.statusCode, unreachable.body]).toEqual([
+        503,
+        'The App Store could not be reached. Please retry later.',
+      ]);
       store.fault = { kind: 'down' };
       const answered = await search('it', 'rock');
-      expect([answered.statusCode, answered.body]).toEqual([502, 'The App Store answered with an error. Please retry later.']);
+      expect([answered.statusCode, answered.body]).toEqual([
+        502,
+        'The App Store answered with an error. Please retry later.',
+      ]);
     });
 
-    it('answers the store\'s http icon addresses as https', async () => {
+    it("answers the store's http icon addresses as https", async () => {
       const found = appList.parse((await search('kr', 'facebook')).json());
       // The recorded answer names http://a1988.phobos.apple.com/...
       expect(found[0]!.icon).toMatch(/^https:\/\/a1988\.phobos\.apple\.com\//);
@@ -221,7 +263,13 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
 
     it("shows each app's decrypt status from the database", async () => {
       await search('us', 'facebook');
-      await q.insertVersion(t.database.db, { country: 'US', appId: 284882215, appVerId: null, version: null, status: 'Pending' });
+      await q.insertVersion(t.database.db, {
+        country: 'US',
+        appId: 284882215,
+        appVerId: null,
+        version: null,
+        status: 'Pending',
+      });
       expect((await search('us', 'facebook')).json()[0].status).toBe('Pending');
       await q.deleteVersions(t.database.db, 284882215, null, ['Pending']);
     });
@@ -229,26 +277,64 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
 
   describe('latest and queue', () => {
     const seedApp = (appId: number) =>
-      q.upsertApps(t.database.db, 'KR', [
-        { appId, name: `App ${appId}`, developer: 'Dev', version: '1.0', iconUrl: 'https://i/x.png', storeUrl: 'https://s/x', rating: 4.5, ratingCount: 10, bundleId: `com.example.a${appId}`, minimumOs: '14.0', sizeBytes: 10 * 1024 * 1024, price: 0 },
-      ], now);
+      q.upsertApps(
+        t.database.db,
+        'KR',
+        [
+          {
+            appId,
+            name: `App ${appId}`,
+            developer: 'Dev',
+            version: '1.0',
+            iconUrl: 'https://i/x.png',
+            storeUrl: 'https://s/x',
+            rating: 4.5,
+            ratingCount: 10,
+            bundleId: `com.example.a${appId}`,
+            minimumOs: '14.0',
+            sizeBytes: 10 * 1024 * 1024,
+            price: 0,
+          },
+        ],
+        now,
+      );
     const getList = async (url: string) => {
       const res = await t.app.inject({ url });
       expect(res.statusCode).toBe(200);
-      return { entries: appList.parse(res.json()), anchor: res.headers['x-list-anchor'] as string | undefined };
+      return {
+        entries: appList.parse(res.json()),
+        anchor: res.headers['x-list-anchor'] as string | undefined,
+      };
     };
 
     it('pages Done versions newest first, 24 a page, ends with an empty page, and stays stable while entries are added', async () => {
       for (let i = 0; i < 30; i++) {
         await seedApp(5000 + i);
-        await q.insertVersion(t.database.db, { country: 'KR', appId: 5000 + i, appVerId: 9000 + i, version: `1.${i}`, status: 'Done' });
+        await q.insertVersion(t.database.db, {
+          country: 'KR',
+          appId: 5000 + i,
+          appVerId: 9000 + i,
+          version: `1.${i}`,
+          status: 'Done',
+        });
       }
       const page0 = await getList('/api/latest/0');
       expect(page0.entries).toHaveLength(PAGE_SIZE);
-      expect(page0.entries[0]).toMatchObject({ app_id: '5029', app_ver_id: '9029', version: '1.29', status: 'Done' });
+      expect(page0.entries[0]).toMatchObject({
+        app_id: '5029',
+        app_ver_id: '9029',
+        version: '1.29',
+        status: 'Done',
+      });
       // A version finished between two page loads must not push entries of page 0 onto page 1.
       await seedApp(6000);
-      await q.insertVersion(t.database.db, { country: 'KR', appId: 6000, appVerId: 9999, version: '2.0', status: 'Done' });
+      await q.insertVersion(t.database.db, {
+        country: 'KR',
+        appId: 6000,
+        appVerId: 9999,
+        version: '2.0',
+        status: 'Done',
+      });
       const page1 = await getList(`/api/latest/1?anchor=${page0.anchor}`);
       const seen = new Set(page0.entries.map((e) => e.app_ver_id));
       expect(page1.entries.some((e) => seen.has(e.app_ver_id))).toBe(false);
@@ -260,10 +346,35 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
     it('lists waiting and working entries, premium first, then oldest', async () => {
       const ids = [7001, 7002, 7003, 7004];
       for (const id of ids) await seedApp(id);
-      await q.insertVersion(t.database.db, { country: 'KR', appId: 7001, appVerId: null, version: null, status: 'Pending' });
-      await q.insertVersion(t.database.db, { country: 'KR', appId: 7002, appVerId: 8002, version: '1.0', status: 'Process' });
-      await q.insertVersion(t.database.db, { country: 'KR', appId: 7003, appVerId: null, version: null, status: 'Pending', premium: true });
-      await q.insertVersion(t.database.db, { country: 'KR', appId: 7004, appVerId: 8004, version: '1.0', status: 'Not' });
+      await q.insertVersion(t.database.db, {
+        country: 'KR',
+        appId: 7001,
+        appVerId: null,
+        version: null,
+        status: 'Pending',
+      });
+      await q.insertVersion(t.database.db, {
+        country: 'KR',
+        appId: 7002,
+        appVerId: 8002,
+        version: '1.0',
+        status: 'Process',
+      });
+      await q.insertVersion(t.database.db, {
+        country: 'KR',
+        appId: 7003,
+        appVerId: null,
+        version: null,
+        status: 'Pending',
+        premium: true,
+      });
+      await q.insertVersion(t.database.db, {
+        country: 'KR',
+        appId: 7004,
+        appVerId: 8004,
+        version: '1.0',
+        status: 'Not',
+      });
       const { entries } = await getList('/api/queue/0');
       expect(entries.map((e) => [e.app_id, e.status, e.premium])).toEqual([
         ['7003', 'Pending', true],
@@ -284,17 +395,55 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
 
   describe('admin deletes', () => {
     it('lets only admins delete, removes the item from the list and audits it', async () => {
-      await q.upsertApps(t.database.db, 'KR', [{ appId: 4242, name: 'Gone', developer: 'D', version: '1', iconUrl: '', storeUrl: '', rating: null, ratingCount: null, bundleId: 'b', minimumOs: '12.0', sizeBytes: null, price: null }], now);
-      await q.insertVersion(t.database.db, { country: 'KR', appId: 4242, appVerId: 4243, version: '1', status: 'Done' });
-      const denied = await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243', headers: { cookie, ...WEB_CLIENT } });
+      await q.upsertApps(
+        t.database.db,
+        'KR',
+        [
+          {
+            appId: 4242,
+            name: 'Gone',
+            developer: 'D',
+            version: '1',
+            iconUrl: '',
+            storeUrl: '',
+            rating: null,
+            ratingCount: null,
+            bundleId: 'b',
+            minimumOs: '12.0',
+            sizeBytes: null,
+            price: null,
+          },
+        ],
+        now,
+      );
+      await q.insertVersion(t.database.db, {
+        country: 'KR',
+        appId: 4242,
+        appVerId: 4243,
+        version: '1',
+        status: 'Done',
+      });
+      const denied = await t.app.inject({
+        method: 'DELETE',
+        url: '/api/app/4242/4243',
+        headers: { cookie, ...WEB_CLIENT },
+      });
       expect(denied.statusCode).toBe(403);
       expect(denied.body).toBe('Do not have permission.');
       expect((await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243' })).statusCode).toBe(401);
-      const done = await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243', headers: { cookie: adminCookie, ...WEB_CLIENT } });
+      const done = await t.app.inject({
+        method: 'DELETE',
+        url: '/api/app/4242/4243',
+        headers: { cookie: adminCookie, ...WEB_CLIENT },
+      });
       expect(done.statusCode).toBe(204);
       const latest = (await t.app.inject({ url: '/api/latest/0' })).json() as Array<{ app_id: string }>;
       expect(latest.some((e) => e.app_id === '4242')).toBe(false);
-      const again = await t.app.inject({ method: 'DELETE', url: '/api/app/4242/4243', headers: { cookie: adminCookie, ...WEB_CLIENT } });
+      const again = await t.app.inject({
+        method: 'DELETE',
+        url: '/api/app/4242/4243',
+        headers: { cookie: adminCookie, ...WEB_CLIENT },
+      });
       expect(again.statusCode).toBe(404);
       const audit = await t.database.db.select().from(auditLog);
       expect(audit.some((a) => a.action === 'delete-version' && a.actor === `admin_${kind}`)).toBe(true);
@@ -302,8 +451,18 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
 
     it('deletes a queue entry with blacklist, after which the app shows Not in search', async () => {
       await search('us', 'facebook');
-      await q.insertVersion(t.database.db, { country: 'US', appId: 284882215, appVerId: null, version: null, status: 'Pending' });
-      const res = await t.app.inject({ method: 'DELETE', url: '/api/queue/black/284882215/0', headers: { cookie: adminCookie, ...WEB_CLIENT } });
+      await q.insertVersion(t.database.db, {
+        country: 'US',
+        appId: 284882215,
+        appVerId: null,
+        version: null,
+        status: 'Pending',
+      });
+      const res = await t.app.inject({
+        method: 'DELETE',
+        url: '/api/queue/black/284882215/0',
+        headers: { cookie: adminCookie, ...WEB_CLIENT },
+      });
       expect(res.statusCode).toBe(204);
       const queue = (await t.app.inject({ url: '/api/queue/0' })).json() as Array<{ app_id: string }>;
       expect(queue.some((e) => e.app_id === '284882215')).toBe(false);

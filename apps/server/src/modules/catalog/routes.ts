@@ -25,7 +25,10 @@ interface CachedAnswer {
   anchor?: number | undefined;
 }
 
-export async function catalogRoutes(app: FastifyInstance, { catalog, guards, answerCacheMs, agentSeenAt }: CatalogRoutesDeps) {
+export async function catalogRoutes(
+  app: FastifyInstance,
+  { catalog, guards, answerCacheMs, agentSeenAt }: CatalogRoutesDeps,
+) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   // Lists and searches are read far more often than they change: reuse the serialized answer briefly.
   const answers = createMicroCache<CachedAnswer>({ ttlMs: answerCacheMs, max: 2000 });
@@ -36,56 +39,82 @@ export async function catalogRoutes(app: FastifyInstance, { catalog, guards, ans
   };
 
   for (const list of ['latest', 'queue'] as const) {
-    r.get(`/api/${list}/:page`, { schema: { params: pageParams, querystring: anchorQuery } }, async (request, reply) => {
-      const { page } = request.params;
-      const { anchor } = request.query;
-      const answer = await answers.get(`${list}:${page}:${anchor ?? ''}`, async () => {
-        const result = await catalog[list](page, anchor);
-        return { json: JSON.stringify(result.entries), anchor: result.anchor };
-      });
-      return sendAnswer(reply, answer);
-    });
+    r.get(
+      `/api/${list}/:page`,
+      { schema: { params: pageParams, querystring: anchorQuery } },
+      async (request, reply) => {
+        const { page } = request.params;
+        const { anchor } = request.query;
+        const answer = await answers.get(`${list}:${page}:${anchor ?? ''}`, async () => {
+          const result = await catalog[list](page, anchor);
+          return { json: JSON.stringify(result.entries), anchor: result.anchor };
+        });
+        return sendAnswer(reply, answer);
+      },
+    );
   }
 
   // Whether requests wait for an agent: the queue says so rather than look stuck.
-  r.get('/api/queue-status', { schema: { response: { 200: queueStatus } } }, async () => catalog.queueStatus(await agentSeenAt()));
+  r.get('/api/queue-status', { schema: { response: { 200: queueStatus } } }, async () =>
+    catalog.queueStatus(await agentSeenAt()),
+  );
 
-  r.get('/api/search/:country/*', { schema: { params: searchParams }, onRequest: guards.requireUser }, async (request, reply) => {
-    const { country, '*': keyword } = request.params;
-    const found = await searches.get(`search:${country}:${normalizeTerm(keyword)}`, async () => {
-      const result = await catalog.search(country, keyword);
-      return { ...result, json: JSON.stringify(result.entries) };
-    });
-    // The answer is shared; an agent's reason on an entry is its requester's (and admins') to see.
-    const user = currentUser(request);
-    const json = found.privateReasons.length
-      ? JSON.stringify(entriesFor(found, { id: user.id, isAdmin: isAdmin(user) }))
-      : found.json;
-    return sendAnswer(reply, { json });
-  });
+  r.get(
+    '/api/search/:country/*',
+    { schema: { params: searchParams }, onRequest: guards.requireUser },
+    async (request, reply) => {
+      const { country, '*': keyword } = request.params;
+      const found = await searches.get(`search:${country}:${normalizeTerm(keyword)}`, async () => {
+        const result = await catalog.search(country, keyword);
+        return { ...result, json: JSON.stringify(result.entries) };
+      });
+      // The answer is shared; an agent's reason on an entry is its requester's (and admins') to see.
+      const user = currentUser(request);
+      const json = found.privateReasons.length
+        ? JSON.stringify(entriesFor(found, { id: user.id, isAdmin: isAdmin(user) }))
+        : found.json;
+      return sendAnswer(reply, { json });
+    },
+  );
 
-  r.delete('/api/app/:app_id/:app_ver_id', { schema: { params: versionParams }, onRequest: guards.requireAdmin }, async (request, reply) => {
-    await catalog.deleteDone(currentUser(request).id, request.params.app_id, request.params.app_ver_id);
-    answers.clear();
-    searches.clear();
-    return reply.code(204).send();
-  });
+  r.delete(
+    '/api/app/:app_id/:app_ver_id',
+    { schema: { params: versionParams }, onRequest: guards.requireAdmin },
+    async (request, reply) => {
+      await catalog.deleteDone(currentUser(request).id, request.params.app_id, request.params.app_ver_id);
+      answers.clear();
+      searches.clear();
+      return reply.code(204).send();
+    },
+  );
 
   // app_ver_id 0 names an app-level request whose version the agent has not reported yet.
   const queueTarget = (appVerId: number) => (appVerId === 0 ? null : appVerId);
-  r.delete('/api/queue/:app_id/:app_ver_id', { schema: { params: versionParams }, onRequest: guards.requireAdmin }, async (request, reply) => {
-    const { app_id, app_ver_id } = request.params;
-    await catalog.deleteQueued(currentUser(request).id, app_id, queueTarget(app_ver_id), { blacklist: false });
-    answers.clear();
-    searches.clear();
-    return reply.code(204).send();
-  });
+  r.delete(
+    '/api/queue/:app_id/:app_ver_id',
+    { schema: { params: versionParams }, onRequest: guards.requireAdmin },
+    async (request, reply) => {
+      const { app_id, app_ver_id } = request.params;
+      await catalog.deleteQueued(currentUser(request).id, app_id, queueTarget(app_ver_id), {
+        blacklist: false,
+      });
+      answers.clear();
+      searches.clear();
+      return reply.code(204).send();
+    },
+  );
 
-  r.delete('/api/queue/black/:app_id/:app_ver_id', { schema: { params: versionParams }, onRequest: guards.requireAdmin }, async (request, reply) => {
-    const { app_id, app_ver_id } = request.params;
-    await catalog.deleteQueued(currentUser(request).id, app_id, queueTarget(app_ver_id), { blacklist: true });
-    answers.clear();
-    searches.clear();
-    return reply.code(204).send();
-  });
+  r.delete(
+    '/api/queue/black/:app_id/:app_ver_id',
+    { schema: { params: versionParams }, onRequest: guards.requireAdmin },
+    async (request, reply) => {
+      const { app_id, app_ver_id } = request.params;
+      await catalog.deleteQueued(currentUser(request).id, app_id, queueTarget(app_ver_id), {
+        blacklist: true,
+      });
+      answers.clear();
+      searches.clear();
+      return reply.code(204).send();
+    },
+  );
 }

@@ -1,4 +1,10 @@
-import { NO_SIGN_STATUSES, type AppEntry, type DecryptStatus, type QueueStatus, type SignStatuses } from '@sideport/contracts';
+import {
+  NO_SIGN_STATUSES,
+  type AppEntry,
+  type DecryptStatus,
+  type QueueStatus,
+  type SignStatuses,
+} from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
 import { fail, notFound } from '../../platform/errors.js';
 import { ERRORS } from '../../platform/error-codes.js';
@@ -154,9 +160,14 @@ export function createCatalogService(deps: CatalogServiceDeps) {
     async queue(page: number, anchor?: number) {
       const top = anchor ?? (await q.maxSeq(db));
       const rows = top === undefined ? [] : await q.listQueue(db, page, top);
-      const positions = await q.queuePositions(db, rows.filter((r) => r.entry.status === 'Pending').map((r) => r.entry.seq));
+      const positions = await q.queuePositions(
+        db,
+        rows.filter((r) => r.entry.status === 'Pending').map((r) => r.entry.seq),
+      );
       return {
-        entries: rows.map((r) => toEntry(r.app, { ...r.entry, position: positions.get(r.entry.seq) ?? null })),
+        entries: rows.map((r) =>
+          toEntry(r.app, { ...r.entry, position: positions.get(r.entry.seq) ?? null }),
+        ),
         anchor: top,
       };
     },
@@ -165,7 +176,11 @@ export function createCatalogService(deps: CatalogServiceDeps) {
     async queueStatus(agentSeenAt: Date | null): Promise<QueueStatus> {
       const waiting = await q.countPending(db);
       const isQuiet = agentSeenAt === null || clock().getTime() - agentSeenAt.getTime() > AGENT_QUIET_MS;
-      return { waiting, agent_seen_at: agentSeenAt?.toISOString() ?? null, waiting_for_agent: waiting > 0 && isQuiet };
+      return {
+        waiting,
+        agent_seen_at: agentSeenAt?.toISOString() ?? null,
+        waiting_for_agent: waiting > 0 && isQuiet,
+      };
     },
 
     /** Store search, cached for cacheTtlMs; a store failure falls back to a stale cache when there is one. */
@@ -191,7 +206,8 @@ export function createCatalogService(deps: CatalogServiceDeps) {
         const isPaidRefused = !deps.allowPaid && (app.price ?? 0) > 0 && status !== 'Done';
         const policy = blacklisted && status !== 'Done' ? BLACKLISTED : isPaidRefused ? PAID_REFUSED : null;
         const shown = policy ? 'Not' : (status ?? 'Available');
-        if (!policy && shown === 'Not' && reason) privateReasons.push({ appId: String(app.appId), reason, requestedBy });
+        if (!policy && shown === 'Not' && reason)
+          privateReasons.push({ appId: String(app.appId), reason, requestedBy });
         return toEntry(app, {
           appVerId: appVerId === null ? null : Number(appVerId),
           version: null,
@@ -243,13 +259,22 @@ export function createCatalogService(deps: CatalogServiceDeps) {
     },
 
     /** Admin: removes a queue entry (app_ver_id null = an app-level request), optionally blacklisting the app. */
-    async deleteQueued(actor: string, appId: number, appVerId: number | null, options: { blacklist: boolean }) {
+    async deleteQueued(
+      actor: string,
+      appId: number,
+      appVerId: number | null,
+      options: { blacklist: boolean },
+    ) {
       const removed = await q.deleteVersions(db, appId, appVerId, [...q.ACTIVE_STATUSES, 'Not']);
       if (removed.length === 0) throw notFound('This queue entry');
       if (options.blacklist) {
-        for (const country of new Set(removed.map((r) => r.country))) await q.addToBlacklist(db, country, appId, actor);
+        for (const country of new Set(removed.map((r) => r.country)))
+          await q.addToBlacklist(db, country, appId, actor);
       }
-      await q.recordAudit(db, actor, options.blacklist ? 'delete-queue-blacklist' : 'delete-queue', { appId, appVerId });
+      await q.recordAudit(db, actor, options.blacklist ? 'delete-queue-blacklist' : 'delete-queue', {
+        appId,
+        appVerId,
+      });
       await deps.onRemoved?.(removed);
     },
   };

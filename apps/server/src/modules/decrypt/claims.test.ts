@@ -11,7 +11,9 @@ describe.each(databaseKinds)('claims on %s', (kind) => {
   let t: TestApp;
 
   beforeAll(async () => {
-    store = await storeWith(Array.from({ length: JOBS }, (_, i) => storeApp(8000 + i, `com.example.claim${i}`)));
+    store = await storeWith(
+      Array.from({ length: JOBS }, (_, i) => storeApp(8000 + i, `com.example.claim${i}`)),
+    );
     t = await createTestApp(kind, { env: { ITUNES_BASE_URL: store.url, FREE_DAILY_LIMIT: String(JOBS) } });
     await signedInUser(t, `claimer_${kind}`);
     for (let i = 0; i < JOBS; i++) await t.services.decrypt.requestApp(`claimer_${kind}`, 'KR', 8000 + i);
@@ -23,7 +25,9 @@ describe.each(databaseKinds)('claims on %s', (kind) => {
 
   it(`hands each of ${JOBS} jobs to exactly one of ${AGENTS} agents claiming at once`, async () => {
     const admin = await signedInUser(t, `claimadmin_${kind}`, 1);
-    const agents = await Promise.all(Array.from({ length: AGENTS }, (_, i) => makeAgent(t, admin, `agent-${i}`)));
+    const agents = await Promise.all(
+      Array.from({ length: AGENTS }, (_, i) => makeAgent(t, admin, `agent-${i}`)),
+    );
     const claimed = await Promise.all(
       agents.map(async (agent) => {
         const mine: string[] = [];

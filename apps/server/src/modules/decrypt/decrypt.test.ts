@@ -7,7 +7,14 @@ import { buildZip, withEntry, withSharedRecord } from '@sideport/ipa/test-suppor
 import { withCryptid } from '@sideport/ipa/test-support/macho-bytes';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
-import { buildIpa, makeAgent, makePremium, storeApp, storeWith, type AgentClient } from '../../test/decrypt-support.js';
+import {
+  buildIpa,
+  makeAgent,
+  makePremium,
+  storeApp,
+  storeWith,
+  type AgentClient,
+} from '../../test/decrypt-support.js';
 
 const FREE_LIMIT = 3;
 
@@ -64,10 +71,13 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     admin = await signedInUser(t, `admin_${kind}`, 1);
     agent = await makeAgent(t, admin);
     // A Done version the tests only read (an operator's import: no request, no job).
-    await t.services.jobs.importIpa(await buildIpa({ bundleId: READY.bundleId, version: '1.28', appVerId: READY.appVerId }), {
-      country: 'KR',
-      appId: READY.appId,
-    });
+    await t.services.jobs.importIpa(
+      await buildIpa({ bundleId: READY.bundleId, version: '1.28', appVerId: READY.appVerId }),
+      {
+        country: 'KR',
+        appId: READY.appId,
+      },
+    );
   });
   afterAll(async () => {
     await t.close();
@@ -92,29 +102,58 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
   it('takes a request from a signed-in person to a download, through an agent', async () => {
     const asked = await request(0);
     expect(asked.statusCode).toBe(200);
-    expect(asked.json()).toMatchObject({ status: 'Pending', app_id: String(app(0)), app_ver_id: null, joined: false, premium: false });
+    expect(asked.json()).toMatchObject({
+      status: 'Pending',
+      app_id: String(app(0)),
+      app_ver_id: null,
+      joined: false,
+      premium: false,
+    });
 
     const queue = await get('/api/queue/0', user);
     expect(queue.json()).toEqual([expect.objectContaining({ app_id: String(app(0)), status: 'Pending' })]);
 
     const job = await claimFor(app(0));
-    expect(job).toMatchObject({ kind: 'decrypt', country: 'kr', bundle_id: 'com.example.app0', app_ver_id: null, attempt: 1 });
+    expect(job).toMatchObject({
+      kind: 'decrypt',
+      country: 'kr',
+      bundle_id: 'com.example.app0',
+      app_ver_id: null,
+      attempt: 1,
+    });
 
-    const beat = await agent.call('POST', `/api/agent/jobs/${job.id}/heartbeat`, { status: 'Downloaded', progress: 40, app_ver_id: '880001' });
+    const beat = await agent.call('POST', `/api/agent/jobs/${job.id}/heartbeat`, {
+      status: 'Downloaded',
+      progress: 40,
+      app_ver_id: '880001',
+    });
     expect(beat.statusCode).toBe(200);
     expect((await get('/api/queue/0', user)).json()[0]).toMatchObject({ status: 'Downloaded' });
 
     const ipa = await buildIpa({ bundleId: 'com.example.app0', version: '1.0' });
     const done = await upload(job.id, ipa);
     expect(done.statusCode, done.body).toBe(200);
-    expect(done.json()).toEqual({ status: 'Done', app_ver_id: '880001', version: '1.0', size_bytes: statSync(ipa).size });
+    expect(done.json()).toEqual({
+      status: 'Done',
+      app_ver_id: '880001',
+      version: '1.0',
+      size_bytes: statSync(ipa).size,
+    });
 
     const latest = (await get('/api/latest/0', user)).json() as Array<Record<string, unknown>>;
-    expect(latest[0]).toMatchObject({ app_id: String(app(0)), app_ver_id: '880001', status: 'Done', version: '1.0', require: '11.2' });
+    expect(latest[0]).toMatchObject({
+      app_id: String(app(0)),
+      app_ver_id: '880001',
+      status: 'Done',
+      version: '1.0',
+      require: '11.2',
+    });
     expect((await get('/api/queue/0', user)).json()).toEqual([]);
 
     const versions = (await get(`/api/version/KR/${app(0)}`, user)).json() as Array<Record<string, unknown>>;
-    expect(versions).toEqual([expect.objectContaining({ app_ver_id: '880001', status: 'Done', normal_sign: 'No', dup_sign: 'No' })]);
+    expect(versions).toEqual([
+      expect.objectContaining({ app_ver_id: '880001', status: 'Done', normal_sign: 'No', dup_sign: 'No' }),
+    ]);
 
     const link = await get(`/api/download/${app(0)}/880001`, user);
     expect(link.statusCode).toBe(200);
@@ -151,7 +190,11 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     const first = await request(1, other);
     expect(first.json()).toMatchObject({ status: 'Pending', joined: false });
     const joined = await request(1, cookie);
-    expect(joined.json()).toMatchObject({ status: 'Pending', joined: true, message: 'This app is already requested; your request joined it.' });
+    expect(joined.json()).toMatchObject({
+      status: 'Pending',
+      joined: true,
+      message: 'This app is already requested; your request joined it.',
+    });
     const ready = await get(`/api/decrypt/KR/${READY.appId}`, cookie);
     expect(ready.json()).toMatchObject({ status: 'Done', message: 'This version is already decrypted.' });
     expect((await t.services.billing.dailyUsage(joiner)).used).toBe(0);
@@ -177,16 +220,33 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     const paid = await get('/api/decrypt/KR/7001', user);
     expect(paid.statusCode).toBe(403);
     expect(paid.body).toBe('Paid apps are not decrypted on this server.');
-    const search = await t.app.inject({ url: '/api/search/kr/Paid App', headers: { cookie: user, ...WEB_CLIENT } });
+    const search = await t.app.inject({
+      url: '/api/search/kr/Paid App',
+      headers: { cookie: user, ...WEB_CLIENT },
+    });
     expect(search.json()).toEqual([expect.objectContaining({ app_id: '7001', status: 'Not' })]);
   });
 
   it('keeps version requests, version lists and the premium queue for premium users', async () => {
     expect((await get(`/api/decrypt/KR/${app(2)}/123`, user)).body).toBe('Need decrypt premium.');
-    expect((await t.app.inject({ method: 'PATCH', url: `/api/decrypt/KR/${app(2)}`, headers: { cookie: user, ...WEB_CLIENT } })).statusCode).toBe(403);
-    expect((await t.app.inject({ method: 'POST', url: `/api/version/KR/${app(2)}`, headers: { cookie: user, ...WEB_CLIENT } })).body).toBe(
-      'Need decrypt premium.',
-    );
+    expect(
+      (
+        await t.app.inject({
+          method: 'PATCH',
+          url: `/api/decrypt/KR/${app(2)}`,
+          headers: { cookie: user, ...WEB_CLIENT },
+        })
+      ).statusCode,
+    ).toBe(403);
+    expect(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: `/api/version/KR/${app(2)}`,
+          headers: { cookie: user, ...WEB_CLIENT },
+        })
+      ).body,
+    ).toBe('Need decrypt premium.');
   });
 
   it('lists the store versions of a downgrade from a versions job, and queues a version-specific request first', async () => {
@@ -196,7 +256,11 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     const free = await signedInUser(t, `free_${kind}`);
     expect((await request(20, free)).json()).toMatchObject({ status: 'Pending', premium: false });
 
-    const history = t.app.inject({ method: 'POST', url: `/api/version/KR/${app(20)}`, headers: { cookie: premium, ...WEB_CLIENT } });
+    const history = t.app.inject({
+      method: 'POST',
+      url: `/api/version/KR/${app(20)}`,
+      headers: { cookie: premium, ...WEB_CLIENT },
+    });
     const job = await claimFor(app(20));
     expect(job).toMatchObject({ kind: 'versions', bundle_id: 'com.example.app20' });
     const listed = await agent.call('POST', `/api/agent/jobs/${job.id}/versions`, {
@@ -207,7 +271,10 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
       ],
     });
     expect(listed.statusCode).toBe(204);
-    const answer = (await history).json() as { name: string; version_list: Array<{ app_ver_id: string | null; status: string; version: string }> };
+    const answer = (await history).json() as {
+      name: string;
+      version_list: Array<{ app_ver_id: string | null; status: string; version: string }>;
+    };
     expect(answer.name).toBe(`App ${app(20)}`);
     expect(answer.version_list.map((v) => [v.app_ver_id, v.version, v.status])).toEqual([
       [null, '1.20', 'Pending'],
@@ -217,17 +284,28 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     ]);
 
     const old = await get(`/api/decrypt/KR/${app(20)}/900001`, premium);
-    expect(old.json()).toMatchObject({ status: 'Pending', app_ver_id: '900001', version: '1.18', premium: true, joined: false });
+    expect(old.json()).toMatchObject({
+      status: 'Pending',
+      app_ver_id: '900001',
+      version: '1.18',
+      premium: true,
+      joined: false,
+    });
     const unknown = await get(`/api/decrypt/KR/${app(20)}/900009`, premium);
     expect(unknown.statusCode).toBe(404);
     expect(unknown.body).toBe("This version is not in the app's version list. Open Downgrade to load it.");
 
     // Premium entries come first; a PATCH moves the free one up beside it.
-    const order = async () => ((await get('/api/queue/0', premium)).json() as Array<{ app_id: string; app_ver_id: string | null }>)
-      .filter((e) => e.app_id === String(app(20)))
-      .map((e) => e.app_ver_id);
+    const order = async () =>
+      ((await get('/api/queue/0', premium)).json() as Array<{ app_id: string; app_ver_id: string | null }>)
+        .filter((e) => e.app_id === String(app(20)))
+        .map((e) => e.app_ver_id);
     expect(await order()).toEqual(['900001', null]);
-    const moved = await t.app.inject({ method: 'PATCH', url: `/api/decrypt/KR/${app(20)}`, headers: { cookie: premium, ...WEB_CLIENT } });
+    const moved = await t.app.inject({
+      method: 'PATCH',
+      url: `/api/decrypt/KR/${app(20)}`,
+      headers: { cookie: premium, ...WEB_CLIENT },
+    });
     expect(moved.json()).toMatchObject({ premium: true, app_ver_id: null });
     expect(await order()).toEqual([null, '900001']);
     const next = await claimFor(app(20));
@@ -241,7 +319,9 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     const encrypted = await buildIpa({ bundleId: 'com.example.app3', version: '1.3', cryptid: 1 });
     const refused = await upload(job.id, encrypted, '?app_ver_id=880003');
     expect(refused.statusCode).toBe(422);
-    expect(refused.body).toMatch(/^The IPA is still encrypted \(cryptid is not 0 in Payload\/very-capable-app\.app\/very-capable-app\)\.$/);
+    expect(refused.body).toMatch(
+      /^The IPA is still encrypted \(cryptid is not 0 in Payload\/very-capable-app\.app\/very-capable-app\)\.$/,
+    );
     expect(storedFiles(t.dataDir)).toEqual(before);
     const queued = (await get('/api/queue/0', user)).json() as Array<{ app_id: string; status: string }>;
     expect(queued.find((e) => e.app_id === String(app(3)))?.status).toBe('Pending');
@@ -253,7 +333,10 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     const second = await upload(again.id, wrong, '?app_ver_id=880003');
     expect(second.statusCode).toBe(422);
     expect(second.body).toBe('The IPA is com.example.other, not the requested com.example.app3.');
-    const search = await t.app.inject({ url: `/api/search/kr/App ${app(3)}`, headers: { cookie: user, ...WEB_CLIENT } });
+    const search = await t.app.inject({
+      url: `/api/search/kr/App ${app(3)}`,
+      headers: { cookie: user, ...WEB_CLIENT },
+    });
     expect(search.json()).toEqual([expect.objectContaining({ status: 'Not' })]);
     expect(storedFiles(t.dataDir)).toEqual(before);
   });
@@ -272,7 +355,11 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     });
     expect(stranger.statusCode).toBe(401);
 
-    const truncated = await upload(job.id, writeTemp(good.subarray(0, good.length - 200)), '?app_ver_id=880004');
+    const truncated = await upload(
+      job.id,
+      writeTemp(good.subarray(0, good.length - 200)),
+      '?app_ver_id=880004',
+    );
     expect(truncated.statusCode).toBe(422);
     expect(truncated.body).toMatch(/^The IPA is not usable: /);
 
@@ -282,7 +369,10 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
     expect(oversized.statusCode).toBe(413);
 
     // A zip whose entry climbs out of the archive (zip-slip): refused before anything is unpacked.
-    const slip = buildZip([{ name: 'Payload/App.app/Info.plist', data: '<plist/>' }, { name: '../../escaped.txt', data: 'x' }]);
+    const slip = buildZip([
+      { name: 'Payload/App.app/Info.plist', data: '<plist/>' },
+      { name: '../../escaped.txt', data: 'x' },
+    ]);
     const slipped = await agent.call('PUT', `/api/agent/jobs/${again.id}/ipa?app_ver_id=880004`, slip);
     expect(slipped.statusCode).toBe(422);
     expect(slipped.body).toMatch(/^The IPA is not usable: .*\.\.\/\.\.\/escaped\.txt/);
@@ -298,20 +388,38 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
 
     // A decrypted app that also carries an encrypted Mach-O under a resource's name and mode.
     const sample = await openZipFromBuffer(good);
-    const encrypted = withCryptid(await sample.readEntry(sample.find('Payload/very-capable-app.app/very-capable-app')!), 1);
+    const encrypted = withCryptid(
+      await sample.readEntry(sample.find('Payload/very-capable-app.app/very-capable-app')!),
+      1,
+    );
     sample.close();
-    const hidden = withEntry(good, { name: 'Payload/very-capable-app.app/Frameworks/Hidden.framework/Hidden.dat', data: encrypted, mode: 0o100644 });
+    const hidden = withEntry(good, {
+      name: 'Payload/very-capable-app.app/Frameworks/Hidden.framework/Hidden.dat',
+      data: encrypted,
+      mode: 0o100644,
+    });
     const hiding = await agent.call('PUT', `/api/agent/jobs/${job.id}/ipa?app_ver_id=880025`, hidden);
     expect(hiding.statusCode).toBe(422);
-    expect(hiding.body).toBe('The IPA is still encrypted (cryptid is not 0 in Payload/very-capable-app.app/Frameworks/Hidden.framework/Hidden.dat).');
+    expect(hiding.body).toBe(
+      'The IPA is still encrypted (cryptid is not 0 in Payload/very-capable-app.app/Frameworks/Hidden.framework/Hidden.dat).',
+    );
 
     // A decrypted app with 100 more central entries over one record (signing copied it once per entry).
     const again = await claimFor(app(25));
-    const shared = await agent.call('PUT', `/api/agent/jobs/${again.id}/ipa?app_ver_id=880025`, withSharedRecord(good, 100));
+    const shared = await agent.call(
+      'PUT',
+      `/api/agent/jobs/${again.id}/ipa?app_ver_id=880025`,
+      withSharedRecord(good, 100),
+    );
     expect(shared.statusCode).toBe(422);
-    expect(shared.body).toMatch(/^The IPA is not usable: Expected each entry's bytes to follow the previous entry's, found ".*\.copy-0" starting at offset \d+, inside /);
+    expect(shared.body).toMatch(
+      /^The IPA is not usable: Expected each entry's bytes to follow the previous entry's, found ".*\.copy-0" starting at offset \d+, inside /,
+    );
     expect(storedFiles(t.dataDir)).toEqual(before);
-    const search = await t.app.inject({ url: `/api/search/kr/App ${app(25)}`, headers: { cookie: user, ...WEB_CLIENT } });
+    const search = await t.app.inject({
+      url: `/api/search/kr/App ${app(25)}`,
+      headers: { cookie: user, ...WEB_CLIENT },
+    });
     expect(search.json()).toEqual([expect.objectContaining({ status: 'Not' })]);
   });
 
@@ -335,9 +443,15 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
   it('gives an admin-retried job a new lease, so the agent that held the old one cannot act on it', async () => {
     expect((await request(6, other)).statusCode).toBe(200);
     const held = await claimFor(app(6));
-    const queue = (await t.app.inject({ url: '/api/admin/queue/0', headers: { cookie: admin, ...WEB_CLIENT } })).json() as Array<{ seq: string; app_id: string }>;
+    const queue = (
+      await t.app.inject({ url: '/api/admin/queue/0', headers: { cookie: admin, ...WEB_CLIENT } })
+    ).json() as Array<{ seq: string; app_id: string }>;
     const seqOf = queue.find((e) => e.app_id === String(app(6)))!.seq;
-    const retried = await t.app.inject({ method: 'POST', url: `/api/admin/queue/${seqOf}/retry`, headers: { cookie: admin, ...WEB_CLIENT } });
+    const retried = await t.app.inject({
+      method: 'POST',
+      url: `/api/admin/queue/${seqOf}/retry`,
+      headers: { cookie: admin, ...WEB_CLIENT },
+    });
     expect(retried.statusCode).toBe(204);
 
     const second = await makeAgent(t, admin, 'after-retry');
@@ -360,7 +474,12 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
       ['POST', '/api/admin/queue/1/retry'],
       ['GET', '/api/admin/audit/0'],
     ] as const) {
-      const res = await t.app.inject({ method, url, headers: { cookie: user, ...WEB_CLIENT }, ...(method === 'POST' ? { payload: { name: 'x' } } : {}) });
+      const res = await t.app.inject({
+        method,
+        url,
+        headers: { cookie: user, ...WEB_CLIENT },
+        ...(method === 'POST' ? { payload: { name: 'x' } } : {}),
+      });
       expect(res.statusCode, `${method} ${url}`).toBe(403);
     }
   });

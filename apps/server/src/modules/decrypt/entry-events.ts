@@ -13,7 +13,10 @@ interface EntryLike {
 }
 
 /** The live event of a decrypt entry as it now stands (or 'Deleted'). */
-export function entryEvent(entry: EntryLike, extra: { deleted?: boolean; previousAppVerId?: number | null } = {}): VersionEvent {
+export function entryEvent(
+  entry: EntryLike,
+  extra: { deleted?: boolean; previousAppVerId?: number | null } = {},
+): VersionEvent {
   return {
     type: 'version',
     country: entry.country,

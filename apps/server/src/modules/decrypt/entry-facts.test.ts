@@ -3,7 +3,14 @@ import { appList, queueStatus, type AppEntry } from '@sideport/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
-import { buildIpa, makeAgent, makePremium, storeApp, storeWith, type AgentClient } from '../../test/decrypt-support.js';
+import {
+  buildIpa,
+  makeAgent,
+  makePremium,
+  storeApp,
+  storeWith,
+  type AgentClient,
+} from '../../test/decrypt-support.js';
 import * as catalog from '../catalog/queries.js';
 
 /**
@@ -57,12 +64,15 @@ describe.each(databaseKinds)('entry facts on %s', (kind) => {
       const { job } = await agent.claim({ wait_seconds: 0 });
       if (!job) break;
       if (job.app_id === String(appId)) return job;
-      await agent.call('POST', `/api/agent/jobs/${job.id}/fail`, { reason: 'not this test', unsupported: true });
+      await agent.call('POST', `/api/agent/jobs/${job.id}/fail`, {
+        reason: 'not this test',
+        unsupported: true,
+      });
     }
     throw new Error(`no job for ${appId}`);
   }
 
-  it('gives a waiting entry its place in the agents\' order, premium first, and says when no agent works', async () => {
+  it("gives a waiting entry its place in the agents' order, premium first, and says when no agent works", async () => {
     expect(await status()).toEqual({ waiting: 0, agent_seen_at: null, waiting_for_agent: false });
     await get(`/api/decrypt/KR/${APPS.waiting}`, user);
     await get(`/api/decrypt/KR/${APPS.premium}`, premium);
@@ -96,7 +106,11 @@ describe.each(databaseKinds)('entry facts on %s', (kind) => {
     const job = await claimFor(APPS.free);
     const ipa = await buildIpa({ bundleId: 'com.example.free', version: '1.0' });
     now = new Date(now.getTime() + 60_000);
-    const done = await agent.call('PUT', `/api/agent/jobs/${job.id}/ipa?app_ver_id=610001`, readFileSync(ipa));
+    const done = await agent.call(
+      'PUT',
+      `/api/agent/jobs/${job.id}/ipa?app_ver_id=610001`,
+      readFileSync(ipa),
+    );
     expect(done.statusCode, done.body).toBe(200);
 
     const bytes = statSync(ipa).size;
@@ -116,7 +130,13 @@ describe.each(databaseKinds)('entry facts on %s', (kind) => {
     expect(version).toMatchObject(expected);
     // Before decryption there is only the listing: nothing to compare.
     const [searched] = await list(`/api/search/kr/${encodeURIComponent('Waiting Facts')}`);
-    expect(searched).toMatchObject({ size: 64.49, require: '7.0', store_size: null, store_require: null, decrypted_at: null });
+    expect(searched).toMatchObject({
+      size: 64.49,
+      require: '7.0',
+      store_size: null,
+      store_require: null,
+      decrypted_at: null,
+    });
   });
 
   it("tells the requester and admins why an entry is Not, in the agent's words, and nobody else", async () => {
@@ -128,7 +148,10 @@ describe.each(databaseKinds)('entry facts on %s', (kind) => {
     const search = `/api/search/kr/${encodeURIComponent('Unsupported Facts')}`;
     const versions = `/api/version/KR/${APPS.unsupported}`;
     const reasonsFor = async (cookie: string) =>
-      [...(await list(search, cookie)), ...(await list(versions, cookie))].map((e: AppEntry) => [e.status, e.reason]);
+      [...(await list(search, cookie)), ...(await list(versions, cookie))].map((e: AppEntry) => [
+        e.status,
+        e.reason,
+      ]);
     expect(await reasonsFor(user)).toEqual([
       ['Not', reason],
       ['Not', reason],
@@ -158,7 +181,13 @@ describe.each(databaseKinds)('entry facts on %s', (kind) => {
       [610_200, '2.0'],
       [610_300, '1.10.1'],
     ] as const) {
-      await catalog.insertVersion(t.database.db, { country: 'KR', appId: APPS.versions, appVerId, version, status: 'Done' });
+      await catalog.insertVersion(t.database.db, {
+        country: 'KR',
+        appId: APPS.versions,
+        appVerId,
+        version,
+        status: 'Done',
+      });
     }
     const versions = await list(`/api/version/KR/${APPS.versions}`);
     expect(versions.map((e) => e.version)).toEqual(['2.0', '1.10.1', '1.10', '1.9']);

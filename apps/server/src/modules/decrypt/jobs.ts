@@ -117,8 +117,7 @@ const leaseLost = () => fail('LEASE_LOST');
  * A call on a job its own lease finished (a heartbeat that crossed the upload's answer, an upload
  * sent again after a lost answer): not 409, which the agent takes for its work being taken back.
  */
-const jobFinished = () =>
-  fail('JOB_FINISHED');
+const jobFinished = () => fail('JOB_FINISHED');
 
 const REASON_LEASE_EXPIRED = 'The agent stopped answering before it finished.';
 const REASON_REVOKED = 'The agent working on it was revoked.';
@@ -458,8 +457,7 @@ export function createJobService(deps: JobServiceDeps) {
 
     async submitVersions(agent: AgentRef, lease: string, list: StoreVersion[]) {
       await withHeldJob(agent, lease, async (tx, job) => {
-        if (job.kind !== 'versions')
-          throw fail('NOT_A_VERSIONS_JOB');
+        if (job.kind !== 'versions') throw fail('NOT_A_VERSIONS_JOB');
         const seen = new Set<string>();
         const versions = list
           .filter((v) => !seen.has(v.app_ver_id) && seen.add(v.app_ver_id))
@@ -671,8 +669,7 @@ export function createJobService(deps: JobServiceDeps) {
         return pending;
       });
       return work.catch((err: unknown) => {
-        if (q.isUniqueViolation(err))
-          throw fail('ALREADY_REQUESTED');
+        if (q.isUniqueViolation(err)) throw fail('ALREADY_REQUESTED');
         throw err;
       });
     },

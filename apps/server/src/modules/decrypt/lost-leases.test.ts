@@ -50,7 +50,10 @@ describe.each(databaseKinds)('failed attempts and lost leases on %s', (kind) => 
   });
 
   const request = async (n: number) => {
-    const res = await t.app.inject({ url: `/api/decrypt/KR/${app(n)}`, headers: { ...WEB_CLIENT, cookie: user } });
+    const res = await t.app.inject({
+      url: `/api/decrypt/KR/${app(n)}`,
+      headers: { ...WEB_CLIENT, cookie: user },
+    });
     expect(res.statusCode, res.body).toBe(200);
   };
   /** The next job, which must be app n's (each test queues one app at a time). */
@@ -97,7 +100,10 @@ describe.each(databaseKinds)('failed attempts and lost leases on %s', (kind) => 
       reason,
     });
     expect((await agent.claim()).job).toBeNull();
-    const again = await t.app.inject({ url: `/api/decrypt/KR/${app(0)}`, headers: { ...WEB_CLIENT, cookie: user } });
+    const again = await t.app.inject({
+      url: `/api/decrypt/KR/${app(0)}`,
+      headers: { ...WEB_CLIENT, cookie: user },
+    });
     expect(again.statusCode).toBe(409);
     expect(again.body).toBe(`This version cannot be decrypted: ${reason.replace(/\.$/, '')}.`);
   });

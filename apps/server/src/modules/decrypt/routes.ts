@@ -19,7 +19,10 @@ export interface DecryptRoutesDeps {
   publicUrl?: string | undefined;
 }
 
-export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, files, urls, publicUrl }: DecryptRoutesDeps) {
+export async function decryptRoutes(
+  app: FastifyInstance,
+  { decrypt, guards, files, urls, publicUrl }: DecryptRoutesDeps,
+) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const signedIn = guards.requireUser;
   const baseUrl = (request: FastifyRequest) => publicOrigin(request, publicUrl);
@@ -31,8 +34,13 @@ export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, fil
   // Decrypt requests are GETs that change state (docs/product.md, Calls): guarded as a POST is.
   r.get(
     '/api/decrypt/:country/:app_id',
-    { schema: { params: appParams, response: { 200: decryptAnswer } }, onRequest: signedIn, config: { changesState: true } },
-    async (request) => decrypt.requestApp(currentUser(request).id, request.params.country, request.params.app_id),
+    {
+      schema: { params: appParams, response: { 200: decryptAnswer } },
+      onRequest: signedIn,
+      config: { changesState: true },
+    },
+    async (request) =>
+      decrypt.requestApp(currentUser(request).id, request.params.country, request.params.app_id),
   );
 
   r.get(
@@ -51,7 +59,8 @@ export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, fil
   r.patch(
     '/api/decrypt/:country/:app_id',
     { schema: { params: appParams, response: { 200: decryptAnswer } }, onRequest: signedIn },
-    async (request) => decrypt.moveToPremium(currentUser(request).id, request.params.country, request.params.app_id, null),
+    async (request) =>
+      decrypt.moveToPremium(currentUser(request).id, request.params.country, request.params.app_id, null),
   );
 
   r.patch(
@@ -78,7 +87,8 @@ export async function decryptRoutes(app: FastifyInstance, { decrypt, guards, fil
   r.get(
     '/api/download/:app_id/:app_ver_id',
     { schema: { params: versionParams, response: { 200: urlAnswer } }, onRequest: signedIn },
-    async (request) => decrypt.downloadUrl(request.params.app_id, request.params.app_ver_id, baseUrl(request)),
+    async (request) =>
+      decrypt.downloadUrl(request.params.app_id, request.params.app_ver_id, baseUrl(request)),
   );
 
   // The file itself, on a signed URL that expires: a new tab sends no request of ours, and a

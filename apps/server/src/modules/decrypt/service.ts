@@ -5,13 +5,7 @@ import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { BillingService } from '../billing/service.js';
-import {
-  maySeeReason,
-  PAID_REFUSED,
-  toEntry,
-  type CatalogService,
-  type Viewer,
-} from '../catalog/service.js';
+import { maySeeReason, PAID_REFUSED, toEntry, type CatalogService, type Viewer } from '../catalog/service.js';
 import type { RemovedEntry } from '../catalog/queries.js';
 import type { VersionReadModel } from '../versions/read-model.js';
 import { publishEntry } from './entry-events.js';
@@ -97,14 +91,29 @@ export function createDecryptService(deps: DecryptServiceDeps) {
   }
 
   /** Policy refusals that do not depend on the user (blacklist, paid apps). */
-  async function checkPolicy(country: string, appId: number, app: { price: number | null; version: string }, userId: string) {
+  async function checkPolicy(
+    country: string,
+    appId: number,
+    app: { price: number | null; version: string },
+    userId: string,
+  ) {
     if (await catalog.isBlacklisted(country, appId)) throw fail('BLACKLISTED');
     if (!settings.allowPaid && (app.price ?? 0) > 0) {
       // docs/architecture.md, Operator policy: the entry becomes Not with the reason, so lists show Not Support.
       const existing = await q.findByVersionString(db, country, appId, app.version);
       if (!existing) {
         const entry = await q
-          .insertEntry(db, { country, appId, appVerId: null, version: app.version, status: 'Not', premium: false, requestedBy: userId, reason: PAID_REFUSED, now: clock() })
+          .insertEntry(db, {
+            country,
+            appId,
+            appVerId: null,
+            version: app.version,
+            status: 'Not',
+            premium: false,
+            requestedBy: userId,
+            reason: PAID_REFUSED,
+            now: clock(),
+          })
           .catch(() => undefined);
         if (entry) await publishEntry(bus, entry);
       }
@@ -155,10 +164,17 @@ export function createDecryptService(deps: DecryptServiceDeps) {
   }
 
   /** The viewer's entries: their signing statuses, and the reason of a Not entry when they may see it. */
-  async function entriesFor(viewer: Viewer, app: Parameters<typeof toEntry>[0], rows: q.EntryRow[]): Promise<AppEntry[]> {
+  async function entriesFor(
+    viewer: Viewer,
+    app: Parameters<typeof toEntry>[0],
+    rows: q.EntryRow[],
+  ): Promise<AppEntry[]> {
     const done = rows.filter((r) => r.status === 'Done' && r.appVerId !== null);
     const signs = done.length
-      ? await deps.versions.signStatuses(viewer.id, done.map((r) => ({ appId: r.appId, appVerId: r.appVerId! })))
+      ? await deps.versions.signStatuses(
+          viewer.id,
+          done.map((r) => ({ appId: r.appId, appVerId: r.appVerId! })),
+        )
       : new Map<number, SignStatuses>();
     return rows.map((r) =>
       toEntry(
@@ -178,7 +194,8 @@ export function createDecryptService(deps: DecryptServiceDeps) {
       return once(() =>
         db.transaction(async (tx) => {
           const existing =
-            (await q.findActiveAppLevel(tx, country, appId)) ?? (await q.findByVersionString(tx, country, appId, app.version));
+            (await q.findActiveAppLevel(tx, country, appId)) ??
+            (await q.findByVersionString(tx, country, appId, app.version));
           if (existing) return join(tx, existing, premium);
           return queueNew(tx, userId, {
             country,
@@ -195,7 +212,12 @@ export function createDecryptService(deps: DecryptServiceDeps) {
     },
 
     /** GET /api/decrypt/{country}/{app_id}/{app_ver_id}: one store version; premium only. */
-    async requestVersion(userId: string, country: string, appId: number, appVerId: number): Promise<DecryptAnswer> {
+    async requestVersion(
+      userId: string,
+      country: string,
+      appId: number,
+      appVerId: number,
+    ): Promise<DecryptAnswer> {
       await requirePremium(userId);
       const app = await catalog.lookupApp(country, appId);
       await checkPolicy(country, appId, app, userId);
@@ -223,10 +245,18 @@ export function createDecryptService(deps: DecryptServiceDeps) {
     },
 
     /** PATCH /api/decrypt/...: moves a waiting request to the premium queue; premium only. */
-    async moveToPremium(userId: string, country: string, appId: number, appVerId: number | null): Promise<DecryptAnswer> {
+    async moveToPremium(
+      userId: string,
+      country: string,
+      appId: number,
+      appVerId: number | null,
+    ): Promise<DecryptAnswer> {
       await requirePremium(userId);
       return db.transaction(async (tx) => {
-        const entry = appVerId === null ? await q.findActiveAppLevel(tx, country, appId) : await q.findByAppVerId(tx, appId, appVerId);
+        const entry =
+          appVerId === null
+            ? await q.findActiveAppLevel(tx, country, appId)
+            : await q.findByAppVerId(tx, appId, appVerId);
         if (!entry || !isActive(entry.status) || entry.country !== country) {
           throw fail('NOT_QUEUED');
         }
@@ -249,14 +279,21 @@ export function createDecryptService(deps: DecryptServiceDeps) {
       await requirePremium(viewer.id);
       const app = await catalog.lookupApp(country, appId);
       let list = await q.findVersionList(db, country, appId);
-      const isFresh = list !== undefined && clock().getTime() - list.fetchedAt.getTime() < settings.versionListTtlMs;
+      const isFresh =
+        list !== undefined && clock().getTime() - list.fetchedAt.getTime() < settings.versionListTtlMs;
       if (!isFresh) {
         const listed = waitForEvent(
           bus,
           (e) => e.kind === 'versions-listed' && e.country === country && e.appId === appId,
           settings.versionsWaitMs,
         );
-        const job = await q.insertJob(db, { kind: 'versions', country, appId, priority: PRIORITY_VERSIONS, now: clock() });
+        const job = await q.insertJob(db, {
+          kind: 'versions',
+          country,
+          appId,
+          priority: PRIORITY_VERSIONS,
+          now: clock(),
+        });
         if (job) await bus.publish({ kind: 'jobs-queued' });
         await listed;
         list = await q.findVersionList(db, country, appId);
@@ -285,9 +322,17 @@ export function createDecryptService(deps: DecryptServiceDeps) {
       }
       const app = await catalog.lookupApp(entry.country, entry.appId);
       const fileName = ipaFileName(app.name, entry.version ?? app.version);
-      const presigned = await files.presignGet(entry.fileKey, { expiresInSeconds: settings.downloadUrlTtlSeconds, fileName });
+      const presigned = await files.presignGet(entry.fileKey, {
+        expiresInSeconds: settings.downloadUrlTtlSeconds,
+        fileName,
+      });
       if (presigned) return { url: presigned };
-      return { url: new URL(urls.sign(`/files/ipa/${appId}/${appVerId}`, settings.downloadUrlTtlSeconds), baseUrl).toString() };
+      return {
+        url: new URL(
+          urls.sign(`/files/ipa/${appId}/${appVerId}`, settings.downloadUrlTtlSeconds),
+          baseUrl,
+        ).toString(),
+      };
     },
 
     /** What the signed file route serves: the stored file of a Done version and its download name. */
@@ -309,7 +354,11 @@ export function dropDecryptedFiles(deps: {
   return async (removed: RemovedEntry[]) => {
     for (const entry of removed) {
       if (entry.fileKey) {
-        await deps.files.delete(entry.fileKey).catch((err: unknown) => deps.log.warn({ err, key: entry.fileKey }, 'could not delete a stored file'));
+        await deps.files
+          .delete(entry.fileKey)
+          .catch((err: unknown) =>
+            deps.log.warn({ err, key: entry.fileKey }, 'could not delete a stored file'),
+          );
       }
       await publishEntry(deps.bus, { ...entry, status: 'Deleted' }, undefined, { deleted: true });
     }
@@ -349,4 +398,3 @@ function newestFirst(listOrder: Map<string | null, number> = new Map()) {
 }
 
 export type DecryptService = ReturnType<typeof createDecryptService>;
-

@@ -83,7 +83,10 @@ describe.each(databaseKinds)('the answer to an upload on %s', (kind) => {
 
   const agentRef = () => ({ id: Number(agent.id), name: 'mac-mini' });
   async function uploadFor(n: number, appVerId: string) {
-    const asked = await t.app.inject({ url: `/api/decrypt/KR/${app(n)}`, headers: { ...WEB_CLIENT, cookie: user } });
+    const asked = await t.app.inject({
+      url: `/api/decrypt/KR/${app(n)}`,
+      headers: { ...WEB_CLIENT, cookie: user },
+    });
     expect(asked.statusCode).toBe(200);
     const job = (await jobs.claim(agentRef(), ['decrypt'], 0))!;
     expect(job.app_id).toBe(String(app(n)));
@@ -124,7 +127,9 @@ describe.each(databaseKinds)('the answer to an upload on %s', (kind) => {
     const failed = await agent.call('POST', `/api/agent/jobs/${job.id}/fail`, { reason: 'a late failure' });
     expect(failed.statusCode).toBe(410);
     expect(
-      (await t.app.inject({ url: `/api/version/KR/${app(0)}`, headers: { ...WEB_CLIENT, cookie: user } })).json(),
+      (
+        await t.app.inject({ url: `/api/version/KR/${app(0)}`, headers: { ...WEB_CLIENT, cookie: user } })
+      ).json(),
     ).toEqual([expect.objectContaining({ app_ver_id: '940000', status: 'Done' })]);
 
     gate.open();

@@ -6,15 +6,17 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError, fail, failWith } from '../../platform/errors.js';
 
-export const uploadTooLarge = (maxBytes: number) =>
-  fail('UPLOAD_TOO_LARGE', maxBytes);
+export const uploadTooLarge = (maxBytes: number) => fail('UPLOAD_TOO_LARGE', maxBytes);
 
 /**
  * Streams an upload to a new file under `dir`, never holding it in memory, and stops at
  * `maxBytes` (the declared length is checked first, then every byte counted). The partial file is
  * removed on any failure.
  */
-export async function receiveToFile(body: Readable, options: { dir: string; maxBytes: number; declaredBytes?: number }) {
+export async function receiveToFile(
+  body: Readable,
+  options: { dir: string; maxBytes: number; declaredBytes?: number },
+) {
   if (options.declaredBytes !== undefined && options.declaredBytes > options.maxBytes) {
     body.resume();
     throw uploadTooLarge(options.maxBytes);

@@ -28,14 +28,18 @@ import { opensslVerifyCms } from '../../test/openssl.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 const REAL_ANSWER = () =>
-  readFileSync(path.join(fixturesDir, 'enrollment/zentral_ota_payload_phase_2_signed_by_apple_device_ca.p7s'));
+  readFileSync(
+    path.join(fixturesDir, 'enrollment/zentral_ota_payload_phase_2_signed_by_apple_device_ca.p7s'),
+  );
 const REAL_CHALLENGE = '8gLEIttrT7qbLOZs3XzL5XPgNXCliGwRLtn2Lfe4GBsa7g6MGm2sJjicKrLFal4D';
 
 /** "Apple iPhone Device CA" as the real answer carries it: what an operator puts in DEVICE_CA_PEM. */
 function appleDeviceCaPem(): string {
   const info = new pkijs.ContentInfo({ schema: asn1js.fromBER(new Uint8Array(REAL_ANSWER())).result });
   const certs = new pkijs.SignedData({ schema: info.content }).certificates as pkijs.Certificate[];
-  const ca = certs.find((c) => c.subject.typesAndValues.some((tv) => tv.value.valueBlock.value === 'Apple iPhone Device CA'))!;
+  const ca = certs.find((c) =>
+    c.subject.typesAndValues.some((tv) => tv.value.valueBlock.value === 'Apple iPhone Device CA'),
+  )!;
   return `-----BEGIN CERTIFICATE-----\n${Buffer.from(ca.toSchema().toBER()).toString('base64')}\n-----END CERTIFICATE-----\n`;
 }
 
@@ -90,7 +94,8 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
     });
 
   const deviceInfo = async (cookie: string) =>
-    ((await t.app.inject({ url: '/api/info', headers: { cookie } })).json() as { device_info: unknown[] }).device_info;
+    ((await t.app.inject({ url: '/api/info', headers: { cookie } })).json() as { device_info: unknown[] })
+      .device_info;
 
   it('downloads a Profile Service .mobileconfig whose one-time URL is absolute and whose token is stored hashed', async () => {
     const user = uid();
@@ -102,7 +107,10 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
     expect(dict).toMatchObject({
       PayloadType: 'Profile Service',
       PayloadVersion: 1,
-      PayloadContent: { DeviceAttributes: ['UDID', 'PRODUCT', 'VERSION', 'SERIAL', 'DEVICE_NAME'], Challenge: token },
+      PayloadContent: {
+        DeviceAttributes: ['UDID', 'PRODUCT', 'VERSION', 'SERIAL', 'DEVICE_NAME'],
+        Challenge: token,
+      },
     });
     // The request's own origin without PUBLIC_URL.
     expect(url.origin).toBe('http://localhost');
@@ -122,7 +130,10 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
     expect(signedOut.body).toBe('Please sign in.');
     const cookie = await signedInUser(t, uid());
     const before = await snapshotDatabase(t.database.db);
-    const crossSite = await t.app.inject({ url: '/api/udid/profile', headers: { cookie, 'sec-fetch-site': 'cross-site' } });
+    const crossSite = await t.app.inject({
+      url: '/api/udid/profile',
+      headers: { cookie, 'sec-fetch-site': 'cross-site' },
+    });
     expect(crossSite.statusCode).toBe(403);
     expect(changedTables(before, await snapshotDatabase(t.database.db))).toEqual({});
   });
@@ -136,10 +147,14 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
       (e) => e.kind === 'live' && e.event.type === 'device' && e.userId === user,
       10_000,
     );
-    const res = await post(url.pathname, answerOf({ CHALLENGE: token }), t, { 'sec-fetch-site': 'cross-site' });
+    const res = await post(url.pathname, answerOf({ CHALLENGE: token }), t, {
+      'sec-fetch-site': 'cross-site',
+    });
     expect(res.statusCode, res.body).toBe(301);
     expect(res.headers.location).toBe('http://localhost/my');
-    expect(await deviceInfo(cookie)).toEqual([{ Product: 'iPhone15,2', UDID: ATTRIBUTES.UDID, name: ATTRIBUTES.DEVICE_NAME, status: 'Add' }]);
+    expect(await deviceInfo(cookie)).toEqual([
+      { Product: 'iPhone15,2', UDID: ATTRIBUTES.UDID, name: ATTRIBUTES.DEVICE_NAME, status: 'Add' },
+    ]);
     const [row] = await t.database.db.select().from(devices).where(eq(devices.userId, user));
     expect(row).toMatchObject({ platform: 'IOS', deviceName: 'Ana’s iPhone', paidYears: 0, reason: null });
     // The owner's open pages hear of it.
@@ -151,7 +166,9 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
     const cookie = await signedInUser(t, user);
     const { url, token } = await download(cookie);
     const udid = '0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9';
-    expect((await post(url.pathname, answerOf({ CHALLENGE: token, PRODUCT: 'Mac14,2', UDID: udid }))).statusCode).toBe(301);
+    expect(
+      (await post(url.pathname, answerOf({ CHALLENGE: token, PRODUCT: 'Mac14,2', UDID: udid }))).statusCode,
+    ).toBe(301);
     const [row] = await t.database.db.select().from(devices).where(eq(devices.userId, user));
     expect(row).toMatchObject({ product: 'Mac14,2', udid, platform: 'MAC_OS', status: 'Add' });
   });
@@ -169,15 +186,25 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
   it('takes the same UDID in another letter case for the same device, kept in upper case', async () => {
     const user = uid();
     const cookie = await signedInUser(t, user);
-    for (const udid of ['00008110-000a1b2c3d4e5f60', '00008110-000A1B2C3D4E5F60', '00008110-000A1b2C3d4E5f60']) {
+    for (const udid of [
+      '00008110-000a1b2c3d4e5f60',
+      '00008110-000A1B2C3D4E5F60',
+      '00008110-000A1b2C3d4E5f60',
+    ]) {
       const { url, token } = await download(cookie);
       expect((await post(url.pathname, answerOf({ CHALLENGE: token, UDID: udid }))).statusCode).toBe(301);
     }
     expect(await deviceInfo(cookie)).toEqual([
-      { Product: 'iPhone15,2', UDID: '00008110-000A1B2C3D4E5F60', name: ATTRIBUTES.DEVICE_NAME, status: 'Add' },
+      {
+        Product: 'iPhone15,2',
+        UDID: '00008110-000A1B2C3D4E5F60',
+        name: ATTRIBUTES.DEVICE_NAME,
+        status: 'Add',
+      },
     ]);
     // One device, so one registration to pay for.
-    const pay = (index: number) => t.app.inject({ url: `/api/pay/device/${index}`, headers: { cookie, ...SAME_ORIGIN } });
+    const pay = (index: number) =>
+      t.app.inject({ url: `/api/pay/device/${index}`, headers: { cookie, ...SAME_ORIGIN } });
     expect((await pay(0)).statusCode).toBe(200);
     expect((await pay(1)).statusCode).toBe(404);
   });
@@ -199,7 +226,10 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
     }
 
     it('an unsigned answer (a bare plist)', async () => {
-      const res = await refused((token) => Buffer.from(devicePlist({ ...ATTRIBUTES, CHALLENGE: token })), 400);
+      const res = await refused(
+        (token) => Buffer.from(devicePlist({ ...ATTRIBUTES, CHALLENGE: token })),
+        400,
+      );
       expect(res.body).toBe('The device answer is a bare property list; a device signs its answer.');
     });
 
@@ -247,7 +277,10 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
         'This enrollment link was already used; download the device profile again from My page to add another device.',
       );
       // Even as another device: the link is spent.
-      const otherDevice = await post(url.pathname, answerOf({ CHALLENGE: token, UDID: '00008120-00AAAAAAAAAAAAAA' }));
+      const otherDevice = await post(
+        url.pathname,
+        answerOf({ CHALLENGE: token, UDID: '00008120-00AAAAAAAAAAAAAA' }),
+      );
       expect(otherDevice.statusCode).toBe(410);
       expect(changedTables(before, await snapshotDatabase(t.database.db))).toEqual({});
     });
@@ -259,15 +292,22 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
       const before = await snapshotDatabase(t.database.db);
       const res = await post(url.pathname, answerOf({ CHALLENGE: token }));
       expect(res.statusCode).toBe(410);
-      expect(res.body).toBe('This enrollment link expired (it works for 10 minutes); download the device profile again from My page.');
+      expect(res.body).toBe(
+        'This enrollment link expired (it works for 10 minutes); download the device profile again from My page.',
+      );
       expect(changedTables(before, await snapshotDatabase(t.database.db))).toEqual({});
     });
 
     it('an unknown token, and one that is not a token', async () => {
       const before = await snapshotDatabase(t.database.db);
-      const unknown = await post(`/api/udid/enroll/${'B'.repeat(43)}`, answerOf({ CHALLENGE: 'B'.repeat(43) }));
+      const unknown = await post(
+        `/api/udid/enroll/${'B'.repeat(43)}`,
+        answerOf({ CHALLENGE: 'B'.repeat(43) }),
+      );
       expect(unknown.statusCode).toBe(404);
-      expect(unknown.body).toBe('This enrollment link is not known; download the device profile again from My page.');
+      expect(unknown.body).toBe(
+        'This enrollment link is not known; download the device profile again from My page.',
+      );
       const bad = await post('/api/udid/enroll/..%2F..%2Fetc', answerOf({}));
       expect(bad.statusCode).toBe(400);
       expect(changedTables(before, await snapshotDatabase(t.database.db))).toEqual({});
@@ -279,7 +319,9 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
     for (let i = 0; i < 10; i++) await download(cookie);
     const res = await t.app.inject({ url: '/api/udid/profile', headers: { cookie, ...SAME_ORIGIN } });
     expect(res.statusCode).toBe(429);
-    expect(res.body).toBe('You downloaded 10 device profiles in the last 10 minutes; install one of them, or try again later.');
+    expect(res.body).toBe(
+      'You downloaded 10 device profiles in the last 10 minutes; install one of them, or try again later.',
+    );
   });
 
   describe('with PUBLIC_URL, PROFILE_SIGNING_P12 and DEVICE_CA_PEM', () => {
@@ -311,7 +353,10 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
 
     it('signs the .mobileconfig with the operator’s certificate and points it at PUBLIC_URL', async () => {
       const cookie = await signedInUser(configured, uid());
-      const res = await configured.app.inject({ url: '/api/udid/profile', headers: { cookie, ...SAME_ORIGIN } });
+      const res = await configured.app.inject({
+        url: '/api/udid/profile',
+        headers: { cookie, ...SAME_ORIGIN },
+      });
       expect(res.statusCode).toBe(200);
       expect(res.rawPayload[0]).toBe(0x30); // DER: CMS SignedData, not bare XML
       const dict = parsePlistDict(opensslVerifyCms(res.rawPayload, operatorCa.pem), 'mobileconfig');
@@ -321,11 +366,15 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
 
     it('accepts a device whose certificate chains to DEVICE_CA_PEM, and refuses one that does not', async () => {
       const cookie = await signedInUser(configured, uid());
-      const { url, token } = await download(cookie, configured, (raw) => opensslVerifyCms(raw, operatorCa.pem));
+      const { url, token } = await download(cookie, configured, (raw) =>
+        opensslVerifyCms(raw, operatorCa.pem),
+      );
       const before = await snapshotDatabase(configured.database.db);
       const untrusted = await post(url.pathname, answerOf({ CHALLENGE: token }, stranger), configured);
       expect(untrusted.statusCode).toBe(400);
-      expect(untrusted.body).toMatch(/^The device answer is signed by "CN=5D3C9A2B-0000-4000-8000-00000000FFFF", which does not chain/);
+      expect(untrusted.body).toMatch(
+        /^The device answer is signed by "CN=5D3C9A2B-0000-4000-8000-00000000FFFF", which does not chain/,
+      );
       expect(changedTables(before, await snapshotDatabase(configured.database.db))).toEqual({});
       const trusted = await post(url.pathname, answerOf({ CHALLENGE: token }), configured);
       expect(trusted.statusCode).toBe(301);
@@ -345,7 +394,12 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
       const res = await post(`/api/udid/enroll/${REAL_CHALLENGE}`, REAL_ANSWER(), configured);
       expect(res.statusCode, res.body).toBe(301);
       const [row] = await configured.database.db.select().from(devices).where(eq(devices.userId, user));
-      expect(row).toMatchObject({ product: 'VirtualMac2,1', udid: '78897E40-F532-5DE0-A7DC-56BAC5CEEB9C', platform: 'MAC_OS', status: 'Add' });
+      expect(row).toMatchObject({
+        product: 'VirtualMac2,1',
+        udid: '78897E40-F532-5DE0-A7DC-56BAC5CEEB9C',
+        platform: 'MAC_OS',
+        status: 'Add',
+      });
     });
   });
 });

@@ -39,7 +39,6 @@ export const isMacProduct = (product: string) => /mac/i.test(product);
 
 const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
-
 /** The operator's enrollment settings, as the server and the CLI both read them. */
 export function enrollmentSettings(
   config: Pick<Config, 'PROFILE_SIGNING_P12' | 'PROFILE_SIGNING_P12_PASSWORD' | 'DEVICE_CA_PEM'>,
@@ -52,7 +51,14 @@ export function enrollmentSettings(
   };
 }
 
-export function createEnrollmentService({ db, clock, bus, profileSigner, deviceCaPem, random = randomBytes }: EnrollmentServiceDeps) {
+export function createEnrollmentService({
+  db,
+  clock,
+  bus,
+  profileSigner,
+  deviceCaPem,
+  random = randomBytes,
+}: EnrollmentServiceDeps) {
   return {
     /** The .mobileconfig for `userId`, whose answer goes to `baseUrl` + ENROLLMENT_PATH + a new token. */
     async issueProfile(userId: string, baseUrl: string): Promise<Buffer> {

@@ -201,16 +201,21 @@ export async function parseEnrollmentAnswer(
  */
 export function readEnrollmentProfile(profile: Buffer): { url: string; challenge: string } {
   const xml = looksLikePlist(profile) ? profile : signedContentOf(profile);
-  const content = parsePlistDict(xml, 'the device profile')['PayloadContent'] as { URL?: unknown; Challenge?: unknown } | undefined;
+  const content = parsePlistDict(xml, 'the device profile')['PayloadContent'] as
+    { URL?: unknown; Challenge?: unknown } | undefined;
   if (typeof content?.URL !== 'string' || typeof content.Challenge !== 'string') {
-    throw new EnrollmentError('ENROLLMENT_MALFORMED', 'The device profile names no enrollment URL and challenge.');
+    throw new EnrollmentError(
+      'ENROLLMENT_MALFORMED',
+      'The device profile names no enrollment URL and challenge.',
+    );
   }
   return { url: content.URL, challenge: content.Challenge };
 }
 
 function signedContentOf(profile: Buffer): Buffer {
   const content = readSignedData(profile).encapContentInfo.eContent;
-  if (content === undefined) throw new EnrollmentError('ENROLLMENT_MALFORMED', 'The signed device profile carries no content.');
+  if (content === undefined)
+    throw new EnrollmentError('ENROLLMENT_MALFORMED', 'The signed device profile carries no content.');
   return Buffer.from(content.getValue());
 }
 
@@ -334,8 +339,7 @@ function readPemCertificates(pem: string): pkijs.Certificate[] {
     const der = Buffer.from(block[1]!.replace(/\s+/g, ''), 'base64');
     return pkijs.Certificate.fromBER(new Uint8Array(der.buffer, der.byteOffset, der.length));
   });
-  if (certificates.length === 0)
-    throw fail('DEVICE_CA_INVALID');
+  if (certificates.length === 0) throw fail('DEVICE_CA_INVALID');
   return certificates;
 }
 

@@ -21,7 +21,10 @@ export async function insertDevice(
     deviceName?: string | null;
   },
 ): Promise<DeviceRow> {
-  const [row] = await db.insert(devices).values({ ...device, udid: canonicalUdid(device.udid) }).returning();
+  const [row] = await db
+    .insert(devices)
+    .values({ ...device, udid: canonicalUdid(device.udid) })
+    .returning();
   return row!;
 }
 
@@ -42,7 +45,10 @@ export async function markDevicePaid(db: Database, userId: string, deviceId: num
 
 export type EnrollmentTokenRow = typeof enrollmentTokens.$inferSelect;
 
-export async function insertEnrollmentToken(db: Database, row: Omit<EnrollmentTokenRow, 'usedAt'>): Promise<void> {
+export async function insertEnrollmentToken(
+  db: Database,
+  row: Omit<EnrollmentTokenRow, 'usedAt'>,
+): Promise<void> {
   await db.insert(enrollmentTokens).values(row);
 }
 
@@ -51,21 +57,40 @@ export async function countLiveEnrollmentTokens(db: Database, userId: string, no
   const [row] = await db
     .select({ n: sql<number>`count(*)::int` })
     .from(enrollmentTokens)
-    .where(and(eq(enrollmentTokens.userId, userId), isNull(enrollmentTokens.usedAt), gt(enrollmentTokens.expiresAt, now)));
+    .where(
+      and(
+        eq(enrollmentTokens.userId, userId),
+        isNull(enrollmentTokens.usedAt),
+        gt(enrollmentTokens.expiresAt, now),
+      ),
+    );
   return row?.n ?? 0;
 }
 
-export async function findEnrollmentToken(db: Database, tokenHash: string): Promise<EnrollmentTokenRow | undefined> {
+export async function findEnrollmentToken(
+  db: Database,
+  tokenHash: string,
+): Promise<EnrollmentTokenRow | undefined> {
   const [row] = await db.select().from(enrollmentTokens).where(eq(enrollmentTokens.tokenHash, tokenHash));
   return row;
 }
 
 /** Marks the token used when it is still usable; the user it was issued to, or undefined. */
-export async function consumeEnrollmentToken(db: Database, tokenHash: string, now: Date): Promise<string | undefined> {
+export async function consumeEnrollmentToken(
+  db: Database,
+  tokenHash: string,
+  now: Date,
+): Promise<string | undefined> {
   const [row] = await db
     .update(enrollmentTokens)
     .set({ usedAt: now })
-    .where(and(eq(enrollmentTokens.tokenHash, tokenHash), isNull(enrollmentTokens.usedAt), gt(enrollmentTokens.expiresAt, now)))
+    .where(
+      and(
+        eq(enrollmentTokens.tokenHash, tokenHash),
+        isNull(enrollmentTokens.usedAt),
+        gt(enrollmentTokens.expiresAt, now),
+      ),
+    )
     .returning({ userId: enrollmentTokens.userId });
   return row?.userId;
 }
@@ -78,7 +103,13 @@ export async function deleteEnrollmentTokensBefore(db: Database, before: Date): 
 /** An enrolled device (status Add); undefined when the user already has this UDID. */
 export async function insertEnrolledDevice(
   db: Database,
-  device: { userId: string; product: string; udid: string; platform: DeviceRow['platform']; deviceName: string | null },
+  device: {
+    userId: string;
+    product: string;
+    udid: string;
+    platform: DeviceRow['platform'];
+    deviceName: string | null;
+  },
 ): Promise<DeviceRow | undefined> {
   const [row] = await db
     .insert(devices)
@@ -102,7 +133,11 @@ export async function findDevice(db: Database, id: number): Promise<DeviceRow | 
  * without taking the same device or waiting on each other. A Mac (by its model, as isMacProduct
  * tells) no admin has confirmed gets no lease: it waits in Process for the admin console.
  */
-export async function claimNextDevice(db: Database, now: Date, leaseUntil: Date): Promise<DeviceRow | undefined> {
+export async function claimNextDevice(
+  db: Database,
+  now: Date,
+  leaseUntil: Date,
+): Promise<DeviceRow | undefined> {
   const at = now.toISOString();
   const rows = await queryRows<{ id: string | number }>(
     db,
@@ -148,7 +183,9 @@ export async function finishRegistration(
       leaseExpiresAt: null,
       ...(done.appleDeviceId === null ? {} : { appleDeviceId: done.appleDeviceId }),
     })
-    .where(and(eq(devices.id, done.id), eq(devices.status, 'Process'), eq(devices.leaseExpiresAt, done.lease)))
+    .where(
+      and(eq(devices.id, done.id), eq(devices.status, 'Process'), eq(devices.leaseExpiresAt, done.lease)),
+    )
     .returning();
   return row;
 }
@@ -167,7 +204,9 @@ export async function failRegistration(
       retryAt: failed.retryAt,
       leaseExpiresAt: null,
     })
-    .where(and(eq(devices.id, failed.id), eq(devices.status, 'Process'), eq(devices.leaseExpiresAt, failed.lease)))
+    .where(
+      and(eq(devices.id, failed.id), eq(devices.status, 'Process'), eq(devices.leaseExpiresAt, failed.lease)),
+    )
     .returning();
   return row;
 }
@@ -261,9 +300,16 @@ export async function setDeviceAccount(db: Database, id: number, accountId: numb
 }
 
 /** Devices now on `accountId`, each with Apple's id of it there. */
-export async function moveDevicesTo(db: Database, accountId: number, moved: Array<{ id: number; appleDeviceId: string | null }>): Promise<void> {
+export async function moveDevicesTo(
+  db: Database,
+  accountId: number,
+  moved: Array<{ id: number; appleDeviceId: string | null }>,
+): Promise<void> {
   for (const device of moved) {
-    await db.update(devices).set({ accountId, appleDeviceId: device.appleDeviceId }).where(eq(devices.id, device.id));
+    await db
+      .update(devices)
+      .set({ accountId, appleDeviceId: device.appleDeviceId })
+      .where(eq(devices.id, device.id));
   }
 }
 

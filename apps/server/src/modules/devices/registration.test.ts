@@ -7,7 +7,13 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devices } from '../../db/schema/index.js';
 import { deviceInfo, enrollDevice, payForDevice, yearsAfter } from '../../test/device-flow.js';
-import { createTestApp, databaseKinds, sessionCookie, signedInUser, type TestApp } from '../../test/harness.js';
+import {
+  createTestApp,
+  databaseKinds,
+  sessionCookie,
+  signedInUser,
+  type TestApp,
+} from '../../test/harness.js';
 import * as q from './queries.js';
 import { createRegistrationService, type DeviceToRegister } from './registration.js';
 
@@ -35,24 +41,40 @@ describe.each(databaseKinds)('device registration with the dev identity on %s', 
 
   /** A session that has not lapsed, whatever the tests did to the clock. */
   const signIn = async (id: string) =>
-    sessionCookie(await t.app.inject({ method: 'POST', url: '/api/sign-in', payload: { id, pw: 'a'.repeat(32) } }));
+    sessionCookie(
+      await t.app.inject({ method: 'POST', url: '/api/sign-in', payload: { id, pw: 'a'.repeat(32) } }),
+    );
   const adminCall = async (method: 'GET' | 'POST', url: string, cookie?: string) =>
     t.app.inject({ method, url, headers: { cookie: cookie ?? (await signIn(adminId)), ...SAME_ORIGIN } });
-  const rowOf = async (userId: string) => (await t.database.db.select().from(devices).where(eq(devices.userId, userId)))[0]!;
+  const rowOf = async (userId: string) =>
+    (await t.database.db.select().from(devices).where(eq(devices.userId, userId)))[0]!;
 
   it('registers an enrolled, paid device at once, for a year, and signs for it', async () => {
     const user = uid();
     const cookie = await signedInUser(t, user);
     await enrollDevice(t, cookie, IPHONE);
-    expect(await deviceInfo(t, cookie)).toEqual([{ Product: 'iPhone15,2', UDID: IPHONE.UDID, name: 'Ana’s iPhone', status: 'Add' }]);
+    expect(await deviceInfo(t, cookie)).toEqual([
+      { Product: 'iPhone15,2', UDID: IPHONE.UDID, name: 'Ana’s iPhone', status: 'Add' },
+    ]);
     await payForDevice(t, cookie, 0);
     expect((await deviceInfo(t, cookie))[0]!.status).toBe('Pending');
 
     expect(await t.services.registration.runPass()).toMatchObject({ registered: 1, failed: 0 });
     expect(await deviceInfo(t, cookie)).toEqual([
-      { Product: 'iPhone15,2', UDID: IPHONE.UDID, name: 'Ana’s iPhone', status: 'Registered', expired_date: yearsAfter(now, 1).toISOString() },
+      {
+        Product: 'iPhone15,2',
+        UDID: IPHONE.UDID,
+        name: 'Ana’s iPhone',
+        status: 'Registered',
+        expired_date: yearsAfter(now, 1).toISOString(),
+      },
     ]);
-    expect(await rowOf(user)).toMatchObject({ paidYears: 0, registeredAt: now, reason: null, appleDeviceId: null });
+    expect(await rowOf(user)).toMatchObject({
+      paidYears: 0,
+      registeredAt: now,
+      reason: null,
+      appleDeviceId: null,
+    });
     const material = await t.services.signing.signingMaterial(user);
     expect(material).toMatchObject({ udids: [IPHONE.UDID], identityKind: 'dev' });
   });
@@ -95,8 +117,15 @@ describe.each(databaseKinds)('device registration with the dev identity on %s', 
 
     expect(await t.services.registration.runPass()).toMatchObject({ registered: 1 });
     expect((await deviceInfo(t, cookie))[0]!.status).toBe('Registered');
-    const audit = (await adminCall('GET', '/api/admin/audit/0')).json() as Array<{ action: string; subject: Record<string, string> }>;
-    expect(audit.find((a) => a.action === 'confirm-device')?.subject).toEqual({ id, user, product: 'Mac14,2' });
+    const audit = (await adminCall('GET', '/api/admin/audit/0')).json() as Array<{
+      action: string;
+      subject: Record<string, string>;
+    }>;
+    expect(audit.find((a) => a.action === 'confirm-device')?.subject).toEqual({
+      id,
+      user,
+      product: 'Mac14,2',
+    });
   });
 
   it('expires a device past its date; Renew pays again and counts the year from now', async () => {
@@ -110,13 +139,18 @@ describe.each(databaseKinds)('device registration with the dev identity on %s', 
     now = new Date(expiry.getTime() + 86_400_000);
     expect((await t.services.registration.runPass()).expired).toBeGreaterThanOrEqual(1);
     cookie = await signIn(user);
-    expect(await deviceInfo(t, cookie)).toEqual([{ Product: 'iPhone15,2', UDID: IPHONE.UDID, name: 'Ana’s iPhone', status: 'Expired' }]);
+    expect(await deviceInfo(t, cookie)).toEqual([
+      { Product: 'iPhone15,2', UDID: IPHONE.UDID, name: 'Ana’s iPhone', status: 'Expired' },
+    ]);
     expect(await t.services.signing.signingMaterial(user)).toBeUndefined();
 
     await payForDevice(t, cookie, 0);
     expect((await deviceInfo(t, cookie))[0]!.status).toBe('Pending');
     await t.services.registration.runPass();
-    expect((await deviceInfo(t, cookie))[0]).toMatchObject({ status: 'Registered', expired_date: yearsAfter(now, 1).toISOString() });
+    expect((await deviceInfo(t, cookie))[0]).toMatchObject({
+      status: 'Registered',
+      expired_date: yearsAfter(now, 1).toISOString(),
+    });
   });
 
   it('adds an early renewal’s year to the current expiry', async () => {
@@ -130,7 +164,10 @@ describe.each(databaseKinds)('device registration with the dev identity on %s', 
 
     await payForDevice(t, cookie, 0);
     await t.services.registration.runPass();
-    expect((await deviceInfo(t, cookie))[0]).toMatchObject({ status: 'Registered', expired_date: yearsAfter(expiry, 1).toISOString() });
+    expect((await deviceInfo(t, cookie))[0]).toMatchObject({
+      status: 'Registered',
+      expired_date: yearsAfter(expiry, 1).toISOString(),
+    });
   });
 
   it('registers each device once when several processes pass at the same time', async () => {
@@ -150,7 +187,13 @@ describe.each(databaseKinds)('device registration with the dev identity on %s', 
       },
     };
     const processes = [1, 2, 3].map(() =>
-      createRegistrationService({ db: t.database.db, clock: () => now, bus: t.services.bus, registrar, log: quiet }),
+      createRegistrationService({
+        db: t.database.db,
+        clock: () => now,
+        bus: t.services.bus,
+        registrar,
+        log: quiet,
+      }),
     );
     const outcomes = await Promise.all(processes.map((p) => p.runPass()));
     expect(outcomes.reduce((n, o) => n + o.registered, 0)).toBe(12);
@@ -220,7 +263,10 @@ describe.each(databaseKinds)('device registration with the dev identity on %s', 
       });
       await payForDevice(live, cookie, 0);
       await registered;
-      expect((await deviceInfo(live, cookie))[0]).toMatchObject({ status: 'Registered', expired_date: yearsAfter(now, 1).toISOString() });
+      expect((await deviceInfo(live, cookie))[0]).toMatchObject({
+        status: 'Registered',
+        expired_date: yearsAfter(now, 1).toISOString(),
+      });
     } finally {
       await live.close();
     }
@@ -249,7 +295,10 @@ describe.each(databaseKinds)('device registration with the dev identity on %s', 
       await enrollDevice(t, cookie, IPHONE);
       const id = (await rowOf(user)).id;
       const res = await adminCall('POST', `/api/admin/devices/${id}/retry`);
-      expect([res.statusCode, res.body]).toEqual([409, 'Only a paid device waiting for registration can be retried.']);
+      expect([res.statusCode, res.body]).toEqual([
+        409,
+        'Only a paid device waiting for registration can be retried.',
+      ]);
       expect((await adminCall('POST', `/api/admin/devices/${id}/confirm`)).statusCode).toBe(409);
     });
 

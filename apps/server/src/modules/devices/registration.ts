@@ -91,12 +91,24 @@ const TOKENS_KEPT_MS = 86_400_000;
 const APPLE_NAME_MAX = 50;
 
 /** The name a device gets on the developer account: whose it is and what it is. */
-export function appleDeviceName(device: { userId: string; deviceName: string | null; product: string }): string {
+export function appleDeviceName(device: {
+  userId: string;
+  deviceName: string | null;
+  product: string;
+}): string {
   const label = `Sideport ${device.userId} ${device.deviceName ?? device.product}`;
   return label.length > APPLE_NAME_MAX ? label.slice(0, APPLE_NAME_MAX) : label;
 }
 
-export function createRegistrationService({ db, clock, bus, registrar, log, settings: overrides, metrics = noMetrics }: RegistrationDeps) {
+export function createRegistrationService({
+  db,
+  clock,
+  bus,
+  registrar,
+  log,
+  settings: overrides,
+  metrics = noMetrics,
+}: RegistrationDeps) {
   const settings = { ...DEFAULT_REGISTRATION_SETTINGS, ...overrides };
   const publish = (userId: string) => bus.publish({ kind: 'live', event: { type: 'device' }, userId });
 
@@ -104,7 +116,10 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
   function failure(err: unknown, attempts: number): { reason: string; retryAt: Date | null } {
     const retryIn = Math.min(settings.retryDelayMs * 2 ** attempts, settings.maxRetryDelayMs);
     const later = new Date(clock().getTime() + retryIn);
-    const reason = err instanceof AppError ? err.message : 'Registration failed unexpectedly; the server log has the details.';
+    const reason =
+      err instanceof AppError
+        ? err.message
+        : 'Registration failed unexpectedly; the server log has the details.';
     const automatic = !(registrar.needsAPerson?.(err) ?? false) && attempts + 1 < settings.maxAttempts;
     return { reason, retryAt: automatic ? later : null };
   }
@@ -131,7 +146,13 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
       await publish(device.userId);
       return 'failed';
     }
-    const done = await q.finishRegistration(db, { id: device.id, lease, years: device.paidYears, now: clock(), appleDeviceId });
+    const done = await q.finishRegistration(db, {
+      id: device.id,
+      lease,
+      years: device.paidYears,
+      now: clock(),
+      appleDeviceId,
+    });
     if (!done) {
       // Paid again meanwhile, or taken over after the lease: the next claim finishes it.
       log.info({ deviceId: device.id }, 'device changed during registration; left to the next pass');
@@ -146,7 +167,11 @@ export function createRegistrationService({ db, clock, bus, registrar, log, sett
   async function pass(): Promise<PassOutcome> {
     const outcome: PassOutcome = { registered: 0, failed: 0, awaitingConfirmation: 0, expired: 0 };
     // Its failure (Apple unreachable) does not stop the registrations that follow.
-    await registrar.beforePass?.().catch((err: unknown) => log.warn({ err }, 'the signing identity could not prepare a registration pass'));
+    await registrar
+      .beforePass?.()
+      .catch((err: unknown) =>
+        log.warn({ err }, 'the signing identity could not prepare a registration pass'),
+      );
     const expiredOwners = await q.expireDevices(db, clock());
     outcome.expired = expiredOwners.length;
     if (outcome.expired) metrics.registration('expired', outcome.expired);

@@ -33,7 +33,6 @@ export interface SimulatedEnrollment {
   status: DeviceStatus;
 }
 
-
 export async function simulateDevice(
   deps: SimulateDeps,
   userId: string,

@@ -75,16 +75,32 @@ describe.each(databaseKinds)('live status on %s', (kind) => {
   it('streams every status change of a decrypt entry to a signed-in tab', async () => {
     const stream = await openStream(baseUrl, user);
     expect(stream.response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-    expect((await t.app.inject({ url: '/api/decrypt/KR/6001', headers: { cookie: user, ...WEB_CLIENT } })).statusCode).toBe(200);
-    expect(await stream.next((e) => e.type === 'version' && e.app_id === '6001')).toMatchObject({ status: 'Pending', app_ver_id: null });
+    expect(
+      (await t.app.inject({ url: '/api/decrypt/KR/6001', headers: { cookie: user, ...WEB_CLIENT } }))
+        .statusCode,
+    ).toBe(200);
+    expect(await stream.next((e) => e.type === 'version' && e.app_id === '6001')).toMatchObject({
+      status: 'Pending',
+      app_ver_id: null,
+    });
 
     const agent = await makeAgent(t, admin);
     const { job } = await agent.claim();
-    expect(await stream.next((e) => e.type === 'version' && e.status === 'Downloading')).toMatchObject({ app_id: '6001', progress: 0 });
+    expect(await stream.next((e) => e.type === 'version' && e.status === 'Downloading')).toMatchObject({
+      app_id: '6001',
+      progress: 0,
+    });
     await agent.call('POST', `/api/agent/jobs/${job!.id}/heartbeat`, { status: 'Downloaded', progress: 55 });
-    expect(await stream.next((e) => e.type === 'version' && e.status === 'Downloaded')).toMatchObject({ progress: 55 });
-    await agent.call('POST', `/api/agent/jobs/${job!.id}/fail`, { reason: 'Not in this store.', unsupported: true });
-    expect(await stream.next((e) => e.type === 'version' && e.status === 'Not')).toMatchObject({ app_id: '6001' });
+    expect(await stream.next((e) => e.type === 'version' && e.status === 'Downloaded')).toMatchObject({
+      progress: 55,
+    });
+    await agent.call('POST', `/api/agent/jobs/${job!.id}/fail`, {
+      reason: 'Not in this store.',
+      unsupported: true,
+    });
+    expect(await stream.next((e) => e.type === 'version' && e.status === 'Not')).toMatchObject({
+      app_id: '6001',
+    });
     stream.close();
   });
 
@@ -98,7 +114,10 @@ describe.each(databaseKinds)('live status on %s', (kind) => {
       await userStream.next((e) => e.type === 'device');
       await adminStream.next(() => adminStream.events.filter((e) => e.type === 'device').length === 2);
       expect(userStream.events.filter((e) => e.type === 'device')).toEqual([{ type: 'device' }]);
-      expect(adminStream.events.filter((e) => e.type === 'device')).toEqual([{ type: 'device' }, { type: 'device' }]);
+      expect(adminStream.events.filter((e) => e.type === 'device')).toEqual([
+        { type: 'device' },
+        { type: 'device' },
+      ]);
     } finally {
       userStream.close();
       adminStream.close();
@@ -111,29 +130,36 @@ describe.each(databaseKinds)('live status on %s', (kind) => {
     expect(await response.text()).toBe('Please sign in.');
   });
 
-  it.runIf(kind === 'postgres')('carries a change made through one API process to a tab on another', async () => {
-    // A second API process on the same database: a load balancer may put the tab on either.
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-second-'));
-    const config = loadConfig({
-      LOG_LEVEL: 'silent',
-      DATA_DIR: dataDir,
-      WEB_DIST_DIR: dataDir,
-      DATABASE_URL: t.database.url!,
-      ITUNES_BASE_URL: store.url,
-    });
-    const database = await openDatabase({ url: config.DATABASE_URL! });
-    const second = await buildApp({ config, database });
-    const secondUrl = await second.app.listen({ port: 0, host: '127.0.0.1' });
-    try {
-      const stream = await openStream(secondUrl, user);
-      expect((await t.app.inject({ url: '/api/decrypt/KR/6002', headers: { cookie: user, ...WEB_CLIENT } })).statusCode).toBe(200);
-      expect(await stream.next((e) => e.type === 'version' && e.app_id === '6002')).toMatchObject({ status: 'Pending' });
-      stream.close();
-    } finally {
-      await second.app.close();
-      await database.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
+  it.runIf(kind === 'postgres')(
+    'carries a change made through one API process to a tab on another',
+    async () => {
+      // A second API process on the same database: a load balancer may put the tab on either.
+      const dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-second-'));
+      const config = loadConfig({
+        LOG_LEVEL: 'silent',
+        DATA_DIR: dataDir,
+        WEB_DIST_DIR: dataDir,
+        DATABASE_URL: t.database.url!,
+        ITUNES_BASE_URL: store.url,
+      });
+      const database = await openDatabase({ url: config.DATABASE_URL! });
+      const second = await buildApp({ config, database });
+      const secondUrl = await second.app.listen({ port: 0, host: '127.0.0.1' });
+      try {
+        const stream = await openStream(secondUrl, user);
+        expect(
+          (await t.app.inject({ url: '/api/decrypt/KR/6002', headers: { cookie: user, ...WEB_CLIENT } }))
+            .statusCode,
+        ).toBe(200);
+        expect(await stream.next((e) => e.type === 'version' && e.app_id === '6002')).toMatchObject({
+          status: 'Pending',
+        });
+        stream.close();
+      } finally {
+        await second.app.close();
+        await database.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  );
 });
-

@@ -16,7 +16,10 @@ export interface EventRoutesDeps {
  * no data, to admins too). Events come from every API
  * process through the database's LISTEN/NOTIFY, so the process a tab is connected to does not matter.
  */
-export async function eventRoutes(app: FastifyInstance, { guards, bus, keepAliveMs = 20_000 }: EventRoutesDeps) {
+export async function eventRoutes(
+  app: FastifyInstance,
+  { guards, bus, keepAliveMs = 20_000 }: EventRoutesDeps,
+) {
   const open = new Set<() => void>();
   // Streams never go idle, so they would hold a closing server open: end them first.
   app.addHook('preClose', async () => {

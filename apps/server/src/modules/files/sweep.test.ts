@@ -146,7 +146,10 @@ describe.each(cases)('the file sweep with %s storage on %s', (storage, kind) => 
 
     // The user still downloads the version.
     const cookie = await signedInUser(t, `downloader_${kind}_${storage === 'S3' ? 's3' : 'local'}`);
-    const link = await t.app.inject({ url: `/api/download/${APP_ID}/${APP_VER_ID}`, headers: { ...WEB_CLIENT, cookie } });
+    const link = await t.app.inject({
+      url: `/api/download/${APP_ID}/${APP_VER_ID}`,
+      headers: { ...WEB_CLIENT, cookie },
+    });
     expect(link.statusCode, link.body).toBe(200);
   });
 

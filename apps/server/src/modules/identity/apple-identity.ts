@@ -112,7 +112,8 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
 
   // Each account of a pool keeps its own made certificate.
   const identitySetting = deps.identitySetting ?? q.createdIdentitySetting();
-  const openCreated = (sealed: string) => JSON.parse(secrets.open(sealed, CREATED_IDENTITY_PURPOSE).toString('utf8')) as CreatedIdentity;
+  const openCreated = (sealed: string) =>
+    JSON.parse(secrets.open(sealed, CREATED_IDENTITY_PURPOSE).toString('utf8')) as CreatedIdentity;
   const readCreated = async (tx: Database): Promise<CreatedIdentity | undefined> => {
     const sealed = await q.findCreatedIdentity(tx, identitySetting);
     return sealed === undefined ? undefined : openCreated(sealed);
@@ -130,7 +131,10 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
       if (sealed !== undefined && stored) {
         const expiresAt = certificateDetails(stored.certPem).certificateExpiresAt!;
         const listed: AscCertificate[] = await asc.listCertificates();
-        if (expiresAt.getTime() > clock().getTime() + DAY_MS && listed.some((c) => c.id === stored.certificateId)) {
+        if (
+          expiresAt.getTime() > clock().getTime() + DAY_MS &&
+          listed.some((c) => c.id === stored.certificateId)
+        ) {
           return { sealed, certificate: fromCreated(stored) };
         }
       }
@@ -141,10 +145,17 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
   /** Has Apple issue a new distribution certificate for a new key, and keeps it sealed (in the caller's transaction). */
   async function makeCertificate(tx: Database): Promise<{ sealed: string; certificate: Certificate }> {
     const made = await asc.createDistributionCertificate({ commonName: 'Sideport' });
-    const identity: CreatedIdentity = { certificateId: made.certificate.id, certPem: made.certificatePem, keyPem: made.privateKeyPem };
+    const identity: CreatedIdentity = {
+      certificateId: made.certificate.id,
+      certPem: made.certificatePem,
+      keyPem: made.privateKeyPem,
+    };
     const sealed = secrets.seal(JSON.stringify(identity), CREATED_IDENTITY_PURPOSE);
     await q.saveCreatedIdentity(tx, sealed, identitySetting);
-    deps.log.info({ certificateId: made.certificate.id, keyId: deps.keyId }, 'made a distribution certificate through App Store Connect');
+    deps.log.info(
+      { certificateId: made.certificate.id, keyId: deps.keyId },
+      'made a distribution certificate through App Store Connect',
+    );
     return { sealed, certificate: fromCreated(identity) };
   }
 
@@ -190,7 +201,13 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
       let id = device.appleDeviceId;
       if (id === null) {
         // Registered before the account was configured (with the dev identity): Apple learns of it now.
-        id = (await asc.registerDevice({ name: `Sideport ${userId}`.slice(0, 50), udid: device.udid, platform: device.platform })).device.id;
+        id = (
+          await asc.registerDevice({
+            name: `Sideport ${userId}`.slice(0, 50),
+            udid: device.udid,
+            platform: device.platform,
+          })
+        ).device.id;
         await devices.setAppleDeviceId(device.id, id);
       }
       ids.push(id);
@@ -201,11 +218,16 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
   return {
     kind: 'apple',
     description: `The operator's Apple developer account (App Store Connect key ${deps.keyId}), signing with ${
-      operator ? 'the distribution certificate in SIGN_P12' : 'a distribution certificate Sideport had Apple issue'
+      operator
+        ? 'the distribution certificate in SIGN_P12'
+        : 'a distribution certificate Sideport had Apple issue'
     }. Devices install what it signs.`,
 
     // SIGN_P12 signs without asking Apple: only a profile needs its id on the account (useCertificate).
-    source: async () => ((await usesOperator()) ? { p12: p12!.bytes, password: p12!.password } : (await madeCertificate()).source),
+    source: async () =>
+      (await usesOperator())
+        ? { p12: p12!.bytes, password: p12!.password }
+        : (await madeCertificate()).source,
 
     // So recovery learns that SIGN_P12's certificate was revoked even once Apple no longer lists it.
     async currentCertificate() {
@@ -231,11 +253,21 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
         }
         const made = await makeCertificate(tx);
         if (wasOperator) await q.writeSetting(tx, SIGN_P12_REPLACED_SETTING, operatorFingerprint!);
-        deps.log.info({ reason, certificateId: made.certificate.id, keyId: deps.keyId }, 'replaced the signing certificate');
+        deps.log.info(
+          { reason, certificateId: made.certificate.id, keyId: deps.keyId },
+          'replaced the signing certificate',
+        );
         const note = wasOperator
           ? `The certificate in SIGN_P12 (serial ${current!.serial}) no longer signs: a certificate made through App Store Connect does from now on. Put a new .p12 in SIGN_P12 to sign with your own again.`
           : undefined;
-        return { made, replacement: { certificate: describeCertificate(made.certificate.certPem), replaced: true, ...(note ? { note } : {}) } };
+        return {
+          made,
+          replacement: {
+            certificate: describeCertificate(made.certificate.certPem),
+            replaced: true,
+            ...(note ? { note } : {}),
+          },
+        };
       });
       if (result.made) adopted = result.made;
       return result.replacement;
@@ -247,7 +279,12 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
         asc.ensureBundleId(WILDCARD_BUNDLE_ID),
         appleDeviceIds(userId, udids),
       ]);
-      const made = await asc.createAdHocProfile({ name: profileName(userId, clock()), bundleIdId, certificateIds: [cert.id], deviceIds });
+      const made = await asc.createAdHocProfile({
+        name: profileName(userId, clock()),
+        bundleIdId,
+        certificateIds: [cert.id],
+        deviceIds,
+      });
       const parsed = parseProfile(made.content);
       return {
         bytes: made.content,
@@ -269,7 +306,9 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
     async details(): Promise<IdentityDetails> {
       if (operatorPem && (await usesOperator())) return certificateDetails(operatorPem);
       const stored = await readCreated(db);
-      return stored ? certificateDetails(stored.certPem) : { teamId: null, certificateName: null, certificateExpiresAt: null };
+      return stored
+        ? certificateDetails(stored.certPem)
+        : { teamId: null, certificateName: null, certificateExpiresAt: null };
     },
   };
 }

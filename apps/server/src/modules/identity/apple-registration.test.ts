@@ -13,7 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devices, settings } from '../../db/schema/index.js';
 import { startAscServer, type AscServer } from '../../test/asc-server.js';
 import { deviceInfo, enrollDevice, payForDevice, yearsAfter } from '../../test/device-flow.js';
-import { createTestApp, databaseKinds, sessionCookie, signedInUser, type TestApp } from '../../test/harness.js';
+import {
+  createTestApp,
+  databaseKinds,
+  sessionCookie,
+  signedInUser,
+  type TestApp,
+} from '../../test/harness.js';
 import * as q from '../devices/queries.js';
 import { createAppleIdentityProvider } from './apple-identity.js';
 import { createAscClient } from './asc-client.js';
@@ -56,14 +62,23 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
   });
 
   const signIn = async (id: string) =>
-    sessionCookie(await t.app.inject({ method: 'POST', url: '/api/sign-in', payload: { id, pw: 'a'.repeat(32) } }));
+    sessionCookie(
+      await t.app.inject({ method: 'POST', url: '/api/sign-in', payload: { id, pw: 'a'.repeat(32) } }),
+    );
   const adminGet = async (url: string) =>
     t.app.inject({ url, headers: { cookie: await signIn(adminId), ...SAME_ORIGIN } });
   const adminRetry = async (id: number) =>
-    t.app.inject({ method: 'POST', url: `/api/admin/devices/${id}/retry`, headers: { cookie: await signIn(adminId), ...SAME_ORIGIN } });
-  const rowsOf = (userId: string) => t.database.db.select().from(devices).where(eq(devices.userId, userId)).orderBy(devices.id);
+    t.app.inject({
+      method: 'POST',
+      url: `/api/admin/devices/${id}/retry`,
+      headers: { cookie: await signIn(adminId), ...SAME_ORIGIN },
+    });
+  const rowsOf = (userId: string) =>
+    t.database.db.select().from(devices).where(eq(devices.userId, userId)).orderBy(devices.id);
   const waiting = async (id: number) =>
-    ((await adminGet('/api/admin/devices')).json() as Array<Record<string, unknown>>).find((d) => d.id === String(id));
+    ((await adminGet('/api/admin/devices')).json() as Array<Record<string, unknown>>).find(
+      (d) => d.id === String(id),
+    );
 
   /** A user with one enrolled, paid iPhone; the pass has not run yet. */
   async function paidDevice(udid = newUdid()) {
@@ -80,7 +95,11 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
         db: t.database.db,
         secrets: t.services.secrets,
         clock: () => now,
-        asc: createAscClient({ key: { keyId: KEY_ID, issuerId: ISSUER_ID, privateKeyPem: keyPem }, baseUrl: asc.url, clock: () => now }),
+        asc: createAscClient({
+          key: { keyId: KEY_ID, issuerId: ISSUER_ID, privateKeyPem: keyPem },
+          baseUrl: asc.url,
+          clock: () => now,
+        }),
         devices: t.services.devices,
         keyId: KEY_ID,
         log: quiet,
@@ -94,7 +113,10 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
     expect(asc.certificates).toHaveLength(1);
     expect(sources[1]).toEqual(sources[0]);
     // Kept sealed with SECRET_KEY: the stored value shows no key.
-    const [stored] = await t.database.db.select().from(settings).where(eq(settings.key, 'apple_signing_identity'));
+    const [stored] = await t.database.db
+      .select()
+      .from(settings)
+      .where(eq(settings.key, 'apple_signing_identity'));
     expect(stored!.value).toMatch(/^v1\./);
     expect(stored!.value).not.toContain('PRIVATE KEY');
 
@@ -110,11 +132,21 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
     const { user, cookie, udid } = await paidDevice();
     expect(await t.services.registration.runPass()).toMatchObject({ registered: 1, failed: 0 });
     expect(await deviceInfo(t, cookie)).toEqual([
-      { Product: 'iPhone15,2', UDID: udid, name: 'Test iPhone', status: 'Registered', expired_date: yearsAfter(now, 1).toISOString() },
+      {
+        Product: 'iPhone15,2',
+        UDID: udid,
+        name: 'Test iPhone',
+        status: 'Registered',
+        expired_date: yearsAfter(now, 1).toISOString(),
+      },
     ]);
     const onAccount = asc.devices.filter((d) => d.udid === udid);
     expect(onAccount).toHaveLength(1);
-    expect(onAccount[0]).toMatchObject({ platform: 'IOS', status: 'ENABLED', name: `Sideport ${user} Test iPhone` });
+    expect(onAccount[0]).toMatchObject({
+      platform: 'IOS',
+      status: 'ENABLED',
+      name: `Sideport ${user} Test iPhone`,
+    });
     expect((await rowsOf(user))[0]!.appleDeviceId).toBe(onAccount[0]!.id);
   });
 
@@ -126,7 +158,9 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
     expect(first.udids).toEqual([udid]);
     expect(parseProfile(first.profile).provisionedDevices).toEqual([udid]);
     expect(asc.bundleIds.map((b) => b.identifier)).toEqual(['*']);
-    const made = asc.profiles.find((p) => p.uuid === first.profileUuid.toLowerCase() || p.uuid === first.profileUuid)!;
+    const made = asc.profiles.find(
+      (p) => p.uuid === first.profileUuid.toLowerCase() || p.uuid === first.profileUuid,
+    )!;
     expect(made).toMatchObject({ profileType: 'IOS_APP_ADHOC', certificateIds: [asc.certificates[0]!.id] });
     expect(made.deviceIds).toEqual([(await rowsOf(user))[0]!.appleDeviceId]);
     // Kept while the Registered set is the same.
@@ -140,7 +174,9 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
     expect(next.profileUuid).not.toBe(first.profileUuid);
     expect([...parseProfile(next.profile).provisionedDevices].sort()).toEqual([udid, second].sort());
     expect(asc.profiles.some((p) => p.id === made.id)).toBe(false);
-    expect(asc.profiles.filter((p) => p.name.startsWith(`Sideport ${user.replace(/_/g, ' ')}`))).toHaveLength(1);
+    expect(asc.profiles.filter((p) => p.name.startsWith(`Sideport ${user.replace(/_/g, ' ')}`))).toHaveLength(
+      1,
+    );
     expect(asc.bundleIds).toHaveLength(1);
     expect(asc.certificates).toHaveLength(1);
   });
@@ -148,7 +184,8 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
   describe("Apple's refusals become the device's reason; it stays Pending", () => {
     it('the device limit, then an admin retry once a slot is free', async () => {
       const filler = [];
-      while (asc.devices.filter((d) => d.platform === 'IOS').length < 100) filler.push(asc.addDevice({ udid: newUdid() }));
+      while (asc.devices.filter((d) => d.platform === 'IOS').length < 100)
+        filler.push(asc.addDevice({ udid: newUdid() }));
       const { cookie, id } = await paidDevice();
       expect(await t.services.registration.runPass()).toMatchObject({ registered: 0, failed: 1 });
       expect((await deviceInfo(t, cookie))[0]!.status).toBe('Pending');
@@ -173,11 +210,18 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
     it('an invalid UDID', async () => {
       const user = uid();
       const cookie = await signedInUser(t, user);
-      const row = await q.insertDevice(t.database.db, { userId: user, product: 'iPhone15,2', udid: 'not-a-device-id' });
+      const row = await q.insertDevice(t.database.db, {
+        userId: user,
+        product: 'iPhone15,2',
+        udid: 'not-a-device-id',
+      });
       await q.markDevicePaid(t.database.db, user, row.id);
       await t.services.registration.runPass();
       expect((await deviceInfo(t, cookie))[0]!.status).toBe('Pending');
-      expect(await waiting(row.id)).toMatchObject({ retry_at: null, reason: expect.stringMatching(/^Apple refused the device's UDID as invalid/) });
+      expect(await waiting(row.id)).toMatchObject({
+        retry_at: null,
+        reason: expect.stringMatching(/^Apple refused the device's UDID as invalid/),
+      });
     });
 
     it('a refused (expired) key', async () => {
@@ -189,7 +233,9 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
       expect((await deviceInfo(t, cookie))[0]!.status).toBe('Pending');
       expect(await waiting(id)).toMatchObject({
         retry_at: null,
-        reason: expect.stringMatching(new RegExp(`^App Store Connect refused API key ${KEY_ID}: it is revoked or expired`)),
+        reason: expect.stringMatching(
+          new RegExp(`^App Store Connect refused API key ${KEY_ID}: it is revoked or expired`),
+        ),
       });
     });
 
@@ -219,7 +265,10 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
     expect((await deviceInfo(t, cookie))[0]!.status).toBe('Expired');
     await payForDevice(t, cookie, 0);
     expect((await t.services.registration.runPass()).registered).toBe(1);
-    expect((await deviceInfo(t, cookie))[0]).toMatchObject({ status: 'Registered', expired_date: yearsAfter(now, 1).toISOString() });
+    expect((await deviceInfo(t, cookie))[0]).toMatchObject({
+      status: 'Registered',
+      expired_date: yearsAfter(now, 1).toISOString(),
+    });
     expect(asc.devices.filter((d) => d.udid === udid)).toHaveLength(1);
   });
 
@@ -232,30 +281,49 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
 
     /** A .p12 of a certificate and key, as Keychain exports one. */
     const writeP12 = (name: string, certPem: string, keyPemText: string) => {
-      const asn1 = forge.pkcs12.toPkcs12Asn1(forge.pki.privateKeyFromPem(keyPemText), [forge.pki.certificateFromPem(certPem)], 'p12-pass', {
-        algorithm: '3des',
-      });
+      const asn1 = forge.pkcs12.toPkcs12Asn1(
+        forge.pki.privateKeyFromPem(keyPemText),
+        [forge.pki.certificateFromPem(certPem)],
+        'p12-pass',
+        {
+          algorithm: '3des',
+        },
+      );
       const file = path.join(dir, name);
       writeFileSync(file, Buffer.from(forge.asn1.toDer(asn1).getBytes(), 'binary'));
       return file;
     };
 
     it('signs with it when the account has it, and says so when it does not', async () => {
-      const client = createAscClient({ key: { keyId: KEY_ID, issuerId: ISSUER_ID, privateKeyPem: keyPem }, baseUrl: asc.url, clock: () => now });
+      const client = createAscClient({
+        key: { keyId: KEY_ID, issuerId: ISSUER_ID, privateKeyPem: keyPem },
+        baseUrl: asc.url,
+        clock: () => now,
+      });
       const issued = await client.createDistributionCertificate({ commonName: 'Operator' });
       const operator = await createTestApp(kind, {
-        env: { ...env(), SIGN_P12: writeP12('operator.p12', issued.certificatePem, issued.privateKeyPem), SIGN_P12_PASSWORD: 'p12-pass' },
+        env: {
+          ...env(),
+          SIGN_P12: writeP12('operator.p12', issued.certificatePem, issued.privateKeyPem),
+          SIGN_P12_PASSWORD: 'p12-pass',
+        },
         clock: () => now,
       });
       try {
         const user = uid();
         await signedInUser(operator, user);
-        const row = await q.insertDevice(operator.database.db, { userId: user, product: 'iPhone15,2', udid: newUdid() });
+        const row = await q.insertDevice(operator.database.db, {
+          userId: user,
+          product: 'iPhone15,2',
+          udid: newUdid(),
+        });
         await q.markDevicePaid(operator.database.db, user, row.id);
         await operator.services.registration.runPass();
         const material = (await operator.services.signing.signingMaterial(user))!;
         expect(material.identity).toMatchObject({ password: 'p12-pass' });
-        const profile = asc.profiles.find((p) => p.uuid.toLowerCase() === material.profileUuid.toLowerCase())!;
+        const profile = asc.profiles.find(
+          (p) => p.uuid.toLowerCase() === material.profileUuid.toLowerCase(),
+        )!;
         expect(profile.certificateIds).toEqual([issued.certificate.id]);
         expect(await operator.services.signing.identityDetails()).toMatchObject({
           certificateName: `Apple Distribution: Sideport Test Team (${asc.teamId})`,
@@ -267,7 +335,9 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
       // A certificate the account never issued (another team's, or revoked).
       const stranger = generateKeyPairSync('rsa', { modulusLength: 2048 });
       const cert = forge.pki.createCertificate();
-      cert.publicKey = forge.pki.publicKeyFromPem(stranger.publicKey.export({ type: 'spki', format: 'pem' }).toString());
+      cert.publicKey = forge.pki.publicKeyFromPem(
+        stranger.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      );
       cert.serialNumber = '0abcdef1';
       cert.validity.notBefore = new Date(now.getTime() - 86_400_000);
       cert.validity.notAfter = new Date(now.getTime() + 86_400_000);
@@ -276,13 +346,22 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
       const strangerKeyPem = stranger.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
       cert.sign(forge.pki.privateKeyFromPem(strangerKeyPem), forge.md.sha256.create());
       const elsewhere = await createTestApp(kind, {
-        env: { ...env(), SIGN_P12: writeP12('elsewhere.p12', forge.pki.certificateToPem(cert), strangerKeyPem), SIGN_P12_PASSWORD: 'p12-pass' },
+        env: {
+          ...env(),
+          SIGN_P12: writeP12('elsewhere.p12', forge.pki.certificateToPem(cert), strangerKeyPem),
+          SIGN_P12_PASSWORD: 'p12-pass',
+        },
         clock: () => now,
       });
       try {
         const user = uid();
         await signedInUser(elsewhere, user);
-        await q.insertDevice(elsewhere.database.db, { userId: user, product: 'iPhone15,2', udid: newUdid(), status: 'Registered' });
+        await q.insertDevice(elsewhere.database.db, {
+          userId: user,
+          product: 'iPhone15,2',
+          udid: newUdid(),
+          status: 'Registered',
+        });
         await expect(elsewhere.services.signing.signingMaterial(user)).rejects.toThrow(
           /^The certificate in SIGN_P12 \("Apple Distribution: Elsewhere \(OTHERTEAM1\)", serial ABCDEF1\) is not on the App Store Connect account of key KEY1234567/,
         );

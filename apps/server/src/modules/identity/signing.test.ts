@@ -15,14 +15,24 @@ describe.each(databaseKinds)('signing material on %s', (kind) => {
 
   it('has nothing to sign with until a device is Registered', async () => {
     await signedInUser(t, `nodevice_${kind}`);
-    await q.insertDevice(t.database.db, { userId: `nodevice_${kind}`, product: 'iPhone15,2', udid: UDID_A, status: 'Pending' });
+    await q.insertDevice(t.database.db, {
+      userId: `nodevice_${kind}`,
+      product: 'iPhone15,2',
+      udid: UDID_A,
+      status: 'Pending',
+    });
     expect(await t.services.signing.signingMaterial(`nodevice_${kind}`)).toBeUndefined();
   });
 
   it("lists the user's Registered devices in a profile kept until that set changes", async () => {
     const user = `signer_${kind}`;
     await signedInUser(t, user);
-    await q.insertDevice(t.database.db, { userId: user, product: 'iPhone15,2', udid: UDID_A, status: 'Registered' });
+    await q.insertDevice(t.database.db, {
+      userId: user,
+      product: 'iPhone15,2',
+      udid: UDID_A,
+      status: 'Registered',
+    });
     const first = (await t.services.signing.signingMaterial(user))!;
     expect(first.identityKind).toBe('dev');
     expect(first.udids).toEqual([UDID_A]);
@@ -33,7 +43,12 @@ describe.each(databaseKinds)('signing material on %s', (kind) => {
 
     expect((await t.services.signing.signingMaterial(user))!.profileUuid).toBe(first.profileUuid);
 
-    await q.insertDevice(t.database.db, { userId: user, product: 'iPad13,1', udid: UDID_B, status: 'Registered' });
+    await q.insertDevice(t.database.db, {
+      userId: user,
+      product: 'iPad13,1',
+      udid: UDID_B,
+      status: 'Registered',
+    });
     const second = (await t.services.signing.signingMaterial(user))!;
     expect(second.profileUuid).not.toBe(first.profileUuid);
     expect([...parseProfile(second.profile).provisionedDevices].sort()).toEqual([UDID_A, UDID_B]);
@@ -42,7 +57,12 @@ describe.each(databaseKinds)('signing material on %s', (kind) => {
   it('signs with one dev identity whatever the process: it is kept sealed in the database', async () => {
     const user = `again_${kind}`;
     await signedInUser(t, user);
-    await q.insertDevice(t.database.db, { userId: user, product: 'iPhone15,2', udid: UDID_A, status: 'Registered' });
+    await q.insertDevice(t.database.db, {
+      userId: user,
+      product: 'iPhone15,2',
+      udid: UDID_A,
+      status: 'Registered',
+    });
     const a = (await t.services.signing.signingMaterial(user))!;
     const b = (await t.services.signing.signingMaterial(`signer_${kind}`))!;
     expect(a.identity).toEqual(b.identity);

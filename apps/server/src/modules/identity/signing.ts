@@ -136,8 +136,16 @@ const DEV_IDENTITY_SETTING = 'dev_identity';
 const DEV_IDENTITY_PURPOSE = 'dev-identity';
 
 /** Stores a dev identity (sealed) as the one every process signs with; recovery's replacement writes it so. */
-export async function saveDevIdentity(db: Database, secrets: SecretBox, identity: DevIdentity): Promise<void> {
-  await q.writeSetting(db, DEV_IDENTITY_SETTING, secrets.seal(JSON.stringify(identity), DEV_IDENTITY_PURPOSE));
+export async function saveDevIdentity(
+  db: Database,
+  secrets: SecretBox,
+  identity: DevIdentity,
+): Promise<void> {
+  await q.writeSetting(
+    db,
+    DEV_IDENTITY_SETTING,
+    secrets.seal(JSON.stringify(identity), DEV_IDENTITY_PURPOSE),
+  );
 }
 
 /**
@@ -156,11 +164,19 @@ export function createDevIdentityProvider(deps: {
   const { db, secrets, clock } = deps;
   let opened: { sealed: string; identity: DevIdentity } | undefined;
   const open = (sealed: string): DevIdentity => {
-    if (opened?.sealed !== sealed) opened = { sealed, identity: JSON.parse(secrets.open(sealed, DEV_IDENTITY_PURPOSE).toString('utf8')) as DevIdentity };
+    if (opened?.sealed !== sealed)
+      opened = {
+        sealed,
+        identity: JSON.parse(secrets.open(sealed, DEV_IDENTITY_PURPOSE).toString('utf8')) as DevIdentity,
+      };
     return opened.identity;
   };
   const identity = async () =>
-    open(await settingOrCreate(db, DEV_IDENTITY_SETTING, () => secrets.seal(JSON.stringify(createDevIdentity({ clock })), DEV_IDENTITY_PURPOSE)));
+    open(
+      await settingOrCreate(db, DEV_IDENTITY_SETTING, () =>
+        secrets.seal(JSON.stringify(createDevIdentity({ clock })), DEV_IDENTITY_PURPOSE),
+      ),
+    );
   const describe = (made: DevIdentity) => describeCertificate(made.certPem, made.caCertPem);
   return {
     kind: 'dev',
@@ -179,7 +195,10 @@ export function createDevIdentityProvider(deps: {
         }
         const renewed = renewDevIdentity(stored, { clock, renewBeforeMs: deps.renewBeforeMs ?? 14 * DAY_MS });
         await saveDevIdentity(tx, secrets, renewed);
-        const note = renewed.caCertPem === stored.caCertPem ? undefined : 'Its CA was close to its end too: a new CA issued the new certificate.';
+        const note =
+          renewed.caCertPem === stored.caCertPem
+            ? undefined
+            : 'Its CA was close to its end too: a new CA issued the new certificate.';
         return { certificate: describe(renewed), replaced: true, ...(note ? { note } : {}) };
       });
     },
@@ -278,23 +297,35 @@ export function createSigningService({
     const identity = placed?.provider ?? defaultIdentity;
     const accountId = placed?.accountId ?? null;
     // The devices of the account that signs: a user's devices share one (a move is one commit).
-    const registered = (await devices.registeredDevices(userId)).filter((d) => !placed || d.accountId === accountId);
+    const registered = (await devices.registeredDevices(userId)).filter(
+      (d) => !placed || d.accountId === accountId,
+    );
     if (registered.length === 0) return undefined;
     const udids = [...new Set(registered.map((d) => canonicalUdid(d.udid)))].sort();
     const { certificate, source } = await currentSigner(identity);
     const stored = await q.findUserProfile(db, userId);
-    const material = (profile: Buffer, uuid: string, expiresAt: Date, profileCertificates: string[]): SigningMaterial => ({
+    const material = (
+      profile: Buffer,
+      uuid: string,
+      expiresAt: Date,
+      profileCertificates: string[],
+    ): SigningMaterial => ({
       identity: source,
       profile,
       profileUuid: uuid,
       udids,
       identityKind: identity.kind,
-      certificate: { fingerprint: certificate.fingerprint, notBefore: certificate.notBefore, notAfter: certificate.notAfter },
+      certificate: {
+        fingerprint: certificate.fingerprint,
+        notBefore: certificate.notBefore,
+        notAfter: certificate.notAfter,
+      },
       profileExpiresAt: expiresAt,
       profileCertificates,
     });
     // A profile cannot outlast its certificate: one that expires with it is as fresh as can be.
-    const freshUntil = Math.min(clock().getTime() + Math.max(renewBeforeMs, DAY_MS), certificate.notAfter.getTime()) - 60_000;
+    const freshUntil =
+      Math.min(clock().getTime() + Math.max(renewBeforeMs, DAY_MS), certificate.notAfter.getTime()) - 60_000;
     if (
       stored &&
       stored.accountId === accountId &&
@@ -303,13 +334,18 @@ export function createSigningService({
       stored.udids.every((udid, i) => udid === udids[i])
     ) {
       const bytes = Buffer.from(stored.profile, 'base64');
-      const listed = stored.certificateFingerprint === certificate.fingerprint ? [certificate.fingerprint] : profileCertificatesOf(bytes);
-      if (listed.includes(certificate.fingerprint)) return material(bytes, stored.uuid, stored.expiresAt, listed);
+      const listed =
+        stored.certificateFingerprint === certificate.fingerprint
+          ? [certificate.fingerprint]
+          : profileCertificatesOf(bytes);
+      if (listed.includes(certificate.fingerprint))
+        return material(bytes, stored.uuid, stored.expiresAt, listed);
     }
     const made = await identity.makeProfile({ userId, udids });
     const listed = profileCertificatesOf(made.bytes);
     // Made for a certificate that was replaced meanwhile: the next use makes one for the new one.
-    if (!listed.includes(certificate.fingerprint)) throw new Error('The signing certificate changed while the profile was made; sign again.');
+    if (!listed.includes(certificate.fingerprint))
+      throw new Error('The signing certificate changed while the profile was made; sign again.');
     await q.saveUserProfile(db, {
       userId,
       profile: made.bytes.toString('base64'),
@@ -339,10 +375,12 @@ export function createSigningService({
   }
 
   /** Every identity that signs: the dev identity, or each developer account this process has a key for. */
-  const identities = async (): Promise<SigningIdentityProvider[]> => (pool ? pool.providers() : [defaultIdentity]);
+  const identities = async (): Promise<SigningIdentityProvider[]> =>
+    pool ? pool.providers() : [defaultIdentity];
 
   /** An identity's certificate in use now (made on first use), recorded among those signed with. */
-  const certificateOf = async (identity: SigningIdentityProvider) => (await currentSigner(identity)).certificate;
+  const certificateOf = async (identity: SigningIdentityProvider) =>
+    (await currentSigner(identity)).certificate;
 
   /** A new certificate in place of `options.ifCurrent` (or the current one), recorded with why the old one went. */
   async function replaceOf(
@@ -351,7 +389,8 @@ export function createSigningService({
     options: { ifCurrent?: string } = {},
   ): Promise<CertificateReplacement> {
     const result = await identity.replaceCertificate(reason, options);
-    if (result.replaced && options.ifCurrent !== undefined) await certificates.markReplaced(options.ifCurrent, reason);
+    if (result.replaced && options.ifCurrent !== undefined)
+      await certificates.markReplaced(options.ifCurrent, reason);
     await certificates.remember(result.certificate, identity.kind);
     return result;
   }
@@ -369,7 +408,8 @@ export function createSigningService({
     currentCertificate: () => certificateOf(defaultIdentity),
 
     /** A new certificate for the first identity: see SigningIdentityProvider.replaceCertificate. */
-    replaceCertificate: (reason: string, options: { ifCurrent?: string } = {}) => replaceOf(defaultIdentity, reason, options),
+    replaceCertificate: (reason: string, options: { ifCurrent?: string } = {}) =>
+      replaceOf(defaultIdentity, reason, options),
 
     /** Every identity that signs, as recovery checks and replaces their certificates. */
     async signers(): Promise<Signer[]> {
@@ -395,7 +435,11 @@ export function createSigningService({
         Math.min(clock().getTime() + renewBeforeMs, ...current.map((c) => c.notAfter.getTime())) - 60_000,
       );
       let made = 0;
-      for (const userId of await q.usersWithStaleProfiles(db, current.map((c) => c.fingerprint), before)) {
+      for (const userId of await q.usersWithStaleProfiles(
+        db,
+        current.map((c) => c.fingerprint),
+        before,
+      )) {
         // One user's refusal (Apple's, say) stops nobody else's: their re-sign tries again and says why.
         const material = await signingMaterial(userId).catch((err: unknown) => onError(userId, err));
         if (material) made += 1;
@@ -421,7 +465,10 @@ export function createSigningService({
 
     /** The user's Registered devices and when each became so (check-sign compares an artifact with them). */
     async registeredDevices(userId: string): Promise<Array<{ udid: string; registeredAt: Date | null }>> {
-      return (await devices.registeredDevices(userId)).map((d) => ({ udid: d.udid, registeredAt: d.registeredAt }));
+      return (await devices.registeredDevices(userId)).map((d) => ({
+        udid: d.udid,
+        registeredAt: d.registeredAt,
+      }));
     },
   };
 }

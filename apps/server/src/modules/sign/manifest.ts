@@ -4,7 +4,12 @@ import { buildXmlPlist } from '@sideport/ipa';
  * The OTA install manifest iOS fetches from an itms-services link (docs/sign-service.md): one item,
  * its IPA as the software-package asset, and what the install dialog shows.
  */
-export function installManifest(item: { ipaUrl: string; bundleId: string; bundleVersion: string; title: string }): string {
+export function installManifest(item: {
+  ipaUrl: string;
+  bundleId: string;
+  bundleVersion: string;
+  title: string;
+}): string {
   return buildXmlPlist({
     items: [
       {

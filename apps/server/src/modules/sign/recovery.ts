@@ -71,7 +71,10 @@ export function createRecovery(deps: RecoveryDeps) {
       log.warn({ err, userId }, `recovery: ${userId}'s profile could not be made again`),
     );
     if (report.profiles > 0)
-      await audit('profiles-made-again', { profiles: report.profiles, serial: currents.map((c) => c.serial).join(', ') });
+      await audit('profiles-made-again', {
+        profiles: report.profiles,
+        serial: currents.map((c) => c.serial).join(', '),
+      });
 
     const stillSigning = new Set(currents.map((c) => c.fingerprint));
     const others = inUse.fingerprints.filter((fingerprint) => !stillSigning.has(fingerprint));
@@ -111,9 +114,16 @@ export function createRecovery(deps: RecoveryDeps) {
     const status = await signing.certificateStatus(current.fingerprint);
     const isRevoked = status.state === 'revoked';
     if (!isRevoked && current.notAfter.getTime() - now.getTime() >= renewBeforeMs) return current;
-    const why = isRevoked ? `it was revoked on ${day(status.revokedAt)}` : `it expires on ${day(current.notAfter)}`;
+    const why = isRevoked
+      ? `it was revoked on ${day(status.revokedAt)}`
+      : `it expires on ${day(current.notAfter)}`;
     const reason = `The signing certificate (serial ${current.serial}) is replaced: ${why}.`;
-    await audit('certificate-replace', { serial: current.serial, fingerprint: current.fingerprint, reason, trigger });
+    await audit('certificate-replace', {
+      serial: current.serial,
+      fingerprint: current.fingerprint,
+      reason,
+      trigger,
+    });
     try {
       const result = await signer.replaceCertificate(reason, { ifCurrent: current.fingerprint });
       if (result.replaced) {

@@ -4,7 +4,13 @@ import { z } from 'zod';
 import { featherCertAnswer, signAnswer, signCheckAnswer, signRequest, urlAnswer } from '@sideport/contracts';
 import { currentUser, type Guards } from '../auth/guard.js';
 import { fail } from '../../platform/errors.js';
-import { opaqueIdParam, sealedTokenParam, signedQuery, signTypeParam, versionParams } from '../../platform/params.js';
+import {
+  opaqueIdParam,
+  sealedTokenParam,
+  signedQuery,
+  signTypeParam,
+  versionParams,
+} from '../../platform/params.js';
 import { publicOrigin } from '../../platform/public-origin.js';
 import { checkSignedUrl, sendLocalFile, signedFileDoc } from '../../platform/serve-file.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
@@ -28,14 +34,26 @@ const artifactGone = () => fail('ARTIFACT_GONE');
  * signed-in owner, and the manifest, IPA and certificate files on signed, expiring URLs that need
  * no cookie (iOS fetches manifests and IPAs without one), outside /api.
  */
-export async function signRoutes(app: FastifyInstance, { sign, guards, files, urls, publicUrl }: SignRoutesDeps) {
+export async function signRoutes(
+  app: FastifyInstance,
+  { sign, guards, files, urls, publicUrl }: SignRoutesDeps,
+) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const signedIn = guards.requireUser;
 
   r.put(
     '/api/sign/:app_id/:app_ver_id',
-    { schema: { params: versionParams, body: signRequest, response: { 200: signAnswer } }, onRequest: signedIn },
-    async (request) => sign.request(currentUser(request).id, request.params.app_id, request.params.app_ver_id, request.body.type),
+    {
+      schema: { params: versionParams, body: signRequest, response: { 200: signAnswer } },
+      onRequest: signedIn,
+    },
+    async (request) =>
+      sign.request(
+        currentUser(request).id,
+        request.params.app_id,
+        request.params.app_ver_id,
+        request.body.type,
+      ),
   );
 
   r.get(
@@ -52,21 +70,33 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
     { schema: { params: signedParams, response: { 200: urlAnswer } }, onRequest: signedIn },
     async (request) => {
       const { app_id, app_ver_id, type } = request.params;
-      return sign.install(currentUser(request).id, app_id, app_ver_id, type, publicOrigin(request, publicUrl));
+      return sign.install(
+        currentUser(request).id,
+        app_id,
+        app_ver_id,
+        type,
+        publicOrigin(request, publicUrl),
+      );
     },
   );
 
   // Both sign or export for the caller's devices: GETs that change state, guarded as a POST is.
   const changesState = { changesState: true };
-  r.get('/api/feather/install', { schema: { response: { 200: urlAnswer } }, onRequest: signedIn, config: changesState }, async (request) =>
-    sign.featherInstall(currentUser(request).id, publicOrigin(request, publicUrl)),
+  r.get(
+    '/api/feather/install',
+    { schema: { response: { 200: urlAnswer } }, onRequest: signedIn, config: changesState },
+    async (request) => sign.featherInstall(currentUser(request).id, publicOrigin(request, publicUrl)),
   );
 
-  r.get('/api/feather/cert', { schema: { response: { 200: featherCertAnswer } }, onRequest: signedIn, config: changesState }, async (request, reply) => {
-    // The password is in this answer: no cache keeps it.
-    reply.header('cache-control', 'no-store');
-    return sign.featherCert(currentUser(request).id, publicOrigin(request, publicUrl));
-  });
+  r.get(
+    '/api/feather/cert',
+    { schema: { response: { 200: featherCertAnswer } }, onRequest: signedIn, config: changesState },
+    async (request, reply) => {
+      // The password is in this answer: no cache keeps it.
+      reply.header('cache-control', 'no-store');
+      return sign.featherCert(currentUser(request).id, publicOrigin(request, publicUrl));
+    },
+  );
 
   r.get(
     '/files/sign/:artifact_id/manifest.plist',
@@ -82,7 +112,10 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
       checkSignedUrl(urls, request, `/files/sign/${artifact_id}/manifest.plist`, request.query);
       const manifest = await sign.manifest(artifact_id, publicOrigin(request, publicUrl));
       if (manifest === undefined) throw artifactGone();
-      return reply.type('text/xml; charset=utf-8').header('cache-control', 'private, no-store').send(manifest);
+      return reply
+        .type('text/xml; charset=utf-8')
+        .header('cache-control', 'private, no-store')
+        .send(manifest);
     },
   );
 
@@ -111,7 +144,10 @@ export async function signRoutes(app: FastifyInstance, { sign, guards, files, ur
       schema: {
         params: z.object({ token: sealedTokenParam }),
         querystring: signedQuery,
-        ...signedFileDoc("A zip of the signing identity's .p12 and the person's .mobileprovision", 'application/zip'),
+        ...signedFileDoc(
+          "A zip of the signing identity's .p12 and the person's .mobileprovision",
+          'application/zip',
+        ),
       },
     },
     async (request, reply) => {

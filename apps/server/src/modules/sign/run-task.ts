@@ -25,10 +25,14 @@ export type RunTask = (task: RunnerTask, signal?: AbortSignal) => Promise<Runner
 export const runInSignProcess: RunTask = (task, signal) =>
   new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(new TaskAborted('The task was stopped before it started.'));
-    if (!existsSync(runnerPath)) return reject(new Error(`The signing process's program is missing: ${runnerPath}. Run npm run build.`));
+    if (!existsSync(runnerPath))
+      return reject(new Error(`The signing process's program is missing: ${runnerPath}. Run npm run build.`));
     const child = fork(runnerPath, [], {
       cwd: path.dirname(runnerPath),
-      execArgv: [...SIGN_PROCESS_TUNING.execArgv, ...(fromSource ? ['--import', 'tsx', '--conditions=source'] : [])],
+      execArgv: [
+        ...SIGN_PROCESS_TUNING.execArgv,
+        ...(fromSource ? ['--import', 'tsx', '--conditions=source'] : []),
+      ],
       env: {
         PATH: process.env.PATH ?? '',
         ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),

@@ -19,7 +19,15 @@ import type { SigningService } from '../identity/signing.js';
 import type { VersionReadModel } from '../versions/read-model.js';
 import { featherCertZip } from './feather-cert.js';
 import { installManifest } from './manifest.js';
-import { expiresSoon, preflight, PROBLEM_CODES, problemSentence, recoveryCures, signingCures, type PreflightProblem } from './preflight.js';
+import {
+  expiresSoon,
+  preflight,
+  PROBLEM_CODES,
+  problemSentence,
+  recoveryCures,
+  signingCures,
+  type PreflightProblem,
+} from './preflight.js';
 import * as q from './queries.js';
 import type { Recovery } from './recovery.js';
 import type { SignCache } from './sign-cache.js';
@@ -66,10 +74,15 @@ const PASSWORD_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz2345
 export const REMEDY_HEADER = 'sideport-remedy';
 
 /** Whether an artifact still serves every Registered device of its owner (check-sign's 200). */
-export function isCurrent(row: q.SignRow, devices: Array<{ udid: string; registeredAt: Date | null }>): boolean {
+export function isCurrent(
+  row: q.SignRow,
+  devices: Array<{ udid: string; registeredAt: Date | null }>,
+): boolean {
   if (!row.fileKey || !row.signedAt) return false;
   const listed = new Set((row.udids ?? []).map(canonicalUdid));
-  return devices.every((d) => listed.has(canonicalUdid(d.udid)) && (d.registeredAt === null || d.registeredAt <= row.signedAt!));
+  return devices.every(
+    (d) => listed.has(canonicalUdid(d.udid)) && (d.registeredAt === null || d.registeredAt <= row.signedAt!),
+  );
 }
 
 /**
@@ -90,7 +103,8 @@ export function createSignService(deps: SignServiceDeps) {
   async function preflightOrRefuse(row: q.SignRow) {
     const problem = await problemOf(row);
     if (!problem) {
-      if (expiresSoon(row, clock(), settings.renewBeforeMs)) recovery.notice('install preflight', { urgent: false });
+      if (expiresSoon(row, clock(), settings.renewBeforeMs))
+        recovery.notice('install preflight', { urgent: false });
       return;
     }
     // Recovery re-signs what it cures unless that failed before (the owner's own sign is needed then).
@@ -123,7 +137,10 @@ export function createSignService(deps: SignServiceDeps) {
    * Queues a sign unless one is under way or the artifact there still serves every device: a new
    * row, or the existing one set Pending again (its artifact stays served until a new one commits).
    */
-  async function enqueue(key: q.SignKey, fields: { sourceKey: string | null; title: string; sourceTag?: string | null }) {
+  async function enqueue(
+    key: q.SignKey,
+    fields: { sourceKey: string | null; title: string; sourceTag?: string | null },
+  ) {
     const devices = await signing.registeredDevices(key.userId);
     if (devices.length === 0) throw noDevice();
     // An artifact iOS would refuse (revoked, expired) is signed again, whatever devices it lists.
@@ -137,9 +154,23 @@ export function createSignService(deps: SignServiceDeps) {
         const sameSource = fields.sourceTag === undefined || existing?.sourceTag === fields.sourceTag;
         const isRefused = refusedArtifact !== undefined && existing?.artifactId === refusedArtifact;
         if (existing && isCurrent(existing, devices) && sameSource && !isRefused) return existing;
-        const queued = { status: 'Pending' as const, state: 'queued' as const, attempts: 0, failures: 0, lostLeases: 0, lastReason: null, resigning: false, requestedAt: now, updatedAt: now };
+        const queued = {
+          status: 'Pending' as const,
+          state: 'queued' as const,
+          attempts: 0,
+          failures: 0,
+          lostLeases: 0,
+          lastReason: null,
+          resigning: false,
+          requestedAt: now,
+          updatedAt: now,
+        };
         const row = existing
-          ? (await q.updateSign(tx, existing.id, { ...queued, sourceKey: fields.sourceKey, title: fields.title }))!
+          ? (await q.updateSign(tx, existing.id, {
+              ...queued,
+              sourceKey: fields.sourceKey,
+              title: fields.title,
+            }))!
           : await q.insertSign(tx, { ...key, ...queued, sourceKey: fields.sourceKey, title: fields.title });
         await publishSign(bus, row, tx);
         return row;
@@ -155,7 +186,13 @@ export function createSignService(deps: SignServiceDeps) {
     signType: type,
   });
 
-  const featherKey = (userId: string): q.SignKey => ({ userId, source: 'feather', appId: 0, appVerId: 0, signType: 0 });
+  const featherKey = (userId: string): q.SignKey => ({
+    userId,
+    source: 'feather',
+    appId: 0,
+    appVerId: 0,
+    signType: 0,
+  });
 
   /** The caller's artifact, or 404 (another user's artifact is simply not theirs to find). */
   async function artifactOf(key: q.SignKey) {
@@ -165,7 +202,10 @@ export function createSignService(deps: SignServiceDeps) {
   }
 
   function installUrl(row: q.SignRow, baseUrl: string) {
-    const manifest = new URL(urls.sign(`/files/sign/${row.artifactId}/manifest.plist`, settings.urlTtlSeconds), baseUrl).toString();
+    const manifest = new URL(
+      urls.sign(`/files/sign/${row.artifactId}/manifest.plist`, settings.urlTtlSeconds),
+      baseUrl,
+    ).toString();
     return { url: `itms-services://?action=download-manifest&url=${encodeURIComponent(manifest)}` };
   }
 
@@ -193,7 +233,10 @@ export function createSignService(deps: SignServiceDeps) {
       refuseUnconfiguredMode(type);
       const version = await deps.versions.signable(appId, appVerId);
       if (!version) throw fail('NOT_DECRYPTED');
-      const row = await enqueue(versionKey(userId, appId, appVerId, type), { sourceKey: version.fileKey, title: version.title });
+      const row = await enqueue(versionKey(userId, appId, appVerId, type), {
+        sourceKey: version.fileKey,
+        title: version.title,
+      });
       return { app_id: String(appId), app_ver_id: String(appVerId), type, status: row.status };
     },
 
@@ -225,9 +268,19 @@ export function createSignService(deps: SignServiceDeps) {
       if (!row?.fileKey) return undefined;
       await used(row);
       const fileName = `${row.title}.ipa`;
-      const presigned = await files.presignGet(row.fileKey, { expiresInSeconds: settings.urlTtlSeconds, fileName });
-      const ipaUrl = presigned ?? new URL(urls.sign(`/files/sign/${artifactId}/app.ipa`, settings.urlTtlSeconds), baseUrl).toString();
-      return installManifest({ ipaUrl, bundleId: row.bundleId ?? '', bundleVersion: row.bundleVersion ?? '1.0', title: row.title });
+      const presigned = await files.presignGet(row.fileKey, {
+        expiresInSeconds: settings.urlTtlSeconds,
+        fileName,
+      });
+      const ipaUrl =
+        presigned ??
+        new URL(urls.sign(`/files/sign/${artifactId}/app.ipa`, settings.urlTtlSeconds), baseUrl).toString();
+      return installManifest({
+        ipaUrl,
+        bundleId: row.bundleId ?? '',
+        bundleVersion: row.bundleVersion ?? '1.0',
+        title: row.title,
+      });
     },
 
     /** The stored artifact a signed URL names. */
@@ -245,7 +298,11 @@ export function createSignService(deps: SignServiceDeps) {
       const sourceTag = await fileTag(feather);
       let row = await enqueue(featherKey(userId), { sourceKey: null, title: FEATHER_TITLE, sourceTag });
       if (row.state !== 'idle') {
-        const settled = waitForEvent(bus, (e) => e.kind === 'sign-settled' && e.id === row.id, settings.featherWaitMs);
+        const settled = waitForEvent(
+          bus,
+          (e) => e.kind === 'sign-settled' && e.id === row.id,
+          settings.featherWaitMs,
+        );
         // Looked at again after listening: it may have settled in between.
         const now = await q.findSign(db, featherKey(userId));
         if (now && now.state !== 'idle') await settled;
@@ -272,9 +329,15 @@ export function createSignService(deps: SignServiceDeps) {
     async featherCert(userId: string, baseUrl: string): Promise<FeatherCertAnswer> {
       requireFeather();
       if (!(await signing.signingMaterial(userId))) throw noDevice();
-      const password = Array.from({ length: 16 }, () => PASSWORD_ALPHABET[randomInt(PASSWORD_ALPHABET.length)]).join('');
+      const password = Array.from(
+        { length: 16 },
+        () => PASSWORD_ALPHABET[randomInt(PASSWORD_ALPHABET.length)],
+      ).join('');
       const token = secrets.seal(JSON.stringify({ u: userId, p: password }), FEATHER_CERT_PURPOSE);
-      const url = new URL(urls.sign(`/files/feather/cert/${token}`, settings.urlTtlSeconds), baseUrl).toString();
+      const url = new URL(
+        urls.sign(`/files/feather/cert/${token}`, settings.urlTtlSeconds),
+        baseUrl,
+      ).toString();
       return { url, password };
     },
 
@@ -305,7 +368,12 @@ export function dropSignsOfVersions(deps: {
       if (entry.appVerId === null) continue;
       const rows = await q.deleteSignsOfVersion(deps.db, entry.appId, entry.appVerId);
       for (const row of rows) {
-        if (row.fileKey) await deps.files.delete(row.fileKey).catch((err: unknown) => deps.log.warn({ err, key: row.fileKey }, 'could not delete a signed file'));
+        if (row.fileKey)
+          await deps.files
+            .delete(row.fileKey)
+            .catch((err: unknown) =>
+              deps.log.warn({ err, key: row.fileKey }, 'could not delete a signed file'),
+            );
       }
       await deps.cache.drop(entry.appId, entry.appVerId).catch(() => {});
     }

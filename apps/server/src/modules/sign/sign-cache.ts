@@ -85,7 +85,9 @@ export function createSignCache({ files, dir, tmpDir, run, log }: SignCacheDeps)
         const stream = await files.read(storeKey(appId, appVerId));
         const chunks: Buffer[] = [];
         for await (const chunk of stream) chunks.push(chunk as Buffer);
-        const { files: bundle } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { files: Record<string, string> };
+        const { files: bundle } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          files: Record<string, string>;
+        };
         await mkdir(folder, { recursive: true });
         for (const [name, text] of Object.entries(bundle)) {
           // Names come from our own writer; anything else in that object is ignored.
@@ -99,7 +101,10 @@ export function createSignCache({ files, dir, tmpDir, run, log }: SignCacheDeps)
 
     /** After a sign that had to digest: keep what it learnt for the other machines. */
     async afterColdSign(appId: number, appVerId: number) {
-      if (shared) await publish(appId, appVerId).catch((err: unknown) => log.warn({ err }, 'could not keep a digest cache in the store'));
+      if (shared)
+        await publish(appId, appVerId).catch((err: unknown) =>
+          log.warn({ err }, 'could not keep a digest cache in the store'),
+        );
     },
 
     /**
@@ -112,9 +117,16 @@ export function createSignCache({ files, dir, tmpDir, run, log }: SignCacheDeps)
         : await localSource(done.fileKey);
       try {
         const started = Date.now();
-        const result = await run({ kind: 'warm', input: source.path, cacheDir: versionDir(done.appId, done.appVerId) });
+        const result = await run({
+          kind: 'warm',
+          input: source.path,
+          cacheDir: versionDir(done.appId, done.appVerId),
+        });
         if (!result.ok) throw new Error(result.message);
-        log.info({ appId: done.appId, appVerId: done.appVerId, ms: Date.now() - started }, 'sign digest cache warmed');
+        log.info(
+          { appId: done.appId, appVerId: done.appVerId, ms: Date.now() - started },
+          'sign digest cache warmed',
+        );
       } finally {
         await source.release();
       }

@@ -20,7 +20,10 @@ async function readApp(input: string) {
   const archive = await openZip(input);
   try {
     const bundle = findAppBundle(archive.entries);
-    return { dir: bundle.dir, ...describeBundle(await readInfoPlist(archive, bundle.dir), `${bundle.dir}/Info.plist`) };
+    return {
+      dir: bundle.dir,
+      ...describeBundle(await readInfoPlist(archive, bundle.dir), `${bundle.dir}/Info.plist`),
+    };
   } finally {
     archive.close();
   }

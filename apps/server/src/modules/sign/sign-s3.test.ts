@@ -20,20 +20,34 @@ describe.each(databaseKinds)('sign service with S3 storage on %s', (kind) => {
   let s3Dir: string;
   let store: ItunesServer;
   let t: TestApp;
-  const cacheDir = () => path.join(t.dataDir, 'sign-cache', 'versions', `${APP_ID}-${APP_VER_ID}`, 'resource-digests');
+  const cacheDir = () =>
+    path.join(t.dataDir, 'sign-cache', 'versions', `${APP_ID}-${APP_VER_ID}`, 'resource-digests');
 
   beforeAll(async () => {
     s3Dir = mkdtempSync(path.join(tmpdir(), 'sideport-sign-s3-'));
-    s3 = new S3rver({ port: 0, address: '127.0.0.1', directory: s3Dir, silent: true, configureBuckets: [{ name: 'ipas', configs: [] }] });
+    s3 = new S3rver({
+      port: 0,
+      address: '127.0.0.1',
+      directory: s3Dir,
+      silent: true,
+      configureBuckets: [{ name: 'ipas', configs: [] }],
+    });
     const { port } = await s3.run();
     // s3rver's fixed credentials, found by the AWS SDK the usual way.
     process.env.AWS_ACCESS_KEY_ID = 'S3RVER';
     process.env.AWS_SECRET_ACCESS_KEY = 'S3RVER';
     store = await storeWith([storeApp(APP_ID, 'com.example.signs3')]);
     t = await createTestApp(kind, {
-      env: { ITUNES_BASE_URL: store.url, STORAGE_URL: `s3://ipas/sideport?endpoint=http://127.0.0.1:${port}&region=us-east-1&forcePathStyle=true` },
+      env: {
+        ITUNES_BASE_URL: store.url,
+        STORAGE_URL: `s3://ipas/sideport?endpoint=http://127.0.0.1:${port}&region=us-east-1&forcePathStyle=true`,
+      },
     });
-    const ipa = await buildIpa({ bundleId: 'com.example.signs3', version: '2.0', appVerId: String(APP_VER_ID) });
+    const ipa = await buildIpa({
+      bundleId: 'com.example.signs3',
+      version: '2.0',
+      appVerId: String(APP_VER_ID),
+    });
     await t.services.jobs.importIpa(ipa, { country: 'KR', appId: APP_ID });
   });
   afterAll(async () => {
@@ -49,20 +63,33 @@ describe.each(databaseKinds)('sign service with S3 storage on %s', (kind) => {
     // As a worker on another machine: no local cache.
     rmSync(path.join(t.dataDir, 'sign-cache'), { recursive: true, force: true });
     const cookie = await signedInUser(t, `s3signer_${kind}`);
-    await devices.insertDevice(t.database.db, { userId: `s3signer_${kind}`, product: 'iPhone15,2', udid: UDID, status: 'Registered' });
+    await devices.insertDevice(t.database.db, {
+      userId: `s3signer_${kind}`,
+      product: 'iPhone15,2',
+      udid: UDID,
+      status: 'Registered',
+    });
     const done = new Promise<void>((resolve) =>
       t.services.bus.subscribe((m) => {
         if (m.kind === 'live' && m.event.type === 'sign' && m.event.status === 'Done') resolve();
       }),
     );
-    const res = await t.app.inject({ method: 'PUT', url: `/api/sign/${APP_ID}/${APP_VER_ID}`, payload: { type: 0 }, headers: { cookie, ...WEB_CLIENT } });
+    const res = await t.app.inject({
+      method: 'PUT',
+      url: `/api/sign/${APP_ID}/${APP_VER_ID}`,
+      payload: { type: 0 },
+      headers: { cookie, ...WEB_CLIENT },
+    });
     expect(res.json()).toMatchObject({ status: 'Pending' });
     await done;
     // Both modes' digests came back from the bucket (a sign that digested itself writes only its own).
     expect(readdirSync(cacheDir()).sort()).toEqual(warmed);
 
     // The manifest names the IPA on a presigned URL of the bucket, which iOS fetches directly.
-    const install = await t.app.inject({ url: `/api/install/${APP_ID}/${APP_VER_ID}/0`, headers: { cookie, ...WEB_CLIENT } });
+    const install = await t.app.inject({
+      url: `/api/install/${APP_ID}/${APP_VER_ID}/0`,
+      headers: { cookie, ...WEB_CLIENT },
+    });
     const manifestUrl = new URL(decodeURIComponent(/&url=(.+)$/.exec(install.json().url)![1]!));
     const manifest = await t.app.inject({ url: `${manifestUrl.pathname}${manifestUrl.search}` });
     const [item] = (parsePlist(Buffer.from(manifest.body)) as { items: PlistObject[] }).items;
@@ -73,7 +100,9 @@ describe.each(databaseKinds)('sign service with S3 storage on %s', (kind) => {
     writeFileSync(path.join(dir, 'app.ipa'), ipa);
     mkdirSync(path.join(dir, 'x'));
     execFileSync('unzip', ['-q', 'app.ipa', '-d', 'x'], { cwd: dir });
-    const profile = readFileSync(path.join(dir, 'x', 'Payload', 'very-capable-app.app', 'embedded.mobileprovision'));
+    const profile = readFileSync(
+      path.join(dir, 'x', 'Payload', 'very-capable-app.app', 'embedded.mobileprovision'),
+    );
     expect(parseProfile(profile).provisionedDevices).toEqual([UDID]);
     rmSync(dir, { recursive: true, force: true });
   });

@@ -1,12 +1,24 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SignEvent } from '@sideport/contracts';
 import { check, parsePlist, parseProfile, type PlistObject } from '@sideport/ipa';
 import { buildDylib, objdumpHeaders } from '@sideport/ipa/test-support/toolchain';
-import { opensslVerifies, pageHashesMatch, readSignatures } from '@sideport/ipa/test-support/verify-signature';
+import {
+  opensslVerifies,
+  pageHashesMatch,
+  readSignatures,
+} from '@sideport/ipa/test-support/verify-signature';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { buildIpa, storeApp, storeWith } from '../../test/decrypt-support.js';
 import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
@@ -36,8 +48,14 @@ const work = mkdtempSync(path.join(tmpdir(), 'sideport-sign-test-'));
 // The operator's dylibs, built as packages/ipa's tests build them.
 const iapDylib = path.join(work, 'libiap.dylib');
 const iggDylib = path.join(work, 'libigg.dylib');
-writeFileSync(iapDylib, readFileSync(buildDylib(work, 'iap', 'int iap(void) { return 1; }\n', '@rpath/libiap.dylib')));
-writeFileSync(iggDylib, readFileSync(buildDylib(work, 'igg', 'int igg(void) { return 2; }\n', '@rpath/libigg.dylib')));
+writeFileSync(
+  iapDylib,
+  readFileSync(buildDylib(work, 'iap', 'int iap(void) { return 1; }\n', '@rpath/libiap.dylib')),
+);
+writeFileSync(
+  iggDylib,
+  readFileSync(buildDylib(work, 'igg', 'int igg(void) { return 2; }\n', '@rpath/libigg.dylib')),
+);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** The path and query of an absolute URL the server made, for inject. */
@@ -48,7 +66,8 @@ const local = (url: string) => {
 };
 
 /** The same link with one character of its signature changed. */
-const tamperSignature = (url: string) => url.replace(/sig=([0-9a-f])/, (_, c: string) => `sig=${c === '0' ? '1' : '0'}`);
+const tamperSignature = (url: string) =>
+  url.replace(/sig=([0-9a-f])/, (_, c: string) => `sig=${c === '0' ? '1' : '0'}`);
 
 /** The manifest URL inside an itms-services link. */
 function manifestUrlOf(link: string) {
@@ -108,16 +127,31 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     return { id, cookie: await signedInUser(t, id) };
   }
 
-  const get = (url: string, cookie?: string) => t.app.inject({ url, headers: cookie ? { cookie, ...WEB_CLIENT } : {} });
-  const put = (url: string, payload: unknown, cookie: string) => t.app.inject({ method: 'PUT', url, payload: payload as object, headers: { cookie, ...WEB_CLIENT } });
-  const requestSign = (type: number, cookie = alice.cookie, version = VERSION) => put(`/api/sign/${version.appId}/${version.appVerId}`, { type }, cookie);
+  const get = (url: string, cookie?: string) =>
+    t.app.inject({ url, headers: cookie ? { cookie, ...WEB_CLIENT } : {} });
+  const put = (url: string, payload: unknown, cookie: string) =>
+    t.app.inject({ method: 'PUT', url, payload: payload as object, headers: { cookie, ...WEB_CLIENT } });
+  const requestSign = (type: number, cookie = alice.cookie, version = VERSION) =>
+    put(`/api/sign/${version.appId}/${version.appVerId}`, { type }, cookie);
 
   /** Resolves when `userId`'s sign of the version in `type` reaches `status`, as the owner's live events tell it. */
   function reached(userId: string, type: number, status: SignEvent['status'], from = 0) {
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`sign ${type} did not reach ${status}: ${JSON.stringify(eventsOf(userId).slice(from))}`)), 60_000);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `sign ${type} did not reach ${status}: ${JSON.stringify(eventsOf(userId).slice(from))}`,
+            ),
+          ),
+        60_000,
+      );
       const poll = setInterval(() => {
-        if (eventsOf(userId).slice(from).some((e) => e.sign_type === type && e.status === status)) {
+        if (
+          eventsOf(userId)
+            .slice(from)
+            .some((e) => e.sign_type === type && e.status === status)
+        ) {
           clearInterval(poll);
           clearTimeout(timer);
           resolve();
@@ -132,7 +166,9 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     const index = (await deviceInfo(t, user.cookie)).findIndex((d) => d.UDID === udid);
     await payForDevice(t, user.cookie, index);
     // until, not expect.poll: beforeAll registers alice's device too.
-    await until(`${udid} to be Registered`, async () => ((await deviceInfo(t, user.cookie))[index]?.status === 'Registered' ? true : undefined));
+    await until(`${udid} to be Registered`, async () =>
+      (await deviceInfo(t, user.cookie))[index]?.status === 'Registered' ? true : undefined,
+    );
   }
 
   /** Requests `user`'s signs of `version` in `modes` and waits until each is Done; returns each answer. */
@@ -161,12 +197,24 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     expect(asset.kind).toBe('software-package');
     const ipa = await get(local(asset.url as string));
     expect(ipa.statusCode).toBe(200);
-    return { manifestUrl, metadata: item!.metadata as PlistObject, ipaUrl: asset.url as string, ipa: ipa.rawPayload };
+    return {
+      manifestUrl,
+      metadata: item!.metadata as PlistObject,
+      ipaUrl: asset.url as string,
+      ipa: ipa.rawPayload,
+    };
   }
 
   beforeAll(async () => {
-    store = await storeWith([storeApp(APP_ID, BUNDLE_ID), storeApp(OTHER_VERSION.appId, `${BUNDLE_ID}.other`)]);
-    const feather = await buildIpa({ bundleId: 'kh.crysalis.feather', version: '2.0', displayName: 'Feather' });
+    store = await storeWith([
+      storeApp(APP_ID, BUNDLE_ID),
+      storeApp(OTHER_VERSION.appId, `${BUNDLE_ID}.other`),
+    ]);
+    const feather = await buildIpa({
+      bundleId: 'kh.crysalis.feather',
+      version: '2.0',
+      displayName: 'Feather',
+    });
     t = await createTestApp(kind, {
       env: {
         ITUNES_BASE_URL: store.url,
@@ -179,7 +227,8 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
       clock: () => new Date(now),
     });
     t.services.bus.subscribe((message) => {
-      if (message.kind === 'live' && message.event.type === 'sign' && message.userId !== undefined) eventsOf(message.userId).push(message.event);
+      if (message.kind === 'live' && message.event.type === 'sign' && message.userId !== undefined)
+        eventsOf(message.userId).push(message.event);
     });
     alice = { id: `alice_${kind}`, cookie: await signedInUser(t, `alice_${kind}`) };
     bob = { id: `bob_${kind}`, cookie: await signedInUser(t, `bob_${kind}`) };
@@ -197,7 +246,13 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
   });
 
   it("fills the version's digest cache when it becomes Done, for the normal modes and DUP", () => {
-    const folder = path.join(t.dataDir, 'sign-cache', 'versions', `${APP_ID}-${APP_VER_ID}`, 'resource-digests');
+    const folder = path.join(
+      t.dataDir,
+      'sign-cache',
+      'versions',
+      `${APP_ID}-${APP_VER_ID}`,
+      'resource-digests',
+    );
     expect(readdirSync(folder).filter((n) => n.endsWith('.json'))).toHaveLength(2);
   });
 
@@ -215,17 +270,33 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
   it('signs in each of the five modes once a device is enrolled, paid and Registered: Pending, Process, Done, live', async () => {
     // alice's signs, requested in beforeAll: what each request answered and the events each made.
     expect(aliceSigns.answers).toEqual(
-      MODES.map((type) => [200, { app_id: String(APP_ID), app_ver_id: String(APP_VER_ID), type, status: 'Pending' }]),
+      MODES.map((type) => [
+        200,
+        { app_id: String(APP_ID), app_ver_id: String(APP_VER_ID), type, status: 'Pending' },
+      ]),
     );
     for (const type of MODES) {
-      expect(aliceSigns.events.filter((e) => e.sign_type === type).map((e) => e.status)).toEqual(['Pending', 'Process', 'Done']);
+      expect(aliceSigns.events.filter((e) => e.sign_type === type).map((e) => e.status)).toEqual([
+        'Pending',
+        'Process',
+        'Done',
+      ]);
     }
     const list = await get(`/api/version/KR/${APP_ID}`, alice.cookie);
     expect(list.json()).toEqual([
-      expect.objectContaining({ app_ver_id: String(APP_VER_ID), normal_sign: 'Done', iap_sign: 'Done', igg_sign: 'Done', both_sign: 'Done', dup_sign: 'Done' }),
+      expect.objectContaining({
+        app_ver_id: String(APP_VER_ID),
+        normal_sign: 'Done',
+        iap_sign: 'Done',
+        igg_sign: 'Done',
+        both_sign: 'Done',
+        dup_sign: 'Done',
+      }),
     ]);
     // Sign statuses are the caller's own.
-    expect((await get(`/api/version/KR/${APP_ID}`, bob.cookie)).json()).toEqual([expect.objectContaining({ normal_sign: 'No', dup_sign: 'No' })]);
+    expect((await get(`/api/version/KR/${APP_ID}`, bob.cookie)).json()).toEqual([
+      expect.objectContaining({ normal_sign: 'No', dup_sign: 'No' }),
+    ]);
   });
 
   it('serves each mode through its manifest: signed for the UDID, every Mach-O verified, the dylibs loaded, DUP renamed', async () => {
@@ -236,14 +307,27 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
       expect(checked.json()).toMatchObject({ status: 'Done', udids: [UDID_A] });
       const { metadata, ipa } = await signedIpa(type);
       const { appDir, machOs, report } = await unpack(ipa, `mode-${type}-${kind}`);
-      expect(parseProfile(readFileSync(path.join(appDir, 'embedded.mobileprovision'))).provisionedDevices).toEqual([UDID_A]);
+      expect(
+        parseProfile(readFileSync(path.join(appDir, 'embedded.mobileprovision'))).provisionedDevices,
+      ).toEqual([UDID_A]);
       expectEverySignatureVerifies(machOs, caPem);
-      expect(metadata).toEqual({ 'bundle-identifier': report.bundleId, 'bundle-version': '1.0', kind: 'software', title: APP_NAME });
+      expect(metadata).toEqual({
+        'bundle-identifier': report.bundleId,
+        'bundle-version': '1.0',
+        kind: 'software',
+        title: APP_NAME,
+      });
       if (type === 4) dupIds.push(report.bundleId);
       else expect(report.bundleId).toBe(BUNDLE_ID);
       const headers = objdumpHeaders(path.join(appDir, report.executable));
-      const loads = (name: string) => new RegExp(`cmd LC_LOAD_DYLIB[\\s\\S]*?name @executable_path/Frameworks/${name.replace('.', '\\.')}`).test(headers);
-      expect([loads('libiap.dylib'), loads('libigg.dylib')], `mode ${type}`).toEqual([type === 1 || type === 3, type === 2 || type === 3]);
+      const loads = (name: string) =>
+        new RegExp(
+          `cmd LC_LOAD_DYLIB[\\s\\S]*?name @executable_path/Frameworks/${name.replace('.', '\\.')}`,
+        ).test(headers);
+      expect([loads('libiap.dylib'), loads('libigg.dylib')], `mode ${type}`).toEqual([
+        type === 1 || type === 3,
+        type === 2 || type === 3,
+      ]);
     }
     // DUP: a bundle id of its own, stable for this user and app.
     expect(dupIds[0]).not.toBe(BUNDLE_ID);
@@ -257,7 +341,9 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     expect(res.json()).toMatchObject({ status: 'Done' });
     const after = await get(`/api/install/${APP_ID}/${APP_VER_ID}/0`, alice.cookie);
     // The same artifact: its manifest path has not changed.
-    expect(new URL(manifestUrlOf(after.json().url)).pathname).toBe(new URL(manifestUrlOf(before.json().url)).pathname);
+    expect(new URL(manifestUrlOf(after.json().url)).pathname).toBe(
+      new URL(manifestUrlOf(before.json().url)).pathname,
+    );
     expect(eventsOf(alice.id).slice(from)).toEqual([]);
   });
 
@@ -269,7 +355,10 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     await registerDevice(user, UDID_B, 'iPad13,1');
     for (const type of [0, 4]) {
       const stale = await get(`/api/check/sign/${APP_ID}/${APP_VER_ID}/${type}`, user.cookie);
-      expect([stale.statusCode, stale.body]).toEqual([406, 'This app was signed before Registered on one of your devices.']);
+      expect([stale.statusCode, stale.body]).toEqual([
+        406,
+        'This app was signed before Registered on one of your devices.',
+      ]);
     }
     const { ipaUrl: oldIpa } = await signedIpa(4, user.cookie);
     const from = eventsOf(user.id).length;
@@ -280,7 +369,11 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     expect(checked.json()).toMatchObject({ udids: [UDID_A, UDID_B].sort() });
     const { ipa, metadata } = await signedIpa(4, user.cookie);
     const { appDir, machOs, report } = await unpack(ipa, `resigned-${kind}`);
-    expect([...parseProfile(readFileSync(path.join(appDir, 'embedded.mobileprovision'))).provisionedDevices].sort()).toEqual([UDID_A, UDID_B].sort());
+    expect(
+      [
+        ...parseProfile(readFileSync(path.join(appDir, 'embedded.mobileprovision'))).provisionedDevices,
+      ].sort(),
+    ).toEqual([UDID_A, UDID_B].sort());
     expectEverySignatureVerifies(machOs, caPem);
     // The same DUP id as before: it is the user's copy of this app.
     expect(metadata['bundle-identifier']).toBe(report.bundleId);
@@ -296,14 +389,22 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
   });
 
   it("keeps a user's artifacts from everyone else, and refuses tampered or expired links", async () => {
-    for (const url of [`/api/check/sign/${APP_ID}/${APP_VER_ID}/0`, `/api/install/${APP_ID}/${APP_VER_ID}/0`]) {
+    for (const url of [
+      `/api/check/sign/${APP_ID}/${APP_VER_ID}/0`,
+      `/api/install/${APP_ID}/${APP_VER_ID}/0`,
+    ]) {
       const res = await get(url, bob.cookie);
-      expect([res.statusCode, res.body]).toEqual([404, 'This app is not signed for your devices yet. Request a sign first.']);
+      expect([res.statusCode, res.body]).toEqual([
+        404,
+        'This app is not signed for your devices yet. Request a sign first.',
+      ]);
     }
     const { manifestUrl, ipaUrl } = await signedIpa(0);
     const manifestPath = local(manifestUrl);
     // Another artifact's id under this signature, a changed signature, a changed expiry.
-    const otherManifest = local(manifestUrlOf((await get(`/api/install/${APP_ID}/${APP_VER_ID}/1`, alice.cookie)).json().url));
+    const otherManifest = local(
+      manifestUrlOf((await get(`/api/install/${APP_ID}/${APP_VER_ID}/1`, alice.cookie)).json().url),
+    );
     expect((await get(otherManifest)).statusCode).toBe(200);
     const artifactOf = (url: string) => /\/files\/sign\/([^/]+)\//.exec(url)![1]!;
     const [artifact, otherArtifact] = [artifactOf(manifestPath), artifactOf(otherManifest)];
@@ -316,7 +417,10 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     ];
     for (const url of tampered) {
       const res = await get(url, alice.cookie);
-      expect([res.statusCode, res.body], url).toEqual([403, 'This download link is not valid or has expired. Ask for a new one.']);
+      expect([res.statusCode, res.body], url).toEqual([
+        403,
+        'This download link is not valid or has expired. Ask for a new one.',
+      ]);
     }
     const saved = now;
     try {
@@ -329,11 +433,31 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
 
   it('refuses bad input with a sentence and changes nothing', async () => {
     const cases: Array<[string, unknown, number, string]> = [
-      [`/api/sign/${APP_ID}/${APP_VER_ID}`, { type: 5 }, 400, 'type must be 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.'],
-      [`/api/sign/${APP_ID}/${APP_VER_ID}`, { type: '0' }, 400, 'type must be 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.'],
-      [`/api/sign/${APP_ID}/${APP_VER_ID}`, [], 400, 'Send a JSON object with type: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.'],
+      [
+        `/api/sign/${APP_ID}/${APP_VER_ID}`,
+        { type: 5 },
+        400,
+        'type must be 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.',
+      ],
+      [
+        `/api/sign/${APP_ID}/${APP_VER_ID}`,
+        { type: '0' },
+        400,
+        'type must be 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.',
+      ],
+      [
+        `/api/sign/${APP_ID}/${APP_VER_ID}`,
+        [],
+        400,
+        'Send a JSON object with type: 0 normal, 1 IAP, 2 IGG, 3 IAP+IGG or 4 DUP.',
+      ],
       [`/api/sign/${APP_ID}/999`, { type: 0 }, 404, 'This version is not decrypted yet.'],
-      [`/api/sign/${APP_ID}/x`, { type: 0 }, 400, 'app_ver_id must be a whole number from 0 to 9007199254740991.'],
+      [
+        `/api/sign/${APP_ID}/x`,
+        { type: 0 },
+        400,
+        'app_ver_id must be a whole number from 0 to 9007199254740991.',
+      ],
     ];
     const from = eventsOf(alice.id).length;
     for (const [url, payload, status, body] of cases) {
@@ -354,9 +478,13 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     const manifest = await get(local(manifestUrlOf(res.json().url)));
     const [item] = (parsePlist(Buffer.from(manifest.body)) as { items: PlistObject[] }).items;
     expect(item!.metadata).toMatchObject({ 'bundle-identifier': 'kh.crysalis.feather', title: 'Feather' });
-    const ipa = await get(local(((item!.assets as PlistObject[])[0]!.url as string)));
+    const ipa = await get(local((item!.assets as PlistObject[])[0]!.url as string));
     const { appDir, machOs } = await unpack(ipa.rawPayload, `feather-${kind}`);
-    expect([...parseProfile(readFileSync(path.join(appDir, 'embedded.mobileprovision'))).provisionedDevices].sort()).toEqual([UDID_A, UDID_B].sort());
+    expect(
+      [
+        ...parseProfile(readFileSync(path.join(appDir, 'embedded.mobileprovision'))).provisionedDevices,
+      ].sort(),
+    ).toEqual([UDID_A, UDID_B].sort());
     expectEverySignatureVerifies(machOs, caPem);
 
     const first = await get('/api/feather/cert', user.cookie);
@@ -375,9 +503,19 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
     const material = (await t.services.signing.signingMaterial(user.id))!;
     expect(readFileSync(path.join(dir, 'sideport.mobileprovision')).equals(material.profile)).toBe(true);
     // openssl opens the .p12 with the password it came with, and with no other.
-    const certs = execFileSync('openssl', ['pkcs12', '-in', 'sideport.p12', '-nokeys', '-passin', `pass:${password}`], { cwd: dir, encoding: 'utf8' });
+    const certs = execFileSync(
+      'openssl',
+      ['pkcs12', '-in', 'sideport.p12', '-nokeys', '-passin', `pass:${password}`],
+      { cwd: dir, encoding: 'utf8' },
+    );
     expect(certs).toContain('BEGIN CERTIFICATE');
-    expect(() => execFileSync('openssl', ['pkcs12', '-in', 'sideport.p12', '-nokeys', '-passin', `pass:${second.json().password}`], { cwd: dir, stdio: 'pipe' })).toThrow();
+    expect(() =>
+      execFileSync(
+        'openssl',
+        ['pkcs12', '-in', 'sideport.p12', '-nokeys', '-passin', `pass:${second.json().password}`],
+        { cwd: dir, stdio: 'pipe' },
+      ),
+    ).toThrow();
     // The link is the owner's: changed, it is refused.
     expect((await get(tamperSignature(local(url)))).statusCode).toBe(403);
   });
@@ -385,21 +523,41 @@ describe.each(databaseKinds)('sign service on %s', (kind) => {
   it("removes a version's signs and their files with the version", async () => {
     const admin = await signedInUser(t, `admin_${kind}`, 1);
     // A version and a signer of its own: the other tests' version stays.
-    const ipa = await buildIpa({ bundleId: `${BUNDLE_ID}.other`, version: '1.0', appVerId: String(OTHER_VERSION.appVerId) });
+    const ipa = await buildIpa({
+      bundleId: `${BUNDLE_ID}.other`,
+      version: '1.0',
+      appVerId: String(OTHER_VERSION.appVerId),
+    });
     await t.services.jobs.importIpa(ipa, { country: 'KR', appId: OTHER_VERSION.appId });
     const user = await newUser('remover');
     await registerDevice(user, UDID_A, 'iPhone15,2');
     await signModes(user, [0], OTHER_VERSION);
     const { manifestUrl } = await signedIpa(0, user.cookie, OTHER_VERSION);
-    const cache = path.join(t.dataDir, 'sign-cache', 'versions', `${OTHER_VERSION.appId}-${OTHER_VERSION.appVerId}`);
+    const cache = path.join(
+      t.dataDir,
+      'sign-cache',
+      'versions',
+      `${OTHER_VERSION.appId}-${OTHER_VERSION.appVerId}`,
+    );
     expect(existsSync(cache)).toBe(true);
-    const rows = await t.database.db.select().from(schema.signRequests).where(eq(schema.signRequests.appVerId, OTHER_VERSION.appVerId));
+    const rows = await t.database.db
+      .select()
+      .from(schema.signRequests)
+      .where(eq(schema.signRequests.appVerId, OTHER_VERSION.appVerId));
     expect(rows.length).toBeGreaterThan(0);
-    const removed = await t.app.inject({ method: 'DELETE', url: `/api/app/${OTHER_VERSION.appId}/${OTHER_VERSION.appVerId}`, headers: { cookie: admin, ...WEB_CLIENT } });
+    const removed = await t.app.inject({
+      method: 'DELETE',
+      url: `/api/app/${OTHER_VERSION.appId}/${OTHER_VERSION.appVerId}`,
+      headers: { cookie: admin, ...WEB_CLIENT },
+    });
     expect(removed.statusCode, removed.body).toBe(204);
-    expect((await get(`/api/check/sign/${OTHER_VERSION.appId}/${OTHER_VERSION.appVerId}/0`, user.cookie)).statusCode).toBe(404);
+    expect(
+      (await get(`/api/check/sign/${OTHER_VERSION.appId}/${OTHER_VERSION.appVerId}/0`, user.cookie))
+        .statusCode,
+    ).toBe(404);
     expect((await get(local(manifestUrl))).statusCode).toBe(404);
-    for (const row of rows) expect(existsSync(path.join(t.dataDir, 'files', row.fileKey!)), row.fileKey!).toBe(false);
+    for (const row of rows)
+      expect(existsSync(path.join(t.dataDir, 'files', row.fileKey!)), row.fileKey!).toBe(false);
     expect(existsSync(cache)).toBe(false);
   });
 });
@@ -413,8 +571,17 @@ describe('sign service without dylibs or Feather', () => {
 
   it('refuses the injection modes and Feather with a sentence', async () => {
     const cookie = await signedInUser(t, 'plain_user');
-    const sign = (type: number) => t.app.inject({ method: 'PUT', url: '/api/sign/1/2', payload: { type }, headers: { cookie, ...WEB_CLIENT } });
-    expect([(await sign(1)).statusCode, (await sign(1)).body]).toEqual([403, 'IAP signing is not offered on this server.']);
+    const sign = (type: number) =>
+      t.app.inject({
+        method: 'PUT',
+        url: '/api/sign/1/2',
+        payload: { type },
+        headers: { cookie, ...WEB_CLIENT },
+      });
+    expect([(await sign(1)).statusCode, (await sign(1)).body]).toEqual([
+      403,
+      'IAP signing is not offered on this server.',
+    ]);
     expect((await sign(2)).body).toBe('IGG signing is not offered on this server.');
     expect((await sign(3)).body).toBe('IAP + IGG signing is not offered on this server.');
     for (const url of ['/api/feather/install', '/api/feather/cert']) {

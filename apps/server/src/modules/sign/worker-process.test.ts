@@ -25,7 +25,8 @@ interface Worker {
 }
 
 // The worker logs JSON lines; each sign's are `"msg":"sign 12: signing"` and `"msg":"sign 12: signed"`.
-const idsOf = (text: string, what: 'signing' | 'signed') => [...text.matchAll(new RegExp(`"msg":"sign (\\d+): ${what}"`, 'g'))].map((m) => Number(m[1]));
+const idsOf = (text: string, what: 'signing' | 'signed') =>
+  [...text.matchAll(new RegExp(`"msg":"sign (\\d+): ${what}"`, 'g'))].map((m) => Number(m[1]));
 
 /**
  * Sign workers as an operator runs them on other machines: `npx sideport worker` processes against
@@ -38,11 +39,19 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
   const workers: Worker[] = [];
 
   function startWorker(): Worker {
-    const child = spawn(process.execPath, [cliJs, 'worker', '--workers', '1'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cliJs, 'worker', '--workers', '1'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    const worker = { child, output: () => out, started: () => idsOf(out, 'signing'), signed: () => idsOf(out, 'signed') };
+    const worker = {
+      child,
+      output: () => out,
+      started: () => idsOf(out, 'signing'),
+      signed: () => idsOf(out, 'signed'),
+    };
     workers.push(worker);
     return worker;
   }
@@ -60,11 +69,22 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
     const dylibs = mkdtempSync(path.join(tmpdir(), 'sideport-worker-dylibs-'));
     const dylib = (name: string) => {
       const file = path.join(dylibs, `lib${name}.dylib`);
-      writeFileSync(file, readFileSync(buildDylib(dylibs, name, `int ${name}(void) { return 1; }\n`, `@rpath/lib${name}.dylib`)));
+      writeFileSync(
+        file,
+        readFileSync(
+          buildDylib(dylibs, name, `int ${name}(void) { return 1; }\n`, `@rpath/lib${name}.dylib`),
+        ),
+      );
       return file;
     };
-    const sign = { SIGN_LEASE_SECONDS: String(LEASE_SECONDS), SIGN_DYLIBS_IAP: dylib('iap'), SIGN_DYLIBS_IGG: dylib('igg') };
-    t = await createTestApp('postgres', { env: { ITUNES_BASE_URL: store.url, SIGN_WORKERS: '0', SIGN_IN_LIMIT_PER_ADDRESS: '10000', ...sign } });
+    const sign = {
+      SIGN_LEASE_SECONDS: String(LEASE_SECONDS),
+      SIGN_DYLIBS_IAP: dylib('iap'),
+      SIGN_DYLIBS_IGG: dylib('igg'),
+    };
+    t = await createTestApp('postgres', {
+      env: { ITUNES_BASE_URL: store.url, SIGN_WORKERS: '0', SIGN_IN_LIMIT_PER_ADDRESS: '10000', ...sign },
+    });
     env = {
       PATH: process.env.PATH ?? '',
       DATABASE_URL: t.database.url!,
@@ -73,7 +93,12 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
       ...sign,
     };
     // Large enough that a sign takes a while, so a worker can be killed in the middle of one.
-    const ipa = await buildIpa({ bundleId: 'com.example.workers', version: '1.0', appVerId: String(APP_VER_ID), padBytes: 48 * 1024 * 1024 });
+    const ipa = await buildIpa({
+      bundleId: 'com.example.workers',
+      version: '1.0',
+      appVerId: String(APP_VER_ID),
+      padBytes: 48 * 1024 * 1024,
+    });
     await t.services.jobs.importIpa(ipa, { country: 'KR', appId: APP_ID });
   });
   afterAll(async () => {
@@ -82,42 +107,62 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
     await store?.close();
   });
 
-  it('signs 20 jobs once each; a worker killed mid-sign loses its job to the other', { timeout: 300_000 }, async () => {
-    for (let u = 0; u < 4; u++) {
-      const user = `worker_user_${u}`;
-      const cookie = await signedInUser(t, user);
-      await devices.insertDevice(t.database.db, { userId: user, product: 'iPhone15,2', udid: `00008110-00000000000000${u}A`, status: 'Registered' });
-      for (const type of [0, 1, 2, 3, 4]) {
-        const res = await t.app.inject({ method: 'PUT', url: `/api/sign/${APP_ID}/${APP_VER_ID}`, payload: { type }, headers: { ...WEB_CLIENT, cookie } });
-        expect(res.json()).toMatchObject({ status: 'Pending' });
+  it(
+    'signs 20 jobs once each; a worker killed mid-sign loses its job to the other',
+    { timeout: 300_000 },
+    async () => {
+      for (let u = 0; u < 4; u++) {
+        const user = `worker_user_${u}`;
+        const cookie = await signedInUser(t, user);
+        await devices.insertDevice(t.database.db, {
+          userId: user,
+          product: 'iPhone15,2',
+          udid: `00008110-00000000000000${u}A`,
+          status: 'Registered',
+        });
+        for (const type of [0, 1, 2, 3, 4]) {
+          const res = await t.app.inject({
+            method: 'PUT',
+            url: `/api/sign/${APP_ID}/${APP_VER_ID}`,
+            payload: { type },
+            headers: { ...WEB_CLIENT, cookie },
+          });
+          expect(res.json()).toMatchObject({ status: 'Pending' });
+        }
       }
-    }
-    const doomed = startWorker();
-    const survivor = startWorker();
-    // Killed as it starts its second sign: the sign is under way, nothing of it committed.
-    await until('the doomed worker starting a second sign', () => doomed.started().length >= 2);
-    doomed.child.kill('SIGKILL');
-    const lost = doomed.started()[1]!;
+      const doomed = startWorker();
+      const survivor = startWorker();
+      // Killed as it starts its second sign: the sign is under way, nothing of it committed.
+      await until('the doomed worker starting a second sign', () => doomed.started().length >= 2);
+      doomed.child.kill('SIGKILL');
+      const lost = doomed.started()[1]!;
 
-    const rows = () => t.database.db.select().from(signRequests);
-    await until('every sign Done', async () => (await rows()).every((r) => r.status === 'Done'));
-    const all = await rows();
-    expect(all).toHaveLength(20);
-    // Each signed once: by one worker or the other, never both; the lost job by the survivor.
-    const [byDoomed, bySurvivor] = [doomed.signed(), survivor.signed()];
-    expect([...byDoomed, ...bySurvivor].sort((a, b) => a - b)).toEqual(all.map((r) => r.id).sort((a, b) => a - b));
-    expect(byDoomed).not.toContain(lost);
-    expect(bySurvivor).toContain(lost);
-    const [lostRow] = await t.database.db.select().from(signRequests).where(eq(signRequests.id, lost));
-    expect(lostRow!.attempts).toBe(2);
-    // Exactly the committed artifacts are stored: nothing of the killed sign was kept.
-    for (const row of all) expect(existsSync(path.join(t.dataDir, 'files', row.fileKey!))).toBe(true);
-    const stored = readdirSync(path.join(t.dataDir, 'files', 'signed'), { recursive: true }).filter((n) => String(n).endsWith('.ipa'));
-    expect(stored).toHaveLength(20);
+      const rows = () => t.database.db.select().from(signRequests);
+      await until('every sign Done', async () => (await rows()).every((r) => r.status === 'Done'));
+      const all = await rows();
+      expect(all).toHaveLength(20);
+      // Each signed once: by one worker or the other, never both; the lost job by the survivor.
+      const [byDoomed, bySurvivor] = [doomed.signed(), survivor.signed()];
+      expect([...byDoomed, ...bySurvivor].sort((a, b) => a - b)).toEqual(
+        all.map((r) => r.id).sort((a, b) => a - b),
+      );
+      expect(byDoomed).not.toContain(lost);
+      expect(bySurvivor).toContain(lost);
+      const [lostRow] = await t.database.db.select().from(signRequests).where(eq(signRequests.id, lost));
+      expect(lostRow!.attempts).toBe(2);
+      // Exactly the committed artifacts are stored: nothing of the killed sign was kept.
+      for (const row of all) expect(existsSync(path.join(t.dataDir, 'files', row.fileKey!))).toBe(true);
+      const stored = readdirSync(path.join(t.dataDir, 'files', 'signed'), { recursive: true }).filter((n) =>
+        String(n).endsWith('.ipa'),
+      );
+      expect(stored).toHaveLength(20);
 
-    // SIGTERM: the survivor stops cleanly.
-    const exited = new Promise<number | null>((resolve) => survivor.child.once('exit', (code) => resolve(code)));
-    survivor.child.kill('SIGTERM');
-    expect(await exited).toBe(0);
-  });
+      // SIGTERM: the survivor stops cleanly.
+      const exited = new Promise<number | null>((resolve) =>
+        survivor.child.once('exit', (code) => resolve(code)),
+      );
+      survivor.child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    },
+  );
 });

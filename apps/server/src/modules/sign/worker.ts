@@ -143,17 +143,20 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     await publishSign(bus, row);
     const abort = new AbortController();
     let source: Awaited<ReturnType<typeof sourceOf>>;
-    const renew = setInterval(() => {
-      // A source copied from S3 stays fresh while it is signed: the file sweep removes only old ones.
-      void source?.refresh();
-      q.renewLease(db, lease, clock(), settings.leaseSeconds)
-        .then((held) => {
-          if (held) return;
-          metrics.job('sign', 'lease_expired');
-          abort.abort();
-        })
-        .catch((err: unknown) => log.warn({ err, sign: row.id }, 'could not renew a sign lease'));
-    }, (settings.leaseSeconds * 1000) / 3);
+    const renew = setInterval(
+      () => {
+        // A source copied from S3 stays fresh while it is signed: the file sweep removes only old ones.
+        void source?.refresh();
+        q.renewLease(db, lease, clock(), settings.leaseSeconds)
+          .then((held) => {
+            if (held) return;
+            metrics.job('sign', 'lease_expired');
+            abort.abort();
+          })
+          .catch((err: unknown) => log.warn({ err, sign: row.id }, 'could not renew a sign lease'));
+      },
+      (settings.leaseSeconds * 1000) / 3,
+    );
     const stuck = setTimeout(() => abort.abort(), MAX_SIGN_MS);
     const output = path.join(settings.tmpDir, `signed-${randomUUID()}.ipa`);
     const started = Date.now();
@@ -186,8 +189,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         cacheDir: cacheDir.dir,
       };
       const result = await run(task, AbortSignal.any([abort.signal, stopped.signal]));
-      if (!result.ok)
-        return await endAttempt(lease, result.message, result.code !== undefined);
+      if (!result.ok) return await endAttempt(lease, result.message, result.code !== undefined);
       if (result.kind !== 'sign') throw new Error('The signing process answered another task.');
       const sizeBytes = (await stat(output)).size;
       const artifactId = randomUUID();
@@ -236,8 +238,8 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         return;
       }
       log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`);
-      await endAttempt(lease, 'The sign failed on the server. Please retry later.').catch(
-        (e: unknown) => log.warn({ err: e, sign: row.id }, 'could not record a failed sign'),
+      await endAttempt(lease, 'The sign failed on the server. Please retry later.').catch((e: unknown) =>
+        log.warn({ err: e, sign: row.id }, 'could not record a failed sign'),
       );
     } finally {
       clearInterval(renew);

@@ -44,7 +44,11 @@ export function AddAccountForm() {
   const isComplete =
     fields.keyId.trim() !== '' && fields.issuerId.trim() !== '' && fields.privateKey.trim() !== '';
   return (
-    <Form onSubmit={(e) => void add(e)} className="border rounded p-3 mb-3" aria-label="Add an App Store Connect key">
+    <Form
+      onSubmit={(e) => void add(e)}
+      className="border rounded p-3 mb-3"
+      aria-label="Add an App Store Connect key"
+    >
       <h2 className="fs-6">Add an App Store Connect key</h2>
       <div className="row g-2">
         <Form.Group className="col-md-3" controlId="account-name">

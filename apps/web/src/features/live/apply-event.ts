@@ -1,5 +1,12 @@
 import { hashKey, type QueryClient } from '@tanstack/react-query';
-import { signModeOf, type LiveEvent, type SignEvent, type SignStatus, type SignType, type VersionEvent } from '@sideport/contracts';
+import {
+  signModeOf,
+  type LiveEvent,
+  type SignEvent,
+  type SignStatus,
+  type SignType,
+  type VersionEvent,
+} from '@sideport/contracts';
 import { accountKeys } from '../account/queries';
 import { adminKeys } from '../admin/queries';
 import { catalogKeys } from '../catalog/queries';
