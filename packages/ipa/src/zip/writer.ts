@@ -118,7 +118,10 @@ export async function createSignedZipWriter(
 ): Promise<SignedZipWriter> {
   const temporary = `${output}.partial-${process.pid}-${Date.now()}`;
   const input = await open(source, 'r');
-  const out = await open(temporary, 'w');
+  const out = await open(temporary, 'w').catch(async (err: unknown) => {
+    await input.close();
+    throw err;
+  });
   const level = options.level ?? 1;
   const limit = options.maxBytes ?? Number.MAX_SAFE_INTEGER;
   const names = new Set<string>();
