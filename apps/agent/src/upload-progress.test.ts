@@ -39,4 +39,11 @@ describe('upload progress', () => {
     expect(lines[0]).toBe('2026-11-23T10:00:00.000Z job 1-1: uploaded 10% (4.0 of 40.0 MB)');
     expect(lines.at(-1)).toBe('2026-11-23T10:00:00.000Z job 1-1: uploaded 100% (40.0 of 40.0 MB)');
   });
+
+  it('counts a file under 1 MB in kB, never as 0.0 of 0.0 MB', () => {
+    const out = logTo(false);
+    const progress = createUploadProgress(out.log, 'job 1-1');
+    progress.update(20_440, 20_440);
+    expect(out.text()).toBe('2026-11-23T10:00:00.000Z job 1-1: uploaded 100% (20.0 of 20.0 kB)\n');
+  });
 });
