@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -107,6 +107,7 @@ export function agentClient(server: RunningServer, token: string) {
       const output = path.join(mkdtempSync(path.join(tmpdir(), 'sideport-e2e-ipa-')), 'app.ipa');
       await makeSampleIpa({ output, bundleId: ipa.bundleId, version: ipa.version });
       const body = await readFile(output);
+      await rm(path.dirname(output), { recursive: true, force: true });
       return ok(
         await call(
           'PUT',

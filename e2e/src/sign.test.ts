@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
@@ -35,6 +35,7 @@ beforeAll(async () => {
   store = await startItunesServer({ records: [storeRecord(READY.id, READY.name, READY.bundleId)] });
   // The operator's Feather IPA: any IPA will do for the certificate.
   const feather = path.join(mkdtempSync(path.join(tmpdir(), 'sideport-e2e-feather-')), 'feather.ipa');
+  afterAll(() => rmSync(path.dirname(feather), { recursive: true, force: true }));
   await makeSampleIpa({ output: feather, bundleId: 'com.example.feather', version: '1.0' });
   server = await startServer(newDataDir(), {
     ITUNES_BASE_URL: store.url,

@@ -1,10 +1,11 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { commandEnvironment, failureOf, runCommand } from './command.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'agent-command-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const run = (command: string, signal = new AbortController().signal) => {
   const stdout: string[] = [];
   const result = runCommand(command, {

@@ -1,12 +1,13 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { commandEnvironment, failureOf, runCommand } from './command.js';
 import { parseCommandLine } from './lines.js';
 
 const examples = path.resolve(import.meta.dirname, '../../../examples/agent');
 const work = mkdtempSync(path.join(tmpdir(), 'agent-example-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 async function runExample(script: string, variables: Record<string, string>) {
   const stdout: string[] = [];

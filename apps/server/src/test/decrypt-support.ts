@@ -1,6 +1,7 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { afterAll } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { makeSampleIpa, type SampleIpaOptions } from '../dev/sample-ipa.js';
 import { startItunesServer, type ItunesServer } from '../dev/itunes-server.js';
@@ -28,11 +29,16 @@ export function storeWith(records: Array<Record<string, unknown>>): Promise<Itun
   return startItunesServer({ records });
 }
 
-const ipaDir = mkdtempSync(path.join(tmpdir(), 'sideport-test-ipas-'));
+// Made on first use, and removed after the file's tests (vitest imports this module afresh per file).
+let ipaDir: string | undefined;
+afterAll(() => {
+  if (ipaDir) rmSync(ipaDir, { recursive: true, force: true });
+});
 let ipaCount = 0;
 
 /** A real decrypted (or, with cryptid 1, encrypted) IPA of the sample app relabelled as asked. */
 export async function buildIpa(options: Omit<SampleIpaOptions, 'output'>): Promise<string> {
+  ipaDir ??= mkdtempSync(path.join(tmpdir(), 'sideport-test-ipas-'));
   const output = path.join(ipaDir, `app-${++ipaCount}.ipa`);
   await makeSampleIpa({ ...options, output });
   return output;

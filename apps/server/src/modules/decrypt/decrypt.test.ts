@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The IPA toolkit's own test zip writer: ordinary writers refuse to make a zip-slip archive.
@@ -486,8 +486,11 @@ describe.each(databaseKinds)('decrypt pipeline on %s', (kind) => {
 });
 
 let tempCount = 0;
+const temps: string[] = [];
+afterAll(() => temps.forEach((file) => rmSync(file, { force: true })));
 function writeTemp(bytes: Buffer) {
   const file = path.join(process.env.TMPDIR ?? '/tmp', `sideport-upload-${process.pid}-${++tempCount}.ipa`);
   writeFileSync(file, bytes);
+  temps.push(file);
   return file;
 }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
@@ -36,6 +36,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
   let store: ItunesServer;
   let t: TestApp;
   let env: Record<string, string>;
+  let dylibs: string | undefined;
   const workers: Worker[] = [];
 
   function startWorker(): Worker {
@@ -66,14 +67,13 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
 
   beforeAll(async () => {
     store = await storeWith([storeApp(APP_ID, 'com.example.workers')]);
-    const dylibs = mkdtempSync(path.join(tmpdir(), 'sideport-worker-dylibs-'));
+    const dir = mkdtempSync(path.join(tmpdir(), 'sideport-worker-dylibs-'));
+    dylibs = dir;
     const dylib = (name: string) => {
-      const file = path.join(dylibs, `lib${name}.dylib`);
+      const file = path.join(dir, `lib${name}.dylib`);
       writeFileSync(
         file,
-        readFileSync(
-          buildDylib(dylibs, name, `int ${name}(void) { return 1; }\n`, `@rpath/lib${name}.dylib`),
-        ),
+        readFileSync(buildDylib(dir, name, `int ${name}(void) { return 1; }\n`, `@rpath/lib${name}.dylib`)),
       );
       return file;
     };
@@ -105,6 +105,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
     for (const w of workers) w.child.kill('SIGKILL');
     await t?.close();
     await store?.close();
+    if (dylibs) rmSync(dylibs, { recursive: true, force: true });
   });
 
   it(
