@@ -2,8 +2,8 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// TypeScript files no tsconfig includes (benchmarks, tool configs): linted without type information.
-const OUTSIDE_PROJECTS = ['bench/**', '*/*/vitest.config.ts', 'apps/server/drizzle.config.ts'];
+// TypeScript files no tsconfig includes (tool configs): linted without type information.
+const OUTSIDE_PROJECTS = ['*/*/vitest.config.ts', 'apps/server/drizzle.config.ts'];
 
 /**
  * Which of our packages each workspace may import (docs/architecture.md, Layout): dependencies point

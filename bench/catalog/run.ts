@@ -7,7 +7,6 @@
  * Prints requests/s and p99 latency per route and the ratio to the plain route.
  * Targets (issue 5): at least 50% of the plain route's requests/s, p99 under 25 ms.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,24 +17,13 @@ import { sql } from 'drizzle-orm';
 import { buildApp } from '../../apps/server/src/app.js';
 import { openDatabase } from '../../apps/server/src/db/client.js';
 import { loadConfig } from '../../apps/server/src/platform/config.js';
+import { benchDatabaseUrl, createDatabase } from '../lib.js';
 
 const APPS = Number(process.env.BENCH_APPS ?? 100_000);
 const VERSIONS = Number(process.env.BENCH_VERSIONS ?? 1_000_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
-const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
-if (!adminUrl) throw new Error('Set BENCH_DATABASE_URL (or run through scripts/with-postgres.sh).');
-
-async function createDatabase() {
-  const name = `sideport_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl!);
-  url.pathname = `/${name}`;
-  return { name, url: url.toString() };
-}
+const adminUrl = benchDatabaseUrl();
 
 async function seed(database: Awaited<ReturnType<typeof openDatabase>>) {
   const started = performance.now();
@@ -72,7 +60,7 @@ async function load(url: string, headers: Record<string, string> = {}) {
   return { rps: result.requests.average, p99: result.latency.p99, p50: result.latency.p50 };
 }
 
-const db = await createDatabase();
+const db = await createDatabase(adminUrl);
 const database = await openDatabase({ url: db.url });
 await database.migrate();
 const seedS = await seed(database);

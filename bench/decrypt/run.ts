@@ -10,47 +10,26 @@
  * Targets: at least 1,000 claims/s; the upload at least 50 % of the disk write; server RSS < 200 MB.
  */
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import pg from 'pg';
 import { sql } from 'drizzle-orm';
 import { buildApp } from '../../apps/server/src/app.js';
 import { openDatabase } from '../../apps/server/src/db/client.js';
 import { startItunesServer } from '../../apps/server/src/dev/itunes-server.js';
 import { makeSampleIpa } from '../../apps/server/src/dev/sample-ipa.js';
 import { loadConfig } from '../../apps/server/src/platform/config.js';
+import { benchDatabaseUrl, md5, createDatabase, dropDatabase } from '../lib.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 20);
 const UPLOAD_MB = Number(process.env.BENCH_UPLOAD_MB ?? 1024);
-const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
-if (!adminUrl) throw new Error('Set BENCH_DATABASE_URL (or run through scripts/with-postgres.sh).');
+const adminUrl = benchDatabaseUrl();
 const root = path.resolve(import.meta.dirname, '../..');
 const work = mkdtempSync(path.join(tmpdir(), 'sideport-bench-decrypt-'));
 
-async function createDatabase() {
-  const name = `sideport_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl!);
-  url.pathname = `/${name}`;
-  return { name, url: url.toString() };
-}
-
-async function dropDatabase(name: string) {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists ${name} with (force)`);
-  await admin.end();
-}
-
-const md5 = (s: string) => createHash('md5').update(s).digest('hex');
 const json = (body: unknown) => ({
   method: 'POST',
   headers: { 'content-type': 'application/json' },
@@ -73,7 +52,7 @@ async function adminAndAgent(baseUrl: string) {
 // ---- 1. claims ----
 
 async function claimsBench() {
-  const db = await createDatabase();
+  const db = await createDatabase(adminUrl);
   const database = await openDatabase({ url: db.url });
   await database.migrate();
   // Jobs as requests leave them: an app row, a Pending entry and a queued job each.
@@ -141,7 +120,7 @@ async function claimsBench() {
   const baseSeconds = (performance.now() - baseStarted) / 1000;
   await built.app.close();
   await database.close();
-  await dropDatabase(db.name);
+  await dropDatabase(adminUrl, db.name);
 
   const claimsPerSecond = claimed.length / claimSeconds;
   const healthPerSecond = (perClient * AGENTS) / baseSeconds;
@@ -187,7 +166,7 @@ function sampleRss(pid: number) {
 }
 
 async function uploadBench() {
-  const db = await createDatabase();
+  const db = await createDatabase(adminUrl);
   const bundleId = 'com.example.large';
   const store = await startItunesServer({
     records: [
@@ -298,7 +277,7 @@ async function uploadBench() {
     server.kill('SIGTERM');
     await new Promise((resolve) => server.on('exit', resolve));
     await store.close();
-    await dropDatabase(db.name);
+    await dropDatabase(adminUrl, db.name);
   }
 }
 

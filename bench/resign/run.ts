@@ -13,7 +13,6 @@
  * PGlite and local disk, one in-process sign worker.
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -27,8 +26,9 @@ import { saveDevIdentity } from '../../apps/server/dist/modules/identity/signing
 import { exportP12 } from '../../apps/server/dist/modules/sign/feather-cert.js';
 import { loadConfig } from '../../apps/server/dist/platform/config.js';
 import { createSecretBox } from '../../apps/server/dist/platform/secrets.js';
-import { startOcspResponder } from '../../apps/server/dist/test/ocsp-responder.js';
+import { startOcspResponder } from '../../apps/server/src/test/ocsp-responder.js';
 import { makeBenchIpa } from '../sign/make-ipa.js';
+import { seconds, udidOf, signUp } from '../lib.js';
 
 const USERS = Number(process.env.BENCH_USERS ?? 10);
 const APPS = Number(process.env.BENCH_APPS ?? 3);
@@ -41,9 +41,6 @@ const SECRET_KEY = 'bench-resign-secret-key-of-enough-length';
 const FIRST_APP_ID = 9_200_001;
 const appVerIdOf = (app: number) => 920_000_001 + app;
 
-const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-const md5 = (text: string) => createHash('md5').update(text).digest('hex');
-const udidOf = (n: number) => `00008110-${String(n).padStart(16, '0')}`;
 const until = async (done: () => boolean) => {
   while (!done()) await new Promise((resolve) => setTimeout(resolve, 5));
 };
@@ -199,15 +196,15 @@ async function main() {
     console.log(
       `\nrecovery, ${USERS} users x ${APPS} apps (${count} artifacts; ${SIZE_MB} MB of content, ${ipaMB.toFixed(0)} MB IPA), mode 0, one sign worker:`,
     );
-    console.log(`  first signs of them all (PUT to Done):                      ${s(firstSignsMs)}`);
+    console.log(`  first signs of them all (PUT to Done):                      ${seconds(firstSignsMs)}`);
     console.log(
-      `  revocation found by preflight to the first re-sign queued:   ${s(firstResignAt! - recoveryStarted)}  (a new certificate, ${USERS} profiles)`,
+      `  revocation found by preflight to the first re-sign queued:   ${seconds(firstResignAt! - recoveryStarted)}  (a new certificate, ${USERS} profiles)`,
     );
     console.log(
-      `  revocation found by preflight to every artifact installable: ${s(recoveryMs)}  (${s(recoveryMs / count)} per artifact)`,
+      `  revocation found by preflight to every artifact installable: ${seconds(recoveryMs)}  (${seconds(recoveryMs / count)} per artifact)`,
     );
     console.log(
-      `  the same signs from scratch, sideport-ipa sign, one by one:  ${s(scratchMs)}  (${s(scratchMs / count)} per artifact)`,
+      `  the same signs from scratch, sideport-ipa sign, one by one:  ${seconds(scratchMs)}  (${seconds(scratchMs / count)} per artifact)`,
     );
     console.log(`ratio from scratch / recovery: ${(scratchMs / recoveryMs).toFixed(2)}`);
   } finally {
@@ -217,16 +214,6 @@ async function main() {
     await store.close();
     rmSync(work, { recursive: true, force: true });
   }
-}
-
-async function signUp(base: string, id: string) {
-  const res = await fetch(`${base}/api/sign-up`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ id, pw: md5('bench-password') }),
-  });
-  if (res.status !== 200) throw new Error(`sign-up failed: ${res.status} ${await res.text()}`);
-  return res.headers.getSetCookie()[0]!.split(';')[0]!;
 }
 
 await main();

@@ -13,7 +13,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -24,6 +23,7 @@ import * as devices from '../../apps/server/dist/modules/devices/queries.js';
 import { exportP12 } from '../../apps/server/dist/modules/sign/feather-cert.js';
 import { loadConfig } from '../../apps/server/dist/platform/config.js';
 import { makeBenchIpa } from '../sign/make-ipa.js';
+import { median, seconds, udidOf, signUp } from '../lib.js';
 
 const SIZE_MB = Number(process.env.BENCH_SIZE_MB ?? 300);
 const USERS = Number(process.env.BENCH_USERS ?? 10);
@@ -33,15 +33,6 @@ const cli = path.join(root, 'packages/ipa/bin/sideport-ipa.js');
 const work = mkdtempSync(path.join(tmpdir(), 'sideport-bench-sign-service-'));
 const APP_ID = 9_100_001;
 const APP_VER_ID = 910_000_001;
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-const md5 = (text: string) => createHash('md5').update(text).digest('hex');
-const udidOf = (n: number) => `00008110-${String(n).padStart(16, '0')}`;
 
 async function main() {
   console.log(`building an IPA of ${SIZE_MB} MB of content ...`);
@@ -162,7 +153,7 @@ async function main() {
       if (res.status !== 200) throw new Error(`sign request refused: ${res.status} ${await res.text()}`);
       while (!doneAt.has(user.id)) await new Promise((resolve) => setTimeout(resolve, 5));
       service.push(doneAt.get(user.id)! - started);
-      console.log(`  user ${i + 1}: ${s(service.at(-1)!)}`);
+      console.log(`  user ${i + 1}: ${seconds(service.at(-1)!)}`);
       cached.push(cliSign(warmCache));
       if (i % 4 === 3) cold.push(cliCold());
     }
@@ -174,13 +165,15 @@ async function main() {
     console.log(
       `\nsign service, ${USERS} users signing one version (${SIZE_MB} MB of content, ${ipaMB.toFixed(0)} MB IPA), mode 0:`,
     );
-    console.log(`  import as a Done version (check, store, digest cache filled): ${s(importMs)}`);
-    console.log(`  first sign through the service (PUT to Done):   ${s(first!)}`);
+    console.log(`  import as a Done version (check, store, digest cache filled): ${seconds(importMs)}`);
+    console.log(`  first sign through the service (PUT to Done):   ${seconds(first!)}`);
     console.log(
-      `  median of the next ${rest.length}:                       ${s(next)}  (min ${s(Math.min(...rest))}, max ${s(Math.max(...rest))})`,
+      `  median of the next ${rest.length}:                       ${seconds(next)}  (min ${seconds(Math.min(...rest))}, max ${seconds(Math.max(...rest))})`,
     );
-    console.log(`  sideport-ipa sign, empty digest cache (median of ${cold.length}): ${s(cliColdMs)}`);
-    console.log(`  sideport-ipa sign, filled digest cache (median of ${cached.length}): ${s(cliCachedMs)}`);
+    console.log(`  sideport-ipa sign, empty digest cache (median of ${cold.length}): ${seconds(cliColdMs)}`);
+    console.log(
+      `  sideport-ipa sign, filled digest cache (median of ${cached.length}): ${seconds(cliCachedMs)}`,
+    );
     console.log('ratios:');
     console.log(`  service first / CLI empty cache:  ${(first! / cliColdMs).toFixed(2)}`);
     console.log(`  service first / CLI filled cache: ${(first! / cliCachedMs).toFixed(2)}`);
@@ -191,16 +184,6 @@ async function main() {
     await store.close();
     rmSync(work, { recursive: true, force: true });
   }
-}
-
-async function signUp(base: string, id: string) {
-  const res = await fetch(`${base}/api/sign-up`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ id, pw: md5('bench-password') }),
-  });
-  if (res.status !== 200) throw new Error(`sign-up failed: ${res.status} ${await res.text()}`);
-  return res.headers.getSetCookie()[0]!.split(';')[0]!;
 }
 
 await main();

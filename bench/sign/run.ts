@@ -29,6 +29,7 @@ import path from 'node:path';
 import { SIGN_PROCESS_TUNING } from '../../packages/ipa/src/process-tuning.js';
 import { createTestPki } from '../../packages/ipa/src/test-support/pki.js';
 import { makeBenchIpa } from './make-ipa.js';
+import { median, seconds } from '../lib.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const fixture = path.resolve(root, 'fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
@@ -108,12 +109,6 @@ function nodeCopy(input: string, output: string): Run {
   return { ms: performance.now() - started };
 }
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const mb = (value: number | undefined) => (value === undefined ? '—' : `${value.toFixed(0)} MB`);
 const pad = (cells: string[], widths: number[]) =>
   cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
@@ -137,14 +132,14 @@ function printBreakdown(stages: Record<string, Stage>, first: Run[]) {
         : stage.MB !== undefined
           ? `${stage.MB.toFixed(0)} MB`
           : '';
-    console.log(`  ${pad([name, s(stage.wallMs), s(stage.cpuMs), of], widths)}`);
+    console.log(`  ${pad([name, seconds(stage.wallMs), seconds(stage.cpuMs), of], widths)}`);
   }
   const sum = Object.values(stages).reduce((n, stage) => n + stage.cpuMs, 0);
   const cpu = median(first.map((r) => r.cpuMs ?? 0));
   const main = median(first.map((r) => r.mainCpuMs ?? 0));
-  console.log(`  ${pad(['sum of the stages', '', s(sum), ''], widths)}`);
+  console.log(`  ${pad(['sum of the stages', '', seconds(sum), ''], widths)}`);
   console.log(
-    `  the sign itself (median): ${s(median(first.map((r) => r.ms)))} wall, ${s(cpu)} CPU, of it ${s(main)} on the main thread and ${s(cpu - main)} on others (libuv pool, workers, GC)`,
+    `  the sign itself (median): ${seconds(median(first.map((r) => r.ms)))} wall, ${seconds(cpu)} CPU, of it ${seconds(main)} on the main thread and ${seconds(cpu - main)} on others (libuv pool, workers, GC)`,
   );
   // Medians of the first signs' peaks; the peaks of heap and buffers need not fall together.
   const peak = median(first.map((r) => r.maxRssMB ?? 0));
@@ -247,12 +242,12 @@ try {
     console.log(`  ${pad(['', 'wall', 'CPU', 'peak RSS', 'output', 'x cp', 'x node copy'], widths)}`);
     for (const name of Object.keys(runs)) {
       const list = runs[name]!;
-      const cpu = list.every((r) => r.cpuMs !== undefined) ? s(median(list.map((r) => r.cpuMs!))) : '—';
+      const cpu = list.every((r) => r.cpuMs !== undefined) ? seconds(median(list.map((r) => r.cpuMs!))) : '—';
       const rss = list.every((r) => r.maxRssMB !== undefined)
         ? mb(median(list.map((r) => r.maxRssMB!)))
         : '—';
       console.log(
-        `  ${pad([name, s(med(name)), cpu, rss, mb(sizes[name]), (med(name) / med('cp')).toFixed(1), (med(name) / med('node copy')).toFixed(1)], widths)}`,
+        `  ${pad([name, seconds(med(name)), cpu, rss, mb(sizes[name]), (med(name) / med('cp')).toFixed(1), (med(name) / med('node copy')).toFixed(1)], widths)}`,
       );
     }
     const first = med('first sign');
@@ -269,7 +264,7 @@ try {
     if (sizeMB === 1024) {
       const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
       console.log('\n  targets at 1 GB (medians):');
-      console.log(`    first sign at most 3.5 s: ${s(first)}, ${verdict(first <= 3500)}`);
+      console.log(`    first sign at most 3.5 s: ${seconds(first)}, ${verdict(first <= 3500)}`);
       if (zsign !== undefined) {
         console.log(
           `    at least 12x zsign -z 6: ${(med('zsign -z 6') / first).toFixed(1)}x, ${verdict(med('zsign -z 6') / first >= 12)}`,
@@ -278,18 +273,19 @@ try {
           `    at least 4x zsign -z 0: ${(med('zsign -z 0') / first).toFixed(1)}x, ${verdict(med('zsign -z 0') / first >= 4)}`,
         );
       }
-      console.log(`    cached re-sign at most 1.5 s: ${s(cached)}, ${verdict(cached <= 1500)}`);
+      console.log(`    cached re-sign at most 1.5 s: ${seconds(cached)}, ${verdict(cached <= 1500)}`);
       console.log(
         `    peak RSS at most 128 MB: first ${mb(firstRss)}, cached ${mb(cachedRss)}, ${verdict(Math.max(firstRss, cachedRss) <= 128)}`,
       );
     }
-    const zsignCell = (level: number) => (runs[`zsign -z ${level}`] ? s(med(`zsign -z ${level}`)) : '—');
+    const zsignCell = (level: number) =>
+      runs[`zsign -z ${level}`] ? seconds(med(`zsign -z ${level}`)) : '—';
     const zsignRss = runs['zsign -z 0']
       ? mb(median(runs['zsign -z 0'].map((r) => r.maxRssMB ?? Number.NaN)))
       : '—';
     summary.push(
       `| ${sizeMB >= 1024 ? `${sizeMB / 1024} GB` : `${sizeMB} MB`} content, ${ipaMB.toFixed(0)} MB, ${entryCount} entries | ${zsignCell(6)} | ${zsignCell(0)} | ` +
-        `${s(first)} (${s(median(runs['first sign']!.map((r) => r.cpuMs!)))} CPU) | ${s(cached)} | ${s(med('cp'))} | ${s(med('node copy'))} | ${mb(firstRss)} / ${zsignRss} |`,
+        `${seconds(first)} (${seconds(median(runs['first sign']!.map((r) => r.cpuMs!)))} CPU) | ${seconds(cached)} | ${seconds(med('cp'))} | ${seconds(med('node copy'))} | ${mb(firstRss)} / ${zsignRss} |`,
     );
     rmSync(input);
   }

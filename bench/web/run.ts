@@ -20,6 +20,7 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { openDatabase } from '../../apps/server/dist/db/client.js';
 import * as catalog from '../../apps/server/dist/modules/catalog/queries.js';
+import { median } from '../lib.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -31,7 +32,6 @@ const NETWORK = { downloadBps: 1_600_000, uploadBps: 750_000, latencyMs: 150 };
 const work = mkdtempSync(path.join(tmpdir(), 'sideport-bench-web-'));
 
 const kB = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** The web app of BASELINE_COMMIT, built with its own contracts (the app as users got it). */
 function buildBaseline(): string {
