@@ -8,35 +8,22 @@ import { join } from 'node:path';
 
 export type Arch = 'arm64';
 
-const LD =
-  ['ld64.lld-14', 'ld64.lld'].find((name) => {
+/** The first of `names` on the PATH (Debian names LLVM's tools with their version), else the last. */
+function firstTool(names: string[], versionFlag: string): string {
+  const found = names.find((name) => {
     try {
-      execFileSync(name, ['--version'], { stdio: 'ignore' });
+      execFileSync(name, [versionFlag], { stdio: 'ignore' });
       return true;
     } catch {
       return false;
     }
-  }) ?? 'ld64.lld';
+  });
+  return found ?? names.at(-1)!;
+}
 
-export const LIPO =
-  ['llvm-lipo-14', 'llvm-lipo'].find((name) => {
-    try {
-      execFileSync(name, ['-version'], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  }) ?? 'llvm-lipo';
-
-export const OBJDUMP =
-  ['llvm-objdump-14', 'llvm-objdump'].find((name) => {
-    try {
-      execFileSync(name, ['--version'], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  }) ?? 'llvm-objdump';
+const LD = firstTool(['ld64.lld-14', 'ld64.lld'], '--version');
+export const LIPO = firstTool(['llvm-lipo-14', 'llvm-lipo'], '-version');
+export const OBJDUMP = firstTool(['llvm-objdump-14', 'llvm-objdump'], '--version');
 
 function run(command: string, args: string[], cwd: string): void {
   execFileSync(command, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
