@@ -225,3 +225,26 @@ export const lineCount = (locator: Locator) =>
     range.selectNodeContents(el);
     return new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top))).size;
   });
+
+/**
+ * Records every label the button shows, as the page renders it: a sign of the small sample app
+ * takes well under a second, too short to catch each step by polling.
+ */
+export async function recordLabels(page: Page, button: Locator) {
+  await button.evaluate((el) => {
+    const w = window as unknown as { signLabels: string[]; loadedOnce: boolean };
+    w.signLabels = [el.textContent ?? ''];
+    w.loadedOnce = true;
+    const group = el.closest('[role="group"]')!;
+    new MutationObserver(() => {
+      const label = group.querySelector('button')?.textContent ?? '';
+      if (w.signLabels.at(-1) !== label) w.signLabels.push(label);
+    }).observe(group, { subtree: true, childList: true, characterData: true });
+  });
+  return {
+    labels: () => page.evaluate(() => (window as unknown as { signLabels: string[] }).signLabels),
+    /** Still the page the recording began in: nothing reloaded it. */
+    isSamePage: () =>
+      page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce === true),
+  };
+}

@@ -4,7 +4,6 @@
  * Revoking the certificate there is what Apple's revocation is to a real account.
  */
 import path from 'node:path';
-import type { Locator, Page } from 'playwright-core';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../apps/server/src/db/client.js';
@@ -21,6 +20,7 @@ import {
   launchBrowser,
   newDataDir,
   openSession,
+  recordLabels,
   startServer,
   submitSignIn,
   type RunningServer,
@@ -121,25 +121,6 @@ async function versionsPage(id: string, { onIphone = false } = {}) {
 
 const normalMode = (s: Session) =>
   s.page.getByTestId('version-card').first().getByRole('group', { name: 'Normal' });
-
-/** Every label the mode's button shows, as the page renders it (a re-sign of the sample app takes under a second). */
-async function recordLabels(page: Page, button: Locator) {
-  await button.evaluate((el) => {
-    const w = window as unknown as { signLabels: string[]; loadedOnce: boolean };
-    w.signLabels = [el.textContent ?? ''];
-    w.loadedOnce = true;
-    const group = el.closest('[role="group"]')!;
-    new MutationObserver(() => {
-      const label = group.querySelector('button')?.textContent ?? '';
-      if (w.signLabels.at(-1) !== label) w.signLabels.push(label);
-    }).observe(group, { subtree: true, childList: true, characterData: true });
-  });
-  return {
-    labels: () => page.evaluate(() => (window as unknown as { signLabels: string[] }).signLabels),
-    isSamePage: () =>
-      page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce === true),
-  };
-}
 
 describe('installs that do not fail in silence', () => {
   it("says why an install of a revoked app is refused, and 'Sign again' asks for a new sign", async () => {

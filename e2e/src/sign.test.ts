@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startItunesServer, type ItunesServer } from '../../apps/server/src/dev/itunes-server.js';
 import { makeSampleIpa } from '../../apps/server/src/dev/sample-ipa.js';
@@ -14,6 +14,7 @@ import {
   launchBrowser,
   newDataDir,
   openSession,
+  recordLabels,
   startServer,
   submitSignIn,
   type RunningServer,
@@ -80,29 +81,6 @@ async function openVersions(s: Session) {
     .getByRole('button', { name: 'View' })
     .click();
   await expect.poll(() => s.page.getByTestId('version-card').count()).toBe(1);
-}
-
-/**
- * Records every label the button shows, as the page renders it: a sign of the small sample app
- * takes well under a second, too short to catch each step by polling.
- */
-async function recordLabels(page: Page, button: Locator) {
-  await button.evaluate((el) => {
-    const w = window as unknown as { signLabels: string[]; loadedOnce: boolean };
-    w.signLabels = [el.textContent ?? ''];
-    w.loadedOnce = true;
-    const group = el.closest('[role="group"]')!;
-    new MutationObserver(() => {
-      const label = group.querySelector('button')?.textContent ?? '';
-      if (w.signLabels.at(-1) !== label) w.signLabels.push(label);
-    }).observe(group, { subtree: true, childList: true, characterData: true });
-  });
-  return {
-    labels: () => page.evaluate(() => (window as unknown as { signLabels: string[] }).signLabels),
-    /** Still the page the recording began in: nothing reloaded it. */
-    isSamePage: () =>
-      page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce === true),
-  };
 }
 
 /** The install URL the page goes to (itms-services: Chromium hands it to the system, so it is asked for, not loaded). */
