@@ -13,26 +13,20 @@ describe.each(databaseKinds)('signing material on %s', (kind) => {
   });
   afterAll(() => t.close());
 
+  /** A signed-in user with one device in `status`. */
+  async function userWithDevice(user: string, udid: string, status: 'Pending' | 'Registered') {
+    await signedInUser(t, user);
+    await q.insertDevice(t.database.db, { userId: user, product: 'iPhone15,2', udid, status });
+  }
+
   it('has nothing to sign with until a device is Registered', async () => {
-    await signedInUser(t, `nodevice_${kind}`);
-    await q.insertDevice(t.database.db, {
-      userId: `nodevice_${kind}`,
-      product: 'iPhone15,2',
-      udid: UDID_A,
-      status: 'Pending',
-    });
+    await userWithDevice(`nodevice_${kind}`, UDID_A, 'Pending');
     expect(await t.services.signing.signingMaterial(`nodevice_${kind}`)).toBeUndefined();
   });
 
   it("lists the user's Registered devices in a profile kept until that set changes", async () => {
     const user = `signer_${kind}`;
-    await signedInUser(t, user);
-    await q.insertDevice(t.database.db, {
-      userId: user,
-      product: 'iPhone15,2',
-      udid: UDID_A,
-      status: 'Registered',
-    });
+    await userWithDevice(user, UDID_A, 'Registered');
     const first = (await t.services.signing.signingMaterial(user))!;
     expect(first.identityKind).toBe('dev');
     expect(first.udids).toEqual([UDID_A]);
@@ -55,16 +49,10 @@ describe.each(databaseKinds)('signing material on %s', (kind) => {
   });
 
   it('signs with one dev identity whatever the process: it is kept sealed in the database', async () => {
-    const user = `again_${kind}`;
-    await signedInUser(t, user);
-    await q.insertDevice(t.database.db, {
-      userId: user,
-      product: 'iPhone15,2',
-      udid: UDID_A,
-      status: 'Registered',
-    });
-    const a = (await t.services.signing.signingMaterial(user))!;
-    const b = (await t.services.signing.signingMaterial(`signer_${kind}`))!;
+    await userWithDevice(`again_a_${kind}`, UDID_A, 'Registered');
+    await userWithDevice(`again_b_${kind}`, UDID_B, 'Registered');
+    const a = (await t.services.signing.signingMaterial(`again_a_${kind}`))!;
+    const b = (await t.services.signing.signingMaterial(`again_b_${kind}`))!;
     expect(a.identity).toEqual(b.identity);
     expect(parseProfile(a.profile).teamId).toBe(parseProfile(b.profile).teamId);
   });
