@@ -1,7 +1,5 @@
 import { ERRORS, sentenceOf, type ErrorCode, type SentenceParts } from './error-codes.js';
 
-export type { ErrorCode } from './error-codes.js';
-
 /**
  * The server's one error type (docs/architecture.md, API conventions): a registered code, whose
  * status it takes from the registry in error-codes.ts, and the sentence the client reads.
