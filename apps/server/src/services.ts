@@ -7,7 +7,7 @@ import { AGENT_ONLINE_WITHIN_MS, createAgentService } from './modules/agents/ser
 import { createNavigationTokens } from './modules/auth/navigation-tokens.js';
 import { createAuthService } from './modules/auth/service.js';
 import { createSetupLinkService } from './modules/auth/setup-link.js';
-import { createBillingService } from './modules/billing/service.js';
+import { createBillingService, createDecryptUsage } from './modules/billing/service.js';
 import { createBillingProvider } from './modules/billing/setup.js';
 import { createItunesClient } from './modules/catalog/itunes.js';
 import { createCatalogService } from './modules/catalog/service.js';
@@ -143,6 +143,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     },
     log,
     metrics,
+    usage: createDecryptUsage({ db }),
     // The sign service's digest cache is filled as soon as a version is Done.
     onVersionDone: (done) => signCache.warm(done),
   });

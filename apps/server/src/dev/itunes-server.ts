@@ -23,6 +23,13 @@ export interface ItunesServerOptions {
   records?: Array<Record<string, unknown>>;
   /** Recorded answers: `search:<term>` or `lookup:<id>` -> the raw body to send. */
   answers?: Map<string, string>;
+  /**
+   * Storefronts with a catalogue of their own, by country code (any case): a request whose
+   * `country` names one is answered from its records alone (an app it lacks is not found there,
+   * and its records carry that store's name, price and link), every other country from `records`.
+   * The store's track and version ids are the same in every storefront; its metadata is not.
+   */
+  storefronts?: Record<string, Array<Record<string, unknown>>>;
   port?: number;
   host?: string;
 }
@@ -49,8 +56,15 @@ function matches(record: Record<string, unknown>, term: string) {
     .every((word) => haystack.includes(word));
 }
 
+/** The records of the storefront a request names (Apple's default storefront is the US). */
+function storefrontRecords(options: ItunesServerOptions, url: URL) {
+  const country = (url.searchParams.get('country') ?? 'us').toLowerCase();
+  const own = Object.entries(options.storefronts ?? {}).find(([code]) => code.toLowerCase() === country);
+  return own ? own[1] : (options.records ?? []);
+}
+
 function answer(options: ItunesServerOptions, url: URL): { status: number; body: string } {
-  const records = options.records ?? [];
+  const records = storefrontRecords(options, url);
   const limit = Math.min(Number(url.searchParams.get('limit') ?? 50) || 50, 200);
   if (url.pathname === '/search') {
     const term = url.searchParams.get('term') ?? '';

@@ -177,6 +177,14 @@ export async function incrementUsage(db: Database, userId: string, day: string, 
   return row?.used;
 }
 
+/** Gives back one use counted on that day (never below 0; nothing when the day was reset). */
+export async function decrementUsage(db: Database, userId: string, day: string) {
+  await db
+    .update(dailyUsage)
+    .set({ used: sql`${dailyUsage.used} - 1` })
+    .where(and(eq(dailyUsage.userId, userId), eq(dailyUsage.day, day), sql`${dailyUsage.used} > 0`));
+}
+
 export async function clearUsage(db: Database, userId: string, day: string) {
   await db.delete(dailyUsage).where(and(eq(dailyUsage.userId, userId), eq(dailyUsage.day, day)));
 }

@@ -49,6 +49,22 @@ export type CheckoutAsk =
 
 export const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 
+/**
+ * The daily decrypt count a request spent, given back when the request did no work of its own: it
+ * turned out to be a version another request had decrypted (docs/architecture.md, Data). Made
+ * with the core services, which the billing service comes after.
+ */
+export function createDecryptUsage({ db }: { db: Database }) {
+  return {
+    /** One use back on the UTC day the request was made, in the caller's transaction. */
+    async giveBack(userId: string, requestedAt: Date, tx: Database = db) {
+      await q.decrementUsage(tx, userId, utcDay(requestedAt));
+    },
+  };
+}
+
+export type DecryptUsage = ReturnType<typeof createDecryptUsage>;
+
 /** Adds calendar months in UTC; the 31st plus one month is the last day of the shorter month. */
 export function addMonthsUtc(d: Date, months: number): Date {
   const y = d.getUTCFullYear();

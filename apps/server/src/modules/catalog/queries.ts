@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, inArray, isNull, lte, sql, type SQL } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/pg-core';
 import { PAGE_SIZE } from '@sideport/contracts';
 import { queryRows, type Database } from '../../db/client.js';
 import { apps, auditLog, blacklist, searchCache, versionDoneSeq, versions } from '../../db/schema/index.js';
@@ -88,9 +89,17 @@ type PageOrder = 'latest' | 'queue';
 
 /**
  * One page of entries joined to their apps. The page is cut from `versions` alone first (an index
- * scan of 24 rows), then joined: joining first lets the planner hash-join a million rows.
+ * scan of 24 rows), then joined: joining first lets the planner hash-join a million rows. With
+ * `country`, an entry shows that country's store record of its app where the catalogue has one
+ * (the country it was requested in otherwise).
  */
-async function pageWithApps(db: Database, where: SQL, order: PageOrder, page: number): Promise<ListRow[]> {
+async function pageWithApps(
+  db: Database,
+  where: SQL,
+  order: PageOrder,
+  page: number,
+  country?: string,
+): Promise<ListRow[]> {
   const byOrder = (c: {
     doneSeq: typeof versions.doneSeq;
     premium: typeof versions.premium;
@@ -104,9 +113,11 @@ async function pageWithApps(db: Database, where: SQL, order: PageOrder, page: nu
     .limit(PAGE_SIZE)
     .offset(page * PAGE_SIZE)
     .as('cut');
+  const listed = alias(apps, 'listed');
   const rows = await db
     .select({
       app: apps,
+      listed,
       entry: {
         seq: cut.seq,
         appVerId: cut.appVerId,
@@ -121,14 +132,29 @@ async function pageWithApps(db: Database, where: SQL, order: PageOrder, page: nu
     })
     .from(cut)
     .innerJoin(apps, and(eq(apps.country, cut.country), eq(apps.appId, cut.appId)))
+    .leftJoin(listed, and(eq(listed.country, country ?? sql`null`), eq(listed.appId, cut.appId)))
     // A join does not keep the subquery's order; sorting the 24 joined rows again costs nothing.
     .orderBy(...byOrder(cut as unknown as Parameters<typeof byOrder>[0]));
-  return rows;
+  return rows.map(({ app, listed: own, entry }) => ({ app: own ?? app, entry }));
 }
 
-/** Done versions, newest first. `anchor` (a done_seq) keeps later pages stable while entries are added. */
-export async function listLatest(db: Database, page: number, anchor: number): Promise<ListRow[]> {
-  return pageWithApps(db, and(eq(versions.status, 'Done'), lte(versions.doneSeq, anchor))!, 'latest', page);
+/**
+ * Done versions, newest first. `anchor` (a done_seq) keeps later pages stable while entries are
+ * added; `country` shows each with that country's store record of its app where there is one.
+ */
+export async function listLatest(
+  db: Database,
+  page: number,
+  anchor: number,
+  country?: string,
+): Promise<ListRow[]> {
+  return pageWithApps(
+    db,
+    and(eq(versions.status, 'Done'), lte(versions.doneSeq, anchor))!,
+    'latest',
+    page,
+    country,
+  );
 }
 
 /** Waiting and working entries: premium first, then oldest. `anchor` is the newest seq seen. */
@@ -185,7 +211,9 @@ interface StatusRow {
 
 /**
  * The apps of a search, each with the decrypt entry that decides its status: an active entry
- * first, then a Done entry of the store's current version, then the newest entry.
+ * first, then a Done entry of the store's current version, then the newest entry. The entries are
+ * those the country's listing shows: its own app-level requests and every known store version,
+ * whichever country asked for it (docs/architecture.md, Data).
  */
 export async function appsWithStatus(db: Database, country: string, appIds: number[]) {
   if (appIds.length === 0) return [];
@@ -193,11 +221,11 @@ export async function appsWithStatus(db: Database, country: string, appIds: numb
     db,
     sql`
     select a.app_id, s.status, s.app_ver_id, s.premium, s.reason, s.requested_by,
-      exists (select 1 from ${blacklist} b where b.country = a.country and b.app_id = a.app_id) as blacklisted
+      exists (select 1 from ${blacklist} b where b.app_id = a.app_id) as blacklisted
     from ${apps} a
     left join lateral (
       select v.status, v.app_ver_id, v.premium, v.reason, v.requested_by from ${versions} v
-      where v.country = a.country and v.app_id = a.app_id
+      where v.app_id = a.app_id and (v.app_ver_id is not null or v.country = a.country)
       order by (v.status in ('Pending', 'Downloading', 'Downloaded', 'Process')) desc,
                (v.status = 'Done' and v.version = a.version) desc,
                v.seq desc
@@ -288,11 +316,16 @@ export async function deleteVersions(
 
 export type RemovedEntry = Awaited<ReturnType<typeof deleteVersions>>[number];
 
-export async function isBlacklisted(db: Database, country: string, appId: number) {
+/**
+ * Whether an admin refused the app. A track id names one app in every storefront, so a refusal made
+ * from one country's entry holds in all of them (the row keeps the country it was made from).
+ */
+export async function isBlacklisted(db: Database, appId: number) {
   const [row] = await db
     .select({ appId: blacklist.appId })
     .from(blacklist)
-    .where(and(eq(blacklist.country, country), eq(blacklist.appId, appId)));
+    .where(eq(blacklist.appId, appId))
+    .limit(1);
   return row !== undefined;
 }
 

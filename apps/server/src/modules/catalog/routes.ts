@@ -9,6 +9,8 @@ import { entriesFor, normalizeTerm, type CatalogService, type SearchAnswer } fro
 
 const pageParams = z.object({ page: pageParam });
 const anchorQuery = z.object({ anchor: idParam('anchor').optional() });
+/** The latest list may name the viewer's country: each version then shows that store's record of its app. */
+const latestQuery = anchorQuery.extend({ country: countryParam.optional() });
 const searchParams = z.object({ country: countryParam, '*': keywordParam });
 
 export interface CatalogRoutesDeps {
@@ -38,21 +40,32 @@ export async function catalogRoutes(
     return reply.type('application/json; charset=utf-8').send(answer.json);
   };
 
-  for (const list of ['latest', 'queue'] as const) {
-    r.get(
-      `/api/${list}/:page`,
-      { schema: { params: pageParams, querystring: anchorQuery } },
-      async (request, reply) => {
-        const { page } = request.params;
-        const { anchor } = request.query;
-        const answer = await answers.get(`${list}:${page}:${anchor ?? ''}`, async () => {
-          const result = await catalog[list](page, anchor);
-          return { json: JSON.stringify(result.entries), anchor: result.anchor };
-        });
-        return sendAnswer(reply, answer);
-      },
-    );
-  }
+  r.get(
+    '/api/latest/:page',
+    { schema: { params: pageParams, querystring: latestQuery } },
+    async (request, reply) => {
+      const { page } = request.params;
+      const { anchor, country } = request.query;
+      const answer = await answers.get(`latest:${page}:${anchor ?? ''}:${country ?? ''}`, async () => {
+        const result = await catalog.latest(page, anchor, country);
+        return { json: JSON.stringify(result.entries), anchor: result.anchor };
+      });
+      return sendAnswer(reply, answer);
+    },
+  );
+  r.get(
+    '/api/queue/:page',
+    { schema: { params: pageParams, querystring: anchorQuery } },
+    async (request, reply) => {
+      const { page } = request.params;
+      const { anchor } = request.query;
+      const answer = await answers.get(`queue:${page}:${anchor ?? ''}`, async () => {
+        const result = await catalog.queue(page, anchor);
+        return { json: JSON.stringify(result.entries), anchor: result.anchor };
+      });
+      return sendAnswer(reply, answer);
+    },
+  );
 
   // Whether requests wait for an agent: the queue says so rather than look stuck.
   r.get('/api/queue-status', { schema: { response: { 200: queueStatus } } }, async () =>

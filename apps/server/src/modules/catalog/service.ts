@@ -151,9 +151,10 @@ export function createCatalogService(deps: CatalogServiceDeps) {
   const isFresh = (fetchedAt: Date) => clock().getTime() - fetchedAt.getTime() < cacheTtlMs;
 
   return {
-    async latest(page: number, anchor?: number) {
+    /** Done versions, newest first; `country`: each with that country's store record of its app where known. */
+    async latest(page: number, anchor?: number, country?: string) {
       const top = anchor ?? (await q.maxDoneSeq(db));
-      const rows = top === undefined ? [] : await q.listLatest(db, page, top);
+      const rows = top === undefined ? [] : await q.listLatest(db, page, top, country);
       return { entries: rows.map((r) => toEntry(r.app, r.entry)), anchor: top };
     },
 
@@ -246,8 +247,9 @@ export function createCatalogService(deps: CatalogServiceDeps) {
     audit: (actor: string, action: string, subject: object) => q.recordAudit(db, actor, action, subject),
     auditPage: (page: number, pageSize: number) => q.auditPage(db, page, pageSize),
 
-    async isBlacklisted(country: string, appId: number) {
-      return q.isBlacklisted(db, country, appId);
+    /** Whether an admin refused the app, from any country's entry (a track id is every storefront's). */
+    async isBlacklisted(appId: number) {
+      return q.isBlacklisted(db, appId);
     },
 
     /** Admin: removes a decrypted version from the latest list, and its stored file. */

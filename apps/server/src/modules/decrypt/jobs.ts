@@ -22,6 +22,7 @@ import { fail, notFound } from '../../platform/errors.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import { createClaimBatcher, endOfAttempt, type AttemptEnd } from '../../platform/lease-queue.js';
 import type { FileStore } from '../../platform/storage.js';
+import type { DecryptUsage } from '../billing/service.js';
 import type { CatalogService } from '../catalog/service.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
 import { entryEvent, publishEntry } from './entry-events.js';
@@ -48,6 +49,8 @@ export interface JobServiceDeps {
   settings: JobSettings;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   metrics?: ServiceMetrics;
+  /** Gives back the daily count of a request that turned out to be a version Done before. */
+  usage?: Pick<DecryptUsage, 'giveBack'>;
   /**
    * Called after a version became Done (the sign service warms its digest cache from it). An
    * agent's upload is answered without waiting for it (see `settle`); an import waits.
@@ -296,9 +299,15 @@ export function createJobService(deps: JobServiceDeps) {
       done = await options.hold(async (tx, entry) => {
         const settled = await settleVersion(tx, entry, appVerId);
         if (!settled.keep) {
-          // The version was decrypted meanwhile by another request: this copy is not needed.
+          // The version was decrypted meanwhile by another request (perhaps another country's):
+          // this copy is not needed, and the request ends Done as that version for its country.
           await q.deleteEntry(tx, entry.seq);
-          await publishEntry(bus, entry, tx, { deleted: true });
+          await publishEntry(bus, { ...settled.entry, country: entry.country }, tx, {
+            previousAppVerId: entry.appVerId,
+          });
+          // Its requester's daily count went on work the version did not need.
+          if (entry.requestedBy !== null)
+            await deps.usage?.giveBack(entry.requestedBy, entry.requestedAt, tx);
           return settled;
         }
         const row = await q.markEntryDone(tx, entry.seq, {

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, isNull, or, sql } from 'drizzle-orm';
 import { queryRows, type Database } from '../../db/client.js';
 import { agents, apps, jobs, storeVersionLists, versions, type JobState } from '../../db/schema/index.js';
 import { leasedTable, leaseUntil, type AttemptOutcome } from '../../platform/lease-queue.js';
@@ -41,23 +41,31 @@ export async function findByAppVerId(db: Database, appId: number, appVerId: numb
   return row;
 }
 
-/** An entry of the store's current version string, preferring a Done one. */
+/**
+ * The entries of an app that a country's listing shows (docs/architecture.md, Data): the country's
+ * own app-level requests, and every entry of a known store version, whichever country asked for
+ * it. A store version id names one binary in every storefront, so its entry is one for all of them.
+ */
+const listedIn = (country: string, appId: number) =>
+  and(eq(versions.appId, appId), or(isNotNull(versions.appVerId), eq(versions.country, country)));
+
+/** An entry of the store's current version string as the country's listing shows it, preferring a Done one. */
 export async function findByVersionString(db: Database, country: string, appId: number, version: string) {
   const [row] = await db
     .select()
     .from(versions)
-    .where(and(eq(versions.country, country), eq(versions.appId, appId), eq(versions.version, version)))
+    .where(and(listedIn(country, appId), eq(versions.version, version)))
     .orderBy(sql`(${versions.status} = 'Done') desc`, desc(versions.seq))
     .limit(1);
   return row;
 }
 
-/** Every entry of an app in a country, newest version first (app-level requests on top). */
+/** Every entry a country's listing of an app shows, newest version first (app-level requests on top). */
 export async function entriesOfApp(db: Database, country: string, appId: number) {
   return db
     .select()
     .from(versions)
-    .where(and(eq(versions.country, country), eq(versions.appId, appId)))
+    .where(listedIn(country, appId))
     .orderBy(sql`${versions.appVerId} desc nulls first`, desc(versions.seq));
 }
 

@@ -97,7 +97,7 @@ export function createDecryptService(deps: DecryptServiceDeps) {
     app: { price: number | null; version: string },
     userId: string,
   ) {
-    if (await catalog.isBlacklisted(country, appId)) throw fail('BLACKLISTED');
+    if (await catalog.isBlacklisted(appId)) throw fail('BLACKLISTED');
     if (!settings.allowPaid && (app.price ?? 0) > 0) {
       // docs/architecture.md, Operator policy: the entry becomes Not with the reason, so lists show Not Support.
       const existing = await q.findByVersionString(db, country, appId, app.version);
@@ -257,9 +257,8 @@ export function createDecryptService(deps: DecryptServiceDeps) {
           appVerId === null
             ? await q.findActiveAppLevel(tx, country, appId)
             : await q.findByAppVerId(tx, appId, appVerId);
-        if (!entry || !isActive(entry.status) || entry.country !== country) {
-          throw fail('NOT_QUEUED');
-        }
+        // A versioned entry is every country's (one binary in every storefront): any listing may move it.
+        if (!entry || !isActive(entry.status)) throw fail('NOT_QUEUED');
         return answer(entry.premium ? entry : await raiseToPremium(tx, entry), true);
       });
     },

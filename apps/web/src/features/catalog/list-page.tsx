@@ -3,6 +3,7 @@ import { useInfiniteQuery } from '@tanstack/react-query';
 import { ListState } from '../../components/list-state';
 import { SkeletonCards } from '../../components/skeleton-cards';
 import { alertFailure, ApiError, RETRY_LATER } from '../../lib/api';
+import { useClientStore } from '../../lib/store';
 import { usePageTitle } from '../../lib/page-title';
 import { AppGrid } from './app-grid';
 import { listQuery, type PagedList } from './queries';
@@ -14,7 +15,8 @@ const TITLES: Record<PagedList, string> = { latest: 'Latest decrypted', queue: '
 /** 'Latest decrypted' (/ and /latest) and 'Decrypt Queue' (/queue), with infinite scroll. */
 export function ListPage({ list }: { list: PagedList }) {
   usePageTitle(TITLES[list]);
-  const query = useInfiniteQuery(listQuery(list));
+  const country = useClientStore((s) => s.country);
+  const query = useInfiniteQuery(listQuery(list, country));
   const end = useRef<HTMLDivElement>(null);
   const entries = query.data?.pages.flatMap((p) => p.entries) ?? [];
   // A failed load alerts once and stops the scroll (docs/product.md, Errors).

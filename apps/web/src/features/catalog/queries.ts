@@ -25,18 +25,23 @@ interface ListPage {
   anchor: string | null;
 }
 
-/** 'Latest decrypted' and 'Decrypt Queue': pages from 0; an empty page ends the list. */
-export const listQuery = (list: PagedList) =>
+/**
+ * 'Latest decrypted' and 'Decrypt Queue': pages from 0; an empty page ends the list. The latest
+ * list names the chosen country, so each version shows that store's record of its app (its name
+ * there); the queue shows each request as it was made.
+ */
+export const listQuery = (list: PagedList, country: string) =>
   infiniteQueryOptions({
-    queryKey: catalogKeys.list(list),
+    queryKey: list === 'latest' ? [...catalogKeys.list(list), country] : catalogKeys.list(list),
     initialPageParam: 0,
-    queryFn: async ({ pageParam, client }): Promise<ListPage> => {
+    queryFn: async ({ pageParam, client, queryKey }): Promise<ListPage> => {
       const first =
-        pageParam === 0
-          ? undefined
-          : client.getQueryData<{ pages: ListPage[] }>(catalogKeys.list(list))?.pages[0];
-      const anchor = first?.anchor ? `?anchor=${encodeURIComponent(first.anchor)}` : '';
-      const { data, headers } = await apiFetch<unknown>(`/api/${list}/${pageParam}${anchor}`);
+        pageParam === 0 ? undefined : client.getQueryData<{ pages: ListPage[] }>(queryKey)?.pages[0];
+      const query = new URLSearchParams();
+      if (first?.anchor) query.set('anchor', first.anchor);
+      if (list === 'latest') query.set('country', country);
+      const search = query.size ? `?${query.toString()}` : '';
+      const { data, headers } = await apiFetch<unknown>(`/api/${list}/${pageParam}${search}`);
       return { entries: appList.parse(data), anchor: headers.get('x-list-anchor') };
     },
     getNextPageParam: (last, _all, lastParam) => (last.entries.length === 0 ? undefined : lastParam + 1),

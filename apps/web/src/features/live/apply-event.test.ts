@@ -260,8 +260,8 @@ describe('sign and device events', () => {
 
 describe('the caches the pages fill', () => {
   // Seeded under the keys of the features' own queries: a key renamed there is still reached here.
-  const queue = listQuery('queue').queryKey;
-  const latest = listQuery('latest').queryKey;
+  const queue = listQuery('queue', 'KR').queryKey;
+  const latest = listQuery('latest', 'KR').queryKey;
   const search = searchQuery('KR', 'one').queryKey;
   const versions = versionsQuery('KR', '1').queryKey;
   const history = historyQuery('KR', '1').queryKey;

@@ -19,16 +19,30 @@ const sameApp = (e: Pick<CachedEntry, 'country' | 'app_id'>, ref: Pick<CachedEnt
   e.country === ref.country && e.app_id === ref.app_id;
 
 /**
+ * Whether a cached entry shows the entry an event is about. A store version (app_ver_id set) is one
+ * entry in every country's listing, each with that country's record of the app; an app-level
+ * request is its country's own. An app-level request that became a version (`previous_app_ver_id`
+ * null) is found in its country's listings by its old, versionless form.
+ */
+function showsEvent(e: CachedEntry, event: VersionEvent) {
+  if (e.app_id !== event.app_id) return false;
+  if (e.app_ver_id !== null)
+    return e.app_ver_id === event.app_ver_id || e.app_ver_id === event.previous_app_ver_id;
+  return e.country === event.country && (event.app_ver_id === null || event.previous_app_ver_id === null);
+}
+
+/** Whether a list of an app in some country shows an entry of the event's: any country's for a store version. */
+const listsEventApp = (ref: Pick<CachedEntry, 'country' | 'app_id'>, event: VersionEvent) =>
+  event.app_ver_id !== null ? ref.app_id === event.app_id : sameApp(ref, event);
+
+/**
  * A decrypt entry changed (a live event, or the answer to this tab's own request): every cached
  * list, search, version list and the admin queue shows it now. An entry that leaves a list (Done
  * leaves the queue, 'Deleted' leaves everything) goes; a list that should gain one (a new request
  * in the queue, a new Done version in latest) is refetched.
  */
 export function applyVersionEvent(queryClient: QueryClient, event: VersionEvent) {
-  const isTarget = (e: CachedEntry) =>
-    sameApp(e, event) &&
-    (e.app_ver_id === event.app_ver_id ||
-      (event.previous_app_ver_id !== undefined && e.app_ver_id === event.previous_app_ver_id));
+  const isTarget = (e: CachedEntry) => showsEvent(e, event);
   const deleted = event.status === 'Deleted';
   const now = (e: CachedEntry): CachedEntry =>
     isTarget(e)
@@ -70,12 +84,16 @@ export function applyVersionEvent(queryClient: QueryClient, event: VersionEvent)
         // A search shows one status per app: what replaces a deleted entry is the server's to say;
         // a Not entry's reason is its requester's, which only the answer carries.
         if (has && !deleted) return { ...patch, refetch: event.status === 'Not' };
-        return entries.some((e) => sameApp(e, event)) ? { refetch: true } : undefined;
-      case 'versions':
-        if (hashKey(key) !== hashKey(versionKeys.list(event.country, event.app_id))) return undefined;
+        return entries.some((e) => listsEventApp(e, event)) ? { refetch: true } : undefined;
+      case 'versions': {
+        // A store version shows in every country's version list of its app.
+        const [, country] = key as ReturnType<typeof versionKeys.list>;
+        if (hashKey(key) !== hashKey(versionKeys.list(country, event.app_id))) return undefined;
+        if (!listsEventApp({ country, app_id: event.app_id }, event)) return undefined;
         if (deleted) return has ? drop : undefined;
         // A new entry, one now Done (its size, minimum iOS and signing statuses) or Not (its reason): ask again.
         return { ...(has ? patch : {}), refetch: !has || event.status === 'Done' || event.status === 'Not' };
+      }
       case 'history':
         if (!has) return undefined;
         if (!deleted) return patch;
