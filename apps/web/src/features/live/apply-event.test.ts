@@ -166,10 +166,47 @@ describe('applyVersionEvent', () => {
     expect(isStale(client, ['versions', 'KR', '2'])).toBe(false);
   });
 
-  it('keeps an entry of another country apart', () => {
+  it("keeps another country's app-level request apart", () => {
     const client = clientWith([[['list', 'queue'], pages([entry('1', null, 'Pending')])]]);
     applyVersionEvent(client, event('1', null, 'Process', { country: 'US' }));
     expect(statuses(client, ['list', 'queue'])).toEqual(['1/null:Pending']);
+    // Its request becoming a version does not touch this country's request either.
+    applyVersionEvent(client, event('1', '10', 'Done', { country: 'US', previous_app_ver_id: null }));
+    expect(statuses(client, ['list', 'queue'])).toEqual(['1/null:Pending']);
+  });
+
+  it("shows a store version Done in one country in every country's lists of the app, with their own names", () => {
+    const us = (e: AppEntry): AppEntry => ({ ...e, country: 'US', name: 'US name' });
+    const client = clientWith([
+      [['versions', 'US', '1'], [us(entry('1', '10', 'Pending'))]],
+      [['versions', 'US', '2'], [us(entry('2', '20', 'Pending'))]],
+      [['search', 'US', 'one'], [us(entry('1', null, 'Available'))]],
+      [['list', 'latest', 'US'], pages([us(entry('1', '10', 'Done'))])],
+    ]);
+    applyVersionEvent(client, event('1', '10', 'Done'));
+    expect(client.getQueryData<AppEntry[]>(['versions', 'US', '1'])![0]).toMatchObject({
+      status: 'Done',
+      country: 'US',
+      name: 'US name',
+    });
+    expect(isStale(client, ['versions', 'US', '1'])).toBe(true);
+    expect(isStale(client, ['versions', 'US', '2'])).toBe(false);
+    expect(isStale(client, ['search', 'US', 'one'])).toBe(true);
+    applyVersionEvent(client, event('1', '10', 'Deleted'));
+    expect(statuses(client, ['list', 'latest', 'US'])).toEqual([]);
+  });
+
+  it("ends a country's app-level request as the version it turned out to be", () => {
+    const client = clientWith([
+      [['list', 'queue'], pages([entry('1', null, 'Process')])],
+      [['versions', 'KR', '1'], [entry('1', null, 'Process')]],
+    ]);
+    applyVersionEvent(client, event('1', '10', 'Done', { previous_app_ver_id: null }));
+    expect(statuses(client, ['list', 'queue'])).toEqual([]);
+    expect(client.getQueryData<AppEntry[]>(['versions', 'KR', '1'])![0]).toMatchObject({
+      app_ver_id: '10',
+      status: 'Done',
+    });
   });
 });
 
