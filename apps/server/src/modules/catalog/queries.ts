@@ -287,12 +287,16 @@ export async function insertVersion(
   return row!;
 }
 
-/** Deletes the entries of (app_id, app_ver_id) in the given statuses; app_ver_id null = app-level entry. */
+/**
+ * Deletes the entries of (app_id, app_ver_id) in the given statuses; app_ver_id null = app-level
+ * entries, of every country or of `country` alone (a store version's entry is every country's).
+ */
 export async function deleteVersions(
   db: Database,
   appId: number,
   appVerId: number | null,
   statuses: readonly string[],
+  country?: string,
 ) {
   return db
     .delete(versions)
@@ -300,6 +304,7 @@ export async function deleteVersions(
       and(
         eq(versions.appId, appId),
         appVerId === null ? isNull(versions.appVerId) : eq(versions.appVerId, appVerId),
+        appVerId === null && country !== undefined ? eq(versions.country, country) : undefined,
         inArray(versions.status, [...statuses]),
       ),
     )

@@ -11,6 +11,7 @@ const pageParams = z.object({ page: pageParam });
 const anchorQuery = z.object({ anchor: idParam('anchor').optional() });
 /** The latest list may name the viewer's country: each version then shows that store's record of its app. */
 const latestQuery = anchorQuery.extend({ country: countryParam.optional() });
+const queueDeleteQuery = z.object({ country: countryParam.optional() });
 const searchParams = z.object({ country: countryParam, '*': keywordParam });
 
 export interface CatalogRoutesDeps {
@@ -101,15 +102,17 @@ export async function catalogRoutes(
     },
   );
 
-  // app_ver_id 0 names an app-level request whose version the agent has not reported yet.
+  // app_ver_id 0 names an app-level request whose version the agent has not reported yet; it is
+  // one country's, which `country` may name (every country's otherwise).
   const queueTarget = (appVerId: number) => (appVerId === 0 ? null : appVerId);
   r.delete(
     '/api/queue/:app_id/:app_ver_id',
-    { schema: { params: versionParams }, onRequest: guards.requireAdmin },
+    { schema: { params: versionParams, querystring: queueDeleteQuery }, onRequest: guards.requireAdmin },
     async (request, reply) => {
       const { app_id, app_ver_id } = request.params;
       await catalog.deleteQueued(currentUser(request).id, app_id, queueTarget(app_ver_id), {
         blacklist: false,
+        country: request.query.country,
       });
       answers.clear();
       searches.clear();

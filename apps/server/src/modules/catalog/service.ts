@@ -260,14 +260,19 @@ export function createCatalogService(deps: CatalogServiceDeps) {
       await deps.onRemoved?.(removed);
     },
 
-    /** Admin: removes a queue entry (app_ver_id null = an app-level request), optionally blacklisting the app. */
+    /**
+     * Admin: removes a queue entry (app_ver_id null = an app-level request), optionally blacklisting
+     * the app. An app-level request is its country's: `country` names it (every country's without).
+     * A blacklist refuses the app in every country, so it removes every country's app-level request.
+     */
     async deleteQueued(
       actor: string,
       appId: number,
       appVerId: number | null,
-      options: { blacklist: boolean },
+      options: { blacklist: boolean; country?: string | undefined },
     ) {
-      const removed = await q.deleteVersions(db, appId, appVerId, [...q.ACTIVE_STATUSES, 'Not']);
+      const only = options.blacklist ? undefined : options.country;
+      const removed = await q.deleteVersions(db, appId, appVerId, [...q.ACTIVE_STATUSES, 'Not'], only);
       if (removed.length === 0) throw notFound('This queue entry');
       if (options.blacklist) {
         for (const country of new Set(removed.map((r) => r.country)))
@@ -276,6 +281,7 @@ export function createCatalogService(deps: CatalogServiceDeps) {
       await q.recordAudit(db, actor, options.blacklist ? 'delete-queue-blacklist' : 'delete-queue', {
         appId,
         appVerId,
+        ...(only !== undefined && appVerId === null ? { country: only } : {}),
       });
       await deps.onRemoved?.(removed);
     },

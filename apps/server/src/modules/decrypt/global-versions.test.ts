@@ -50,6 +50,15 @@ const refusedApp = {
   version: '1.0',
 };
 
+/** A fourth, asked for in both countries, whose US request an admin deletes. */
+const twiceAsked = {
+  ...talonUs,
+  trackId: 1492913555,
+  bundleId: 'com.example.twice',
+  trackName: 'Twice',
+  version: '1.0',
+};
+
 describe.each(databaseKinds)('one store version in every country on %s', (kind) => {
   let store: ItunesServer;
   let live: LiveServer;
@@ -64,8 +73,8 @@ describe.each(databaseKinds)('one store version in every country on %s', (kind) 
   beforeAll(async () => {
     store = await startItunesServer({
       storefronts: {
-        kr: [talonKr, race('레이스'), refusedApp],
-        us: [talonUs, race('Race'), refusedApp],
+        kr: [talonKr, race('레이스'), refusedApp, twiceAsked],
+        us: [talonUs, race('Race'), refusedApp, twiceAsked],
       },
     });
     bundle = buildAgentBundle();
@@ -252,5 +261,20 @@ describe.each(databaseKinds)('one store version in every country on %s', (kind) 
     expect(us.body).toBe('This app is on the black list and cannot be requested.');
     const card = (await get('/api/search/us/talon', usUser)).json() as AppEntry[];
     expect(card.find((e) => e.app_id === id)).toMatchObject({ status: 'Not' });
+  });
+
+  it("deletes one country's app-level request, and leaves the other country's waiting", async () => {
+    const id = String(twiceAsked.trackId);
+    expect(await ask('KR', id, krUser)).toMatchObject({ status: 'Pending' });
+    expect(await ask('US', id, usUser)).toMatchObject({ status: 'Pending', joined: false });
+    const deleted = await live.app.inject({
+      method: 'DELETE',
+      url: `/api/queue/${id}/0?country=us`,
+      headers: { cookie: admin, ...WEB_CLIENT },
+    });
+    expect(deleted.statusCode, deleted.body).toBe(204);
+    const queue = (await get('/api/queue/0', krUser)).json() as AppEntry[];
+    expect(queue.filter((e) => e.app_id === id).map((e) => e.country)).toEqual(['KR']);
+    expect((await versionsOf('US', id, usUser)).map((e) => e.status)).toEqual([]);
   });
 });

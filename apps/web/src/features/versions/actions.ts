@@ -86,10 +86,11 @@ export async function deleteEntry(queryClient: QueryClient, entry: EntryRef, kin
   const isQueued = kind === 'queued';
   if (!window.confirm(deleteQuestion(entry.name, isQueued))) return;
   const black = isQueued && window.confirm(blacklistQuestion(entry.name));
-  // 0 names an app-level queue entry whose version is not known yet.
+  // 0 names an app-level queue entry whose version is not known yet: its country's own request.
   const version = entry.app_ver_id ?? '0';
+  const ofCountry = entry.app_ver_id === null ? `?country=${entry.country}` : '';
   const path = isQueued
-    ? `/api/queue/${black ? 'black/' : ''}${entry.app_id}/${version}`
+    ? `/api/queue/${black ? 'black/' : ''}${entry.app_id}/${version}${ofCountry}`
     : `/api/app/${entry.app_id}/${version}`;
   try {
     await api(path, { method: 'DELETE' });
