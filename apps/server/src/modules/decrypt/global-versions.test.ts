@@ -59,6 +59,15 @@ const twiceAsked = {
   version: '1.0',
 };
 
+/** A fifth, listed by the Korean store alone. */
+const krOnly = {
+  ...talonUs,
+  trackId: 1492913444,
+  bundleId: 'com.example.kronly',
+  trackName: '한국 전용',
+  version: '1.0',
+};
+
 describe.each(databaseKinds)('one store version in every country on %s', (kind) => {
   let store: ItunesServer;
   let live: LiveServer;
@@ -73,7 +82,7 @@ describe.each(databaseKinds)('one store version in every country on %s', (kind) 
   beforeAll(async () => {
     store = await startItunesServer({
       storefronts: {
-        kr: [talonKr, race('레이스'), refusedApp, twiceAsked],
+        kr: [talonKr, race('레이스'), refusedApp, twiceAsked, krOnly],
         us: [talonUs, race('Race'), refusedApp, twiceAsked],
       },
     });
@@ -276,5 +285,22 @@ describe.each(databaseKinds)('one store version in every country on %s', (kind) 
     const queue = (await get('/api/queue/0', krUser)).json() as AppEntry[];
     expect(queue.filter((e) => e.app_id === id).map((e) => e.country)).toEqual(['KR']);
     expect((await versionsOf('US', id, usUser)).map((e) => e.status)).toEqual([]);
+  });
+
+  it('keeps a version Done in KR out of the US listings when the US store does not list the app', async () => {
+    const id = String(krOnly.trackId);
+    await live.services.jobs.importIpa(
+      await buildIpa({ bundleId: krOnly.bundleId, version: '1.0', appVerId: '838383005' }),
+      { country: 'KR', appId: krOnly.trackId },
+    );
+    expect((await versionsOf('KR', id, krUser))[0]).toMatchObject({ status: 'Done', name: '한국 전용' });
+    for (const url of [`/api/version/US/${id}`, `/api/decrypt/US/${id}`]) {
+      const res = await get(url, usUser);
+      expect(res.statusCode).toBe(404);
+      expect(res.body).toBe('This app was not found.');
+    }
+    // The latest list shows every Done version: this one with the record of the store that lists it.
+    const latest = (await get('/api/latest/0?country=US', usUser)).json() as AppEntry[];
+    expect(latest.find((e) => e.app_id === id)).toMatchObject({ country: 'KR', name: '한국 전용' });
   });
 });
