@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AppEntry, DecryptAnswer, VersionEvent } from '@sideport/contracts';
 import { startItunesServer, type ItunesServer } from '../../dev/itunes-server.js';
 import { buildAgentBundle, startAgentProcess, until, type AgentProcess } from '../../test/agent-process.js';
-import { buildIpa, makeAgent, signedInAdmin } from '../../test/decrypt-support.js';
+import { buildIpa, makeAgent, makePremium, signedInAdmin } from '../../test/decrypt-support.js';
 import { databaseKinds, fixturesDir, signedInUser, WEB_CLIENT } from '../../test/harness.js';
 import { startLiveServer, type LiveServer } from '../../test/live-server.js';
 
@@ -68,6 +68,16 @@ const krOnly = {
   version: '1.0',
 };
 
+/** A sixth, whose version a US premium user asks for while a KR request for the app is worked. */
+const asked = {
+  ...talonUs,
+  trackId: 1492913333,
+  bundleId: 'com.example.asked',
+  trackName: 'Asked',
+  version: '4.0',
+};
+const ASKED = { appId: '1492913333', appVerId: '838383006' };
+
 describe.each(databaseKinds)('one store version in every country on %s', (kind) => {
   let store: ItunesServer;
   let live: LiveServer;
@@ -82,8 +92,8 @@ describe.each(databaseKinds)('one store version in every country on %s', (kind) 
   beforeAll(async () => {
     store = await startItunesServer({
       storefronts: {
-        kr: [talonKr, race('레이스'), refusedApp, twiceAsked, krOnly],
-        us: [talonUs, race('Race'), refusedApp, twiceAsked],
+        kr: [talonKr, race('레이스'), refusedApp, twiceAsked, krOnly, asked],
+        us: [talonUs, race('Race'), refusedApp, twiceAsked, asked],
       },
     });
     bundle = buildAgentBundle();
@@ -302,5 +312,56 @@ describe.each(databaseKinds)('one store version in every country on %s', (kind) 
     // The latest list shows every Done version: this one with the record of the store that lists it.
     const latest = (await get('/api/latest/0?country=US', usUser)).json() as AppEntry[];
     expect(latest.find((e) => e.app_id === id)).toMatchObject({ country: 'KR', name: '한국 전용' });
+  });
+
+  it("answers a US premium user's request for a version with the KR result, and gives its count back", async () => {
+    const agent = await makeAgent(live, admin, 'by hand');
+    const premium = await signedInUser(live, `gv_premium_${kind}`);
+    await makePremium(live, premium);
+    // The KR request is taken by the agent before its version is known.
+    expect(await ask('KR', ASKED.appId, krUser)).toMatchObject({ status: 'Pending', app_ver_id: null });
+    // Requests earlier tests left waiting are failed out of the way.
+    let job: { id: string; [k: string]: unknown } | null = null;
+    for (let i = 0; i < 10 && job?.app_id !== ASKED.appId; i++) {
+      if (job)
+        await agent.call('POST', `/api/agent/jobs/${job.id}/fail`, {
+          reason: 'not this test',
+          unsupported: true,
+        });
+      job = (await agent.claim({ kinds: ['decrypt'], wait_seconds: 10 })).job;
+    }
+    expect(job).toMatchObject({ app_id: ASKED.appId });
+    // Meanwhile the US history lists the version, and the premium user asks for it.
+    const history = live.app.inject({
+      method: 'POST',
+      url: `/api/version/US/${ASKED.appId}`,
+      headers: { cookie: premium, ...WEB_CLIENT },
+    });
+    const { job: listing } = await agent.claim({ kinds: ['versions'], wait_seconds: 10 });
+    expect(listing).toMatchObject({ kind: 'versions', country: 'us' });
+    await agent.call('POST', `/api/agent/jobs/${listing!.id}/versions`, {
+      versions: [{ app_ver_id: ASKED.appVerId, version: '4.0' }],
+    });
+    expect((await history).statusCode).toBe(200);
+    const before = await usedToday(`gv_premium_${kind}`);
+    expect(await ask('US', `${ASKED.appId}/${ASKED.appVerId}`, premium)).toMatchObject({
+      status: 'Pending',
+      app_ver_id: ASKED.appVerId,
+      joined: false,
+    });
+    expect(await usedToday(`gv_premium_${kind}`)).toBe(before + 1);
+
+    // The KR job turns out to be that version: it answers the US request, which did no work.
+    const ipa = await buildIpa({ bundleId: asked.bundleId, version: '4.0' });
+    const done = await agent.call(
+      'PUT',
+      `/api/agent/jobs/${job!.id}/ipa?app_ver_id=${ASKED.appVerId}`,
+      readFileSync(ipa),
+    );
+    expect(done.statusCode, done.body).toBe(200);
+    expect(await versionsOf('US', ASKED.appId, premium)).toEqual([
+      expect.objectContaining({ app_ver_id: ASKED.appVerId, status: 'Done', name: 'Asked' }),
+    ]);
+    expect(await usedToday(`gv_premium_${kind}`)).toBe(before);
   });
 });

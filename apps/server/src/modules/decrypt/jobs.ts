@@ -269,9 +269,12 @@ export function createJobService(deps: JobServiceDeps) {
     const other = await q.findByAppVerId(tx, entry.appId, appVerId);
     if (!other || other.seq === entry.seq) return { entry, keep: true as const };
     if (other.status === 'Done') return { entry: other, keep: false as const };
-    // A request for that very version waits or failed: this result answers it too.
+    // A request for that very version waits or failed: this result answers it too. One still
+    // waiting did no work of its own, so its requester's daily count comes back.
     await q.deleteEntry(tx, other.seq);
     await publishEntry(bus, other, tx, { deleted: true });
+    if (other.requestedBy !== null && (q.ACTIVE_STATUSES as readonly string[]).includes(other.status))
+      await deps.usage?.giveBack(other.requestedBy, other.requestedAt, tx);
     return { entry, keep: true as const };
   }
 
