@@ -296,12 +296,16 @@ describe.each(SCREENS)('on the $name', (screen) => {
     let answer: () => void = () => {};
     const held = new Promise<void>((resolve) => (answer = resolve));
     let fail = true;
-    await s.context.route('**/api/latest/0', async (route) => {
-      await held;
-      return fail
-        ? route.fulfill({ status: 503, contentType: 'text/plain', body: 'The database is unreachable.' })
-        : route.continue();
-    });
+    // The latest list's first page, whatever its query (the country it names).
+    await s.context.route(
+      (url) => url.pathname === '/api/latest/0',
+      async (route) => {
+        await held;
+        return fail
+          ? route.fulfill({ status: 503, contentType: 'text/plain', body: 'The database is unreachable.' })
+          : route.continue();
+      },
+    );
     await s.page.goto('/latest');
     await expect.poll(() => s.page.getByTestId('skeleton').isVisible()).toBe(true);
     answer();
