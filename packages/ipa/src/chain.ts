@@ -35,9 +35,13 @@ export function appleCaCertificates(): readonly X509Certificate[] {
   return shipped;
 }
 
-/** True when `candidate` is named as the issuer of `cert` and its key verifies the signature. */
+/**
+ * True when `candidate` is named as the issuer of `cert` and its key verifies the signature. The
+ * names are compared as OpenSSL does (X509_check_issued, with key identifiers), or as plain text
+ * for a certificate OpenSSL's stricter check turns down (Xcode's self-signed test certificates).
+ */
 export function isIssuedBy(cert: X509Certificate, candidate: X509Certificate): boolean {
-  if (!cert.checkIssued(candidate)) return false;
+  if (!cert.checkIssued(candidate) && cert.issuer !== candidate.subject) return false;
   try {
     return cert.verify(candidate.publicKey);
   } catch {
@@ -98,13 +102,21 @@ export function orderChain(leaf: X509Certificate, pool: readonly X509Certificate
   return chain;
 }
 
-/** The certificate of the chain whose issuer is missing; undefined when the chain reaches a root. */
+/**
+ * The certificate whose issuer is missing from the chain (the leaf's, or one above it);
+ * undefined when each certificate issued the one before it and the last is a root.
+ */
 export function chainGap(
   leaf: X509Certificate,
   chain: readonly X509Certificate[],
 ): X509Certificate | undefined {
-  const top = chain.at(-1) ?? leaf;
-  return isSelfSigned(top) ? undefined : top;
+  let current = leaf;
+  for (const issuer of chain) {
+    if (isSelfSigned(current) || !isIssuedBy(current, issuer))
+      return isSelfSigned(current) ? undefined : current;
+    current = issuer;
+  }
+  return isSelfSigned(current) ? undefined : current;
 }
 
 /**
