@@ -17,6 +17,13 @@ import { IpaError } from './errors.js';
 /** Fetches the bytes (DER or PEM) at a CA Issuers address; throws with a reason when it cannot. */
 export type IssuerFetcher = (url: string) => Promise<Buffer>;
 
+export interface ChainOptions {
+  /** Fetches CA Issuers addresses; without it none is fetched. */
+  fetchIssuer?: IssuerFetcher;
+  /** Where the known certificates came from, for the refusal's sentence ('in the .p12 or ...'). */
+  origin?: string;
+}
+
 /** One certificate of a chain as the admin console and reports show it. */
 export interface ChainEntry {
   /** The subject's common name (its whole subject when it has none). */
@@ -127,13 +134,14 @@ export function missingIssuerSentence(
   leaf: X509Certificate,
   gap: X509Certificate,
   fetched?: { url: string; reason: string },
+  origin = 'in the .p12 or the certificates given with it',
 ): string {
   const whose =
     gap.fingerprint256 === leaf.fingerprint256
       ? `the signing certificate "${nameOf(leaf)}"`
       : `"${nameOf(gap)}"`;
   const places = [
-    'in the .p12 or the certificates given with it',
+    origin,
     fetched ? `at its CA Issuers address ${fetched.url} (${fetched.reason})` : undefined,
     "among Apple's CA certificates shipped with Sideport",
   ].filter((p): p is string => p !== undefined);
@@ -149,7 +157,7 @@ export function missingIssuerSentence(
 export async function completeChain(
   leaf: X509Certificate,
   known: readonly X509Certificate[],
-  options: { fetchIssuer?: IssuerFetcher } = {},
+  options: ChainOptions = {},
 ): Promise<X509Certificate[]> {
   const chain: X509Certificate[] = [];
   let current = leaf;
@@ -173,7 +181,7 @@ export async function completeChain(
     }
     issuer ??= appleCaCertificates().find((c) => isIssuedBy(current, c));
     if (issuer === undefined)
-      throw new IpaError('CHAIN_INCOMPLETE', missingIssuerSentence(leaf, current, fetched));
+      throw new IpaError('CHAIN_INCOMPLETE', missingIssuerSentence(leaf, current, fetched, options.origin));
     chain.push(issuer);
     current = issuer;
   }

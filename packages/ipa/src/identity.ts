@@ -6,7 +6,7 @@ import {
   nameOf,
   orderChain,
   readCertificates,
-  type IssuerFetcher,
+  type ChainOptions,
 } from './chain.js';
 import { IpaError } from './errors.js';
 
@@ -57,7 +57,7 @@ export function loadIdentity(source: IdentitySource): SigningIdentity {
  */
 export async function completeIdentityChain(
   source: IdentitySource,
-  options: { fetchIssuer?: IssuerFetcher } = {},
+  options: ChainOptions = {},
 ): Promise<IdentitySource & { chain: Buffer[] }> {
   const loaded = readIdentity(source);
   const supplied = suppliedCertificates(source);
