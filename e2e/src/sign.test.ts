@@ -285,6 +285,10 @@ describe('the admin console', () => {
     expect(await identity.innerText()).toContain(
       'It runs the whole pipeline; real devices will not install what it signs.',
     );
+    // The chain every signature carries: the dev certificate, then the dev CA (its root).
+    expect(await identity.getByTestId('certificate-chain').innerText()).toMatch(
+      /^Chain carried in each signature: Sideport Dev \(not Apple\): Sideport \([A-Z0-9]{10}\) \(until .+\) → Sideport Dev \(not Apple\) CA \(until .+\)$/,
+    );
 
     const row = s.page.getByTestId('device-row').filter({ hasText: 'macowner' });
     await expect

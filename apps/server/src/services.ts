@@ -174,6 +174,8 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
   });
   // The configured accounts are in the database before anything places a device.
   await accountPool?.ready();
+  // SIGN_P12 without its issuer (nor one to be found) stops the start with a sentence, not a bad signature later.
+  await signingIdentity.prepare?.();
   /** What registers a paid device: the pool of developer accounts, or the dev identity. */
   const registrar: DeviceRegistrar = accountPool?.registrar ?? signingIdentity;
   const certificates = createCertificateRegistry({

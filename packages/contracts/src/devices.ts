@@ -48,5 +48,10 @@ export const signingIdentityInfo = z.object({
   certificate_checked_at: z.nullable(z.string()),
   /** When it was revoked (revoked only). */
   certificate_revoked_at: z.nullable(z.string()),
+  /**
+   * What every signature carries, as codesign writes it: the signing certificate, its issuer (for
+   * Apple's, the WWDR intermediate) and the root; empty until the certificate is made.
+   */
+  certificate_chain: z.array(z.object({ name: z.string(), expires_at: z.string() })),
 });
 export type SigningIdentityInfo = z.infer<typeof signingIdentityInfo>;

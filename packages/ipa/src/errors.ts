@@ -43,6 +43,8 @@ export const IPA_ERRORS = {
   P12_INVALID: 'A PKCS#12 file cannot be opened, or holds no key with its certificate.',
   IDENTITY_INVALID:
     'A PEM certificate and key do not make a signing identity (no key, or a key of another certificate).',
+  CHAIN_INCOMPLETE:
+    "The signing certificate's issuer (or one above it) is in neither its .p12, its CA Issuers address nor Apple's shipped CA certificates.",
   // Signing
   SIGNATURE_INVALID: 'A code signature or CMS blob does not verify, or is malformed.',
   SIGNED_IPA_TOO_LARGE: "Signing would write more than the input's size plus what signing adds.",

@@ -1,5 +1,13 @@
-import { pbkdf2Sync } from 'node:crypto';
+import { pbkdf2Sync, X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
+import {
+  appleCaCertificates,
+  completeChain,
+  nameOf,
+  orderChain,
+  readCertificates,
+  type ChainOptions,
+} from './chain.js';
 import { IpaError } from './errors.js';
 
 export interface SigningIdentity {
@@ -7,99 +15,99 @@ export interface SigningIdentity {
   readonly privateKey: forge.pki.rsa.PrivateKey;
   /**
    * The leaf's issuers, nearest first (for an Apple identity: the WWDR intermediate, then Apple
-   * Root CA), as far as the certificates at hand go. The CMS signature carries them so a verifier
-   * can build the path without fetching anything, as codesign's signatures do.
+   * Root CA), as far as the certificates at hand go: the .p12's, those supplied, and Apple's
+   * shipped CA certificates (chain.ts). The CMS signature carries them so a device can build the
+   * path without fetching anything, as codesign's signatures do; createCmsSigner refuses an
+   * identity whose chain stops short of a root.
    */
-  readonly chain: readonly forge.pki.Certificate[];
+  readonly chain: readonly X509Certificate[];
 }
 
 export type IdentitySource = ({ p12: Buffer; password: string } | { certPem: string; keyPem: string }) & {
   /**
-   * Operator-supplied issuer certificates (PEM, one or several per file, or DER), such as Apple's
-   * WWDR intermediate and Apple Root CA, which a Keychain export of the identity usually lacks.
+   * Issuer certificates (PEM, one or several per file, or DER) the identity lacks, such as Apple's
+   * WWDR intermediate and Apple Root CA, or what completeIdentityChain fetched.
    */
   chain?: readonly Buffer[];
 };
 
+/** What loadIdentity reads before the chain is ordered: the leaf, its key, and the certificates beside it. */
+interface LoadedIdentity {
+  readonly certificate: forge.pki.Certificate;
+  readonly privateKey: forge.pki.rsa.PrivateKey;
+  readonly others: readonly X509Certificate[];
+}
+
 /** Loads a signing identity from a PKCS#12 export (Keychain, openssl) or a PEM certificate and key. */
 export function loadIdentity(source: IdentitySource): SigningIdentity {
-  const loaded =
-    'p12' in source ? loadFromP12(source.p12, source.password) : loadFromPem(source.certPem, source.keyPem);
-  const supplied = (source.chain ?? []).flatMap((bytes, index) =>
-    readCertificates(bytes, `chain file ${index + 1}`),
-  );
-  return { ...loaded, chain: issuerChain(loaded.certificate, loaded.chain, supplied) };
+  const loaded = readIdentity(source);
+  const supplied = suppliedCertificates(source);
+  return {
+    certificate: loaded.certificate,
+    privateKey: loaded.privateKey,
+    chain: issuerChain(loaded.certificate, loaded.others, supplied),
+  };
 }
 
 /**
- * Orders the leaf's issuers, nearest first, from the certificates that came with it and those the
- * operator supplied. A supplied certificate that issues nothing in the chain is refused (it is a
- * wrong file); extra certificates inside a PKCS#12 are left out.
+ * Completes an identity's chain up to a root: from its .p12 and supplied certificates, else from
+ * each certificate's CA Issuers address (`fetchIssuer`), else from Apple's shipped CA certificates.
+ * Returns the source with the certificates it lacked added to `chain`, so that loadIdentity finds
+ * them without fetching; refused (CHAIN_INCOMPLETE) with a sentence when an issuer is nowhere.
  */
-function issuerChain(
-  leaf: forge.pki.Certificate,
-  bundled: readonly forge.pki.Certificate[],
-  supplied: readonly forge.pki.Certificate[],
-): forge.pki.Certificate[] {
-  const pool = [...supplied, ...bundled];
-  const chain: forge.pki.Certificate[] = [];
-  let current = leaf;
-  while (!isSelfIssued(current)) {
-    const issuer = pool.find((candidate) => !chain.includes(candidate) && current.isIssuer(candidate));
-    if (issuer === undefined) break;
-    chain.push(issuer);
-    current = issuer;
-  }
-  const fingerprints = new Set([leaf, ...chain].map(fingerprint));
-  const stray = supplied.find((cert) => !fingerprints.has(fingerprint(cert)));
-  if (stray !== undefined) {
-    throw new IpaError(
-      'IDENTITY_INVALID',
-      `Expected the chain files to hold issuers of "${commonNameOf(leaf)}", found "${commonNameOf(stray)}", which issued none of its chain.`,
-    );
-  }
-  return chain;
+export async function completeIdentityChain(
+  source: IdentitySource,
+  options: ChainOptions = {},
+): Promise<IdentitySource & { chain: Buffer[] }> {
+  const loaded = readIdentity(source);
+  const supplied = suppliedCertificates(source);
+  const leaf = x509Of(loaded.certificate);
+  const chain = await completeChain(leaf, [...supplied, ...loaded.others], options);
+  const present = new Set([...supplied, ...loaded.others].map((c) => c.fingerprint256));
+  const added = chain.filter((c) => !present.has(c.fingerprint256)).map((c) => Buffer.from(c.toString()));
+  return { ...source, chain: [...(source.chain ?? []).map((b) => Buffer.from(b)), ...added] };
 }
 
-function isSelfIssued(cert: forge.pki.Certificate): boolean {
-  // forge: child.isIssuer(parent) is true when parent's subject is child's issuer.
-  return cert.isIssuer(cert);
+function readIdentity(source: IdentitySource): LoadedIdentity {
+  return 'p12' in source
+    ? loadFromP12(source.p12, source.password)
+    : loadFromPem(source.certPem, source.keyPem);
 }
 
-function fingerprint(cert: forge.pki.Certificate): string {
-  return forge.md.sha256
-    .create()
-    .update(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes())
-    .digest()
-    .toHex();
-}
-
-function commonNameOf(cert: forge.pki.Certificate): string {
-  return (
-    (cert.subject.getField('CN')?.value as string | undefined) ??
-    cert.subject.attributes.map((a) => `${a.shortName}=${a.value}`).join(', ')
+function suppliedCertificates(source: IdentitySource): X509Certificate[] {
+  return (source.chain ?? []).flatMap((bytes, index) =>
+    readCertificates(Buffer.from(bytes), `chain file ${index + 1}`),
   );
 }
 
-/** Certificates from a PEM file (every CERTIFICATE block) or a single DER certificate. */
-function readCertificates(bytes: Buffer, what: string): forge.pki.Certificate[] {
-  const text = bytes.toString('latin1');
-  try {
-    if (text.includes('-----BEGIN')) {
-      const blocks = forge.pem.decode(text).filter((block) => block.type === 'CERTIFICATE');
-      if (blocks.length === 0) throw new Error('no CERTIFICATE block');
-      return blocks.map((block) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(block.body)));
-    }
-    return [forge.pki.certificateFromAsn1(forge.asn1.fromDer(forge.util.createBuffer(text)))];
-  } catch (err) {
+/** Node's view of a forge certificate (which reads RSA keys only). */
+export function x509Of(certificate: forge.pki.Certificate): X509Certificate {
+  return new X509Certificate(
+    Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(certificate)).getBytes(), 'binary'),
+  );
+}
+
+/**
+ * Orders the leaf's issuers, nearest first, from the certificates that came with it, those the
+ * operator supplied and Apple's shipped ones. A supplied certificate that issues nothing in the
+ * chain is refused (it is a wrong file); extra certificates inside a PKCS#12 are left out.
+ */
+function issuerChain(
+  certificate: forge.pki.Certificate,
+  bundled: readonly X509Certificate[],
+  supplied: readonly X509Certificate[],
+): X509Certificate[] {
+  const leaf = x509Of(certificate);
+  const chain = orderChain(leaf, [...supplied, ...bundled, ...appleCaCertificates()]);
+  const fingerprints = new Set([leaf, ...chain].map((c) => c.fingerprint256));
+  const stray = supplied.find((cert) => !fingerprints.has(cert.fingerprint256));
+  if (stray !== undefined) {
     throw new IpaError(
       'IDENTITY_INVALID',
-      `Expected ${what} to be a certificate in PEM or DER, found one that does not parse: ${(err as Error).message}.`,
-      {
-        cause: err,
-      },
+      `Expected the chain files to hold issuers of "${nameOf(leaf)}", found "${nameOf(stray)}", which issued none of its chain.`,
     );
   }
+  return chain;
 }
 
 const NATIVE_PBKDF2_HASHES = new Set(['sha1', 'sha256', 'sha384', 'sha512']);
@@ -133,7 +141,7 @@ export function withNativePbkdf2(js: typeof forge.pkcs5.pbkdf2): typeof forge.pk
   } as typeof forge.pkcs5.pbkdf2;
 }
 
-function loadFromP12(bytes: Buffer, password: string): SigningIdentity {
+function loadFromP12(bytes: Buffer, password: string): LoadedIdentity {
   let asn1: forge.asn1.Asn1;
   try {
     asn1 = forge.asn1.fromDer(forge.util.createBuffer(bytes.toString('binary')));
@@ -170,9 +178,14 @@ function loadFromP12(bytes: Buffer, password: string): SigningIdentity {
     forge.pkcs5.pbkdf2 = jsPbkdf2;
   }
   const oids = forge.pki.oids as Record<'certBag' | 'pkcs8ShroudedKeyBag' | 'keyBag', string>;
-  const certificates = bagsOf(p12, oids.certBag)
+  const bags = bagsOf(p12, oids.certBag);
+  const certificates = bags
     .map((bag) => bag.cert)
-    .filter((cert): cert is forge.pki.Certificate => cert !== undefined);
+    .filter((cert): cert is forge.pki.Certificate => cert !== undefined && cert !== null);
+  // forge reads RSA certificates only; an EC one (Apple Root CA - G3, WWDR G2 and G6) keeps its ASN.1.
+  const unreadable = bags
+    .filter((bag) => !bag.cert && bag.asn1)
+    .map((bag) => new X509Certificate(Buffer.from(forge.asn1.toDer(bag.asn1!).getBytes(), 'binary')));
   // forge decrypts shrouded keys into bag.key; non-RSA keys stay undefined.
   const keys = [...bagsOf(p12, oids.pkcs8ShroudedKeyBag), ...bagsOf(p12, oids.keyBag)]
     .map((bag) => bag.key as forge.pki.rsa.PrivateKey | undefined)
@@ -184,10 +197,11 @@ function loadFromP12(bytes: Buffer, password: string): SigningIdentity {
       `Expected a PKCS#12 file with an RSA private key, found ${certificates.length} certificate(s) and no key node-forge can read (export the identity with its key).`,
     );
   }
-  return pairUp(certificates, privateKey, 'P12_INVALID');
+  const paired = pairUp(certificates, privateKey, 'P12_INVALID');
+  return { ...paired, others: [...paired.others, ...unreadable] };
 }
 
-function loadFromPem(certPem: string, keyPem: string): SigningIdentity {
+function loadFromPem(certPem: string, keyPem: string): LoadedIdentity {
   let certificates: forge.pki.Certificate[];
   let privateKey: forge.pki.rsa.PrivateKey;
   try {
@@ -223,7 +237,7 @@ function pairUp(
   certificates: forge.pki.Certificate[],
   privateKey: forge.pki.rsa.PrivateKey,
   code: 'P12_INVALID' | 'IDENTITY_INVALID',
-): SigningIdentity {
+): LoadedIdentity {
   if (privateKey === undefined || privateKey === null || privateKey.n === undefined) {
     throw new IpaError(code, 'Expected an RSA private key, found none.');
   }
@@ -241,7 +255,11 @@ function pairUp(
       `Expected a certificate matching the private key, found ${certificates.length} certificate(s) for other keys.`,
     );
   }
-  return { certificate, privateKey, chain: certificates.filter((cert) => cert !== certificate) };
+  return {
+    certificate,
+    privateKey,
+    others: certificates.filter((cert) => cert !== certificate).map(x509Of),
+  };
 }
 
 function bagsOf(p12: forge.pkcs12.Pkcs12Pfx, bagType: string): forge.pkcs12.Bag[] {

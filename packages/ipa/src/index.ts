@@ -33,8 +33,22 @@ export type { DylibReference, MachOFile, MachOSlice, Segment } from './macho/ind
 // Profiles and signing identities.
 export { assertProfileUsable, isProfileExpired, parseProfile } from './profile.js';
 export type { DeveloperCertificate, Profile } from './profile.js';
-export { loadIdentity } from './identity.js';
+export { completeIdentityChain, loadIdentity, x509Of } from './identity.js';
 export type { IdentitySource, SigningIdentity } from './identity.js';
+// The signer's chain as codesign writes it (leaf, issuers, root), and Apple's shipped CA certificates.
+export {
+  appleCaCertificates,
+  caIssuersUrl,
+  codesignOrder,
+  completeChain,
+  describeChain,
+  fetchCaIssuer,
+  isIssuedBy,
+  isSelfSigned,
+  nameOf,
+  orderChain,
+} from './chain.js';
+export type { ChainEntry, ChainOptions, IssuerFetcher } from './chain.js';
 
 // Mach-O parsing (src/macho): slices, load commands, encryption and signature commands.
 export * from './macho/index.js';

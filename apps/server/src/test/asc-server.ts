@@ -11,7 +11,7 @@
  * Errors use Apple's envelope `{"errors":[{id, status, code, title, detail}]}` with the texts Apple
  * sends for an exhausted device list, a malformed UDID and a refused token.
  */
-import { createPublicKey, randomBytes, randomUUID } from 'node:crypto';
+import { createPublicKey, randomBytes, randomUUID, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -269,8 +269,15 @@ export interface AscServerAccount {
   readonly keyId: string;
   readonly issuerId: string;
   readonly teamId: string;
-  /** The certificate that issues the account's certificates and signs its profiles (PEM). */
+  /** The intermediate that issues the account's certificates and signs its profiles (PEM). */
   readonly caPem: string;
+  /** The root that issued it (PEM): the only trust anchor a check of a signature needs. */
+  readonly rootPem: string;
+  /**
+   * Whether the intermediate is served at the address its certificates name as 'CA Issuers'
+   * (true until a test says otherwise: then a leaf's issuer can be found nowhere).
+   */
+  setIssuerServed(served: boolean): void;
   readonly devices: AscServerDevice[];
   readonly bundleIds: AscServerBundleId[];
   readonly certificates: AscServerCertificate[];
@@ -328,6 +335,8 @@ const BUNDLE_IDENTIFIER = /^(?:\*|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?:\.\*)?)$/;
 const DISTRIBUTION_TYPES = new Set(['DISTRIBUTION', 'IOS_DISTRIBUTION']);
 /** Where an account's issuing CA certificate is served, outside the API: a stand-in for certs.apple.com's WWDR file. */
 const wwdrPath = (teamId: string) => `/wwdr-${teamId}.cer`;
+/** Where its root is served: a stand-in for the address an intermediate's AIA names. */
+const rootPath = (teamId: string) => `/root-${teamId}.cer`;
 
 /** What every account of one server shares: the clock, paging, the server's address and Apple's knowledge of devices. */
 interface Shared {
@@ -346,7 +355,7 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
     createPublicKey(options.keyPem).export({ type: 'spki', format: 'pem' }).toString(),
     'ES256',
   );
-  const ca = makeIssuingCa(teamId);
+  const ca = makeIssuingCa(teamId, `${shared.url()}${rootPath(teamId)}`);
 
   const devices: AscServerDevice[] = [];
   const bundleIds: AscServerBundleId[] = [];
@@ -749,6 +758,7 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
 
   // ---- certificate revocation (recovery's tests) ----
   let ocspUrl: string | undefined;
+  const issuerServed = { value: true };
   const invalidProfiles = new Set<string>();
   const revocation = {
     caKeyPem: ca.keyPem,
@@ -772,8 +782,16 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
     keyId: options.keyId,
     issuerId: options.issuerId,
     teamId,
-    /** The issuing CA's certificate (DER), served at its WWDR path. */
+    /** The issuing CA's certificate (DER), served at its WWDR path, and its root's, served at its root path. */
     caDer: ca.der,
+    rootDer: ca.rootDer,
+    rootPem: ca.rootPem,
+    get issuerServed() {
+      return issuerServed.value;
+    },
+    setIssuerServed(served: boolean) {
+      issuerServed.value = served;
+    },
     ...revocation,
     caPem: forge.pki.certificateToPem(ca.identity.certificate),
     devices,
@@ -813,6 +831,98 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
       deviceClasses.get(udid.toUpperCase()) ??
       (platform === 'MAC_OS' || /^[0-9A-F]{8}-[0-9A-F]{4}-/i.test(udid) ? 'MAC' : 'IPHONE'),
   };
+  // ---- HTTP ---- (listening first: the certificates the accounts' CAs make name its address)
+  const server = createServer((req, res) => {
+    void handle(req, res).catch((err: unknown) => {
+      violations.push(`server: ${(err as Error).stack ?? String(err)}`);
+      if (!res.headersSent)
+        send(res, 500, {
+          errors: [{ status: '500', code: 'INTERNAL', title: 'test server failure', detail: String(err) }],
+        });
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const issuing = req.method === 'GET' ? accounts.find((a) => req.url === wwdrPath(a.teamId)) : undefined;
+    if (issuing && !issuing.issuerServed) return void res.writeHead(404).end();
+    if (issuing)
+      return void res.writeHead(200, { 'content-type': 'application/pkix-cert' }).end(issuing.caDer);
+    const rooted = req.method === 'GET' ? accounts.find((a) => req.url === rootPath(a.teamId)) : undefined;
+    if (rooted)
+      return void res.writeHead(200, { 'content-type': 'application/pkix-cert' }).end(rooted.rootDer);
+    const raw = await readBody(req);
+    const requestUrl = new URL(req.url ?? '/', url);
+    const method = req.method ?? 'GET';
+    const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const op = api.operations.find((o) => o.method === method && o.pattern.test(requestUrl.pathname));
+    const account = accountOf(token);
+    const recorded: RecordedAscRequest = {
+      method,
+      path: requestUrl.pathname,
+      query: Object.fromEntries(requestUrl.searchParams),
+      body: raw === '' ? undefined : safeJson(raw),
+      ...(op ? { operationId: op.operationId } : {}),
+      ...(token ? { token } : {}),
+    };
+    requests.push(recorded);
+
+    const failure = pendingFailure;
+    pendingFailure = undefined;
+    if (failure === 'HANG') return; // never answered; close() ends it
+
+    if (!op) return sendError(res, violation(errors.noPath(`${method} ${requestUrl.pathname}`)));
+    const refusedBecause =
+      failure === 'TOKEN_REFUSED' ? 'refused on request' : await account.checkToken(token);
+    if (refusedBecause !== undefined) {
+      authFailures.push(refusedBecause);
+      return sendError(res, errors.notAuthorized(), op);
+    }
+    if (failure === 'UNAVAILABLE') return sendError(res, errors.unavailable(), op);
+    if (failure === 'KEY_FORBIDDEN') return sendError(res, errors.forbidden(), op);
+
+    const queryError = checkQuery(op, requestUrl);
+    if (queryError) return sendError(res, queryError, op);
+    const { error: bodyError, body } = checkBody(op, req.headers['content-type'], raw);
+    if (bodyError) return sendError(res, bodyError, op);
+
+    const handler = account.handlers[op.operationId];
+    if (!handler)
+      return sendError(
+        res,
+        violation(errors.noPath(`${op.operationId} is not implemented by the test server`)),
+      );
+    const id = op.pattern.exec(requestUrl.pathname)?.[1];
+    const answer = handler({
+      url: requestUrl,
+      body,
+      ...(id === undefined ? {} : { id: decodeURIComponent(id) }),
+    });
+    if (!Array.isArray(answer)) return sendError(res, answer, op);
+    const [status, json] = answer;
+    checkResponse(op, status, json);
+    send(res, status, json);
+  }
+
+  function sendError(res: ServerResponse, error: AppleError, op?: Operation): void {
+    const body = {
+      errors: [
+        {
+          id: randomUUID(),
+          status: String(error.status),
+          code: error.code,
+          title: error.title,
+          detail: error.detail,
+          ...(error.source ? { source: error.source } : {}),
+        },
+      ],
+    };
+    if (op) checkResponse(op, error.status, body);
+    send(res, error.status, body);
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
   const accounts = await Promise.all(
     [options, ...(options.accounts ?? [])].map((a) => openAccount(a, shared)),
   );
@@ -913,94 +1023,6 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
       violations.push(`server: ${op.operationId} ${status} does not match its schema: ${ajvText(validate)}`);
   }
 
-  // ---- HTTP ----
-  const server = createServer((req, res) => {
-    void handle(req, res).catch((err: unknown) => {
-      violations.push(`server: ${(err as Error).stack ?? String(err)}`);
-      if (!res.headersSent)
-        send(res, 500, {
-          errors: [{ status: '500', code: 'INTERNAL', title: 'test server failure', detail: String(err) }],
-        });
-    });
-  });
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const issuing = req.method === 'GET' ? accounts.find((a) => req.url === wwdrPath(a.teamId)) : undefined;
-    if (issuing)
-      return void res.writeHead(200, { 'content-type': 'application/pkix-cert' }).end(issuing.caDer);
-    const raw = await readBody(req);
-    const requestUrl = new URL(req.url ?? '/', url);
-    const method = req.method ?? 'GET';
-    const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
-    const op = api.operations.find((o) => o.method === method && o.pattern.test(requestUrl.pathname));
-    const account = accountOf(token);
-    const recorded: RecordedAscRequest = {
-      method,
-      path: requestUrl.pathname,
-      query: Object.fromEntries(requestUrl.searchParams),
-      body: raw === '' ? undefined : safeJson(raw),
-      ...(op ? { operationId: op.operationId } : {}),
-      ...(token ? { token } : {}),
-    };
-    requests.push(recorded);
-
-    const failure = pendingFailure;
-    pendingFailure = undefined;
-    if (failure === 'HANG') return; // never answered; close() ends it
-
-    if (!op) return sendError(res, violation(errors.noPath(`${method} ${requestUrl.pathname}`)));
-    const refusedBecause =
-      failure === 'TOKEN_REFUSED' ? 'refused on request' : await account.checkToken(token);
-    if (refusedBecause !== undefined) {
-      authFailures.push(refusedBecause);
-      return sendError(res, errors.notAuthorized(), op);
-    }
-    if (failure === 'UNAVAILABLE') return sendError(res, errors.unavailable(), op);
-    if (failure === 'KEY_FORBIDDEN') return sendError(res, errors.forbidden(), op);
-
-    const queryError = checkQuery(op, requestUrl);
-    if (queryError) return sendError(res, queryError, op);
-    const { error: bodyError, body } = checkBody(op, req.headers['content-type'], raw);
-    if (bodyError) return sendError(res, bodyError, op);
-
-    const handler = account.handlers[op.operationId];
-    if (!handler)
-      return sendError(
-        res,
-        violation(errors.noPath(`${op.operationId} is not implemented by the test server`)),
-      );
-    const id = op.pattern.exec(requestUrl.pathname)?.[1];
-    const answer = handler({
-      url: requestUrl,
-      body,
-      ...(id === undefined ? {} : { id: decodeURIComponent(id) }),
-    });
-    if (!Array.isArray(answer)) return sendError(res, answer, op);
-    const [status, json] = answer;
-    checkResponse(op, status, json);
-    send(res, status, json);
-  }
-
-  function sendError(res: ServerResponse, error: AppleError, op?: Operation): void {
-    const body = {
-      errors: [
-        {
-          id: randomUUID(),
-          status: String(error.status),
-          code: error.code,
-          title: error.title,
-          detail: error.detail,
-          ...(error.source ? { source: error.source } : {}),
-        },
-      ],
-    };
-    if (op) checkResponse(op, error.status, body);
-    send(res, error.status, body);
-  }
-
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-
   return {
     url,
     requests,
@@ -1023,6 +1045,8 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
     issuerId: first.issuerId,
     teamId: first.teamId,
     caPem: first.caPem,
+    rootPem: first.rootPem,
+    setIssuerServed: (served) => first.setIssuerServed(served),
     devices: first.devices,
     bundleIds: first.bundleIds,
     certificates: first.certificates,
@@ -1065,30 +1089,59 @@ function readCsr(content: string): forge.pki.CertificateSigningRequest {
 
 /**
  * Stands in for Apple's WWDR intermediate (issuing certificates from CSRs) and its profile-signing
- * certificate (signing profiles): one throwaway CA for both.
+ * certificate (signing profiles): one throwaway intermediate for both, issued by a throwaway root
+ * as Apple Root CA issues the WWDR ones. The intermediate names where the root is served in its
+ * Authority Information Access ('CA Issuers'): the root is no Apple root a client ships.
  */
-function makeIssuingCa(teamId: string) {
+function makeIssuingCa(teamId: string, rootUrl: string) {
+  const rootKeys = generateRsaKeyPair();
+  const root = forge.pki.createCertificate();
+  root.publicKey = rootKeys.publicKey;
+  root.serialNumber = '01';
+  root.validity.notBefore = new Date(Date.now() - 20 * 365 * DAY_MS);
+  root.validity.notAfter = new Date(Date.now() + 20 * 365 * DAY_MS);
+  const rootSubject = [
+    { name: 'commonName', value: 'Test Root CA (not Apple)' },
+    { name: 'organizationName', value: 'Sideport tests' },
+  ];
+  root.setSubject(rootSubject);
+  root.setIssuer(rootSubject);
+  root.setExtensions([
+    { name: 'basicConstraints', cA: true, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+  ]);
+  root.sign(rootKeys.privateKey, forge.md.sha256.create());
   const keys = generateRsaKeyPair();
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
-  cert.serialNumber = '01';
+  cert.serialNumber = '02';
   cert.validity.notBefore = new Date(Date.now() - 10 * 365 * DAY_MS);
   cert.validity.notAfter = new Date(Date.now() + 10 * 365 * DAY_MS);
   const subject = [
     { name: 'commonName', value: 'Test Worldwide Developer Relations CA (not Apple)' },
+    { name: 'organizationalUnitName', value: teamId },
     { name: 'organizationName', value: 'Sideport tests' },
   ];
   cert.setSubject(subject);
-  cert.setIssuer(subject);
+  cert.setIssuer(rootSubject);
   cert.setExtensions([
     { name: 'basicConstraints', cA: true, critical: true },
     { name: 'keyUsage', keyCertSign: true, digitalSignature: true, critical: true },
+    authorityInfoAccess({ caIssuersUrl: rootUrl }),
   ]);
-  cert.sign(keys.privateKey, forge.md.sha256.create());
+  cert.sign(rootKeys.privateKey, forge.md.sha256.create());
+  const derOf = (c: forge.pki.Certificate) =>
+    Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(c)).getBytes(), 'binary');
   return {
-    identity: { certificate: cert, privateKey: keys.privateKey, chain: [] },
+    identity: {
+      certificate: cert,
+      privateKey: keys.privateKey,
+      chain: [new X509Certificate(derOf(root))],
+    },
     keyPem: forge.pki.privateKeyToPem(keys.privateKey),
-    der: Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes(), 'binary'),
+    der: derOf(cert),
+    rootDer: derOf(root),
+    rootPem: forge.pki.certificateToPem(root),
     issue(
       csr: forge.pki.CertificateSigningRequest,
       now: Date,

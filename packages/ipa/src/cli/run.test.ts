@@ -1,9 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codesignOrder, nameOf } from '../chain.js';
 import { check } from '../check.js';
 import { buildXmlPlist } from '../plist.js';
 import { parseProfile } from '../profile.js';
@@ -13,6 +17,9 @@ import { buildZip } from '../test-support/build-zip.js';
 import { fixtureExecutablePath, fixtureIpa, profilesDir } from '../test-support/fixtures.js';
 import { withCryptid } from '../test-support/macho-bytes.js';
 import { readFixtureEntries } from '../test-support/read-fixture.js';
+import { createTestChain, type TestChain } from '../test-support/pki.js';
+import type { CmsSigner } from '../sign/cms.js';
+import { signMachO } from '../sign/macho-sign.js';
 import { runCli } from './run.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ipa-cli-'));
@@ -242,6 +249,147 @@ describe('sideport-ipa', () => {
 
     it('writes nothing', () => {
       expect(() => readFileSync(join(dir, 'out.ipa'))).toThrow();
+    });
+  });
+
+  describe("the signer's chain", () => {
+    const chainDir = join(dir, 'chain');
+    mkdirSync(chainDir);
+    const served = new Map<string, Buffer>();
+    const asked: string[] = [];
+    const server = createServer((req, res) => {
+      asked.push(req.url ?? '');
+      const body = served.get(req.url ?? '');
+      if (body === undefined) return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'application/pkix-cert' }).end(body);
+    });
+    let chain: TestChain;
+    let profilePath = '';
+    const now = new Date().toISOString();
+    beforeAll(async () => {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      chain = createTestChain(chainDir, 'Apple Distribution: CLI Chain (TEAM123456)', {
+        leafCaIssuers: `${base}/wwdr.cer`,
+        intermediateCaIssuers: `${base}/root.cer`,
+      });
+      served.set('/wwdr.cer', readFileSync(chain.intermediateDer));
+      served.set('/root.cer', readFileSync(chain.rootPem));
+      profilePath = join(chainDir, 'listed.mobileprovision');
+      writeFileSync(
+        profilePath,
+        buildXmlPlist({
+          Name: 'Chain',
+          UUID: 'u-2',
+          TeamIdentifier: ['TEAM123456'],
+          TeamName: 'Test',
+          Entitlements: { 'application-identifier': 'TEAM123456.*' },
+          CreationDate: new Date(Date.now() - 86_400_000),
+          ExpirationDate: new Date(Date.now() + 7 * 86_400_000),
+          DeveloperCertificates: [new X509Certificate(readFileSync(chain.leafPem)).raw],
+        }),
+      );
+    });
+    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const signArgs = (output: string, cacheDir: string) => [
+      'sign',
+      fixtureIpa,
+      '-o',
+      output,
+      '--p12',
+      chain.leafP12,
+      '--password-env',
+      'P12_PW',
+      '--profile',
+      profilePath,
+      '--cache-dir',
+      cacheDir,
+    ];
+
+    it('sign completes a .p12 of the leaf alone from its CA Issuers addresses, once, and verify finds the chain whole', async () => {
+      const cacheDir = join(chainDir, 'cache');
+      const first = join(chainDir, 'first.ipa');
+      expect((await run(signArgs(first, cacheDir), { env: { P12_PW: 'secret' }, now })).code).toBe(0);
+      expect(asked).toEqual(['/wwdr.cer', '/root.cer']);
+      const verified = await run(['verify', first]);
+      expect(verified.code).toBe(0);
+      const carried = codesignOrder(
+        [chain.leafPem, chain.intermediatePem, chain.rootPem].map(
+          (f) => new X509Certificate(readFileSync(f)).raw,
+        ),
+      ).map((der) => `"${nameOf(new X509Certificate(der))}"`);
+      expect(verified.stdout).toBe(
+        `Payload/very-capable-app.app/very-capable-app (arm64): signed by "Apple Distribution: CLI Chain (TEAM123456)", carrying ${carried.join(', ')}: its chain is complete.\n`,
+      );
+      // Kept in --cache-dir: a second sign asks nobody.
+      served.clear();
+      expect(
+        (await run(signArgs(join(chainDir, 'second.ipa'), cacheDir), { env: { P12_PW: 'secret' }, now }))
+          .code,
+      ).toBe(0);
+      expect(asked).toHaveLength(2);
+      // Without the kept answers and with nothing served, the leaf alone is refused, not signed.
+      const refused = await run(signArgs(join(chainDir, 'refused.ipa'), join(chainDir, 'empty-cache')), {
+        env: { P12_PW: 'secret' },
+        now,
+      });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(
+        /^The issuer of the signing certificate "Apple Distribution: CLI Chain \(TEAM123456\)", "Test WWDR", is not in the \.p12 or the certificates given with it, nor at its CA Issuers address http:\/\/127\.0\.0\.1:\d+\/wwdr\.cer \(HTTP 404\), nor among Apple's CA certificates shipped with Sideport/,
+      );
+      expect(() => readFileSync(join(chainDir, 'refused.ipa'))).toThrow();
+    });
+
+    it('verify reports a signature that carries the leaf alone, and passes a self-signed Xcode one', async () => {
+      expect(await run(['verify', fixtureIpa])).toMatchObject({ code: 0 });
+      // A signature as openssl writes one given the leaf and nothing else.
+      const leafAlone: CmsSigner = {
+        maxSizeBytes: 8192,
+        sign(content) {
+          writeFileSync(join(chainDir, 'cd.bin'), content);
+          return execFileSync('openssl', [
+            'cms',
+            '-sign',
+            '-binary',
+            '-md',
+            'sha256',
+            '-in',
+            join(chainDir, 'cd.bin'),
+            '-signer',
+            chain.leafPem,
+            '-inkey',
+            chain.leafKeyPem,
+            '-outform',
+            'DER',
+          ]);
+        },
+      };
+      const entries = await readFixtureEntries();
+      const resigned = entries.map((e) =>
+        e.name === fixtureExecutablePath
+          ? {
+              ...e,
+              data: signMachO(e.data, 'very-capable-app', {
+                identifier: 'org.fastlane.very-capable-app',
+                teamId: 'TEAM123456',
+                commonName: 'Apple Distribution: CLI Chain (TEAM123456)',
+                infoPlist: Buffer.from('<plist><dict/></plist>'),
+                codeResources: Buffer.from('<plist><dict/></plist>'),
+                entitlements: {},
+                isMainBinary: true,
+                signer: leafAlone,
+                now: new Date(),
+              }).bytes,
+            }
+          : e,
+      );
+      const path = join(chainDir, 'leaf-alone.ipa');
+      writeFileSync(path, buildZip(resigned));
+      const { code, stdout } = await run(['verify', path]);
+      expect(code).toBe(1);
+      expect(stdout).toBe(
+        'The signature of Payload/very-capable-app.app/very-capable-app (arm64) carries "Apple Distribution: CLI Chain (TEAM123456)" alone, without "Test WWDR", the issuer of "Apple Distribution: CLI Chain (TEAM123456)": a device cannot build its chain.\n',
+      );
     });
   });
 

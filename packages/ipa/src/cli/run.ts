@@ -1,14 +1,20 @@
-import { readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { check, type CheckReport } from '../check.js';
 import { IpaError } from '../errors.js';
-import { loadIdentity } from '../identity.js';
+import { describeBundle, findAppBundle, findMachOEntries, readInfoPlist } from '../bundle.js';
+import { fetchCaIssuer, type IssuerFetcher } from '../chain.js';
+import { completeIdentityChain, loadIdentity } from '../identity.js';
+import { defaultMachOInspector } from '../macho-inspector.js';
+import { signatureChains } from '../sign/signature-chain.js';
+import { openZip } from '../zip/index.js';
 import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
 import { createProgressReporter } from './progress.js';
 import { createMachOSigner } from '../sign-ipa/engine.js';
 import { signIpa } from '../sign-ipa/sign-ipa.js';
 import type { SignMode } from '../sign-ipa/modes.js';
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 
 interface SignCliOptions {
   output: string;
@@ -61,6 +67,18 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     });
 
   program
+    .command('verify')
+    .description(
+      "exit 0 when every Mach-O's signature carries its signer's chain up to a root, 1 when one does not",
+    )
+    .argument('<ipa>', 'path of the signed .ipa')
+    .action(async (ipa: string) => {
+      const lines = await verifyChains(ipa);
+      io.stdout.write(`${lines.text.join('\n')}\n`);
+      exitCode = lines.complete ? 0 : 1;
+    });
+
+  program
     .command('profile')
     .description('print a provisioning profile as JSON')
     .argument('<file>', 'path of the .mobileprovision')
@@ -103,7 +121,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       const chain = await Promise.all(
         (options.chain ?? []).map((file) => readInput(file, 'chain certificate')),
       );
-      const identity = loadIdentity({ p12: await readInput(options.p12, '.p12 file'), password, chain });
+      // The signature carries the leaf's issuers up to a root: from the .p12 and --chain, else its
+      // CA Issuers address (kept in --cache-dir), else Apple's shipped CA certificates.
+      const identity = loadIdentity(
+        await completeIdentityChain(
+          { p12: await readInput(options.p12, '.p12 file'), password, chain },
+          { fetchIssuer: keptIssuers(options.cacheDir) },
+        ),
+      );
       const profileBytes = await readInput(options.profile, 'provisioning profile');
       assertProfileUsable(parseProfile(profileBytes), identity.certificate, io.now());
       const inject = await Promise.all(
@@ -148,6 +173,50 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 }
 
 class CliFailure extends Error {}
+
+/** Fetches CA Issuers addresses, keeping each answer under `cacheDir` (when given) so it is fetched once. */
+function keptIssuers(cacheDir: string | undefined): IssuerFetcher {
+  if (cacheDir === undefined) return (url) => fetchCaIssuer(url);
+  const folder = join(cacheDir, 'ca-issuers');
+  return async (url) => {
+    const file = join(folder, `${createHash('sha256').update(url).digest('hex')}.cer`);
+    const kept = await readFile(file).catch(() => undefined);
+    if (kept !== undefined) return kept;
+    const fetched = await fetchCaIssuer(url);
+    await mkdir(folder, { recursive: true });
+    await writeFile(`${file}.tmp`, fetched);
+    await rename(`${file}.tmp`, file);
+    return fetched;
+  };
+}
+
+/** One line per signed slice of every Mach-O: its signer and certificates, or what its chain lacks. */
+async function verifyChains(ipa: string): Promise<{ text: string[]; complete: boolean }> {
+  const archive = await openZip(ipa);
+  try {
+    const bundle = findAppBundle(archive.entries);
+    const info = describeBundle(await readInfoPlist(archive, bundle.dir), `${bundle.dir}/Info.plist`);
+    const entries = await findMachOEntries(archive, bundle, info.executable, defaultMachOInspector.isMachO);
+    const text: string[] = [];
+    let complete = true;
+    for (const entry of entries) {
+      const bytes = await archive.readEntry(entry, 2 * 1024 * 1024 * 1024 - 1);
+      for (const report of signatureChains(bytes, entry.name)) {
+        if (!report.chainComplete) {
+          complete = false;
+          text.push(report.problem!);
+        } else {
+          text.push(
+            `${entry.name} (${report.arch}): signed by "${report.signer}", carrying ${report.certificates.map((n) => `"${n}"`).join(', ')}: its chain is complete.`,
+          );
+        }
+      }
+    }
+    return { text, complete };
+  } finally {
+    archive.close();
+  }
+}
 
 function reportFailure(err: unknown, io: CliIo): number {
   if (err instanceof CommanderError) {

@@ -87,7 +87,7 @@ describe('sign', () => {
     const report = await sign({
       input: fixtureIpa,
       output,
-      identity: { certPem: pki.certPem, keyPem: pki.keyPem },
+      identity: { certPem: pki.certPem, keyPem: pki.keyPem, chain: [Buffer.from(pki.caPem)] },
       profile: pki.profile(),
     });
     expect(report.bundles.map((b) => b.bundleId)).toEqual(['org.fastlane.very-capable-app']);

@@ -8,7 +8,9 @@
 import { createHash, createPrivateKey, sign as rsaSign, type KeyObject } from 'node:crypto';
 import forge from 'node-forge';
 import { buildXmlPlist } from '../plist.js';
-import type { SigningIdentity } from '../identity.js';
+import { chainGap, codesignOrder, missingIssuerSentence } from '../chain.js';
+import { IpaError } from '../errors.js';
+import { x509Of, type SigningIdentity } from '../identity.js';
 
 const { asn1 } = forge;
 const OID = {
@@ -48,10 +50,18 @@ const fromDer = (bytes: Buffer): forge.asn1.Asn1 =>
 const algorithm = (id: string): forge.asn1.Asn1 => seq([oid(id), nul()]);
 const attribute = (type: string, values: forge.asn1.Asn1[]): Buffer => der(seq([oid(type), set(values)]));
 
+/**
+ * The signer of every Mach-O's CodeDirectory. Refused (CHAIN_INCOMPLETE) when the identity's chain
+ * stops short of a root: the signature carries the leaf, its issuers and the root, in codesign's
+ * order (chain.ts, codesignOrder), and one without them fails on the device.
+ */
 export function createCmsSigner(identity: SigningIdentity): CmsSigner {
+  const gap = chainGap(x509Of(identity.certificate), identity.chain);
+  if (gap !== undefined)
+    throw new IpaError('CHAIN_INCOMPLETE', missingIssuerSentence(x509Of(identity.certificate), gap));
   const key: KeyObject = createPrivateKey(forge.pki.privateKeyToPem(identity.privateKey));
   const leafDer = certificateDer(identity.certificate);
-  const chainDers = identity.chain.map(certificateDer);
+  const chainDers = identity.chain.map((c) => c.raw);
   // tbsCertificate: [0] version, serialNumber, signature, issuer, ...
   const tbs = (fromDer(leafDer).value as forge.asn1.Asn1[])[0]!;
   const tbsFields = tbs.value as forge.asn1.Asn1[];
@@ -99,7 +109,12 @@ export function createCmsSigner(identity: SigningIdentity): CmsSigner {
         int(1),
         set([algorithm(OID.sha256)]),
         seq([oid(OID.data)]),
-        asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, [leafDer, ...chainDers].map(fromDer)),
+        asn1.create(
+          asn1.Class.CONTEXT_SPECIFIC,
+          0,
+          true,
+          codesignOrder([leafDer, ...chainDers]).map(fromDer),
+        ),
         set([signerInfo]),
       ]);
       return der(seq([oid(OID.signedData), asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, [signedData])]));

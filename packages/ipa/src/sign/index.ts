@@ -15,6 +15,9 @@ export { buildRequirementsBlob, requirementSubjectFor, requirementText } from '.
 export type { RequirementSubject } from './requirements.js';
 export { encodeDerEntitlements } from './der-entitlements.js';
 export { readEmbeddedEntitlements, readEmbeddedEntitlementsAt } from './read-signature.js';
+// Whether each slice's signature carries its signer's whole chain (sideport-ipa verify).
+export { cmsCertificates, signatureChains } from './signature-chain.js';
+export type { SignatureChainReport } from './signature-chain.js';
 export { createGroupRemap, isAllowedBy, mergeEntitlements } from './entitlements.js';
 export type { EntitlementsInput } from './entitlements.js';
 // Blob framing and slot numbers from Security's cscdefs.h, for callers that read signatures.

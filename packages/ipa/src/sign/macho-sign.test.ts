@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { codesignOrder, nameOf } from '../chain.js';
 import { IpaError } from '../errors.js';
 import { parseMachO } from '../macho/parse.js';
 import { loadIdentity } from '../identity.js';
@@ -20,6 +21,7 @@ import {
   objdumpHeaders,
 } from '../test-support/toolchain.js';
 import {
+  cmsCertificateNames,
   opensslVerifies,
   pageHashesMatch,
   readSignatures,
@@ -150,7 +152,7 @@ describe('signMachO', () => {
     expect(cdhashes).toEqual([sha1, sha256.slice(0, 40)]);
   });
 
-  it("embeds the operator's intermediate, so openssl verifies against the root alone", () => {
+  it("embeds the operator's intermediate and root in codesign's order, so openssl verifies against the root alone", () => {
     // root -> WWDR-like intermediate -> leaf; the leaf's .p12 holds neither issuer, as a Keychain export.
     const chain = createTestChain(dir);
     const p12 = readFileSync(chain.leafP12);
@@ -168,8 +170,23 @@ describe('signMachO', () => {
       }),
     );
     expect(opensslVerifies(chained, rootPem).ok).toBe(true);
-    const bare = signWith(loadIdentity({ p12, password: 'secret' }));
-    expect(opensslVerifies(bare, rootPem).output).toMatch(/unable to get local issuer certificate/);
+    // Sorted as a DER SET OF, as codesign and OpenSSL write it: these three sort by length.
+    expect(cmsCertificateNames(chained)).toEqual(
+      codesignOrder(
+        [chain.leafPem, chain.intermediatePem, chain.rootPem].map(
+          (f) => new X509Certificate(readFileSync(f)).raw,
+        ),
+      ).map((der) => nameOf(new X509Certificate(der))),
+    );
+    expect(cmsCertificateNames(chained).sort()).toEqual([
+      'Apple Development: Dev (TEAM123456)',
+      'Test Root',
+      'Test WWDR',
+    ]);
+    // The leaf alone is never signed with.
+    expect(() => createCmsSigner(loadIdentity({ p12, password: 'secret' }))).toThrow(
+      /^The issuer of the signing certificate "Apple Development: Dev \(TEAM123456\)", "Test WWDR", is not in the \.p12/,
+    );
   });
 
   it('adds LC_CODE_SIGNATURE and grows __LINKEDIT, as llvm-objdump reads it', () => {

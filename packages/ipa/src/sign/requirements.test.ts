@@ -80,8 +80,11 @@ describe('designated requirement', () => {
   it('pins any other chain to its root', () => {
     const root = selfSigned('Example CA', 'Example Root');
     const leaf = selfSigned('Example', 'Example Signer');
-    const subject = requirementSubjectFor('com.example.app', { certificate: leaf, chain: [root] });
     const rootDer = Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(root)).getBytes(), 'binary');
+    const subject = requirementSubjectFor('com.example.app', {
+      certificate: leaf,
+      chain: [{ raw: rootDer }],
+    });
     const sha1 = forge.md.sha1.create().update(rootDer.toString('binary')).digest().toHex();
     expect(requirementText(subject)).toBe(`identifier "com.example.app" and certificate root = H"${sha1}"`);
   });

@@ -61,14 +61,18 @@ const APPLE = 'Apple Inc.';
  */
 export function requirementSubjectFor(
   identifier: string,
-  identity: { readonly certificate: forge.pki.Certificate; readonly chain: readonly forge.pki.Certificate[] },
+  identity: {
+    readonly certificate: forge.pki.Certificate;
+    readonly chain: readonly { readonly raw: Buffer }[];
+  },
 ): RequirementSubject {
   const leaf = identity.certificate;
   const commonName = leaf.subject.getField('CN')?.value as string | undefined;
   if (leaf.issuer.getField('O')?.value === APPLE && commonName !== undefined)
     return { identifier, commonName };
-  const root = identity.chain.at(-1) ?? leaf;
-  const der = Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(root)).getBytes(), 'binary');
+  const root = identity.chain.at(-1);
+  const der =
+    root?.raw ?? Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(leaf)).getBytes(), 'binary');
   return { identifier, anchorSha1: createHash('sha1').update(der).digest() };
 }
 

@@ -170,22 +170,35 @@ export interface TestChain {
   readonly leafP12: string;
   /** The same with the intermediate inside. */
   readonly leafWithIntermediateP12: string;
+  /** The same with the intermediate and the root inside. */
+  readonly leafWithChainP12: string;
+  /** The intermediate as DER, as a CA Issuers address serves it. */
+  readonly intermediateDer: string;
+}
+
+export interface TestChainOptions {
+  /** The leaf's Authority Information Access names this CA Issuers address (where the intermediate is). */
+  leafCaIssuers?: string;
+  /** The intermediate's names this one (where the root is). */
+  intermediateCaIssuers?: string;
 }
 
 export function createTestChain(
   dir: string,
   leafCommonName = 'Apple Development: Dev (TEAM123456)',
+  options: TestChainOptions = {},
 ): TestChain {
   const openssl = (...args: string[]): void => {
     execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   };
+  const aia = (url: string | undefined) => (url ? `authorityInfoAccess=caIssuers;URI:${url}\n` : '');
   writeFileSync(
     join(dir, 'chain-ca.ext'),
-    'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n',
+    `basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n${aia(options.intermediateCaIssuers)}`,
   );
   writeFileSync(
     join(dir, 'chain-leaf.ext'),
-    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n',
+    `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n${aia(options.leafCaIssuers)}`,
   );
   openssl(
     'req',
@@ -291,6 +304,25 @@ export function createTestChain(
     '-passout',
     'pass:secret',
   );
+  writeFileSync(
+    join(dir, 'chain-wwdr-root.pem'),
+    readFileSync(join(dir, 'chain-wwdr.pem'), 'utf8') + readFileSync(join(dir, 'chain-root.pem'), 'utf8'),
+  );
+  openssl(
+    'pkcs12',
+    '-export',
+    '-in',
+    'chain-leaf.pem',
+    '-inkey',
+    'chain-leaf-key.pem',
+    '-certfile',
+    'chain-wwdr-root.pem',
+    '-out',
+    'chain-leaf-full.p12',
+    '-passout',
+    'pass:secret',
+  );
+  openssl('x509', '-in', 'chain-wwdr.pem', '-outform', 'DER', '-out', 'chain-wwdr.der');
   const at = (name: string) => join(dir, name);
   return {
     rootPem: at('chain-root.pem'),
@@ -300,5 +332,7 @@ export function createTestChain(
     leafKeyPem: at('chain-leaf-key.pem'),
     leafP12: at('chain-leaf.p12'),
     leafWithIntermediateP12: at('chain-leaf-wwdr.p12'),
+    leafWithChainP12: at('chain-leaf-full.p12'),
+    intermediateDer: at('chain-wwdr.der'),
   };
 }

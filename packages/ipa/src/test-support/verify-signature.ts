@@ -168,3 +168,16 @@ export function printCms(signature: SliceSignature): string {
     encoding: 'utf8',
   });
 }
+
+/** The subjects' common names of the certificates the CMS carries, in its order, as `openssl pkcs7 -print_certs` lists them. */
+export function cmsCertificateNames(signature: SliceSignature | Buffer): string[] {
+  const der = Buffer.isBuffer(signature) ? signature : signature.cms;
+  const printed = execFileSync('openssl', ['pkcs7', '-inform', 'DER', '-print_certs', '-noout'], {
+    input: der,
+    encoding: 'utf8',
+  });
+  return printed
+    .split('\n')
+    .filter((line) => line.startsWith('subject='))
+    .map((line) => /(?:=|, )CN = (.+?)(?:, [A-Za-z]+ = |$)/.exec(line)?.[1] ?? line);
+}

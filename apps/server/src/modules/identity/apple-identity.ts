@@ -5,18 +5,26 @@
  * one distribution certificate: the operator's (SIGN_P12, found on the account by its serial) or one
  * Sideport has Apple issue for a key it makes, kept sealed with SECRET_KEY in the database.
  */
-import { randomBytes, X509Certificate } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import forge from 'node-forge';
-import { loadIdentity, parseProfile, type IdentitySource } from '@sideport/ipa';
+import {
+  completeIdentityChain,
+  loadIdentity,
+  parseProfile,
+  type IdentitySource,
+  type IssuerFetcher,
+} from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import { fail } from '../../platform/errors.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import type { DeviceService } from '../devices/service.js';
 import { canonicalUdid } from '../devices/udid.js';
 import { isAscError, type AscCertificate, type AscClient, type AscErrorKind } from './asc-client.js';
+import { createKeptIssuerFetcher } from './ca-issuers.js';
 import * as q from './queries.js';
 import {
   certificateDetails,
+  chainDetails,
   describeCertificate,
   type CertificateReplacement,
   type IdentityDetails,
@@ -48,6 +56,8 @@ export interface AppleIdentityDeps {
   identitySetting?: string;
   /** SIGN_P12 and its password; without it a certificate is made through the API. */
   p12?: { bytes: Buffer; password: string } | undefined;
+  /** Fetches a certificate's CA Issuers address; kept in the database by default (ca-issuers.ts). */
+  fetchIssuer?: IssuerFetcher;
   log: { info(obj: object, msg: string): void };
 }
 
@@ -55,16 +65,25 @@ interface CreatedIdentity {
   certificateId: string;
   certPem: string;
   keyPem: string;
+  /**
+   * Its issuers up to the root (PEM, nearest first), found when it was made: from its CA Issuers
+   * address or Apple's shipped CA certificates. Absent in identities made before they were kept.
+   */
+  chainPems?: string[];
 }
 
 interface Certificate {
   /** Apple's id of it (profiles list certificates by it). */
   id: string;
+  /** With `chain` holding what the signature needs beyond the leaf. */
   source: IdentitySource;
   certPem: string;
-  /** Its issuer, when the .p12 carries it (Apple's WWDR intermediate); fetched from its AIA otherwise. */
-  issuerPem?: string;
+  /** Its issuers up to the root, PEM, nearest first (the first is Apple's WWDR intermediate). */
+  chainPems: string[];
 }
+
+/** Where the issuers of a certificate App Store Connect issued were looked for first. */
+const ISSUED_ORIGIN = 'among the certificates App Store Connect returned with it';
 
 /** Serials compared as Apple writes them: upper-case hex without leading zeros. */
 const normalSerial = (serial: string) => serial.toUpperCase().replace(/^0+/, '');
@@ -75,12 +94,34 @@ const profileName = (userId: string, now: Date) =>
 
 export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIdentityProvider {
   const { db, secrets, clock, asc, devices, p12 } = deps;
+  // Kept through the connection in use: inside the certificate lock's transaction, its own.
+  const fetcherOn = (conn: Database) => deps.fetchIssuer ?? createKeptIssuerFetcher({ db: conn });
+  const fetchIssuer = fetcherOn(db);
   const operator = p12 ? loadIdentity({ p12: p12.bytes, password: p12.password }) : undefined;
   const operatorPem = operator ? forge.pki.certificateToPem(operator.certificate) : undefined;
   const operatorFingerprint = operatorPem ? describeCertificate(operatorPem).fingerprint : undefined;
-  const operatorIssuerPem = operator?.chain
-    .map((c) => forge.pki.certificateToPem(c))
-    .find((pem) => new X509Certificate(operatorPem!).checkIssued(new X509Certificate(pem)));
+
+  /**
+   * SIGN_P12 with its chain completed up to a root (its own certificates, its CA Issuers address,
+   * Apple's shipped ones), once per process; refused with a sentence when an issuer is nowhere.
+   * A failure is not remembered: the next use tries again.
+   */
+  let operatorChain: Promise<{ source: IdentitySource; chainPems: string[] }> | undefined;
+  function operatorSource() {
+    if (!operatorChain) {
+      operatorChain = completeIdentityChain(
+        { p12: p12!.bytes, password: p12!.password },
+        { fetchIssuer, origin: 'in SIGN_P12' },
+      ).then((source) => ({
+        source,
+        chainPems: loadIdentity(source).chain.map((c) => c.toString()),
+      }));
+      operatorChain.catch(() => (operatorChain = undefined));
+    }
+    return operatorChain;
+  }
+  const describeOperator = async () =>
+    describeCertificate(operatorPem!, (await operatorSource()).chainPems[0]);
 
   /** The operator's certificate, found on the account by serial. */
   async function operatorCertificate(): Promise<Certificate> {
@@ -92,23 +133,37 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
       const { certificateName } = certificateDetails(operatorPem!);
       throw fail('SIGN_P12_NOT_ON_ACCOUNT', certificateName ?? 'unnamed', serial, deps.keyId);
     }
-    return {
-      id: onAccount.id,
-      source: { p12: p12!.bytes, password: p12!.password },
-      certPem: operatorPem!,
-      ...(operatorIssuerPem ? { issuerPem: operatorIssuerPem } : {}),
-    };
+    const { source, chainPems } = await operatorSource();
+    return { id: onAccount.id, source, certPem: operatorPem!, chainPems };
   }
 
   /** Whether SIGN_P12 signs: it is configured, and recovery did not replace its certificate. */
   const usesOperator = async (tx: Database = db) =>
     operator !== undefined && (await q.readSetting(tx, SIGN_P12_REPLACED_SETTING)) !== operatorFingerprint;
 
-  const fromCreated = (identity: CreatedIdentity): Certificate => ({
-    id: identity.certificateId,
-    source: { certPem: identity.certPem, keyPem: identity.keyPem },
-    certPem: identity.certPem,
-  });
+  /** Its issuers up to a root: as kept when it was made, else completed now (kept in the database as fetched). */
+  async function chainOf(identity: CreatedIdentity, conn: Database): Promise<string[]> {
+    if (identity.chainPems) return identity.chainPems;
+    const source = await completeIdentityChain(
+      { certPem: identity.certPem, keyPem: identity.keyPem },
+      { fetchIssuer: fetcherOn(conn), origin: ISSUED_ORIGIN },
+    );
+    return loadIdentity(source).chain.map((c) => c.toString());
+  }
+
+  const fromCreated = async (identity: CreatedIdentity, conn: Database = db): Promise<Certificate> => {
+    const chainPems = await chainOf(identity, conn);
+    return {
+      id: identity.certificateId,
+      source: {
+        certPem: identity.certPem,
+        keyPem: identity.keyPem,
+        chain: chainPems.map((pem) => Buffer.from(pem)),
+      },
+      certPem: identity.certPem,
+      chainPems,
+    };
+  };
 
   // Each account of a pool keeps its own made certificate.
   const identitySetting = deps.identitySetting ?? q.createdIdentitySetting();
@@ -135,20 +190,29 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
           expiresAt.getTime() > clock().getTime() + DAY_MS &&
           listed.some((c) => c.id === stored.certificateId)
         ) {
-          return { sealed, certificate: fromCreated(stored) };
+          return { sealed, certificate: await fromCreated(stored, tx) };
         }
       }
       return makeCertificate(tx);
     });
   }
 
-  /** Has Apple issue a new distribution certificate for a new key, and keeps it sealed (in the caller's transaction). */
+  /**
+   * Has Apple issue a new distribution certificate for a new key, and keeps it sealed (in the
+   * caller's transaction) with its chain up to a root. One whose issuer cannot be found is refused
+   * with a sentence and not kept: it would sign with the leaf alone, which devices refuse.
+   */
   async function makeCertificate(tx: Database): Promise<{ sealed: string; certificate: Certificate }> {
     const made = await asc.createDistributionCertificate({ commonName: 'Sideport' });
+    const completed = await completeIdentityChain(
+      { certPem: made.certificatePem, keyPem: made.privateKeyPem },
+      { fetchIssuer: fetcherOn(tx), origin: ISSUED_ORIGIN },
+    );
     const identity: CreatedIdentity = {
       certificateId: made.certificate.id,
       certPem: made.certificatePem,
       keyPem: made.privateKeyPem,
+      chainPems: loadIdentity(completed).chain.map((c) => c.toString()),
     };
     const sealed = secrets.seal(JSON.stringify(identity), CREATED_IDENTITY_PURPOSE);
     await q.saveCreatedIdentity(tx, sealed, identitySetting);
@@ -156,7 +220,7 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
       { certificateId: made.certificate.id, keyId: deps.keyId },
       'made a distribution certificate through App Store Connect',
     );
-    return { sealed, certificate: fromCreated(identity) };
+    return { sealed, certificate: await fromCreated(identity, tx) };
   }
 
   // The operator's certificate is looked up once per process; a failure is not remembered, so the
@@ -170,7 +234,8 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
   async function madeCertificate(): Promise<Certificate> {
     const sealed = await q.findCreatedIdentity(db, identitySetting);
     if (sealed !== undefined && adopted !== undefined) {
-      if (adopted.sealed !== sealed) adopted = { sealed, certificate: fromCreated(openCreated(sealed)) };
+      if (adopted.sealed !== sealed)
+        adopted = { sealed, certificate: await fromCreated(openCreated(sealed)) };
       return adopted.certificate;
     }
     if (!firstLook) {
@@ -225,14 +290,18 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
 
     // SIGN_P12 signs without asking Apple: only a profile needs its id on the account (useCertificate).
     source: async () =>
-      (await usesOperator())
-        ? { p12: p12!.bytes, password: p12!.password }
-        : (await madeCertificate()).source,
+      (await usesOperator()) ? (await operatorSource()).source : (await madeCertificate()).source,
+
+    // SIGN_P12's chain is completed at start, so that a .p12 whose issuer is nowhere stops it with a sentence.
+    prepare: async () => {
+      if (operator) await operatorSource();
+    },
 
     // So recovery learns that SIGN_P12's certificate was revoked even once Apple no longer lists it.
     async currentCertificate() {
-      if (await usesOperator()) return describeCertificate(operatorPem!, operatorIssuerPem);
-      return describeCertificate((await madeCertificate()).certPem);
+      if (await usesOperator()) return describeOperator();
+      const made = await madeCertificate();
+      return describeCertificate(made.certPem, made.chainPems[0]);
     },
 
     /**
@@ -246,8 +315,8 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
         const wasOperator = await usesOperator(tx);
         const stored = wasOperator ? undefined : await readCreated(tx);
         const current = wasOperator
-          ? describeCertificate(operatorPem!, operatorIssuerPem)
-          : stored && describeCertificate(stored.certPem);
+          ? await describeOperator()
+          : stored && describeCertificate(stored.certPem, stored.chainPems?.[0]);
         if (options.ifCurrent !== undefined && current && current.fingerprint !== options.ifCurrent) {
           return { replacement: { certificate: current, replaced: false } };
         }
@@ -263,7 +332,7 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
         return {
           made,
           replacement: {
-            certificate: describeCertificate(made.certificate.certPem),
+            certificate: describeCertificate(made.certificate.certPem, made.certificate.chainPems[0]),
             replaced: true,
             ...(note ? { note } : {}),
           },
@@ -303,11 +372,19 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
 
     needsAPerson: (err) => isAscError(err) && NEEDS_A_PERSON.has(err.kind),
 
+    // Its chain as far as it is known without fetching (the console never waits on the network).
     async details(): Promise<IdentityDetails> {
-      if (operatorPem && (await usesOperator())) return certificateDetails(operatorPem);
+      if (operatorPem && (await usesOperator())) {
+        const known = operatorChain ? (await operatorChain.catch(() => undefined))?.source : undefined;
+        return chainDetails(known ?? { p12: p12!.bytes, password: p12!.password });
+      }
       const stored = await readCreated(db);
       return stored
-        ? certificateDetails(stored.certPem)
+        ? chainDetails({
+            certPem: stored.certPem,
+            keyPem: stored.keyPem,
+            chain: (stored.chainPems ?? []).map((pem) => Buffer.from(pem)),
+          })
         : { teamId: null, certificateName: null, certificateExpiresAt: null };
     },
   };

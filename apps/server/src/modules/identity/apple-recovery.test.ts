@@ -13,8 +13,12 @@ import { eq } from 'drizzle-orm';
 import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry, SignEvent } from '@sideport/contracts';
-import { check, parsePlist, parseProfile, type PlistObject } from '@sideport/ipa';
-import { opensslVerifies, readSignatures } from '@sideport/ipa/test-support/verify-signature';
+import { check, codesignOrder, nameOf, parsePlist, parseProfile, type PlistObject } from '@sideport/ipa';
+import {
+  cmsCertificateNames,
+  opensslVerifies,
+  readSignatures,
+} from '@sideport/ipa/test-support/verify-signature';
 import { createCoreServices } from '../../services.js';
 import * as schema from '../../db/schema/index.js';
 import { loadConfig } from '../../platform/config.js';
@@ -132,9 +136,25 @@ describe.each(databaseKinds)('recovery with the Apple identity on %s', (kind) =>
     execFileSync('unzip', ['-q', 'app.ipa', '-d', 'x'], { cwd: dir });
     const appDir = path.join(dir, 'x', path.dirname(report.machOs[0]!.path));
     const profile = parseProfile(readFileSync(path.join(appDir, 'embedded.mobileprovision')));
+    // Every Mach-O carries the certificate App Store Connect issued, the test intermediate and its
+    // root (found at their CA Issuers addresses), in codesign's order; the root alone verifies it.
+    const leaf = new X509Certificate(profile.developerCertificates[0]!.der);
+    const expected = codesignOrder([
+      leaf.raw,
+      new X509Certificate(asc.caPem).raw,
+      new X509Certificate(asc.rootPem).raw,
+    ]).map((der) => nameOf(new X509Certificate(der)));
+    expect([...expected].sort()).toEqual([
+      `Apple Distribution: Sideport Test Team (${asc.teamId})`,
+      'Test Root CA (not Apple)',
+      'Test Worldwide Developer Relations CA (not Apple)',
+    ]);
     for (const m of report.machOs) {
-      for (const signature of readSignatures(readFileSync(path.join(dir, 'x', m.path))))
-        expect(opensslVerifies(signature, asc.caPem).ok).toBe(true);
+      for (const signature of readSignatures(readFileSync(path.join(dir, 'x', m.path)))) {
+        expect(cmsCertificateNames(signature), m.path).toEqual(expected);
+        const verified = opensslVerifies(signature, asc.rootPem);
+        expect(verified.ok, verified.output).toBe(true);
+      }
     }
     return profile.developerCertificates.map((c) => c.der);
   }
@@ -255,6 +275,62 @@ describe.each(databaseKinds)('recovery with the Apple identity on %s', (kind) =>
     } finally {
       await s.t.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('shows the chain on the admin identity card, and refuses a certificate or SIGN_P12 whose issuer is nowhere instead of signing with the leaf alone', async () => {
+    const s = await signedServer();
+    try {
+      const card = (await s.get('/api/admin/identity', s.admin)).json() as {
+        certificate_chain: { name: string; expires_at: string }[];
+      };
+      expect(card.certificate_chain.map((c) => c.name)).toEqual([
+        `Apple Distribution: Sideport Test Team (${asc.teamId})`,
+        'Test Worldwide Developer Relations CA (not Apple)',
+        'Test Root CA (not Apple)',
+      ]);
+      expect(card.certificate_chain[2]!.expires_at).toBe(
+        new Date(new X509Certificate(asc.rootPem).validTo).toISOString(),
+      );
+    } finally {
+      await s.t.close();
+    }
+
+    const dir = mkdtempSync(path.join(work, 'lost-'));
+    const client = createAscClient({
+      key: { keyId: KEY_ID, issuerId: ISSUER_ID, privateKeyPem: keyPem },
+      baseUrl: asc.url,
+    });
+    const issued = await client.createDistributionCertificate({ commonName: 'Operator' });
+    const p12 = forge.pkcs12.toPkcs12Asn1(
+      forge.pki.privateKeyFromPem(issued.privateKeyPem),
+      [forge.pki.certificateFromPem(issued.certificatePem)],
+      'p12-pass',
+      { algorithm: '3des' },
+    );
+    writeFileSync(path.join(dir, 'leaf.p12'), Buffer.from(forge.asn1.toDer(p12).getBytes(), 'binary'));
+    const issuerUrl = `${asc.url}/wwdr-${asc.teamId}.cer`;
+    const sentence = (origin: string) =>
+      `The issuer of the signing certificate "Apple Distribution: Sideport Test Team (${asc.teamId})", "Test Worldwide Developer Relations CA (not Apple)", is not ${origin}, nor at its CA Issuers address ${issuerUrl} (HTTP 404), nor among Apple's CA certificates shipped with Sideport: a signature without it fails on the device. Export the .p12 with its issuer's certificate (and the root above it).`;
+    asc.setIssuerServed(false);
+    try {
+      // At configuration: SIGN_P12 of the leaf alone, its issuer at no address, stops the start.
+      await expect(
+        createTestApp(kind, {
+          env: env({ SIGN_P12: path.join(dir, 'leaf.p12'), SIGN_P12_PASSWORD: 'p12-pass' }),
+        }),
+      ).rejects.toThrow(sentence('in SIGN_P12'));
+      // At creation: the certificate App Store Connect issues is refused, not kept, nothing signed.
+      const t = await createTestApp(kind, { env: env() });
+      try {
+        await expect(t.services.signing.currentCertificate()).rejects.toThrow(
+          sentence('among the certificates App Store Connect returned with it'),
+        );
+      } finally {
+        await t.close();
+      }
+    } finally {
+      asc.setIssuerServed(true);
     }
   });
 

@@ -311,7 +311,7 @@ describe('certificates and ad-hoc profiles', () => {
       identity: {
         certPem: created.certificatePem,
         keyPem: created.privateKeyPem,
-        chain: [Buffer.from(server.caPem)],
+        chain: [Buffer.from(server.caPem), Buffer.from(server.rootPem)],
       },
       profile: profile.content,
     });

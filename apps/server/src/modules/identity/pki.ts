@@ -4,17 +4,20 @@
  */
 import { generateKeyPairSync } from 'node:crypto';
 import forge from 'node-forge';
-import type { SigningIdentity } from '@sideport/ipa';
+import { codesignOrder, type SigningIdentity } from '@sideport/ipa';
 
 /**
  * CMS SignedData (RFC 5652) with the content inside, as Apple's provisioning profiles and signed
- * configuration profiles are: SHA-256, the signer's chain carried along.
+ * configuration profiles are: SHA-256, the signer's chain carried along in codesign's order (sorted
+ * as a DER SET OF, which forge does not do for us).
  */
 export function signAttachedCms(content: Buffer, identity: SigningIdentity, now: Date): Buffer {
   const p7 = forge.pkcs7.createSignedData();
   p7.content = forge.util.createBuffer(content.toString('binary'));
-  p7.addCertificate(identity.certificate);
-  for (const issuer of identity.chain) p7.addCertificate(issuer);
+  const ders = codesignOrder([certificateDer(identity.certificate), ...identity.chain.map((c) => c.raw)]);
+  // forge reads RSA certificates only: the leaf, and the dev CA or the .p12's RSA issuers.
+  for (const der of ders)
+    p7.addCertificate(forge.pki.certificateFromAsn1(forge.asn1.fromDer(der.toString('binary'))));
   p7.addSigner({
     key: identity.privateKey,
     certificate: identity.certificate,

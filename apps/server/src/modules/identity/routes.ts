@@ -52,6 +52,10 @@ export async function identityRoutes(app: FastifyInstance, { guards, signing }: 
         certificate_status: status?.state ?? 'not checked',
         certificate_checked_at: status?.checkedAt?.toISOString() ?? null,
         certificate_revoked_at: status?.revokedAt?.toISOString() ?? null,
+        certificate_chain: (details.certificateChain ?? []).map((c) => ({
+          name: c.name,
+          expires_at: c.expiresAt.toISOString(),
+        })),
       };
     },
   );

@@ -1,5 +1,5 @@
 import { createHash, X509Certificate } from 'node:crypto';
-import { loadIdentity, parseProfile, type IdentitySource } from '@sideport/ipa';
+import { describeChain, loadIdentity, parseProfile, x509Of, type IdentitySource } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import { settingOrCreate } from '../../platform/settings.js';
@@ -40,6 +40,11 @@ export interface SigningIdentityProvider extends DeviceRegistrar {
   dropProfile?(appleProfileId: string): Promise<void>;
   /** What the admin console shows; never calls Apple. */
   details?(): Promise<IdentityDetails>;
+  /**
+   * Checked at start: SIGN_P12's chain is completed up to a root (fetching its issuer once when
+   * the .p12 lacks it), or the start is refused with a sentence saying which issuer is missing.
+   */
+  prepare?(): Promise<void>;
   /** The CA that issued the signing certificate, PEM: the dev identity's own (Apple's is public). */
   caCertificatePem?(): Promise<string>;
   /** The certificate source() signs with now (made on first use, as source() would). */
@@ -97,6 +102,21 @@ export interface IdentityDetails {
   certificateSerial?: string | null;
   /** SHA-256 of its DER; null until one exists. */
   certificateFingerprint?: string | null;
+  /**
+   * The certificates its signatures carry: the signing certificate, then its issuers up to the
+   * root (as far as they are known without fetching); empty until one exists.
+   */
+  certificateChain?: { name: string; expiresAt: Date }[];
+}
+
+/** certificateDetails of an identity's certificate, with its chain as the signatures carry it. */
+export function chainDetails(source: IdentitySource): IdentityDetails {
+  const identity = loadIdentity(source);
+  const leaf = x509Of(identity.certificate);
+  return {
+    ...certificateDetails(leaf.toString()),
+    certificateChain: describeChain([leaf, ...identity.chain]),
+  };
 }
 
 /** Team (the OU, as Apple's certificates carry it), name and expiry of a PEM certificate. */
@@ -182,7 +202,7 @@ export function createDevIdentityProvider(deps: {
     kind: 'dev',
     description: `${DEV_IDENTITY_LABEL}: a local CA made by Sideport. It runs the whole pipeline; real devices will not install what it signs.`,
     source: async () => devIdentitySource(await identity()),
-    details: async () => certificateDetails((await identity()).certPem),
+    details: async () => chainDetails(devIdentitySource(await identity())),
     caCertificatePem: async () => (await identity()).caCertPem,
     currentCertificate: async () => describe(await identity()),
     async replaceCertificate(_reason, options = {}) {

@@ -9,7 +9,15 @@ import type { SigningMaterial } from '../identity/signing.js';
  */
 export function exportP12(identity: SigningMaterial['identity'], password: string): Buffer {
   const loaded = loadIdentity(identity);
-  const asn1 = forge.pkcs12.toPkcs12Asn1(loaded.privateKey, [loaded.certificate, ...loaded.chain], password, {
+  // forge writes RSA certificates only; an EC issuer (Apple Root CA - G3) is left to the device's own store.
+  const issuers = loaded.chain.flatMap((c) => {
+    try {
+      return [forge.pki.certificateFromPem(c.toString())];
+    } catch {
+      return [];
+    }
+  });
+  const asn1 = forge.pkcs12.toPkcs12Asn1(loaded.privateKey, [loaded.certificate, ...issuers], password, {
     algorithm: '3des',
     friendlyName: String(loaded.certificate.subject.getField('CN')?.value ?? 'Sideport'),
   });

@@ -61,6 +61,18 @@ export function IdentityCard() {
           </>
         )}
       </div>
+      {info.certificate_chain.length > 0 && (
+        // What every signature carries, as codesign writes it: the certificate, its issuer, the root.
+        <div className="small text-body-secondary text-break" data-testid="certificate-chain">
+          Chain carried in each signature:{' '}
+          {info.certificate_chain.map((c, i) => (
+            <span key={`${i}-${c.name}`}>
+              {i > 0 && ' → '}
+              {c.name} (until {formatTime(c.expires_at)})
+            </span>
+          ))}
+        </div>
+      )}
     </Alert>
   );
 }
