@@ -61,6 +61,17 @@ export interface RegisteredRoute {
 }
 type FastifyRouteSchema = RouteOptions['schema'];
 
+/**
+ * TRUST_PROXY as Fastify takes it. A hop count becomes a function: Fastify (5.12) believes no
+ * forwarding header at all for a bare number, and a function is what proxy-addr asks of `i`, the
+ * hop's place counted from the connection (0) leftwards through X-Forwarded-For.
+ */
+export function proxyTrust(trust: Config['TRUST_PROXY']) {
+  if (trust === false) return false;
+  if (typeof trust === 'number') return (_address: string, hop: number) => hop < trust;
+  return [...trust];
+}
+
 export async function buildApp({ config, database, clock = () => new Date(), logStream }: AppDeps) {
   const isHttps = config.PUBLIC_URL?.startsWith('https:') ?? false;
   const securityHeaders = securityHeaderMap(isHttps);
@@ -68,7 +79,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     logger: loggerOptions(config, logStream),
     genReqId: () => randomUUID(),
     bodyLimit: config.BODY_LIMIT_BYTES,
-    trustProxy: config.TRUST_PROXY,
+    trustProxy: proxyTrust(config.TRUST_PROXY),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors raised before routing (a malformed %-escape in the path) get the same text/plain answer.
     frameworkErrors: (error, request, reply) => {
