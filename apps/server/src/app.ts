@@ -80,6 +80,12 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     genReqId: () => randomUUID(),
     bodyLimit: config.BODY_LIMIT_BYTES,
     trustProxy: proxyTrust(config.TRUST_PROXY),
+    // Headers must come whole within HEADERS_TIMEOUT_MS (408 from the client error handler), checked
+    // often enough that a connection trickling them is closed near that bound, not 30 s after it.
+    http: {
+      headersTimeout: config.HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(config.HEADERS_TIMEOUT_MS / 4))),
+    },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors raised before routing (a malformed %-escape in the path) get the same text/plain answer.
     frameworkErrors: (error, request, reply) => {
@@ -103,7 +109,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
-  registerBodyIdleTimeout(app, { idleMs: config.BODY_IDLE_TIMEOUT_MS });
+  registerBodyIdleTimeout(app, { idleMs: config.BODY_IDLE_TIMEOUT_MS, timeoutMs: config.BODY_TIMEOUT_MS });
   // Before the cross-site guard, so its refusals carry the same headers.
   await registerSecurityHeaders(app, { isHttps });
   registerHostCheck(app);

@@ -119,6 +119,10 @@ const schema = z.object({
   BODY_LIMIT_BYTES: positiveInt(64 * 1024),
   /** A request body from which no byte arrives for this long is answered 408 (docs/security.md, Limits). */
   BODY_IDLE_TIMEOUT_MS: positiveInt(30_000),
+  /** A request body (an agent's upload aside) that has not come whole this long after its headers is answered 408. */
+  BODY_TIMEOUT_MS: positiveInt(60_000),
+  /** A request whose headers have not come whole this long after its first byte is answered 408 (Node's headersTimeout). */
+  HEADERS_TIMEOUT_MS: positiveInt(20_000),
   /** The same bound for an agent's IPA upload, which may pause longer (a busy disk on the agent's side). */
   AGENT_UPLOAD_IDLE_TIMEOUT_MS: positiveInt(120_000),
   SIGN_IN_LIMIT_PER_ID: positiveInt(10),

@@ -27,6 +27,10 @@ export const ERRORS = {
   /** The thing exists, but its state forbids this change; the sentence says which state. */
   CONFLICT: { status: 409, sentence: said },
   BODY_IDLE_TIMEOUT: { status: 408, sentence: 'The request body stopped arriving. Send the request again.' },
+  BODY_TIMEOUT: {
+    status: 408,
+    sentence: 'The request body took too long to arrive. Send the request again.',
+  },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     sentence: (contentType: string) => `Send the IPA as the request body with Content-Type: ${contentType}.`,
