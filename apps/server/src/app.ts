@@ -29,6 +29,7 @@ import { metricsRoutes, registerRequestMetrics } from './modules/metrics/routes.
 import { decryptRoutes } from './modules/decrypt/routes.js';
 import { signRoutes } from './modules/sign/routes.js';
 import { eventRoutes } from './modules/events/routes.js';
+import { streamCapFor } from './modules/events/stream-limits.js';
 import { createServices, periodicTasks } from './services.js';
 import type { Config } from './platform/config.js';
 import { registerBodyIdleTimeout } from './platform/body-timeout.js';
@@ -37,6 +38,7 @@ import { createSiteCheck, decodedPath, isApiPath, registerCrossSiteGuard } from 
 import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHostCheck } from './platform/public-origin.js';
 import { loggerOptions } from './platform/logger.js';
+import { readOpenFileLimit } from './platform/open-files.js';
 import { hasControlCharacters } from './platform/params.js';
 import { createScheduler } from './platform/scheduler.js';
 import { registerSecurityHeaders, securityHeaderMap } from './platform/security-headers.js';
@@ -187,7 +189,18 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(agentRoutes, { agents, jobs, uploadIdleTimeoutMs: config.AGENT_UPLOAD_IDLE_TIMEOUT_MS });
   await app.register(adminRoutes, { guards, agents, jobs, catalog, checklist });
-  await app.register(eventRoutes, { guards, bus });
+  // Each stream holds a connection (a file): the process's cap stays below its open-file limit.
+  const openFiles = readOpenFileLimit();
+  const streamLimits = {
+    perSession: config.EVENT_STREAMS_PER_SESSION,
+    perUser: config.EVENT_STREAMS_PER_USER,
+    total: streamCapFor(openFiles.limit, config.EVENT_STREAMS_MAX),
+  };
+  app.log.info(
+    { openFileLimit: openFiles.limit, from: openFiles.source, ...streamLimits },
+    'event stream caps',
+  );
+  await app.register(eventRoutes, { guards, bus, auth, clock, limits: streamLimits });
   await app.register(deviceRoutes, {
     guards,
     enrollment,

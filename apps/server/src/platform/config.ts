@@ -125,6 +125,16 @@ const schema = z.object({
   HEADERS_TIMEOUT_MS: positiveInt(20_000),
   /** The same bound for an agent's IPA upload, which may pause longer (a busy disk on the agent's side). */
   AGENT_UPLOAD_IDLE_TIMEOUT_MS: positiveInt(120_000),
+  /** Event streams (/api/events) one session may hold open on one process; 429 past it. */
+  EVENT_STREAMS_PER_SESSION: positiveInt(10),
+  /** Event streams one user, over all their sessions, may hold open on one process; 429 past it. */
+  EVENT_STREAMS_PER_USER: positiveInt(20),
+  /** Event streams one process holds at most; unset or higher: half its open-file limit, read at start. */
+  EVENT_STREAMS_MAX: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .positive('must be above 0')
+    .optional(),
   SIGN_IN_LIMIT_PER_ID: positiveInt(10),
   SIGN_IN_LIMIT_PER_ADDRESS: positiveInt(30),
   SIGN_IN_WINDOW_MINUTES: positiveInt(15),

@@ -75,6 +75,20 @@ export const ERRORS = {
     status: 410,
     sentence: 'An admin account exists, so this setup link no longer works. Sign in instead.',
   },
+  EVENT_STREAMS_PER_SESSION: {
+    status: 429,
+    sentence:
+      'This browser has too many live-update connections open. Close some tabs of this site and reload this one.',
+  },
+  EVENT_STREAMS_PER_USER: {
+    status: 429,
+    sentence:
+      'Your account has too many live-update connections open. Close some tabs of this site, on any device, and reload this one.',
+  },
+  EVENT_STREAMS_FULL: {
+    status: 429,
+    sentence: 'The server has too many live-update connections open. Please reload this page in a minute.',
+  },
   NO_SUCH_USER: { status: 404, sentence: (userId: string) => `No user with id ${userId}.` },
 
   // --- Catalogue and the store ---------------------------------------------------------------
