@@ -14,6 +14,7 @@ import {
   openRouteSuite,
   SAME_ORIGIN,
   SECRET_OUTSIDE_WEB_ROOT,
+  SUITE_BODY_IDLE_TIMEOUT_MS,
   type RouteSuite,
 } from './test/route-suite.js';
 
@@ -289,6 +290,48 @@ describe.each(databaseKinds)('bad input on %s', (kind) => {
         // A route that reads its body says why it gave up; one may refuse before reading (a lost lease).
         if (res.status !== 408) expect(res.status, res.body).not.toBe(200);
         else expect(res.body).toBe('The request body stopped arriving. Send the request again.');
+        const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
+        expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
+      },
+    );
+
+    // Once per route (the dev configuration): the bound is the server's, not the route's billing.
+    it.each(Object.keys(ROUTE_ACCESS).filter((key) => !/^(GET|HEAD) /.test(key) && !key.endsWith('/ipa')))(
+      '%s answers a body trickled a byte at a time with a 4xx sentence by its overall bound, and changes nothing',
+      async (key) => {
+        const [method, pattern] = key.split(' ') as [string, string];
+        if (configuration !== 'dev' || !suite.t.routes.some((r) => r.method === method && r.url === pattern))
+          return;
+        const entry = ROUTE_ACCESS[key]!;
+        const example = exampleRequest(method, entry, await suite.fixtures());
+        const headers: Record<string, string> = {
+          host: '127.0.0.1',
+          ...(example.headers as Record<string, string>),
+          ...identityHeaders(suite, entry),
+          'content-type': 'application/json',
+        };
+        const body = Buffer.from(JSON.stringify(example.payload ?? { padding: 'x'.repeat(64) }).padEnd(4096));
+        const head = Object.entries(headers)
+          .map(([name, value]) => `${name}: ${value}\r\n`)
+          .join('');
+        const before = await snapshotDatabase(suite.t.database.db);
+        const { socket, answer } = await openRaw(port);
+        socket.write(
+          `${method} ${String(example.url)} HTTP/1.1\r\n${head}content-length: ${body.length}\r\n\r\n`,
+        );
+        // A byte well within every idle bound, until the server closes: the client never stops first.
+        let closed = false;
+        void answer.finally(() => (closed = true));
+        for (let sent = 0; !closed && sent < body.length; sent++) {
+          await new Promise((resolve) => setTimeout(resolve, SUITE_BODY_IDLE_TIMEOUT_MS / 4));
+          if (!closed && socket.writable) socket.write(body.subarray(sent, sent + 1));
+        }
+        const res = parseRawAnswer(await answer);
+        const answered = { statusCode: res.status, headers: res.headers, body: res.body };
+        expect(sentenceProblem(answered), `${res.status} ${res.body}`).toBeUndefined();
+        // A route that reads its body says why it gave up; one may refuse before reading (a lost lease).
+        if (res.status !== 408) expect(res.status, res.body).not.toBe(200);
+        else expect(res.body).toBe('The request body took too long to arrive. Send the request again.');
         const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
         expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
       },
