@@ -189,14 +189,20 @@ describe.each(databaseKinds)('agent uploads and request bodies on %s', (kind) =>
     expect(changedTables(before, await snapshotDatabase(t.database.db))).toEqual({});
   });
 
+  /** Opens a connection and sends the head of an agent's upload of `length` bytes to `lease`, no byte of it. */
+  async function openUpload(lease: string, length: number) {
+    const opened = await openRaw(port);
+    opened.socket.write(
+      `PUT /api/agent/jobs/${lease}/ipa HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${agent.token}\r\n` +
+        `Content-Type: application/octet-stream\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`,
+    );
+    return opened;
+  }
+
   it('lets an agent upload pause longer than other bodies may', async () => {
     const lease = await newLease();
-    const { socket, answer } = await openRaw(port);
     const body = Buffer.from('PK not a zip, sent in two parts');
-    socket.write(
-      `PUT /api/agent/jobs/${lease}/ipa HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${agent.token}\r\n` +
-        `Content-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
-    );
+    const { socket, answer } = await openUpload(lease, body.length);
     socket.write(body.subarray(0, 5));
     // Three times the bound of other bodies, well within the uploads' own.
     await new Promise((resolve) => setTimeout(resolve, BODY_IDLE_TIMEOUT_MS * 3));
@@ -252,12 +258,8 @@ describe.each(databaseKinds)('agent uploads and request bodies on %s', (kind) =>
 
   it('lets an agent upload take longer than the overall bound of other bodies', async () => {
     const lease = await newLease();
-    const { socket, answer } = await openRaw(port);
     const body = Buffer.from('PK not a zip, sent in parts over a long time');
-    socket.write(
-      `PUT /api/agent/jobs/${lease}/ipa HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${agent.token}\r\n` +
-        `Content-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
-    );
+    const { socket, answer } = await openUpload(lease, body.length);
     // Past BODY_TIMEOUT_MS in all, each pause within the uploads' idle bound.
     const parts = Math.ceil((BODY_TIMEOUT_MS * 1.5) / (AGENT_UPLOAD_IDLE_TIMEOUT_MS / 4));
     const size = Math.ceil(body.length / parts);
