@@ -24,6 +24,8 @@ export function serializeRequest(req: LoggedRequest) {
   };
 }
 
+type SerializedError = ReturnType<typeof pino.stdSerializers.err>;
+
 /** How deep a logged value is looked into for addresses: deeper than any object a log line carries. */
 const MAX_DEPTH = 5;
 
@@ -48,9 +50,9 @@ function redactAddresses(value: unknown, depth = 0, isSerialized = false): unkno
  * An error as pino writes it (type, message, stack, its cause and own fields), with the addresses
  * in them redacted: a failed call's message may quote the signed or presigned URL it was given.
  */
-export function serializeError(err: unknown) {
-  const plain = err instanceof Error ? pino.stdSerializers.err(err) : err;
-  return redactAddresses(plain, 0, true);
+export function serializeError(err: Error): SerializedError {
+  // pino's serializer passes a value that is not an error (a string logged as `err`) through.
+  return redactAddresses(pino.stdSerializers.err(err), 0, true) as SerializedError;
 }
 
 /**
