@@ -116,9 +116,10 @@ export function redactUrl(url: string): string {
 
 /**
  * Absolute URLs (`https://...`, `s3://...`, `itms-services://...`) and request targets with a
- * query (`/files/x?sig=...`) inside free text: an error's message or stack, a log line's message.
+ * query (`/files/x?sig=...`, however it is introduced: `GET:/files/x?...`, `host/files/x?...`)
+ * inside free text: an error's message or stack, a log line's message.
  */
-const URL_IN_TEXT = /[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+|(?<![\w/.:-])\/[^\s"'<>`?]*\?[^\s"'<>`]+/gi;
+const URL_IN_TEXT = /[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+|\/[^\s"'<>`?]*\?[^\s"'<>`]+/gi;
 
 /** `text` with every address in it redacted as redactUrl does (the rest as it is). */
 export function redactUrlsIn(text: string): string {

@@ -132,15 +132,19 @@ describe.each(databaseKinds)('request logs on %s', (kind) => {
       t.app.log.warn({ url: presigned, nested: { links: [presigned] } }, `could not fetch ${presigned}`);
       t.app.log.error({ err: new Error(`request to ${presigned} failed`) }, 'a store call failed');
       t.app.log.error(new Error(`request to /files/x?expires=1&sig=${sig} failed`), 'a file call failed');
+      t.app.log.info(`Route GET:/files/y?sig=${sig} not found, nor sideport.example/files/z?sig=${sig}`);
       return [sig, 'AKIA0123456789ABCDEF'];
     });
-    const last = lines.slice(-3).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const last = lines.slice(-4).map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(last[0]).toMatchObject({
       msg: 'could not fetch https://bucket.s3.example/ipa/1?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]',
       url: 'https://bucket.s3.example/ipa/1?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]',
     });
     expect(last[2]).toMatchObject({
       err: { message: 'request to /files/x?expires=1&sig=[redacted] failed', type: 'Error' },
+    });
+    expect(last[3]).toMatchObject({
+      msg: 'Route GET:/files/y?sig=[redacted] not found, nor sideport.example/files/z?sig=[redacted]',
     });
   });
 
