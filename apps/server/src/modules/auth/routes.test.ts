@@ -451,6 +451,8 @@ describe.each(databaseKinds)('behind a reverse proxy (TRUST_PROXY) on %s', (kind
     ["the proxies' ranges", '127.0.0.1,10.0.0.0/8', '198.51.100.7, 10.0.0.2', '127.0.0.1'],
   ])(
     'with TRUST_PROXY as %s, a forged left X-Forwarded-For entry does not escape the sign-in limit',
+    // Ten argon2 checks and a server of its own each.
+    { timeout: 180_000 },
     async (_how, trust, appended, peer) => {
       const t = await createTestApp(kind, { env: { TRUST_PROXY: trust } });
       try {
