@@ -29,6 +29,7 @@ import { metricsRoutes, registerRequestMetrics } from './modules/metrics/routes.
 import { decryptRoutes } from './modules/decrypt/routes.js';
 import { signRoutes } from './modules/sign/routes.js';
 import { eventRoutes } from './modules/events/routes.js';
+import { streamCapFor } from './modules/events/stream-limits.js';
 import { createServices, periodicTasks } from './services.js';
 import type { Config } from './platform/config.js';
 import { registerBodyIdleTimeout } from './platform/body-timeout.js';
@@ -37,6 +38,7 @@ import { createSiteCheck, decodedPath, isApiPath, registerCrossSiteGuard } from 
 import { registerErrorHandler } from './platform/error-handler.js';
 import { registerHostCheck } from './platform/public-origin.js';
 import { loggerOptions } from './platform/logger.js';
+import { readOpenFileLimit } from './platform/open-files.js';
 import { hasControlCharacters } from './platform/params.js';
 import { createScheduler } from './platform/scheduler.js';
 import { registerSecurityHeaders, securityHeaderMap } from './platform/security-headers.js';
@@ -61,6 +63,17 @@ export interface RegisteredRoute {
 }
 type FastifyRouteSchema = RouteOptions['schema'];
 
+/**
+ * TRUST_PROXY as Fastify takes it. A hop count becomes a function: Fastify (5.12) believes no
+ * forwarding header at all for a bare number, and a function is what proxy-addr asks of `i`, the
+ * hop's place counted from the connection (0) leftwards through X-Forwarded-For.
+ */
+export function proxyTrust(trust: Config['TRUST_PROXY']) {
+  if (trust === false) return false;
+  if (typeof trust === 'number') return (_address: string, hop: number) => hop < trust;
+  return [...trust];
+}
+
 export async function buildApp({ config, database, clock = () => new Date(), logStream }: AppDeps) {
   const isHttps = config.PUBLIC_URL?.startsWith('https:') ?? false;
   const securityHeaders = securityHeaderMap(isHttps);
@@ -68,7 +81,13 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     logger: loggerOptions(config, logStream),
     genReqId: () => randomUUID(),
     bodyLimit: config.BODY_LIMIT_BYTES,
-    trustProxy: config.TRUST_PROXY,
+    trustProxy: proxyTrust(config.TRUST_PROXY),
+    // Headers must come whole within HEADERS_TIMEOUT_MS (408 from the client error handler), checked
+    // often enough that a connection trickling them is closed near that bound, not 30 s after it.
+    http: {
+      headersTimeout: config.HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(config.HEADERS_TIMEOUT_MS / 4))),
+    },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors raised before routing (a malformed %-escape in the path) get the same text/plain answer.
     frameworkErrors: (error, request, reply) => {
@@ -92,7 +111,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
-  registerBodyIdleTimeout(app, { idleMs: config.BODY_IDLE_TIMEOUT_MS });
+  registerBodyIdleTimeout(app, { idleMs: config.BODY_IDLE_TIMEOUT_MS, timeoutMs: config.BODY_TIMEOUT_MS });
   // Before the cross-site guard, so its refusals carry the same headers.
   await registerSecurityHeaders(app, { isHttps });
   registerHostCheck(app);
@@ -170,7 +189,18 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(agentRoutes, { agents, jobs, uploadIdleTimeoutMs: config.AGENT_UPLOAD_IDLE_TIMEOUT_MS });
   await app.register(adminRoutes, { guards, agents, jobs, catalog, checklist });
-  await app.register(eventRoutes, { guards, bus });
+  // Each stream holds a connection (a file): the process's cap stays below its open-file limit.
+  const openFiles = readOpenFileLimit();
+  const streamLimits = {
+    perSession: config.EVENT_STREAMS_PER_SESSION,
+    perUser: config.EVENT_STREAMS_PER_USER,
+    total: streamCapFor(openFiles.limit, config.EVENT_STREAMS_MAX),
+  };
+  app.log.info(
+    { openFileLimit: openFiles.limit, from: openFiles.source, ...streamLimits },
+    'event stream caps',
+  );
+  await app.register(eventRoutes, { guards, bus, auth, clock, limits: streamLimits });
   await app.register(deviceRoutes, {
     guards,
     enrollment,

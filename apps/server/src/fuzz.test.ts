@@ -3,7 +3,13 @@ import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { badRequests, badSegment, type FuzzCase, type FuzzRoute } from './test/bad-input.js';
-import { changedTables, createTableDigest, differingTables, snapshotDatabase } from './test/db-snapshot.js';
+import {
+  changedTables,
+  createTableDigest,
+  differingTables,
+  snapshotDatabase,
+  type DatabaseSnapshot,
+} from './test/db-snapshot.js';
 import { databaseKinds } from './test/harness.js';
 import { openRaw, parseRawAnswer } from './test/raw-http.js';
 import { ROUTE_ACCESS } from './test/route-access.js';
@@ -14,6 +20,7 @@ import {
   openRouteSuite,
   SAME_ORIGIN,
   SECRET_OUTSIDE_WEB_ROOT,
+  SUITE_BODY_IDLE_TIMEOUT_MS,
   type RouteSuite,
 } from './test/route-suite.js';
 
@@ -258,39 +265,81 @@ describe.each(databaseKinds)('bad input on %s', (kind) => {
       },
     );
 
-    it.each(Object.keys(ROUTE_ACCESS).filter((key) => !/^(GET|HEAD) /.test(key)))(
+    /**
+     * Sends the head of `key`'s example request over a new connection, announcing the whole length
+     * of its body (the example's JSON, padded with spaces to `padTo` bytes), and no byte of it.
+     * `before`: the database once the example's fixtures were made, before the request.
+     */
+    async function openExampleRequest(key: string, padTo = 0) {
+      const [method, pattern] = key.split(' ') as [string, string];
+      const entry = ROUTE_ACCESS[key]!;
+      const example = exampleRequest(method, entry, await suite.fixtures());
+      const headers: Record<string, string> = {
+        host: '127.0.0.1',
+        ...(example.headers as Record<string, string>),
+        ...identityHeaders(suite, entry),
+        'content-type': pattern.endsWith('/ipa') ? 'application/octet-stream' : 'application/json',
+      };
+      const body = Buffer.from(JSON.stringify(example.payload ?? { padding: 'x'.repeat(64) }).padEnd(padTo));
+      const head = Object.entries(headers)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('');
+      const before = await snapshotDatabase(suite.t.database.db);
+      const { socket, answer } = await openRaw(port);
+      socket.write(
+        `${method} ${String(example.url)} HTTP/1.1\r\n${head}content-length: ${body.length}\r\n\r\n`,
+      );
+      return { socket, answer, body, before };
+    }
+
+    /**
+     * Waits for the server to close the connection (the client never does), then checks it gave
+     * the body up with a 4xx sentence (`sentence` for a 408) and that nothing changed since `before`.
+     */
+    async function expectGivenUp(answer: Promise<string>, sentence: string, before: DatabaseSnapshot) {
+      const res = parseRawAnswer(await answer);
+      const answered = { statusCode: res.status, headers: res.headers, body: res.body };
+      expect(sentenceProblem(answered), `${res.status} ${res.body}`).toBeUndefined();
+      // A route that reads its body says why it gave up; one may refuse before reading (a lost lease).
+      if (res.status !== 408) expect(res.status, res.body).not.toBe(200);
+      else expect(res.body).toBe(sentence);
+      const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
+      expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
+    }
+
+    const isRegistered = (key: string) => suite.t.routes.some((r) => `${r.method} ${r.url}` === key);
+    const bodyRoutes = Object.keys(ROUTE_ACCESS).filter((key) => !/^(GET|HEAD) /.test(key));
+
+    it.each(bodyRoutes)(
       '%s answers a body that stops arriving with a 4xx sentence, closes, and changes nothing',
       async (key) => {
-        const [method, pattern] = key.split(' ') as [string, string];
-        if (!suite.t.routes.some((r) => r.method === method && r.url === pattern)) return;
-        const entry = ROUTE_ACCESS[key]!;
-        const example = exampleRequest(method, entry, await suite.fixtures());
-        const headers: Record<string, string> = {
-          host: '127.0.0.1',
-          ...(example.headers as Record<string, string>),
-          ...identityHeaders(suite, entry),
-          'content-type': pattern.endsWith('/ipa') ? 'application/octet-stream' : 'application/json',
-        };
+        if (!isRegistered(key)) return;
         // The first half of the example's body, of the whole length it announces; then silence.
-        const body = Buffer.from(JSON.stringify(example.payload ?? { padding: 'x'.repeat(64) }));
-        const head = Object.entries(headers)
-          .map(([name, value]) => `${name}: ${value}\r\n`)
-          .join('');
-        const before = await snapshotDatabase(suite.t.database.db);
-        const { socket, answer } = await openRaw(port);
-        socket.write(
-          `${method} ${String(example.url)} HTTP/1.1\r\n${head}content-length: ${body.length}\r\n\r\n`,
-        );
+        const { socket, answer, body, before } = await openExampleRequest(key);
         socket.write(body.subarray(0, body.length >> 1));
-        // Resolves once the server has closed the connection: the client never does.
-        const res = parseRawAnswer(await answer);
-        const answered = { statusCode: res.status, headers: res.headers, body: res.body };
-        expect(sentenceProblem(answered), `${res.status} ${res.body}`).toBeUndefined();
-        // A route that reads its body says why it gave up; one may refuse before reading (a lost lease).
-        if (res.status !== 408) expect(res.status, res.body).not.toBe(200);
-        else expect(res.body).toBe('The request body stopped arriving. Send the request again.');
-        const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
-        expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
+        await expectGivenUp(answer, 'The request body stopped arriving. Send the request again.', before);
+      },
+    );
+
+    // Once per route (the dev configuration): the bound is the server's, not the route's billing.
+    // Agents' uploads have no overall bound (their idle bound is checked above).
+    it.each(bodyRoutes.filter((key) => !key.endsWith('/ipa')))(
+      '%s answers a body trickled a byte at a time with a 4xx sentence by its overall bound, and changes nothing',
+      async (key) => {
+        if (configuration !== 'dev' || !isRegistered(key)) return;
+        const { socket, answer, body, before } = await openExampleRequest(key, 4096);
+        // A byte well within every idle bound, until the server closes: the client never stops first.
+        let closed = false;
+        void answer.finally(() => (closed = true));
+        for (let sent = 0; !closed && sent < body.length; sent++) {
+          await new Promise((resolve) => setTimeout(resolve, SUITE_BODY_IDLE_TIMEOUT_MS / 4));
+          if (!closed && socket.writable) socket.write(body.subarray(sent, sent + 1));
+        }
+        await expectGivenUp(
+          answer,
+          'The request body took too long to arrive. Send the request again.',
+          before,
+        );
       },
     );
   });

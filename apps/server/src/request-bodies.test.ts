@@ -14,6 +14,9 @@ import { createSimulatedDevice } from './modules/devices/simulated-device.js';
 const BODY_IDLE_TIMEOUT_MS = 300;
 const AGENT_UPLOAD_IDLE_TIMEOUT_MS = 2000;
 const STALLED = 'The request body stopped arriving. Send the request again.';
+/** The overall bounds on a body (an upload's aside) and on headers, short for the test. */
+const BODY_TIMEOUT_MS = 1500;
+const HEADERS_TIMEOUT_MS = 1000;
 
 const APP_IDS = Array.from({ length: 10 }, (_, i) => 6100 + i);
 
@@ -63,6 +66,8 @@ describe.each(databaseKinds)('agent uploads and request bodies on %s', (kind) =>
         FREE_DAILY_LIMIT: '100',
         BODY_IDLE_TIMEOUT_MS: String(BODY_IDLE_TIMEOUT_MS),
         AGENT_UPLOAD_IDLE_TIMEOUT_MS: String(AGENT_UPLOAD_IDLE_TIMEOUT_MS),
+        BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS),
+        HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
       },
     });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
@@ -184,20 +189,86 @@ describe.each(databaseKinds)('agent uploads and request bodies on %s', (kind) =>
     expect(changedTables(before, await snapshotDatabase(t.database.db))).toEqual({});
   });
 
+  /** Opens a connection and sends the head of an agent's upload of `length` bytes to `lease`, no byte of it. */
+  async function openUpload(lease: string, length: number) {
+    const opened = await openRaw(port);
+    opened.socket.write(
+      `PUT /api/agent/jobs/${lease}/ipa HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${agent.token}\r\n` +
+        `Content-Type: application/octet-stream\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`,
+    );
+    return opened;
+  }
+
   it('lets an agent upload pause longer than other bodies may', async () => {
     const lease = await newLease();
-    const { socket, answer } = await openRaw(port);
     const body = Buffer.from('PK not a zip, sent in two parts');
-    socket.write(
-      `PUT /api/agent/jobs/${lease}/ipa HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${agent.token}\r\n` +
-        `Content-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
-    );
+    const { socket, answer } = await openUpload(lease, body.length);
     socket.write(body.subarray(0, 5));
     // Three times the bound of other bodies, well within the uploads' own.
     await new Promise((resolve) => setTimeout(resolve, BODY_IDLE_TIMEOUT_MS * 3));
     socket.write(body.subarray(5));
     const res = parseRawAnswer(await answer);
     // Received whole and checked: refused for what it is, not for its pause.
+    expect(res.status, res.body).toBe(422);
+  });
+
+  /**
+   * Writes `head`, then `trickle` one byte at a time, each well within the idle bound, until the
+   * server closes the connection; resolves with what it answered. The client never stops first:
+   * without an overall bound this never ends.
+   */
+  async function trickledRequest(head: string, trickle: Buffer): Promise<RawAnswer> {
+    const { socket, answer } = await openRaw(port);
+    socket.write(head);
+    let closed = false;
+    void answer.finally(() => (closed = true));
+    for (let i = 0; !closed; i++) {
+      await new Promise((resolve) => setTimeout(resolve, BODY_IDLE_TIMEOUT_MS / 3));
+      if (!closed && socket.writable)
+        socket.write(trickle.subarray(i % trickle.length, (i % trickle.length) + 1));
+    }
+    return parseRawAnswer(await answer);
+  }
+
+  it('answers a body trickled a byte at a time 408 once its overall bound has passed, and signs nobody in', async () => {
+    const before = await snapshotDatabase(t.database.db);
+    const body = Buffer.from(JSON.stringify({ id: `bodies_${kind}`, pw: 'a'.repeat(32) }).padEnd(4096, ' '));
+    const res = await trickledRequest(
+      'POST /api/sign-in HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+        `Content-Length: ${body.length}\r\n\r\n`,
+      body,
+    );
+    expect(res.status).toBe(408);
+    expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
+    expect(res.headers.connection).toBe('close');
+    expect(res.body).toBe('The request body took too long to arrive. Send the request again.');
+    expect(changedTables(before, await snapshotDatabase(t.database.db))).toEqual({});
+  });
+
+  it('closes a request whose headers are trickled a byte at a time, answering 408', async () => {
+    const res = await trickledRequest(
+      'GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n',
+      Buffer.from(
+        'X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+      ),
+    );
+    expect(res.status).toBe(408);
+    expect(res.body).toBe('The request took too long to arrive.');
+  });
+
+  it('lets an agent upload take longer than the overall bound of other bodies', async () => {
+    const lease = await newLease();
+    const body = Buffer.from('PK not a zip, sent in parts over a long time');
+    const { socket, answer } = await openUpload(lease, body.length);
+    // Past BODY_TIMEOUT_MS in all, each pause within the uploads' idle bound.
+    const parts = Math.ceil((BODY_TIMEOUT_MS * 1.5) / (AGENT_UPLOAD_IDLE_TIMEOUT_MS / 4));
+    const size = Math.ceil(body.length / parts);
+    for (let i = 0; i < parts; i++) {
+      await new Promise((resolve) => setTimeout(resolve, AGENT_UPLOAD_IDLE_TIMEOUT_MS / 4));
+      socket.write(body.subarray(i * size, (i + 1) * size));
+    }
+    const res = parseRawAnswer(await answer);
+    // Received whole and checked: refused for what it is, not for how long it took.
     expect(res.status, res.body).toBe(422);
   });
 

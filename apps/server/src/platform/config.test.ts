@@ -39,6 +39,21 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads TRUST_PROXY as no proxy, a count of proxies (true: one), or their addresses and ranges', () => {
+    const trust = (value: string) => loadConfig({ TRUST_PROXY: value }).TRUST_PROXY;
+    expect(loadConfig({}).TRUST_PROXY).toBe(false);
+    expect([trust('false'), trust('0'), trust('no')]).toEqual([false, false, false]);
+    expect([trust('true'), trust('yes'), trust('1'), trust('2')]).toEqual([1, 1, 1, 2]);
+    expect(trust('127.0.0.1, 10.0.0.0/8,fd00::/8,loopback')).toEqual([
+      '127.0.0.1',
+      '10.0.0.0/8',
+      'fd00::/8',
+      'loopback',
+    ]);
+    for (const bad of ['maybe', '10.0.0.0/33', '10.0.0/8', 'nginx', '17'])
+      expect(() => loadConfig({ TRUST_PROXY: bad }), bad).toThrow(/TRUST_PROXY: must be/);
+  });
+
   it('refuses an admin id without a password, and a short admin password', () => {
     expect(() => loadConfig({ ADMIN_ID: 'root' })).toThrow(
       /ADMIN_PASSWORD: ADMIN_ID and ADMIN_PASSWORD must be set together/,

@@ -1,5 +1,6 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import {
   ID_MAX_LENGTH,
@@ -29,6 +30,49 @@ const positiveInt = (fallback: number) =>
  */
 const fromWorkingDirectory = (p: string) => path.resolve(p);
 
+/** proxy-addr's names for ranges (loopback: 127.0.0.0/8 and ::1; link-local; unique local and private). */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** An address, an address/prefix (CIDR), or one of PROXY_RANGE_NAMES. */
+function isProxyRange(item: string): boolean {
+  if (PROXY_RANGE_NAMES.has(item)) return true;
+  const [address = '', prefix, extra] = item.split('/');
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * TRUST_PROXY: which proxies' forwarding headers are believed (docs/security.md, Behind a reverse
+ * proxy). `false` (the default): none, the client is the connection's peer. A number: that many
+ * proxies in front, the client is the address the farthest of them saw (X-Forwarded-For read from
+ * the right). `true`: one proxy, the usual nginx or Caddy in front; it used to believe every entry,
+ * the leftmost one included, which the client writes itself. A list of addresses and ranges
+ * (`127.0.0.1,10.0.0.0/8`, `loopback`): the client is the nearest address outside them.
+ */
+const trustProxy = z.string().transform((value, ctx): false | number | readonly string[] => {
+  const v = value.trim().toLowerCase();
+  if (['false', 'no', '0'].includes(v)) return false;
+  if (['true', 'yes'].includes(v)) return 1;
+  if (/^\d+$/.test(v)) {
+    if (Number(v) <= 16) return Number(v);
+    ctx.addIssue({ code: 'custom', message: 'must be at most 16 proxies' });
+    return z.NEVER;
+  }
+  const ranges = v
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+  if (ranges.length > 0 && ranges.every(isProxyRange)) return Object.freeze(ranges);
+  ctx.addIssue({
+    code: 'custom',
+    message:
+      'must be false, true (one proxy), the number of proxies in front, or their addresses and ranges (127.0.0.1,10.0.0.0/8, loopback)',
+  });
+  return z.NEVER;
+});
+
 /** Comma-separated file paths (empty items ignored); checked to exist once resolved. */
 const pathList = z
   .string()
@@ -52,7 +96,7 @@ const schema = z.object({
   HOST: z.string().min(1).default('0.0.0.0'),
   /** Public origin of the site (https://sideport.example). Used for cross-site checks and absolute links. */
   PUBLIC_URL: optionalUrl,
-  TRUST_PROXY: bool.default(false),
+  TRUST_PROXY: trustProxy.default(false),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATA_DIR: z.string().min(1).default('./data'),
   DATABASE_URL: z
@@ -75,8 +119,22 @@ const schema = z.object({
   BODY_LIMIT_BYTES: positiveInt(64 * 1024),
   /** A request body from which no byte arrives for this long is answered 408 (docs/security.md, Limits). */
   BODY_IDLE_TIMEOUT_MS: positiveInt(30_000),
+  /** A request body (an agent's upload aside) that has not come whole this long after its headers is answered 408. */
+  BODY_TIMEOUT_MS: positiveInt(60_000),
+  /** A request whose headers have not come whole this long after its first byte is answered 408 (Node's headersTimeout). */
+  HEADERS_TIMEOUT_MS: positiveInt(20_000),
   /** The same bound for an agent's IPA upload, which may pause longer (a busy disk on the agent's side). */
   AGENT_UPLOAD_IDLE_TIMEOUT_MS: positiveInt(120_000),
+  /** Event streams (/api/events) one session may hold open on one process; 429 past it. */
+  EVENT_STREAMS_PER_SESSION: positiveInt(10),
+  /** Event streams one user, over all their sessions, may hold open on one process; 429 past it. */
+  EVENT_STREAMS_PER_USER: positiveInt(20),
+  /** Event streams one process holds at most; unset or higher: half its open-file limit, read at start. */
+  EVENT_STREAMS_MAX: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .positive('must be above 0')
+    .optional(),
   SIGN_IN_LIMIT_PER_ID: positiveInt(10),
   SIGN_IN_LIMIT_PER_ADDRESS: positiveInt(30),
   SIGN_IN_WINDOW_MINUTES: positiveInt(15),

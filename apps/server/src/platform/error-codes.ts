@@ -27,6 +27,10 @@ export const ERRORS = {
   /** The thing exists, but its state forbids this change; the sentence says which state. */
   CONFLICT: { status: 409, sentence: said },
   BODY_IDLE_TIMEOUT: { status: 408, sentence: 'The request body stopped arriving. Send the request again.' },
+  BODY_TIMEOUT: {
+    status: 408,
+    sentence: 'The request body took too long to arrive. Send the request again.',
+  },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     sentence: (contentType: string) => `Send the IPA as the request body with Content-Type: ${contentType}.`,
@@ -70,6 +74,20 @@ export const ERRORS = {
   SETUP_LINK_USED: {
     status: 410,
     sentence: 'An admin account exists, so this setup link no longer works. Sign in instead.',
+  },
+  EVENT_STREAMS_PER_SESSION: {
+    status: 429,
+    sentence:
+      'This browser has too many live-update connections open. Close some tabs of this site and reload this one.',
+  },
+  EVENT_STREAMS_PER_USER: {
+    status: 429,
+    sentence:
+      'Your account has too many live-update connections open. Close some tabs of this site, on any device, and reload this one.',
+  },
+  EVENT_STREAMS_FULL: {
+    status: 429,
+    sentence: 'The server has too many live-update connections open. Please reload this page in a minute.',
   },
   NO_SUCH_USER: { status: 404, sentence: (userId: string) => `No user with id ${userId}.` },
 

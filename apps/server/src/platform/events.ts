@@ -15,7 +15,11 @@ export type BusEvent =
   /** A sign job was queued (or put back): idle sign workers claim again. */
   | { kind: 'sign-queued' }
   /** A sign job ended (Done, or given up): a request waiting on it (Feather install) answers. */
-  | { kind: 'sign-settled'; id: number };
+  | { kind: 'sign-settled'; id: number }
+  /** A session ended (sign-out): its event streams close. `session` is its key, the token's hash. */
+  | { kind: 'session-ended'; session: string }
+  /** Every session of a user ended (a new password): their event streams close. */
+  | { kind: 'sessions-ended'; userId: string };
 
 const CHANNEL = 'sideport_events';
 
@@ -29,6 +33,14 @@ export interface EventBus {
   publishMany(events: readonly BusEvent[], tx?: Database): Promise<void>;
   subscribe(handler: (event: BusEvent) => void): () => void;
   close(): Promise<void>;
+}
+
+/**
+ * Sends `event` to every process listening on the database, without a bus of one's own: for a
+ * service made before the bus (the accounts) or a process that only tells (the operator CLI).
+ */
+export async function publishEvent(db: Database, event: BusEvent): Promise<void> {
+  await db.execute(sql`select pg_notify(${CHANNEL}, ${JSON.stringify(event)})`);
 }
 
 /** PostgreSQL LISTEN/NOTIFY (the same on PGlite): every API process hears every change. */
@@ -45,7 +57,7 @@ export async function createEventBus(database: Pick<DatabaseHandle, 'db' | 'list
   });
   return {
     async publish(event, tx = database.db) {
-      await tx.execute(sql`select pg_notify(${CHANNEL}, ${JSON.stringify(event)})`);
+      await publishEvent(tx, event);
     },
     async publishMany(events, tx = database.db) {
       if (events.length === 0) return;

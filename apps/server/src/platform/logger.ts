@@ -1,7 +1,7 @@
 import type { FastifyServerOptions } from 'fastify';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import type { Config } from './config.js';
-import { redactUrl } from './redact-url.js';
+import { redactUrl, redactUrlsIn } from './redact-url.js';
 
 /** What a request line shows of a request: fastify's fields, its address with the secrets redacted. */
 interface LoggedRequest {
@@ -24,10 +24,43 @@ export function serializeRequest(req: LoggedRequest) {
   };
 }
 
+type SerializedError = ReturnType<typeof pino.stdSerializers.err>;
+
+/** How deep a logged value is looked into for addresses: deeper than any object a log line carries. */
+const MAX_DEPTH = 5;
+
+/**
+ * `value` with the secrets of every address in its strings redacted (redact-url.ts). Plain
+ * objects and arrays are copied, never changed in place; anything else (a request, a reply, an
+ * error) is left to its serializer, which redacts it as it writes it. `isSerialized`: `value` is
+ * a serializer's output (pino's error object, whose prototype is its own), read whole.
+ */
+function redactAddresses(value: unknown, depth = 0, isSerialized = false): unknown {
+  if (typeof value === 'string') return redactUrlsIn(value);
+  if (depth >= MAX_DEPTH || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((item) => redactAddresses(item, depth + 1, isSerialized));
+  const isPlain = Object.getPrototypeOf(value) === Object.prototype;
+  if (!isPlain && !(isSerialized && !(value instanceof Error) && !Buffer.isBuffer(value))) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [key, redactAddresses(item, depth + 1, isSerialized)]),
+  );
+}
+
+/**
+ * An error as pino writes it (type, message, stack, its cause and own fields), with the addresses
+ * in them redacted: a failed call's message may quote the signed or presigned URL it was given.
+ */
+export function serializeError(err: Error): SerializedError {
+  // pino's serializer passes a value that is not an error (a string logged as `err`) through.
+  return redactAddresses(pino.stdSerializers.err(err), 0, true) as SerializedError;
+}
+
 /**
  * Structured JSON logs (pino). Cookies, tokens and passwords never reach a log line: headers that
  * carry them and fields named for them are redacted, and so are the secrets of a request's address
- * (signed links' `sig`, enrollment, setup and Feather certificate tokens: see redact-url.ts).
+ * (signed links' `sig`, enrollment, setup and Feather certificate tokens, and those of an address
+ * carried inside a query value: see redact-url.ts). The same redactor reads every other line: an
+ * error's message and stack, a message, a field that holds an address.
  * `stream`: where the lines go (stdout unless given).
  */
 export function loggerOptions(
@@ -36,7 +69,14 @@ export function loggerOptions(
 ): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
-    serializers: { req: serializeRequest },
+    serializers: { req: serializeRequest, err: serializeError },
+    hooks: {
+      // Every line's message and fields pass here, whoever logs them: an address in them (a URL in a
+      // message, a `url` field) is shown with its secrets redacted, as the request line shows its own.
+      logMethod(args, method) {
+        method.apply(this, args.map((arg) => redactAddresses(arg)) as Parameters<typeof method>);
+      },
+    },
     ...(stream ? { stream } : {}),
     redact: {
       paths: [

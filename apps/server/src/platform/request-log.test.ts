@@ -103,6 +103,51 @@ describe.each(databaseKinds)('request logs on %s', (kind) => {
     expect(loggedUrls()).toContain(`/files/feather/cert/[redacted]?expires=${expires}&sig=[redacted]`);
   });
 
+  it('hides the signature of the manifest link the phone handoff page carries in its query', async () => {
+    // What a computer's Install QR code opens on the iPhone (phone-qr.tsx): the signed manifest URL,
+    // %-encoded as the value of `manifest`, and an itms-services link carrying it once more encoded.
+    const manifest = `https://sideport.example${t.services.urls.sign('/files/sign/0b3c2f6e-8a1d-4c1e-9f5b-2a7d3e4c5b6a/manifest.plist', 600)}`;
+    const sig = new URL(manifest).searchParams.get('sig')!;
+    const itms = `itms-services://?action=download-manifest&url=${encodeURIComponent(manifest)}`;
+    await expectNoSecretLogged(async () => {
+      expect(
+        (await t.app.inject({ url: `/install?manifest=${encodeURIComponent(manifest)}` })).statusCode,
+      ).toBe(200);
+      await t.app.inject({
+        url: `/install?next=${encodeURIComponent(`/x?link=${encodeURIComponent(itms)}`)}`,
+      });
+      return [sig];
+    });
+    const logged = loggedUrls().filter((url) => url.startsWith('/install?'));
+    expect(logged).toHaveLength(2);
+    expect(
+      logged.map((url) => decodeURIComponent(new URL(url, 'http://x').searchParams.get('manifest') ?? '')),
+    ).toContain(manifest.replace(sig, '[redacted]'));
+  });
+
+  it("hides an address's secrets in every other line: a message, a field, an error", async () => {
+    const sig = 'cd'.repeat(32);
+    const presigned = `https://bucket.s3.example/ipa/1?X-Amz-Credential=AKIA0123456789ABCDEF&X-Amz-Signature=${sig}`;
+    await expectNoSecretLogged(async () => {
+      t.app.log.warn({ url: presigned, nested: { links: [presigned] } }, `could not fetch ${presigned}`);
+      t.app.log.error({ err: new Error(`request to ${presigned} failed`) }, 'a store call failed');
+      t.app.log.error(new Error(`request to /files/x?expires=1&sig=${sig} failed`), 'a file call failed');
+      t.app.log.info(`Route GET:/files/y?sig=${sig} not found, nor sideport.example/files/z?sig=${sig}`);
+      return [sig, 'AKIA0123456789ABCDEF'];
+    });
+    const last = lines.slice(-4).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(last[0]).toMatchObject({
+      msg: 'could not fetch https://bucket.s3.example/ipa/1?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]',
+      url: 'https://bucket.s3.example/ipa/1?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]',
+    });
+    expect(last[2]).toMatchObject({
+      err: { message: 'request to /files/x?expires=1&sig=[redacted] failed', type: 'Error' },
+    });
+    expect(last[3]).toMatchObject({
+      msg: 'Route GET:/files/y?sig=[redacted] not found, nor sideport.example/files/z?sig=[redacted]',
+    });
+  });
+
   it('hides the signature of a signed file link and any credential in a query, keeping the rest', async () => {
     const sig = 'ab'.repeat(32);
     const apiKey = 'sk_live_0123456789abcdef';
@@ -139,6 +184,21 @@ describe('redactUrl', () => {
       'https://user:secret@sideport.example/my?session_id=cs_test_1',
       'https://[redacted]@sideport.example/my?session_id=[redacted]',
     ],
+    // A signed link carried as a query value, %-encoded once or twice: its signature is redacted in place.
+    [
+      `/install?manifest=${encodeURIComponent('https://s.example/files/sign/1/manifest.plist?expires=9&sig=00ff')}`,
+      `/install?manifest=${encodeURIComponent('https://s.example/files/sign/1/manifest.plist?expires=9&sig=[redacted]')}`,
+    ],
+    [
+      `/x?go=${encodeURIComponent(`itms-services://?action=download-manifest&url=${encodeURIComponent('https://s.example/m?sig=00ff')}`)}`,
+      `/x?go=${encodeURIComponent(`itms-services://?action=download-manifest&url=${encodeURIComponent('https://s.example/m?sig=[redacted]')}`)}`,
+    ],
+    // A query string as a value, and a value with nothing secret, left as they came.
+    [
+      `/x?state=${encodeURIComponent('a=1&token=abc')}`,
+      `/x?state=${encodeURIComponent('a=1&token=[redacted]')}`,
+    ],
+    ['/x?back=%2Fmy%3Ftab%3Ddevices&q=a+b', '/x?back=%2Fmy%3Ftab%3Ddevices&q=a+b'],
   ])('%s is logged as %s', (url, logged) => {
     expect(redactUrl(url)).toBe(logged);
   });

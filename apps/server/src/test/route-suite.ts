@@ -34,6 +34,9 @@ export const STRIPE_ENV = {
 /** The suites' bound on a silent request body (BODY_IDLE_TIMEOUT_MS); uploads get twice as long. */
 export const SUITE_BODY_IDLE_TIMEOUT_MS = 400;
 
+/** The suites' overall bound on a request body (BODY_TIMEOUT_MS): a few idle bounds long. */
+export const SUITE_BODY_TIMEOUT_MS = SUITE_BODY_IDLE_TIMEOUT_MS * 3;
+
 /** Sent by the site's own pages; the suites that are not about cross-site requests send it. */
 export const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' } as const;
 
@@ -72,6 +75,8 @@ export async function openRouteSuite(kind: DatabaseKind, configuration: Configur
     // A body that stops arriving is given up on soon (src/fuzz.test.ts stalls one on every route).
     BODY_IDLE_TIMEOUT_MS: String(SUITE_BODY_IDLE_TIMEOUT_MS),
     AGENT_UPLOAD_IDLE_TIMEOUT_MS: String(SUITE_BODY_IDLE_TIMEOUT_MS * 2),
+    // A body trickled a byte at a time is given up on soon too (src/fuzz.test.ts trickles one on every route).
+    BODY_TIMEOUT_MS: String(SUITE_BODY_TIMEOUT_MS),
     ...(configuration === 'stripe' ? STRIPE_ENV : {}),
   };
   const t = await createTestApp(kind, { env, ...(configuration === 'dev' ? { web: true } : {}) });

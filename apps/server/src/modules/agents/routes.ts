@@ -131,7 +131,8 @@ export async function agentRoutes(
       '/api/agent/jobs/:id/ipa',
       {
         schema: { params: leaseParams, querystring: uploadQuery, response: { 200: uploadAnswer } },
-        config: { bodyIdleTimeoutMs: uploadIdleTimeoutMs },
+        // No overall bound: an IPA of gigabytes may take long; its pauses and size are bounded.
+        config: { bodyIdleTimeoutMs: uploadIdleTimeoutMs, bodyTimeoutMs: 0 },
       },
       async (request) => {
         const mediaType = (request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();

@@ -417,6 +417,58 @@ describe.each(databaseKinds)('sign-in limits on %s', (kind) => {
   });
 });
 
+describe.each(databaseKinds)('behind a reverse proxy (TRUST_PROXY) on %s', (kind) => {
+  const TOO_MANY = 'Too many sign-in attempts. Please wait a few minutes and try again.';
+  const counterKeys = async (t: TestApp) =>
+    (await t.database.db.select({ key: rateLimits.key }).from(rateLimits)).map((row) => row.key);
+  /**
+   * `attempts` wrong passwords on one id from one client, each with a new made-up address as the
+   * X-Forwarded-For entry the client wrote itself, followed by what the proxies appended.
+   */
+  async function guessWithForgedAddresses(t: TestApp, appended: string, peer: string, attempts: number) {
+    const statuses: number[] = [];
+    const forged: string[] = [];
+    for (let i = 0; i < attempts; i++) {
+      forged.push(`203.0.113.${i + 1}`);
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/api/sign-in',
+        payload: { id: `guessed_${kind}`, pw: md5(`guess ${i}`) },
+        headers: { 'x-forwarded-for': `${forged.at(-1)}, ${appended}` },
+        remoteAddress: peer,
+      });
+      statuses.push(res.statusCode);
+      if (res.statusCode === 429) expect(res.body).toBe(TOO_MANY);
+    }
+    return { statuses, forged };
+  }
+
+  it.each([
+    // nginx's $proxy_add_x_forwarded_for on this machine: the client's own header, then its address.
+    ['true (one proxy)', 'true', '198.51.100.7', '127.0.0.1'],
+    // A load balancer (10.0.0.2) in front of nginx: two hops.
+    ['a count of two', '2', '198.51.100.7, 10.0.0.2', '127.0.0.1'],
+    ["the proxies' ranges", '127.0.0.1,10.0.0.0/8', '198.51.100.7, 10.0.0.2', '127.0.0.1'],
+  ])(
+    'with TRUST_PROXY as %s, a forged left X-Forwarded-For entry does not escape the sign-in limit',
+    // Ten argon2 checks and a server of its own each.
+    { timeout: 180_000 },
+    async (_how, trust, appended, peer) => {
+      const t = await createTestApp(kind, { env: { TRUST_PROXY: trust } });
+      try {
+        const { statuses, forged } = await guessWithForgedAddresses(t, appended, peer, 60);
+        // SIGN_IN_LIMIT_PER_ID (10) tries on the id from the one real address, then 429 to the end.
+        expect(statuses).toEqual([...Array<number>(10).fill(401), ...Array<number>(50).fill(429)]);
+        const keys = await counterKeys(t);
+        expect(keys.filter((key) => forged.some((address) => key.includes(address)))).toEqual([]);
+        expect(keys.filter((key) => key.includes('198.51.100.7')).length).toBeGreaterThan(0);
+      } finally {
+        await t.close();
+      }
+    },
+  );
+});
+
 describe('session expiry', () => {
   it('signs the user out once the session is older than SESSION_TTL_DAYS', async () => {
     let now = new Date('2026-01-01T00:00:00Z');

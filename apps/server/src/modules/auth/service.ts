@@ -4,6 +4,7 @@ import { LRUCache } from 'lru-cache';
 import type { Credentials } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
 import { fail } from '../../platform/errors.js';
+import { publishEvent } from '../../platform/events.js';
 import * as q from './queries.js';
 
 export interface AuthServiceDeps {
@@ -23,6 +24,13 @@ export interface AuthServiceDeps {
 export interface SessionUser {
   id: string;
   grade: number;
+}
+
+/** A signed-in session: its user, its key (the token's hash, as stored) and when it ends. */
+export interface Session {
+  user: SessionUser;
+  key: string;
+  expiresAt: Date;
 }
 
 // @node-rs/argon2 defaults to argon2id (m=19 MiB, t=2, p=1), OWASP's recommended parameters.
@@ -49,6 +57,28 @@ export function createAuthService(deps: AuthServiceDeps) {
     ttl: Math.max(deps.sessionCacheMs ?? 0, 1),
   });
   const cacheSessions = (deps.sessionCacheMs ?? 0) > 0;
+
+  async function findSession(token: string | undefined): Promise<Session | undefined> {
+    if (!token || token.length > 128) return undefined;
+    const key = hashToken(token);
+    const now = clock();
+    const cached = cacheSessions ? sessionCache.get(key) : undefined;
+    if (cached) {
+      return cached.user && cached.expiresAt > now
+        ? { user: cached.user, key, expiresAt: cached.expiresAt }
+        : undefined;
+    }
+    const found = await q.findSessionUser(db, key, now);
+    if (cacheSessions) {
+      sessionCache.set(
+        key,
+        found ? { user: { id: found.id, grade: found.grade }, expiresAt: found.expiresAt } : { user: null },
+      );
+    }
+    return found
+      ? { user: { id: found.id, grade: found.grade }, key, expiresAt: found.expiresAt }
+      : undefined;
+  }
 
   async function openSession(userId: string) {
     const token = randomToken();
@@ -112,27 +142,21 @@ export function createAuthService(deps: AuthServiceDeps) {
       return { grade: user.grade, ...session };
     },
 
+    /** Ends the session of `token`; its event streams, on every process, close (events/routes.ts). */
     async signOut(token: string | undefined) {
       if (!token) return;
-      sessionCache.delete(hashToken(token));
-      await q.deleteSession(db, hashToken(token));
+      const key = hashToken(token);
+      sessionCache.delete(key);
+      await q.deleteSession(db, key);
+      await publishEvent(db, { kind: 'session-ended', session: key });
     },
+
+    /** The session of a cookie, or undefined when absent, unknown or expired. */
+    findSession,
 
     /** The signed-in user of a session cookie, or undefined when absent, unknown or expired. */
     async authenticate(token: string | undefined): Promise<SessionUser | undefined> {
-      if (!token || token.length > 128) return undefined;
-      const key = hashToken(token);
-      const now = clock();
-      const cached = cacheSessions ? sessionCache.get(key) : undefined;
-      if (cached) return cached.user && cached.expiresAt > now ? cached.user : undefined;
-      const found = await q.findSessionUser(db, key, now);
-      if (cacheSessions) {
-        sessionCache.set(
-          key,
-          found ? { user: { id: found.id, grade: found.grade }, expiresAt: found.expiresAt } : { user: null },
-        );
-      }
-      return found ? { id: found.id, grade: found.grade } : undefined;
+      return (await findSession(token))?.user;
     },
 
     async findUser(id: string) {
@@ -157,6 +181,8 @@ export function createAuthService(deps: AuthServiceDeps) {
       if (!existing) throw new Error(`Could not create or find user ${id}`);
       if (!(await verify(existing.passwordHash, md5))) {
         await q.replacePassword(db, existing.id, passwordHash);
+        // Their event streams close too, on every process (a running server hears the CLI's change).
+        await publishEvent(db, { kind: 'sessions-ended', userId: existing.id });
       }
       await q.updateUserGrade(db, existing.id, grade);
       // This process's cached lookups must not outlive the ended sessions or the old grade.

@@ -7,7 +7,14 @@ import { buildApp } from '../../app.js';
 import { openDatabase } from '../../db/client.js';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { loadConfig } from '../../platform/config.js';
-import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
+import {
+  createTestApp,
+  databaseKinds,
+  sessionCookie,
+  signedInUser,
+  WEB_CLIENT,
+  type TestApp,
+} from '../../test/harness.js';
 import { makeAgent, storeApp, storeWith } from '../../test/decrypt-support.js';
 
 /** Reads Server-Sent Events from a running server as a browser tab would. */
@@ -17,11 +24,15 @@ async function openStream(baseUrl: string, cookie: string) {
   const events: LiveEvent[] = [];
   const waiters: Array<() => void> = [];
   const reader = response.body!.getReader();
+  let ended: (reason: 'server' | 'client') => void = () => {};
+  const closed = new Promise<'server' | 'client'>((resolve) => (ended = resolve));
   void (async () => {
     let buffered = '';
     for (;;) {
-      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
-      if (done) return;
+      const { value, done } = await reader
+        .read()
+        .catch(() => ({ value: undefined, done: true, aborted: true }));
+      if (done) return ended(controller.signal.aborted ? 'client' : 'server');
       buffered += new TextDecoder().decode(value);
       let end: number;
       while ((end = buffered.indexOf('\n\n')) !== -1) {
@@ -36,6 +47,8 @@ async function openStream(baseUrl: string, cookie: string) {
   return {
     response,
     events,
+    /** Resolves once the stream has ended: 'server' when the server ended it. */
+    closed,
     /** Resolves with the first event `matches` accepts (already received or coming). */
     async next(matches: (event: LiveEvent) => boolean, timeoutMs = 10_000): Promise<LiveEvent> {
       const deadline = Date.now() + timeoutMs;
@@ -162,4 +175,152 @@ describe.each(databaseKinds)('live status on %s', (kind) => {
       }
     },
   );
+});
+
+/** Waits for `condition`, checking every 50 ms, for at most `timeoutMs` (a generous outer limit). */
+async function eventually(condition: () => Promise<boolean>, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('the condition never held');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A new session of `id` (signed up before), as a second browser would have. */
+async function signIn(t: TestApp, id: string) {
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/api/sign-in',
+    payload: { id, pw: 'a'.repeat(32) },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return sessionCookie(res);
+}
+
+describe.each(databaseKinds)('event stream caps on %s', (kind) => {
+  let t: TestApp;
+  let baseUrl: string;
+  const opened: Array<{ close(): void }> = [];
+
+  beforeAll(async () => {
+    t = await createTestApp(kind, {
+      env: { EVENT_STREAMS_PER_SESSION: '2', EVENT_STREAMS_PER_USER: '3', EVENT_STREAMS_MAX: '5' },
+    });
+    baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    for (const stream of opened) stream.close();
+    await t.close();
+  });
+
+  const open = async (cookie: string) => {
+    const stream = await openStream(baseUrl, cookie);
+    opened.push(stream);
+    return stream;
+  };
+  const refusal = async (cookie: string) => {
+    const res = await fetch(`${baseUrl}/api/events`, { headers: { cookie } });
+    return [res.status, res.headers.get('content-type'), await res.text()];
+  };
+
+  it('refuses a stream past the per-session, per-user and global caps with 429 and a sentence', async () => {
+    const first = await signedInUser(t, `capped_${kind}`);
+    const second = await signIn(t, `capped_${kind}`);
+    const other = await signedInUser(t, `capped_other_${kind}`);
+    const late = await signedInUser(t, `capped_late_${kind}`);
+
+    const a1 = await open(first);
+    expect(a1.response.status).toBe(200);
+    expect((await open(first)).response.status).toBe(200);
+    expect(await refusal(first)).toEqual([
+      429,
+      'text/plain; charset=utf-8',
+      'This browser has too many live-update connections open. Close some tabs of this site and reload this one.',
+    ]);
+    // The same user's other browser: one more, then the user's cap.
+    expect((await open(second)).response.status).toBe(200);
+    expect(await refusal(second)).toEqual([
+      429,
+      'text/plain; charset=utf-8',
+      'Your account has too many live-update connections open. Close some tabs of this site, on any device, and reload this one.',
+    ]);
+    // Other users share the process's cap (5).
+    expect((await open(other)).response.status).toBe(200);
+    expect((await open(other)).response.status).toBe(200);
+    expect(await refusal(late)).toEqual([
+      429,
+      'text/plain; charset=utf-8',
+      'The server has too many live-update connections open. Please reload this page in a minute.',
+    ]);
+    // A stream that closes gives its place back.
+    a1.close();
+    let stream: Awaited<ReturnType<typeof openStream>> | undefined;
+    await eventually(async () => {
+      stream?.close();
+      stream = await open(late);
+      return stream.response.status === 200;
+    });
+  });
+});
+
+describe.each(databaseKinds)('event streams end with their session on %s', (kind) => {
+  let t: TestApp;
+  let baseUrl: string;
+  let now = Date.now();
+
+  beforeAll(async () => {
+    t = await createTestApp(kind, { env: { SESSION_TTL_DAYS: '1' }, clock: () => new Date(now) });
+    baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(() => t.close());
+
+  it("closes a signed-out session's stream, and only that session's", async () => {
+    const id = `leaving_${kind}`;
+    const leaving = await signedInUser(t, id);
+    const staying = await signIn(t, id);
+    const leavingStream = await openStream(baseUrl, leaving);
+    const stayingStream = await openStream(baseUrl, staying);
+    try {
+      const out = await t.app.inject({
+        method: 'POST',
+        url: '/api/sign-out',
+        headers: { cookie: leaving, ...WEB_CLIENT },
+      });
+      expect(out.statusCode).toBe(204);
+      expect(await leavingStream.closed).toBe('server');
+      // The other browser's stream still delivers the user's events.
+      await t.services.bus.publish({ kind: 'live', event: { type: 'device' }, userId: id });
+      await stayingStream.next((e) => e.type === 'device');
+      expect(leavingStream.events.filter((e) => e.type === 'device')).toEqual([]);
+    } finally {
+      leavingStream.close();
+      stayingStream.close();
+    }
+  });
+
+  it('closes every stream of a user whose password is changed', async () => {
+    const id = `repassworded_${kind}`;
+    const cookie = await signedInUser(t, id);
+    const stream = await openStream(baseUrl, cookie);
+    try {
+      await t.services.auth.ensureUser(id, 'b'.repeat(32), 0);
+      expect(await stream.closed).toBe('server');
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('closes a stream when its session expires', async () => {
+    const cookie = await signedInUser(t, `expiring_${kind}`);
+    // The session's last half second: the stream is opened then, and ends with the session.
+    now += 86_400_000 - 500;
+    const stream = await openStream(baseUrl, cookie);
+    try {
+      expect(stream.response.status).toBe(200);
+      expect(await stream.closed).toBe('server');
+    } finally {
+      stream.close();
+      now = Date.now();
+    }
+  });
 });

@@ -12,7 +12,7 @@ import {
 import { deviceInfo, enrollDevice, payForDevice } from '../../test/device-flow.js';
 import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { hasPromtool, promtoolCheck, sampleValue } from '../../test/promtool.js';
-import { METRICS_LOOPBACK_ONLY, METRICS_TOKEN_NEEDED } from './access.js';
+import { METRICS_FORWARDED, METRICS_LOOPBACK_ONLY, METRICS_TOKEN_NEEDED } from './access.js';
 import { STATE_CACHE_MS } from './service.js';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
@@ -244,6 +244,51 @@ describe('who may read GET /metrics', () => {
         METRICS_LOOPBACK_ONLY,
       ]);
     }
+  });
+
+  it('without METRICS_TOKEN refuses a client elsewhere that a proxy on this machine forwards', async () => {
+    // nginx's $proxy_add_x_forwarded_for, Caddy's X-Forwarded-For, RFC 7239's Forwarded, X-Real-IP:
+    // the connection is the proxy's (loopback), the header names the remote client.
+    for (const headers of [
+      { 'x-forwarded-for': '203.0.113.9' },
+      { 'x-forwarded-for': '127.0.0.1, 203.0.113.9' },
+      { 'x-forwarded-for': '203.0.113.9, 127.0.0.1' },
+      { forwarded: 'for=203.0.113.9;proto=https' },
+      { forwarded: 'for="[2001:db8::1]:4711"' },
+      { forwarded: 'for=unknown' },
+      { 'x-real-ip': '2001:db8::7' },
+    ]) {
+      const res = await open.app.inject({
+        url: '/metrics',
+        headers: { ...PROMETHEUS, ...headers },
+        remoteAddress: '127.0.0.1',
+      });
+      expect([res.statusCode, res.headers['content-type'], res.body], JSON.stringify(headers)).toEqual([
+        403,
+        'text/plain; charset=utf-8',
+        METRICS_FORWARDED,
+      ]);
+    }
+    // A scraper on this machine, through the same proxy or not, is still answered.
+    for (const headers of [
+      {},
+      { 'x-forwarded-for': '127.0.0.1' },
+      { forwarded: 'for="[::1]:9090"', 'x-real-ip': '127.0.0.1' },
+    ]) {
+      const res = await open.app.inject({
+        url: '/metrics',
+        headers: { ...PROMETHEUS, ...headers },
+        remoteAddress: '127.0.0.1',
+      });
+      expect(res.statusCode, JSON.stringify(headers)).toBe(200);
+    }
+    // With the token, the header changes nothing: the token is the proof.
+    const res = await guarded.app.inject({
+      url: '/metrics',
+      headers: { ...PROMETHEUS, 'x-forwarded-for': '203.0.113.9', authorization: `Bearer ${TOKEN}` },
+      remoteAddress: '127.0.0.1',
+    });
+    expect(res.statusCode).toBe(200);
   });
 
   it('with METRICS_TOKEN asks every caller for it, this machine included', async () => {

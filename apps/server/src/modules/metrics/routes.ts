@@ -40,7 +40,8 @@ export async function metricsRoutes(app: FastifyInstance, { metrics, token }: Me
         summary: 'Prometheus metrics of this process',
         description:
           'The Prometheus text exposition format (text/plain; version=0.0.4). Without METRICS_TOKEN only callers on ' +
-          "the server's own machine (loopback) are answered, others get 403; with it, every caller must send " +
+          "the server's own machine (loopback) are answered, others get 403, and so does a request whose " +
+          'X-Forwarded-For, Forwarded or X-Real-IP names a client elsewhere (a proxy on this machine); with it, every caller must send ' +
           '`Authorization: Bearer <METRICS_TOKEN>` (401 otherwise).',
         tags: ['operations'],
         security: [{ metricsToken: [] }],
@@ -50,6 +51,7 @@ export async function metricsRoutes(app: FastifyInstance, { metrics, token }: Me
       const refusal = metricsRefusal(token, {
         remoteAddress: request.raw.socket.remoteAddress,
         authorization: request.headers.authorization,
+        headers: request.headers,
       });
       if (refusal) {
         if (refusal.status === 401) reply.header('www-authenticate', 'Bearer realm="metrics"');
@@ -97,6 +99,7 @@ export async function serveMetrics(options: {
     const refusal = metricsRefusal(token, {
       remoteAddress: req.socket.remoteAddress,
       authorization: req.headers.authorization,
+      headers: req.headers,
     });
     if (refusal)
       return answer(
