@@ -432,8 +432,8 @@ program
     // Empty (or missing): made the user's alone before anything is written into it.
     secureDataDir(dir, cli.log, { create: true });
     try {
-      const summary = await restoreBackup(createReadStream(file), dir, async (tarball) => {
-        const database = await openDatabase({ pgliteDir: path.join(dir, 'db'), loadDataDir: tarball });
+      const summary = await restoreBackup(createReadStream(file), dir, async (pgliteDir) => {
+        const database = await openDatabase({ pgliteDir });
         await database.close();
       });
       cli.log.info({ file: path.resolve(file), dataDir: dir, ...summary }, 'backup restored');
