@@ -48,5 +48,12 @@ export const signingIdentityInfo = z.object({
   certificate_checked_at: z.nullable(z.string()),
   /** When it was revoked (revoked only). */
   certificate_revoked_at: z.nullable(z.string()),
+  /**
+   * The Feather certificate: the one GET /api/feather/cert hands out in a .p12, a certificate of
+   * its own (never the one that signs the service's apps). Null until it is made (on first use).
+   */
+  feather_certificate_name: z.nullable(z.string()),
+  feather_certificate_serial: z.nullable(z.string()),
+  feather_certificate_expires_at: z.nullable(z.string()),
 });
 export type SigningIdentityInfo = z.infer<typeof signingIdentityInfo>;
