@@ -208,7 +208,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     audit: catalog.audit,
     publicUrl: config.PUBLIC_URL,
   });
-  await app.register(identityRoutes, { guards, signing });
+  await app.register(identityRoutes, { guards, signing, audit: catalog.audit });
   await app.register(poolRoutes, { guards, pool: accountPool });
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());

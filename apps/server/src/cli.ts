@@ -6,7 +6,7 @@ import {
   readFileSync,
   statSync,
 } from 'node:fs';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
@@ -45,11 +45,15 @@ process.umask(OWNER_ONLY_UMASK);
 const cli = { log: createProcessLogger({ LOG_LEVEL: 'info' }, 2) };
 logProcessWarnings(() => cli.log);
 
-/** The configuration, and the log level it names (until it is read, the level is info). */
-function commandConfig(): Config {
+/**
+ * The configuration, and the log level it names (until it is read, the level is info). With
+ * `secure`, what Sideport keeps in DATA_DIR is made the user's alone; a command that checks the
+ * folder first (backup, restore) passes false and secures it once the check passed, if at all.
+ */
+function commandConfig({ secure = true }: { secure?: boolean } = {}): Config {
   const config = loadConfig();
   cli.log.level = config.LOG_LEVEL;
-  secureDataDir(config.DATA_DIR, cli.log, { create: false });
+  if (secure) secureDataDir(config.DATA_DIR, cli.log, { create: false });
   return config;
 }
 
@@ -373,8 +377,9 @@ program
   )
   .argument('<file>', 'the backup file to write (it holds secrets: it is made readable by its owner only)')
   .action(async (file: string) => {
-    const config = commandConfig();
+    const config = commandConfig({ secure: false });
     refuseScaled(config, 'backup');
+    secureDataDir(config.DATA_DIR, cli.log, { create: false });
     const target = path.resolve(file);
     if (existsSync(target))
       throw new InvalidArgumentError(`There is already a file at ${target}; name a new one.`);
@@ -412,7 +417,8 @@ program
   .description('restore a backup made by sideport backup into an empty DATA_DIR')
   .argument('<file>', 'the backup file')
   .action(async (file: string) => {
-    const config = commandConfig();
+    // Restore changes nothing in a folder it refuses; what it writes is made private as it is written.
+    const config = commandConfig({ secure: false });
     refuseScaled(config, 'restore');
     if (!statSync(file, { throwIfNoEntry: false })?.isFile())
       throw new InvalidArgumentError(`There is no file at ${file}.`);
@@ -423,10 +429,11 @@ program
         `DATA_DIR ${dir} is not empty: restore fills an empty folder only. Move it aside or set DATA_DIR to a new folder.`,
       );
     }
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    // Empty (or missing): made the user's alone before anything is written into it.
+    secureDataDir(dir, cli.log, { create: true });
     try {
-      const summary = await restoreBackup(createReadStream(file), dir, async (tarball) => {
-        const database = await openDatabase({ pgliteDir: path.join(dir, 'db'), loadDataDir: tarball });
+      const summary = await restoreBackup(createReadStream(file), dir, async (pgliteDir) => {
+        const database = await openDatabase({ pgliteDir });
         await database.close();
       });
       cli.log.info({ file: path.resolve(file), dataDir: dir, ...summary }, 'backup restored');

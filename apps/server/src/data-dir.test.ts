@@ -37,6 +37,25 @@ function openToOthers(dir: string): string[] {
 
 const countEntries = (dir: string): number => readdirSync(dir, { recursive: true }).length;
 
+/** Every file and folder under `dir` (not `dir` itself) with its mode, as `ls -lR` would show them. */
+function modesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true })
+    .map(String)
+    .sort()
+    .map((rel) => `${rel} ${(lstatSync(path.join(dir, rel)).mode & 0o777).toString(8)}`);
+}
+
+/** A folder of someone's own things: a sub-folder 0755 and files 0644, as a usual umask makes them. */
+function folderOfOtherThings(dir: string) {
+  mkdirSync(path.join(dir, 'photos'), { recursive: true });
+  writeFileSync(path.join(dir, 'notes.txt'), 'mine');
+  writeFileSync(path.join(dir, 'photos', 'cat.jpg'), 'mine too');
+  chmodSync(dir, 0o755);
+  chmodSync(path.join(dir, 'photos'), 0o755);
+  chmodSync(path.join(dir, 'notes.txt'), 0o644);
+  chmodSync(path.join(dir, 'photos', 'cat.jpg'), 0o644);
+}
+
 describe('DATA_DIR on disk', () => {
   let parent: string;
   beforeAll(() => {
@@ -169,6 +188,34 @@ describe('DATA_DIR on disk', () => {
       const again = await startServer({ DATA_DIR: dataDir, WEB_DIST_DIR: parent });
       expect(await stopServer(again)).toBe(0);
       expect(again.output()).not.toContain('other users could read or write');
+    },
+  );
+
+  it(
+    "changes no mode in a folder restore refuses, nor in what is not Sideport's in DATA_DIR",
+    { timeout: 120_000 },
+    async () => {
+      const dataDir = path.join(parent, 'someone-elses');
+      folderOfOtherThings(dataDir);
+      const before = modesUnder(dataDir);
+      expect(before).toEqual(['notes.txt 644', 'photos 755', 'photos/cat.jpg 644']);
+      const backup = path.join(parent, 'any.tar');
+      writeFileSync(backup, 'refused before it is read');
+
+      const restore = await runCli(['restore', backup], { DATA_DIR: dataDir });
+      expect(restore.code).not.toBe(0);
+      expect(restore.out).toContain(`DATA_DIR ${dataDir} is not empty`);
+      expect(modesUnder(dataDir)).toEqual(before);
+      expect(statSync(dataDir).mode & 0o777).toBe(0o755);
+
+      // A command that uses the folder makes what Sideport keeps there private, and nothing else.
+      const created = await runCli(['user:create', 'modes_user', '--password-env', 'PW'], {
+        DATA_DIR: dataDir,
+        PW: 'a long password',
+      });
+      expect(created.code, created.out).toBe(0);
+      expect(modesUnder(dataDir).filter((line) => !line.startsWith('db'))).toEqual(before);
+      expect(openToOthers(path.join(dataDir, 'db'))).toEqual([]);
     },
   );
 });

@@ -42,7 +42,7 @@ export interface DatabaseHandle {
 
 const migrationsFolder = path.resolve(import.meta.dirname, '../../drizzle');
 
-export type DatabaseOptions = { url: string } | { pgliteDir: string | null; loadDataDir?: Blob };
+export type DatabaseOptions = { url: string } | { pgliteDir: string | null };
 
 /** PostgreSQL when a URL is given; otherwise embedded PGlite in a folder (or in memory for null). */
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
@@ -78,9 +78,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   const lock = dir ? await lockDataFolder(dir) : undefined;
   let client: PGlite;
   try {
-    // loadDataDir: a folder restored from dumpDataDir's tarball (the folder must hold no database yet).
-    const from = options.loadDataDir ? { loadDataDir: options.loadDataDir } : {};
-    client = dir ? await PGlite.create({ ...from, fs: ownerOnlyFs(dir) }) : await PGlite.create(from);
+    // A restore unpacks dumpDataDir's tarball into the folder itself (platform/backup.ts), streaming.
+    client = dir ? await PGlite.create({ fs: ownerOnlyFs(dir) }) : await PGlite.create();
     // What PGlite made before its modes were masked (a folder an older version left) is put right too.
     if (dir) restrictToOwner(dir);
   } catch (err) {

@@ -1,7 +1,7 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
@@ -164,117 +164,301 @@ export async function writeBackup(source: BackupSource, out: Writable): Promise<
   }
 }
 
-async function readAll(stream: Readable): Promise<Buffer> {
+/**
+ * What a restore unpacks at most. A database file is at most 1 GiB (PostgreSQL's segment size,
+ * RELSEG_SIZE); `databaseBytes` caps the whole unpacked dump, so a small gzip of zeros cannot fill
+ * the disk. Small members (the two JSON entries, the secret key) are read whole, up to `smallBytes`.
+ */
+export interface RestoreLimits {
+  databaseFileBytes: number;
+  databaseBytes: number;
+  smallBytes: number;
+}
+
+export const RESTORE_LIMITS: RestoreLimits = {
+  databaseFileBytes: 2 ** 30,
+  databaseBytes: 64 * 2 ** 30,
+  smallBytes: 64 * 1024,
+};
+
+/** Reads a stream to its end, keeping nothing. */
+async function drain(stream: Readable) {
+  for await (const chunk of stream) void chunk;
+}
+
+/** A small member read whole, refused past `maxBytes` (it never needs more). */
+async function readSmall(stream: Readable, name: string, maxBytes: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes)
+      throw new BackupError(
+        `The backup is damaged: ${name} is larger than ${maxBytes} bytes, which it never is.`,
+      );
+    chunks.push(chunk as Buffer);
+  }
   return Buffer.concat(chunks);
+}
+
+/** A JSON member's object; a member that is not one is damaged, and the sentence says which. */
+function parseJsonMember(bytes: Buffer, name: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    value = undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new BackupError(`The backup is damaged: ${name} is not a JSON object (${bytes.length} bytes).`);
+  return value as Record<string, unknown>;
+}
+
+/** An error of the archive's bytes (a tar or gzip stream that breaks off), not of the disk written to. */
+const isSystemError = (err: unknown) => typeof (err as NodeJS.ErrnoException)?.syscall === 'string';
+
+/**
+ * Rejects when the archive `reading` breaks off, and never resolves: raced with the work on one of
+ * its members, whose stream neither ends nor fails when the archive is cut short inside it.
+ */
+function brokenOff(reading: Promise<void>): Promise<never> {
+  const broken = reading.then(
+    () => new Promise<never>(() => {}),
+    (err: unknown) => Promise.reject(err as Error),
+  );
+  broken.catch(() => {});
+  return broken;
+}
+
+const reasonOf = (err: unknown) => (err instanceof Error ? err.message : String(err)).replace(/\.$/, '');
+
+/**
+ * A path of the database dump (PGlite writes them from the data folder's root, '/base/1/1259'),
+ * relative and checked: no '..', nothing outside the folder.
+ */
+function dumpPath(name: string): string {
+  const rel = name.replace(/^\/+/, '').replace(/\/+$/, '');
+  if (rel === '' || !SAFE_KEY.test(rel) || rel.split('/').some((p) => p === '..' || p === '.'))
+    throw new BackupError(
+      `The backup is damaged: ${DATABASE} holds ${JSON.stringify(name)}, which is no path of a database folder.`,
+    );
+  return rel;
+}
+
+/**
+ * Reads the database dump (gzip of a tar) through as a stream, refusing what a dump never holds
+ * (links, paths outside its folder, a path twice) and what is larger than `limits` allows, before
+ * its bytes are read. With `target`, each file is written there (folders 0700, files 0600): nothing
+ * is held in memory whatever its size. Returns the bytes it unpacks to.
+ */
+async function unpackDatabase(body: Readable, target: string | undefined, limits: RestoreLimits) {
+  const extract = tar.extract();
+  const reading = pipeline(body, createGunzip(), extract);
+  const broken = brokenOff(reading);
+  const seen = new Set<string>();
+  let total = 0;
+  let current: string | undefined;
+  try {
+    for await (const entry of extract) {
+      const { name, type, size = 0 } = entry.header;
+      const rel = dumpPath(name);
+      if (seen.has(rel)) throw new BackupError(`The backup is damaged: ${DATABASE} holds ${rel} twice.`);
+      seen.add(rel);
+      current = `${rel} (${size} bytes)`;
+      if (type === 'directory') {
+        if (target) await mkdir(path.join(target, rel), { recursive: true, mode: 0o700 });
+        entry.resume();
+        continue;
+      }
+      if (type !== 'file')
+        throw new BackupError(
+          `The backup is damaged: ${DATABASE} holds ${rel}, a ${String(type)}; a database dump holds only files and folders.`,
+        );
+      if (size > limits.databaseFileBytes)
+        throw new BackupError(
+          `The backup is refused: ${DATABASE} holds ${rel} of ${size} bytes, and a database file is at most ${limits.databaseFileBytes} bytes.`,
+        );
+      total += size;
+      if (total > limits.databaseBytes)
+        throw new BackupError(
+          `The backup is refused: ${DATABASE} unpacks to more than ${limits.databaseBytes} bytes (at ${rel}).`,
+        );
+      if (target) {
+        const file = path.join(target, rel);
+        await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+        await Promise.race([pipeline(entry, createWriteStream(file, { flags: 'wx', mode: 0o600 })), broken]);
+      } else {
+        await Promise.race([drain(entry), broken]);
+      }
+      current = undefined;
+    }
+    await reading;
+  } catch (err) {
+    if (err instanceof BackupError || isSystemError(err)) throw err;
+    throw new BackupError(
+      current
+        ? `The backup is damaged: ${DATABASE} breaks off inside ${current} (${reasonOf(err)}).`
+        : `The backup is damaged: ${DATABASE} is not a whole gzip file of a tar (${reasonOf(err)}).`,
+    );
+  }
+  return total;
 }
 
 type BackupPart = { kind: 'database' } | { kind: 'secret-key' } | { kind: 'file'; key: string };
 
+/** Checks the last entry's counts against what the backup held, saying which differs. */
+function checkEnd(end: Record<string, unknown>, seen: BackupSummary) {
+  const { files, file_bytes: fileBytes, database_bytes: databaseBytes } = end;
+  if (![files, fileBytes, databaseBytes].every((n) => Number.isSafeInteger(n)))
+    throw new BackupError(
+      `The backup is damaged: ${END} should hold "files", "file_bytes" and "database_bytes" as whole numbers.`,
+    );
+  if (databaseBytes !== seen.databaseBytes)
+    throw new BackupError(
+      `The backup is damaged: ${END} says ${DATABASE} has ${String(databaseBytes)} bytes, but it has ${seen.databaseBytes}.`,
+    );
+  if (files !== seen.files || fileBytes !== seen.fileBytes)
+    throw new BackupError(
+      `The backup is damaged: ${END} lists ${String(files)} stored files of ${String(fileBytes)} bytes, ` +
+        `but the backup holds ${seen.files} of ${seen.fileBytes}.`,
+    );
+}
+
 /**
  * Reads a backup through, handing each part to `onPart` (which must read the stream to its end):
- * refuses another format, an entry a backup never holds (a path outside `files/`, a link), and a
- * file cut short or damaged (its last entry missing or not matching what came before).
+ * refuses another format, an entry a backup never holds (a path outside `files/`, a link, a name
+ * it holds twice), and a file cut short or damaged (its last entry missing or not matching what
+ * came before). A sentence of damage names the member and what was expected of it.
  */
 async function readBackup(
   input: Readable,
   onPart: (part: BackupPart, body: Readable) => Promise<void>,
+  limits: RestoreLimits,
 ): Promise<BackupSummary> {
   const extract = tar.extract();
   const reading = pipeline(input, extract);
-  reading.catch(() => {});
+  const broken = brokenOff(reading);
+  const whole = <T>(work: Promise<T>) => Promise.race([work, broken]);
   let seenManifest = false;
-  let end: { files?: unknown; file_bytes?: unknown; database_bytes?: unknown } | undefined;
+  let end: Record<string, unknown> | undefined;
   const seen: BackupSummary = { databaseBytes: 0, files: 0, fileBytes: 0 };
-  for await (const entry of extract) {
-    const { name, type, size = 0 } = entry.header;
-    if (!seenManifest) {
-      const manifest =
-        name === MANIFEST
-          ? (JSON.parse((await readAll(entry)).toString('utf8')) as { format?: unknown })
-          : undefined;
-      if (manifest?.format !== BACKUP_FORMAT) {
-        throw new BackupError(
-          manifest
-            ? `This backup has format ${String(manifest.format)}; this version of Sideport restores format ${BACKUP_FORMAT}.`
-            : 'This is not a Sideport backup: it does not start with sideport-backup.json.',
-        );
+  const names = new Set<string>();
+  /** The member being read, and the last one read whole. */
+  let current: { name: string; size: number } | undefined;
+  let last: string | undefined;
+  try {
+    for await (const entry of extract) {
+      const { name, type, size = 0 } = entry.header;
+      current = { name, size };
+      if (!seenManifest) {
+        const manifest =
+          name === MANIFEST
+            ? parseJsonMember(await whole(readSmall(entry, MANIFEST, limits.smallBytes)), MANIFEST)
+            : undefined;
+        if (manifest?.format !== BACKUP_FORMAT) {
+          throw new BackupError(
+            manifest
+              ? `This backup has format ${String(manifest.format)}; this version of Sideport restores format ${BACKUP_FORMAT}.`
+              : 'This is not a Sideport backup: it does not start with sideport-backup.json.',
+          );
+        }
+        seenManifest = true;
+        names.add(name);
+        [current, last] = [undefined, name];
+        continue;
       }
-      seenManifest = true;
-      continue;
+      if (names.has(name))
+        throw new BackupError(
+          `The backup is damaged: it holds ${JSON.stringify(name)} twice, and a Sideport backup holds each member once.`,
+        );
+      names.add(name);
+      const key = name.startsWith(FILES) ? name.slice(FILES.length) : undefined;
+      const isSafeKey =
+        key !== undefined && SAFE_KEY.test(key) && !key.split('/').some((p) => p === '..' || p === '.');
+      if (type !== 'file' || end || (key !== undefined && !isSafeKey)) {
+        throw new BackupError(`The backup holds ${JSON.stringify(name)} where a Sideport backup never does.`);
+      }
+      if (name === END) end = parseJsonMember(await whole(readSmall(entry, END, limits.smallBytes)), END);
+      else if (name === DATABASE) {
+        seen.databaseBytes = size;
+        await whole(onPart({ kind: 'database' }, entry));
+      } else if (name === SECRET_KEY) await whole(onPart({ kind: 'secret-key' }, entry));
+      else if (key !== undefined) {
+        seen.files++;
+        seen.fileBytes += size;
+        await whole(onPart({ kind: 'file', key }, entry));
+      } else
+        throw new BackupError(
+          `The backup holds ${JSON.stringify(name)}, which a Sideport backup never does.`,
+        );
+      [current, last] = [undefined, name];
     }
-    const key = name.startsWith(FILES) ? name.slice(FILES.length) : undefined;
-    const isSafeKey =
-      key !== undefined && SAFE_KEY.test(key) && !key.split('/').some((p) => p === '..' || p === '.');
-    if (type !== 'file' || end || (key !== undefined && !isSafeKey)) {
-      throw new BackupError(`The backup holds ${JSON.stringify(name)} where a Sideport backup never does.`);
-    }
-    if (name === END) end = JSON.parse((await readAll(entry)).toString('utf8')) as typeof end;
-    else if (name === DATABASE) {
-      seen.databaseBytes = size;
-      await onPart({ kind: 'database' }, entry);
-    } else if (name === SECRET_KEY) await onPart({ kind: 'secret-key' }, entry);
-    else if (key !== undefined) {
-      seen.files++;
-      seen.fileBytes += size;
-      await onPart({ kind: 'file', key }, entry);
-    } else
-      throw new BackupError(`The backup holds ${JSON.stringify(name)}, which a Sideport backup never does.`);
+    await reading;
+  } catch (err) {
+    if (err instanceof BackupError || isSystemError(err)) throw err;
+    throw new BackupError(
+      current
+        ? `The backup is damaged: it breaks off inside ${current.name}, which should have ${current.size} bytes (${reasonOf(err)}).`
+        : `The backup is damaged after ${last ?? 'its first bytes'}: the next member's header cannot be read (${reasonOf(err)}).`,
+    );
   }
-  await reading;
   if (!seenManifest) throw new BackupError('This is not a Sideport backup: it is empty.');
   if (!end)
     throw new BackupError(
-      `The backup was cut short: it ends after ${seen.files} files, before its last entry.`,
+      `The backup was cut short: it ends after ${last ?? 'its first member'} (${seen.files} stored files), before its last entry, ${END}.`,
     );
-  if (
-    end.files !== seen.files ||
-    end.file_bytes !== seen.fileBytes ||
-    end.database_bytes !== seen.databaseBytes
-  ) {
-    throw new BackupError(
-      `The backup is damaged: its last entry lists ${String(end.files)} files of ${String(end.file_bytes)} bytes, ` +
-        `but it holds ${seen.files} of ${seen.fileBytes}.`,
-    );
-  }
+  if (!names.has(DATABASE)) throw new BackupError(`The backup holds no database (${DATABASE}).`);
+  checkEnd(end, seen);
   return seen;
 }
 
-/** Reads a backup file through without writing anything: whole, of a known format, counts matching. */
-export function verifyBackup(file: string): Promise<BackupSummary> {
-  return readBackup(createReadStream(file), async (_part, body) => {
-    for await (const chunk of body) void chunk;
-  });
+/**
+ * Reads a backup file through without writing anything: whole, of a known format, counts
+ * matching, its database dump a whole gzip of a tar within `limits`.
+ */
+export function verifyBackup(file: string, limits: RestoreLimits = RESTORE_LIMITS): Promise<BackupSummary> {
+  return readBackup(
+    createReadStream(file),
+    async (part, body) => {
+      if (part.kind === 'database') await unpackDatabase(body, undefined, limits);
+      else await drain(body);
+    },
+    limits,
+  );
 }
 
 /**
- * Restores a backup into `dataDir` (which the caller found empty): the secret key and the files,
- * then, once the archive proved whole, the database through `loadDatabase`.
+ * Restores a backup into `dataDir` (which the caller found empty), streaming every member to disk:
+ * the secret key, the stored files and the database folder (`dataDir/db`, unpacked from its dump
+ * within `limits`); then, once the archive proved whole, `openDatabase` checks the database opens.
  */
 export async function restoreBackup(
   input: Readable,
   dataDir: string,
-  loadDatabase: (tarball: Blob) => Promise<void>,
+  openDatabase: (pgliteDir: string) => Promise<void>,
+  limits: RestoreLimits = RESTORE_LIMITS,
 ): Promise<BackupSummary> {
-  let database: Buffer | undefined;
-  const summary = await readBackup(input, async (part, body) => {
-    if (part.kind === 'database') database = await readAll(body);
-    else if (part.kind === 'secret-key')
-      await writeFile(path.join(dataDir, SECRET_KEY_FILE), await readAll(body), { mode: 0o600 });
-    else {
-      const target = path.join(dataDir, 'files', part.key);
-      await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
-      await pipeline(body, createWriteStream(target, { mode: 0o600 }));
-    }
-  });
-  if (!database) throw new BackupError('The backup holds no database.');
-  try {
-    const discard = new Writable({ write: (_chunk, _encoding, done) => done() });
-    await pipeline(Readable.from([database]), createGunzip(), discard);
-  } catch {
-    throw new BackupError('The backup is damaged: its database dump is not a whole gzip file.');
-  }
-  await loadDatabase(new Blob([database as Uint8Array<ArrayBuffer>]));
+  const databaseDir = path.join(dataDir, 'db');
+  const summary = await readBackup(
+    input,
+    async (part, body) => {
+      if (part.kind === 'database') {
+        await mkdir(databaseDir, { mode: 0o700 });
+        await unpackDatabase(body, databaseDir, limits);
+      } else if (part.kind === 'secret-key')
+        await writeFile(
+          path.join(dataDir, SECRET_KEY_FILE),
+          await readSmall(body, SECRET_KEY, limits.smallBytes),
+          { mode: 0o600, flag: 'wx' },
+        );
+      else {
+        const target = path.join(dataDir, 'files', part.key);
+        await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+        await pipeline(body, createWriteStream(target, { flags: 'wx', mode: 0o600 }));
+      }
+    },
+    limits,
+  );
+  await openDatabase(databaseDir);
   return summary;
 }

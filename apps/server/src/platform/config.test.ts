@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -160,6 +160,13 @@ describe('loadConfig: the sign service', () => {
 
   it('takes an App Store Connect key with literal \\n for line breaks', () => {
     const config = loadConfig({ ...asc, ASC_PRIVATE_KEY: ascKey.replace(/\n/g, '\\n') });
+    expect(config.ASC_PRIVATE_KEY).toBe(ascKey.trim());
+  });
+
+  it('takes the same key in SEC1 form (BEGIN EC PRIVATE KEY) and keeps it as the PKCS#8 Apple issues', () => {
+    const sec1 = createPrivateKey(ascKey).export({ type: 'sec1', format: 'pem' }).toString();
+    expect(sec1).toContain('-----BEGIN EC PRIVATE KEY-----');
+    const config = loadConfig({ ...asc, ASC_PRIVATE_KEY: sec1 });
     expect(config.ASC_PRIVATE_KEY).toBe(ascKey.trim());
   });
 

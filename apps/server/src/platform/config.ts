@@ -219,6 +219,7 @@ const schema = z.object({
       isAscPrivateKey,
       'must be the text of the AuthKey_<key id>.p8 file (a PEM PRIVATE KEY on the P-256 curve; \\n for line breaks is accepted)',
     )
+    .transform((pem) => ascPrivateKeyPem(pem)!)
     .optional(),
   /**
    * More developer accounts for the pool (docs/sign-service.md, A pool of developer accounts): a
@@ -377,14 +378,26 @@ function adminProblems(env: Record<string, string | undefined>): string[] {
   return problems;
 }
 
-/** Whether `pem` is an App Store Connect key: a PKCS#8 EC key on P-256. The key itself is never shown. */
-export function isAscPrivateKey(pem: string): boolean {
+/**
+ * An App Store Connect key as the PKCS#8 PEM Apple issues (the AuthKey .p8), or undefined when
+ * `pem` is not an unencrypted EC key on P-256. The same key in SEC1 ('-----BEGIN EC PRIVATE
+ * KEY-----', as `openssl ec` writes it) is converted, so what is kept and signed with is PKCS#8.
+ * The key itself is never shown.
+ */
+export function ascPrivateKeyPem(pem: string): string | undefined {
   try {
     const key = createPrivateKey(pem);
-    return key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
+    if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')
+      return undefined;
+    return key.export({ type: 'pkcs8', format: 'pem' }).toString().trim();
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+/** Whether `pem` is an App Store Connect key (ascPrivateKeyPem): P-256, PKCS#8 or SEC1. */
+export function isAscPrivateKey(pem: string): boolean {
+  return ascPrivateKeyPem(pem) !== undefined;
 }
 
 /** One more developer account, from ASC_ACCOUNTS_FILE. */
@@ -491,7 +504,7 @@ function readAscAccounts(
     accounts.push({
       keyId: entry.keyId,
       issuerId: entry.issuerId,
-      privateKeyPem: pem,
+      privateKeyPem: ascPrivateKeyPem(pem) ?? pem,
       ...(entry.name === undefined ? {} : { name: entry.name }),
       ...(entry.membershipRenewsAt === undefined
         ? {}

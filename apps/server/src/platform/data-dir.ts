@@ -9,10 +9,26 @@ import path from 'node:path';
  *   made without group and other bits;
  * - PGlite's file system sets modes of its own (0666 for the files initdb makes), so the embedded
  *   database's modes are masked as it sets them (db/client.ts);
- * - at start, `secureDataDir` takes group and other bits off anything already there (a folder an
- *   older version or another tool made), and logs a warning that says what it changed.
+ * - at start, `secureDataDir` takes group and other bits off what Sideport keeps there (a folder
+ *   an older version or another tool made), and logs a warning that says what it changed. What
+ *   else the folder holds is not Sideport's and is left as it is (DATA_DIR set to a folder of
+ *   other things by mistake, a volume's lost+found).
  */
 export const OWNER_ONLY_UMASK = 0o077;
+
+/**
+ * What Sideport keeps at the top of DATA_DIR: the embedded database, stored files, the secret key,
+ * the control socket's folder, temporary files, the sign cache and the demo agent's folder.
+ */
+export const DATA_DIR_ENTRIES: ReadonlySet<string> = new Set([
+  'db',
+  'files',
+  'secret-key',
+  'run',
+  'tmp',
+  'sign-cache',
+  'agent',
+]);
 
 /** Group and other permission bits. */
 const GROUP_OTHER = 0o077;
@@ -28,8 +44,14 @@ interface WarnLog {
   warn(obj: object, msg: string): void;
 }
 
-/** Every entry under `dir` (not following links) and `dir` itself: its path and mode. */
-function* walk(dir: string): Generator<{ file: string; mode: number; isDirectory: boolean }> {
+/**
+ * Every entry under `dir` (not following links) and `dir` itself: its path and mode. At the top of
+ * `dir`, only the entries `isOurs` names are gone into.
+ */
+function* walk(
+  dir: string,
+  isOurs: (name: string) => boolean,
+): Generator<{ file: string; mode: number; isDirectory: boolean }> {
   const root = statSync(dir);
   yield { file: dir, mode: root.mode, isDirectory: root.isDirectory() };
   if (!root.isDirectory()) return;
@@ -42,6 +64,7 @@ function* walk(dir: string): Generator<{ file: string; mode: number; isDirectory
       continue; // removed meanwhile, or not ours to read: the chmod of the folder said so already
     }
     for (const name of names) {
+      if (folder === dir && !isOurs(name)) continue;
       const file = path.join(folder, name);
       let stat;
       try {
@@ -57,10 +80,16 @@ function* walk(dir: string): Generator<{ file: string; mode: number; isDirectory
   }
 }
 
-/** Takes group and other bits off `dir` and everything in it; counts what it changed and could not. */
-export function restrictToOwner(dir: string): DataDirReport & { example?: string; error?: string } {
+/**
+ * Takes group and other bits off `dir` and everything in it (at its top, only what `isOurs` names);
+ * counts what it changed and could not.
+ */
+export function restrictToOwner(
+  dir: string,
+  isOurs: (name: string) => boolean = () => true,
+): DataDirReport & { example?: string; error?: string } {
   const report: DataDirReport & { example?: string; error?: string } = { fixed: 0, failed: 0 };
-  for (const { file, mode } of walk(dir)) {
+  for (const { file, mode } of walk(dir, isOurs)) {
     if ((mode & GROUP_OTHER) === 0) continue;
     try {
       chmodSync(file, mode & 0o7777 & ~GROUP_OTHER);
@@ -75,8 +104,9 @@ export function restrictToOwner(dir: string): DataDirReport & { example?: string
 }
 
 /**
- * At start: makes DATA_DIR (0700) when `create` and it is missing, then makes it and everything in
- * it the server user's alone, warning when anything was readable or writable by group or others.
+ * At start: makes DATA_DIR (0700) when `create` and it is missing, then makes it and what Sideport
+ * keeps in it (DATA_DIR_ENTRIES) the server user's alone, warning when anything was readable or
+ * writable by group or others. Nothing else in the folder is changed.
  */
 export function secureDataDir(dir: string, log: WarnLog, options: { create: boolean }): DataDirReport {
   try {
@@ -85,7 +115,7 @@ export function secureDataDir(dir: string, log: WarnLog, options: { create: bool
     if (!options.create) return { fixed: 0, failed: 0 };
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
-  const report = restrictToOwner(dir);
+  const report = restrictToOwner(dir, (name) => DATA_DIR_ENTRIES.has(name));
   if (report.fixed > 0) {
     log.warn(
       { dataDir: dir, fixed: report.fixed },

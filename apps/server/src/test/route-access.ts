@@ -256,6 +256,12 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   },
   'GET /api/admin/identity': { access: 'admin', example: '/api/admin/identity' },
   'GET /api/admin/identity/ca.pem': { access: 'admin', example: '/api/admin/identity/ca.pem' },
+  // A new Feather certificate after a leak (docs/sign-service.md, Feather); audited
+  'POST /api/admin/identity/feather-cert/rotate': {
+    access: 'admin',
+    bodyless: true,
+    example: '/api/admin/identity/feather-cert/rotate',
+  },
   // The pool of developer accounts (docs/sign-service.md); the suites sign with the dev identity, which has none
   'GET /api/admin/accounts': { access: 'admin', example: '/api/admin/accounts' },
   'POST /api/admin/accounts': {

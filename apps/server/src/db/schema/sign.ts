@@ -7,6 +7,7 @@ import {
   index,
   integer,
   jsonb,
+  pgSequence,
   pgTable,
   text,
   timestamp,
@@ -15,6 +16,12 @@ import {
 import { users } from './accounts.js';
 
 export type SignSource = 'version' | 'feather';
+
+/**
+ * Hands out claim turns: each claim of a sign takes the next, so a user's latest turn says when a
+ * worker last took one of their signs (the claim serves the user served longest ago first).
+ */
+export const signClaimTurns = pgSequence('sign_claim_turns');
 export type SignJobState = 'idle' | 'queued' | 'leased';
 
 /**
@@ -81,6 +88,8 @@ export const signRequests = pgTable(
     resigning: boolean('resigning').notNull().default(false),
     /** The artifact's last install or download: recovery re-signs the most recently used first. */
     lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    /** The claim turn (signClaimTurns) of this sign's last claim; null until a worker took it. */
+    claimTurn: bigint('claim_turn', { mode: 'number' }),
   },
   (t) => [
     uniqueIndex('sign_requests_key').on(t.userId, t.source, t.appId, t.appVerId, t.signType),
@@ -93,5 +102,6 @@ export const signRequests = pgTable(
       .on(t.leaseExpiresAt)
       .where(sql`${t.state} = 'leased'`),
     index('sign_requests_cert_idx').on(t.certFingerprint),
+    index('sign_requests_turn_idx').on(t.userId, t.claimTurn),
   ],
 );

@@ -3,7 +3,7 @@
  * that holds several accounts (each key its own devices, certificates and profiles, Apple's limit
  * per device family) and checks every request against Apple's OpenAPI document.
  */
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -637,6 +637,85 @@ describe.each(databaseKinds)('a pool of developer accounts on %s', (kind) => {
     expect(audit.map((a) => a.action).sort()).toEqual(['add-account', 'move-devices', 'set-account-renewal']);
     expect(pool.asc.violations).toEqual([]);
   });
+
+  it(
+    'keeps a past renewal date as the next renewal it rolls to, and audits that date',
+    { timeout: 120_000 },
+    async () => {
+      const pool = await startPool(kind, { configured: 1 });
+      const id = (await pool.accountIds())[KEYS[0]!.keyId]!;
+      const asAdmin = { cookie: await adminCookie(pool.t), ...SAME_ORIGIN };
+      const past = new Date(now.getTime() - 30 * 86_400_000).toISOString().slice(0, 10);
+      const rolled = new Date(`${past}T00:00:00Z`);
+      rolled.setUTCFullYear(rolled.getUTCFullYear() + 1);
+      const next = rolled.toISOString().slice(0, 10);
+
+      const set = await pool.t.app.inject({
+        method: 'PATCH',
+        url: `/api/admin/accounts/${id}`,
+        headers: asAdmin,
+        payload: { membership_renews_at: past },
+      });
+      expect(set.statusCode).toBe(200);
+      expect(set.json()).toMatchObject({ membership_renews_at: next });
+      const [row] = await pool.t.database.db
+        .select()
+        .from(developerAccounts)
+        .where(eq(developerAccounts.id, id));
+      expect(row!.membershipRenewsAt!.toISOString().slice(0, 10)).toBe(next);
+      const audit = await pool.t.database.db
+        .select()
+        .from(auditLog)
+        .where(eq(auditLog.action, 'set-account-renewal'));
+      expect(audit.map((a) => a.subject)).toEqual([
+        { id: String(id), key_id: KEYS[0]!.keyId, renews_at: next },
+      ]);
+    },
+  );
+
+  it(
+    'takes a key in SEC1 form as the PKCS#8 Apple issues, and says only what Apple said as Apple',
+    { timeout: 120_000 },
+    async () => {
+      const pool = await startPool(kind, { configured: 1, onApple: 2 });
+      const asAdmin = { cookie: await adminCookie(pool.t), ...SAME_ORIGIN };
+      const add = (privateKey: string) =>
+        pool.t.app.inject({
+          method: 'POST',
+          url: '/api/admin/accounts',
+          headers: asAdmin,
+          payload: { key_id: KEYS[1]!.keyId, issuer_id: KEYS[1]!.issuerId, private_key: privateKey },
+        });
+      // Not a P-256 key at all: refused here, before App Store Connect is asked.
+      const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 })
+        .privateKey.export({ type: 'pkcs8', format: 'pem' })
+        .toString();
+      const refused = await add(rsa);
+      expect([refused.statusCode, refused.body]).toEqual([
+        400,
+        'The private key must be the text of the AuthKey .p8 file (a PEM PRIVATE KEY on the P-256 curve).',
+      ]);
+      // Apple does not know this key: its own words are quoted as Apple's, nothing else is.
+      const unknown = await add(newP8());
+      expect(unknown.statusCode).toBe(400);
+      expect(unknown.body).toMatch(
+        /^App Store Connect refused this key \(Apple said: "[^"]+"\)\. Check the key id/,
+      );
+      expect(unknown.body).not.toContain('ASC_PRIVATE_KEY');
+
+      const sec1 = createPrivateKey(KEYS[1]!.keyPem).export({ type: 'sec1', format: 'pem' }).toString();
+      expect(sec1).toContain('-----BEGIN EC PRIVATE KEY-----');
+      const added = await add(sec1);
+      expect([added.statusCode, added.json()]).toEqual([201, expect.objectContaining({ state: 'enabled' })]);
+      const [stored] = await pool.t.database.db
+        .select()
+        .from(developerAccounts)
+        .where(eq(developerAccounts.keyId, KEYS[1]!.keyId));
+      expect(
+        pool.t.services.secrets.open(stored!.sealedPrivateKey!, 'asc-private-key').toString('utf8'),
+      ).toBe(KEYS[1]!.keyPem.trim());
+    },
+  );
 });
 
 describe.each(databaseKinds)('the dev identity on %s', (kind) => {

@@ -21,7 +21,7 @@ import {
   type DeviceFamily,
 } from '@sideport/contracts';
 import { isUniqueViolation, type Database } from '../../db/client.js';
-import { isAscPrivateKey } from '../../platform/config.js';
+import { ascPrivateKeyPem } from '../../platform/config.js';
 import { AppError, fail, badRequest, notFound, conflict } from '../../platform/errors.js';
 import type { EventBus } from '../../platform/events.js';
 import type { SecretBox } from '../../platform/secrets.js';
@@ -644,19 +644,24 @@ export function createAccountPool(deps: AccountPoolDeps) {
     return view(row, (await usageOf(db, [row])).get(row.id)!);
   }
 
-  /** A renewal date as given (YYYY-MM-DD): a real date, and the next renewal at most a year away. */
+  /**
+   * A renewal date as given (YYYY-MM-DD): a real date, and the next renewal at most a year away.
+   * Kept as that next renewal (a past date rolls forward by years), so what is stored, shown and
+   * audited is one date.
+   */
   function renewalDate(text: string | null | undefined): Date | null {
     if (text === null || text === undefined) return null;
     const date = new Date(`${text}T00:00:00Z`);
     if (Number.isNaN(date.getTime()) || isoDate(date) !== text) {
       throw badRequest('Give the membership renewal date as YYYY-MM-DD, or null.');
     }
-    if (membershipYear(date, clock()).nextRenewal === null) {
+    const { nextRenewal } = membershipYear(date, clock());
+    if (nextRenewal === null) {
       throw badRequest(
         'The membership renewal date is at most a year away: give the next renewal, as Apple shows it on the membership page.',
       );
     }
-    return date;
+    return nextRenewal;
   }
 
   /** Apple's answer to a key: it works, or a sentence saying why not. */
@@ -666,7 +671,11 @@ export function createAccountPool(deps: AccountPoolDeps) {
       return undefined;
     } catch (err) {
       if (isAscError(err) && err.kind === 'KEY_REJECTED') {
-        return `App Store Connect refused this key (Apple said: "${err.apple?.detail ?? err.message}"). Check the key id, the issuer id and the .p8 text, and that the key has the Admin role.`;
+        // Apple's words only when Apple answered; a refusal of ours is ours.
+        const why = err.apple
+          ? `App Store Connect refused this key (${err.apple.detail ? `Apple said: "${err.apple.detail}"` : `status ${err.apple.status}, no explanation`}).`
+          : err.message;
+        return `${why} Check the key id, the issuer id and the .p8 text, and that the key has the Admin role.`;
       }
       throw err;
     }
@@ -731,8 +740,8 @@ export function createAccountPool(deps: AccountPoolDeps) {
     /** POST /api/admin/accounts: a key checked with Apple, then kept sealed with SECRET_KEY. */
     async add(request: AddDeveloperAccountRequest, actor: string): Promise<DeveloperAccount> {
       await ready();
-      const privateKeyPem = request.private_key.replace(/\\n/g, '\n').trim();
-      if (!isAscPrivateKey(privateKeyPem)) {
+      const privateKeyPem = ascPrivateKeyPem(request.private_key.replace(/\\n/g, '\n').trim());
+      if (!privateKeyPem) {
         throw badRequest(
           'The private key must be the text of the AuthKey .p8 file (a PEM PRIVATE KEY on the P-256 curve).',
         );
@@ -806,10 +815,11 @@ export function createAccountPool(deps: AccountPoolDeps) {
       const date = renewalDate(renewsAt);
       const row = await pq.setMembershipRenewal(db, id, date);
       if (!row) throw notFound('This account');
+      // What was stored: a past date is kept as the next renewal it rolls forward to.
       await deps.audit(actor, 'set-account-renewal', {
         id: String(id),
         key_id: row.keyId,
-        renews_at: renewsAt,
+        renews_at: row.membershipRenewsAt ? isoDate(row.membershipRenewsAt) : null,
       });
       return viewOf(id);
     },

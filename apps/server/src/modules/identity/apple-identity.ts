@@ -223,6 +223,51 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
     return { sealed, certificate: await fromCreated(identity, tx) };
   }
 
+  // The Feather certificate (GET /api/feather/cert): a second distribution certificate Apple issues
+  // on the same account for a key of its own, kept sealed beside the signing one.
+  const featherSetting = `${identitySetting}:feather`;
+  const featherOf = (made: CreatedIdentity) => ({
+    source: { certPem: made.certPem, keyPem: made.keyPem },
+    certificate: describeCertificate(made.certPem),
+  });
+
+  async function makeFeather(tx: Database): Promise<CreatedIdentity> {
+    const made = await asc.createDistributionCertificate({ commonName: 'Sideport Feather' });
+    const identity: CreatedIdentity = {
+      certificateId: made.certificate.id,
+      certPem: made.certificatePem,
+      keyPem: made.privateKeyPem,
+    };
+    await q.saveCreatedIdentity(
+      tx,
+      secrets.seal(JSON.stringify(identity), CREATED_IDENTITY_PURPOSE),
+      featherSetting,
+    );
+    deps.log.info(
+      { certificateId: made.certificate.id, keyId: deps.keyId },
+      'made the Feather distribution certificate through App Store Connect',
+    );
+    return identity;
+  }
+
+  /** The Feather certificate, or a new one when there is none usable (never made, expiring, gone from the account). */
+  async function featherCreated(): Promise<CreatedIdentity> {
+    return db.transaction(async (tx) => {
+      await q.lockCertificateMaking(tx);
+      const sealed = await q.findCreatedIdentity(tx, featherSetting);
+      const stored = sealed === undefined ? undefined : openCreated(sealed);
+      if (stored) {
+        const expiresAt = certificateDetails(stored.certPem).certificateExpiresAt!;
+        if (
+          expiresAt.getTime() > clock().getTime() + DAY_MS &&
+          (await asc.listCertificates()).some((c) => c.id === stored.certificateId)
+        )
+          return stored;
+      }
+      return makeFeather(tx);
+    });
+  }
+
   // The operator's certificate is looked up once per process; a failure is not remembered, so the
   // next sign asks again.
   let operatorLookup: Promise<Certificate> | undefined;
@@ -364,6 +409,37 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
     },
 
     dropProfile: (appleProfileId) => asc.deleteProfile(appleProfileId),
+
+    featherCertificate: async () => featherOf(await featherCreated()),
+
+    async featherDetails() {
+      const sealed = await q.findCreatedIdentity(db, featherSetting);
+      return sealed === undefined ? undefined : certificateDetails(openCreated(sealed).certPem);
+    },
+
+    // The one it replaces stays on the account until an admin revokes it on Apple's site.
+    rotateFeatherCertificate: async () =>
+      featherOf(
+        await db.transaction(async (tx) => {
+          await q.lockCertificateMaking(tx);
+          return makeFeather(tx);
+        }),
+      ),
+
+    async makeFeatherProfile({ userId, udids }) {
+      const [feather, bundleIdId, deviceIds] = await Promise.all([
+        featherCreated(),
+        asc.ensureBundleId(WILDCARD_BUNDLE_ID),
+        appleDeviceIds(userId, udids),
+      ]);
+      const made = await asc.createAdHocProfile({
+        name: profileName(userId, clock()),
+        bundleIdId,
+        certificateIds: [feather.certificateId],
+        deviceIds,
+      });
+      return made.content;
+    },
 
     async registerDevice({ udid, platform, name }) {
       const { device } = await asc.registerDevice({ name, udid, platform });

@@ -371,6 +371,46 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
     });
   });
 
+  it('has Apple issue a second distribution certificate for Feather Cert, never the signing one, and a new one on rotation', async () => {
+    const { user, udid } = await paidDevice();
+    await t.services.registration.runPass();
+    const signing = await t.services.signing.currentCertificate();
+    const before = asc.certificates.length;
+    const feather = (await t.services.signing.featherMaterial(user))!;
+    expect(asc.certificates).toHaveLength(before + 1);
+    const featherPem = (feather.identity as { certPem: string }).certPem;
+    const featherCert = forge.pki.certificateFromPem(featherPem);
+    const issued = asc.certificates.at(-1)!;
+    expect(issued.serialNumber.replace(/^0+/, '').toUpperCase()).toBe(
+      featherCert.serialNumber.replace(/^0+/, '').toUpperCase(),
+    );
+    expect(issued.serialNumber.replace(/^0+/, '').toUpperCase()).not.toBe(signing.serial.replace(/^0+/, ''));
+    // Its profile is Apple's ad-hoc profile for it alone, listing the user's device.
+    const profile = parseProfile(feather.profile);
+    expect(profile.provisionedDevices).toEqual([udid]);
+    expect(asc.profiles.find((p) => p.uuid.toLowerCase() === profile.uuid.toLowerCase())).toMatchObject({
+      certificateIds: [issued.id],
+    });
+    // Kept: the next download uses the same certificate.
+    await t.services.signing.featherMaterial(user);
+    expect(asc.certificates).toHaveLength(before + 1);
+    expect((await adminGet('/api/admin/identity')).json()).toMatchObject({
+      feather_certificate_name: `Apple Distribution: Sideport Test Team (${asc.teamId})`,
+      feather_certificate_serial: featherCert.serialNumber.toUpperCase(),
+    });
+
+    const rotated = await t.app.inject({
+      method: 'POST',
+      url: '/api/admin/identity/feather-cert/rotate',
+      headers: { cookie: await signIn(adminId), ...SAME_ORIGIN },
+    });
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    expect(asc.certificates).toHaveLength(before + 2);
+    const next = (await t.services.signing.featherMaterial(user))!;
+    expect((next.identity as { certPem: string }).certPem).not.toBe(featherPem);
+    expect((await t.services.signing.currentCertificate()).fingerprint).toBe(signing.fingerprint);
+  });
+
   it("kept to Apple's published API and sent a valid token with every request", async () => {
     // Requests of its own (a device registered, a profile made), so that it checks some run alone too.
     const { user } = await paidDevice();

@@ -186,7 +186,8 @@ function appleError(status: number, body: unknown, keyId: string): AscError {
     ...(first?.code === undefined ? {} : { code: first.code }),
     ...(first?.detail === undefined ? {} : { detail: quote({ detail: first.detail }) }),
   };
-  const said = `Apple said: "${quote(first)}"`;
+  // Apple's words in quotes only when its answer held some: a body that is no error document is not quoted as Apple's.
+  const said = first?.title || first?.detail ? `Apple said: "${quote(first)}"` : 'Apple gave no explanation';
   const detail = `${first?.title ?? ''} ${first?.detail ?? ''}`;
   if (status === 401) {
     return new AscError(

@@ -84,7 +84,7 @@ const CA_SUBJECT = [
  */
 export function issueDevCertificate(
   authority: Pick<DevIdentity, 'teamId' | 'caCertPem' | 'caKeyPem'>,
-  options: DevIdentityOptions = {},
+  options: DevIdentityOptions & { purpose?: string } = {},
 ): Pick<DevIdentity, 'certPem' | 'keyPem'> {
   const random = options.random ?? randomBytes;
   const now = (options.clock ?? (() => new Date()))();
@@ -97,7 +97,10 @@ export function issueDevCertificate(
   if (leaf.validity.notAfter > ca.validity.notAfter) leaf.validity.notAfter = ca.validity.notAfter;
   // Apple's distribution certificates read "Apple Distribution: Name (TEAMID)" with the team as OU.
   leaf.setSubject([
-    { name: 'commonName', value: `${DEV_IDENTITY_LABEL}: Sideport (${authority.teamId})` },
+    {
+      name: 'commonName',
+      value: `${DEV_IDENTITY_LABEL}: ${options.purpose ?? 'Sideport'} (${authority.teamId})`,
+    },
     { name: 'organizationalUnitName', value: authority.teamId },
     { name: 'organizationName', value: DEV_IDENTITY_LABEL },
   ]);

@@ -13,6 +13,7 @@ import {
   createDevProfile,
   devIdentitySource,
   DEV_IDENTITY_LABEL,
+  issueDevCertificate,
   renewDevIdentity,
   type DevIdentity,
 } from './dev-identity.js';
@@ -55,6 +56,24 @@ export interface SigningIdentityProvider extends DeviceRegistrar {
    * made when the current certificate is another already (someone replaced it first).
    */
   replaceCertificate(reason: string, options?: { ifCurrent?: string }): Promise<CertificateReplacement>;
+  /**
+   * The Feather certificate (GET /api/feather/cert): a certificate of its own on the same team,
+   * never the one source() signs with, so revoking it leaves every install of the service's signs
+   * working. Made on first use.
+   */
+  featherCertificate(): Promise<FeatherCertificate>;
+  /** The Feather certificate as kept, without making one (the admin console); undefined before the first. */
+  featherDetails(): Promise<IdentityDetails | undefined>;
+  /** A new Feather certificate in place of the current one (an admin's rotation after a leak). */
+  rotateFeatherCertificate(): Promise<FeatherCertificate>;
+  /** A profile for the Feather certificate listing `udids` (Feather signs with both). */
+  makeFeatherProfile(request: { userId: string; udids: readonly string[] }): Promise<Buffer>;
+}
+
+/** The Feather certificate and its key. */
+export interface FeatherCertificate {
+  source: IdentitySource;
+  certificate: CurrentCertificate;
 }
 
 /** A signing certificate as preflight and recovery need it. */
@@ -154,6 +173,9 @@ export interface SigningMaterial {
 
 const DEV_IDENTITY_SETTING = 'dev_identity';
 const DEV_IDENTITY_PURPOSE = 'dev-identity';
+const DEV_FEATHER_SETTING = 'dev_feather_identity';
+const FEATHER_PURPOSE = 'feather-identity';
+const FEATHER_LABEL = 'Sideport Feather';
 
 /** Stores a dev identity (sealed) as the one every process signs with; recovery's replacement writes it so. */
 export async function saveDevIdentity(
@@ -198,8 +220,55 @@ export function createDevIdentityProvider(deps: {
       ),
     );
   const describe = (made: DevIdentity) => describeCertificate(made.certPem, made.caCertPem);
+
+  // The Feather certificate: issued by the same CA for a key of its own, kept sealed beside it.
+  type DevFeather = { caCertPem: string; certPem: string; keyPem: string };
+  const issueFeather = (authority: DevIdentity): DevFeather => ({
+    caCertPem: authority.caCertPem,
+    ...issueDevCertificate(authority, { clock, purpose: FEATHER_LABEL }),
+  });
+  const sealFeather = (feather: DevFeather) => secrets.seal(JSON.stringify(feather), FEATHER_PURPOSE);
+  const openFeather = (sealed: string) =>
+    JSON.parse(secrets.open(sealed, FEATHER_PURPOSE).toString('utf8')) as DevFeather;
+  const featherOf = (feather: DevFeather): FeatherCertificate => ({
+    source: {
+      certPem: feather.certPem,
+      keyPem: feather.keyPem,
+      chain: [Buffer.from(feather.caCertPem, 'utf8')],
+    },
+    certificate: describeCertificate(feather.certPem, feather.caCertPem),
+  });
+  async function devFeather(): Promise<DevFeather> {
+    const authority = await identity();
+    const stored = openFeather(
+      await settingOrCreate(db, DEV_FEATHER_SETTING, () => sealFeather(issueFeather(authority))),
+    );
+    // Issued by a CA recovery has since replaced: issued again by the current one.
+    if (stored.caCertPem === authority.caCertPem) return stored;
+    const again = issueFeather(authority);
+    await q.writeSetting(db, DEV_FEATHER_SETTING, sealFeather(again));
+    return again;
+  }
+
   return {
     kind: 'dev',
+    featherCertificate: async () => featherOf(await devFeather()),
+    async featherDetails() {
+      const sealed = await q.readSetting(db, DEV_FEATHER_SETTING);
+      return sealed === undefined ? undefined : certificateDetails(openFeather(sealed).certPem);
+    },
+    async rotateFeatherCertificate() {
+      const made = issueFeather(await identity());
+      await q.writeSetting(db, DEV_FEATHER_SETTING, sealFeather(made));
+      return featherOf(made);
+    },
+    async makeFeatherProfile({ userId, udids }) {
+      const feather = await devFeather();
+      return createDevProfile(
+        { ...(await identity()), certPem: feather.certPem, keyPem: feather.keyPem },
+        { devices: udids, name: `${FEATHER_LABEL} ${userId}`, clock },
+      ).bytes;
+    },
     description: `${DEV_IDENTITY_LABEL}: a local CA made by Sideport. It runs the whole pipeline; real devices will not install what it signs.`,
     source: async () => devIdentitySource(await identity()),
     details: async () => chainDetails(devIdentitySource(await identity())),
@@ -311,10 +380,12 @@ export function createSigningService({
     }
   }
 
-  async function materialFor(userId: string): Promise<SigningMaterial | undefined> {
+  /** The identity that signs for the user and the UDIDs a profile of theirs lists; undefined with no Registered device. */
+  async function signerOf(
+    userId: string,
+  ): Promise<{ identity: SigningIdentityProvider; accountId: number | null; udids: string[] } | undefined> {
     const placed = pool ? await pool.identityOf(userId) : undefined;
     if (pool && !placed) return undefined;
-    const identity = placed?.provider ?? defaultIdentity;
     const accountId = placed?.accountId ?? null;
     // The devices of the account that signs: a user's devices share one (a move is one commit).
     const registered = (await devices.registeredDevices(userId)).filter(
@@ -322,6 +393,13 @@ export function createSigningService({
     );
     if (registered.length === 0) return undefined;
     const udids = [...new Set(registered.map((d) => canonicalUdid(d.udid)))].sort();
+    return { identity: placed?.provider ?? defaultIdentity, accountId, udids };
+  }
+
+  async function materialFor(userId: string): Promise<SigningMaterial | undefined> {
+    const signer = await signerOf(userId);
+    if (!signer) return undefined;
+    const { identity, accountId, udids } = signer;
     const { certificate, source } = await currentSigner(identity);
     const stored = await q.findUserProfile(db, userId);
     const material = (
@@ -423,6 +501,26 @@ export function createSigningService({
   return {
     /** undefined when the user has no Registered device (nothing to sign for). */
     signingMaterial,
+
+    /**
+     * What GET /api/feather/cert hands the user: the Feather certificate (never the signing one)
+     * and a profile for it listing the user's Registered devices; undefined without one.
+     */
+    async featherMaterial(
+      userId: string,
+    ): Promise<{ identity: IdentitySource; profile: Buffer } | undefined> {
+      const signer = await signerOf(userId);
+      if (!signer) return undefined;
+      const feather = await signer.identity.featherCertificate();
+      const profile = await signer.identity.makeFeatherProfile({ userId, udids: signer.udids });
+      return { identity: feather.source, profile };
+    },
+
+    /** The first identity's Feather certificate as kept (the admin console; never calls Apple). */
+    featherDetails: () => defaultIdentity.featherDetails(),
+
+    /** A new Feather certificate for the first identity; the one it replaces is handed out no more. */
+    rotateFeatherCertificate: async () => (await defaultIdentity.rotateFeatherCertificate()).certificate,
 
     /** The first identity's certificate in use now (the dev identity's, or the first account's). */
     currentCertificate: () => certificateOf(defaultIdentity),

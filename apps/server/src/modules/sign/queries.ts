@@ -88,7 +88,9 @@ const givenUpStatus = sql<SignRow['status']>`case when ${signRequests.fileKey} i
  * let its lease run out, when that lost lease is not its last (`maxLostLeases`; the sweep gives
  * those up). The lost lease is counted (apart from failures) and said in the reason; the row
  * becomes Process under a new lease and attempt. Signs people asked for come before re-signs of
- * recovery, which go most recently used first.
+ * recovery, which go most recently used first. Between users it is round robin: the user a worker
+ * served longest ago (their latest claim turn; never served first) goes first, so one user's many
+ * signs do not hold another's one; a user's own signs go oldest first.
  */
 export async function claimNextSign(
   db: Database,
@@ -98,7 +100,9 @@ export async function claimNextSign(
   const next = sql`(
     select id from ${signRequests}
     where state = 'queued' or (${leases.expired(claim.now)} and not ${leases.isLastLostLease(limits)})
-    order by resigning, case when resigning then coalesce(last_used_at, signed_at) end desc nulls last, requested_at, id
+    order by resigning, case when resigning then coalesce(last_used_at, signed_at) end desc nulls last,
+      (select max(turns.claim_turn) from ${signRequests} turns where turns.user_id = ${signRequests}.user_id) nulls first,
+      requested_at, id
     limit 1
     for update skip locked)`;
   // The right-hand sides read the row as it was: `state = 'leased'` means its lease ran out.
@@ -109,6 +113,7 @@ export async function claimNextSign(
       ...leases.claimed(claim.worker, claim.now, claim.leaseSeconds),
       ...leases.lostOnClaim(wasLost, claim.lostReason, limits),
       status: 'Process',
+      claimTurn: sql`nextval('sign_claim_turns')`,
     })
     .where(eq(signRequests.id, next))
     .returning();

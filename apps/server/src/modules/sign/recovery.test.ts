@@ -4,6 +4,7 @@
  * revoked) at OCSP_URL, and an injected clock for expiry.
  */
 import { execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -452,6 +453,68 @@ describe.each(databaseKinds)('install preflight and recovery with the dev identi
     const { profile } = await installed(user, 0);
     expect(profile.uuid).not.toBe(before.profileUuid);
     expect(profile.expirationDate.getTime()).toBeGreaterThan(h.now() + 300 * DAY_MS);
+  });
+
+  /** The certificate (PEM) of the .p12 and the profile GET /api/feather/cert hands `user`. */
+  async function featherCertOf(user: string) {
+    const answer = await get('/api/feather/cert', user);
+    expect(answer.statusCode, answer.body).toBe(200);
+    const { url, password } = answer.json() as { url: string; password: string };
+    const dir = path.join(work, `feather-cert-${user}-${h.now()}-${++seq}`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'cert.zip'), (await get(local(url))).rawPayload);
+    execFileSync('unzip', ['-q', 'cert.zip'], { cwd: dir });
+    const pem = execFileSync(
+      'openssl',
+      ['pkcs12', '-in', 'sideport.p12', '-nokeys', '-clcerts', '-passin', `pass:${password}`],
+      { cwd: dir, encoding: 'utf8' },
+    );
+    const cert = new X509Certificate(
+      /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(pem)![0],
+    );
+    return {
+      pem: cert.toString(),
+      fingerprint: certificateFingerprint(cert.raw),
+      serial: cert.serialNumber.toUpperCase(),
+      profile: parseProfile(readFileSync(path.join(dir, 'sideport.mobileprovision'))),
+    };
+  }
+
+  it('hands Feather a certificate of its own, whose revocation leaves every other install passing preflight; an admin sees and rotates it', async () => {
+    const alice = await userWithSigns([0]);
+    const bob = await userWithSigns([0]);
+    const signing = await h.t.services.signing.currentCertificate();
+    const feather = await featherCertOf(alice);
+    expect(feather.fingerprint).not.toBe(signing.fingerprint);
+    // Its profile is for it, listing Alice's device: Feather signs with the two.
+    expect(feather.profile.developerCertificates.map((c) => certificateFingerprint(c.der))).toEqual([
+      feather.fingerprint,
+    ]);
+    expect(feather.profile.provisionedDevices).toHaveLength(1);
+    expect(await identityInfo()).toMatchObject({
+      certificate_serial: signing.serial,
+      feather_certificate_serial: feather.serial,
+    });
+
+    // Alice's .p12 leaks and its certificate is revoked: Bob's and Alice's installs still pass.
+    await h.responder.setStatus(feather.pem, 'revoked', new Date(h.now() - DAY_MS));
+    h.advance(31 * 60_000);
+    expect((await checkSign(bob, 0)).statusCode).toBe(200);
+    expect((await checkSign(alice, 0)).statusCode).toBe(200);
+    expect((await h.t.services.signing.currentCertificate()).fingerprint).toBe(signing.fingerprint);
+
+    // The admin rotates it: Feather is handed a new one from then on, and the audit log says who.
+    const rotated = await h.t.app.inject({
+      method: 'POST',
+      url: '/api/admin/identity/feather-cert/rotate',
+      headers: { cookie: await signIn(`admin_${kind}`), ...WEB_CLIENT },
+    });
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    const next = await featherCertOf(bob);
+    expect(new Set([next.fingerprint, feather.fingerprint, signing.fingerprint]).size).toBe(3);
+    expect(rotated.json()).toMatchObject({ feather_certificate_serial: next.serial });
+    const [entry] = (await audit()).filter((e) => e.action === 'rotate-feather-cert');
+    expect(entry).toMatchObject({ actor: `admin_${kind}`, subject: { serial: next.serial } });
   });
 });
 

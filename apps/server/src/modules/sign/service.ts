@@ -55,7 +55,10 @@ export interface SignServiceDeps {
   files: FileStore;
   urls: UrlSigner;
   secrets: SecretBox;
-  signing: Pick<SigningService, 'signingMaterial' | 'registeredDevices' | 'certificateStatus'>;
+  signing: Pick<
+    SigningService,
+    'signingMaterial' | 'featherMaterial' | 'registeredDevices' | 'certificateStatus'
+  >;
   /** Told when a preflight finds an artifact revoked, expired or about to expire. */
   recovery: Pick<Recovery, 'notice'>;
   /** A Done version's stored file and the name its manifest shows. */
@@ -322,8 +325,8 @@ export function createSignService(deps: SignServiceDeps) {
     },
 
     /**
-     * GET /api/feather/cert: a URL of a zip with a .p12 of the signing identity and the caller's
-     * profile, and the .p12's password, new each time. The URL carries the password sealed, so
+     * GET /api/feather/cert: a URL of a zip with a .p12 of the Feather certificate (a certificate
+     * of its own, so a leaked one revoked leaves every other install working) and a profile for it, and the .p12's password, new each time. The URL carries the password sealed, so
      * nothing is stored and the zip is made when it is fetched.
      */
     async featherCert(userId: string, baseUrl: string): Promise<FeatherCertAnswer> {
@@ -350,7 +353,7 @@ export function createSignService(deps: SignServiceDeps) {
       } catch {
         return undefined;
       }
-      const material = await signing.signingMaterial(sealed.u);
+      const material = await signing.featherMaterial(sealed.u);
       return material ? featherCertZip(material, sealed.p) : undefined;
     },
   };

@@ -1,8 +1,11 @@
+import { useState } from 'react';
 import Alert from 'react-bootstrap/Alert';
 import Badge from 'react-bootstrap/Badge';
-import { useQuery } from '@tanstack/react-query';
+import Button from 'react-bootstrap/Button';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { alertFailure, api } from '../../lib/api';
 import { useFailureAlert } from '../../lib/use-failure-alert';
-import { formatTime, identityQuery } from './queries';
+import { adminKeys, formatTime, identityQuery } from './queries';
 
 /** The dev identity's CA certificate, which checks the signatures it makes. */
 export const DEV_CA_URL = '/api/admin/identity/ca.pem';
@@ -13,10 +16,31 @@ export const DEV_CA_URL = '/api/admin/identity/ca.pem';
  * latter is marked so nobody takes a working pipeline for working installs.
  */
 export function IdentityCard() {
+  const queryClient = useQueryClient();
   const identity = useQuery(identityQuery);
+  const [isRotating, setRotating] = useState(false);
   useFailureAlert(identity.error);
   const info = identity.data;
   if (!info) return null;
+  // Feather is handed a certificate of its own: after a leak, a new one; the old can then be revoked.
+  const rotateFeather = async () => {
+    if (
+      !window.confirm('Make a new Feather certificate? Feather Cert downloads get the new one from now on.')
+    )
+      return;
+    setRotating(true);
+    try {
+      await api('/api/admin/identity/feather-cert/rotate', { method: 'POST' });
+    } catch (error) {
+      alertFailure(error);
+    } finally {
+      setRotating(false);
+    }
+    void queryClient.invalidateQueries({ queryKey: adminKeys.identity });
+  };
+  const featherCertificate = info.feather_certificate_name
+    ? `${info.feather_certificate_name} (serial ${info.feather_certificate_serial}), until ${formatTime(info.feather_certificate_expires_at)}`
+    : 'made on first use';
   const certificate = info.certificate_name
     ? `${info.certificate_name}, until ${formatTime(info.certificate_expires_at)}`
     : 'made on first use';
@@ -73,6 +97,19 @@ export function IdentityCard() {
           ))}
         </div>
       )}
+      <div className="small text-body-secondary d-flex flex-wrap align-items-center gap-2 mt-1">
+        <span data-testid="feather-certificate">
+          Feather certificate (handed out by Feather Cert, never the signing one): {featherCertificate}
+        </span>
+        <Button
+          size="sm"
+          variant="outline-secondary"
+          disabled={isRotating}
+          onClick={() => void rotateFeather()}
+        >
+          Rotate
+        </Button>
+      </div>
     </Alert>
   );
 }
