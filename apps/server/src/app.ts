@@ -164,6 +164,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     catalog,
     guards,
     answerCacheMs: config.LIST_CACHE_MS,
+    bus,
     agentSeenAt: async () => (await agents.presence()).lastSeenAt,
   });
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
