@@ -197,6 +197,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
         decryptPaid: config.DECRYPT_ALLOW_PAID,
         agentsOnline: presence.online,
         agentLastSeenAt: presence.lastSeenAt?.toISOString() ?? null,
+        feather: Boolean(config.FEATHER_IPA),
       };
     });
 
