@@ -101,10 +101,10 @@ export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
   const devices = info?.device_info ?? [];
   // On a computer the profile is for the iPhone: a QR code of /udid to open there (or this Mac's own).
   const [isPhoneLinkShown, setPhoneLinkShown] = useState(false);
+  // On an iPhone the profile downloads: confirm first. A computer downloads nothing: the QR code at once.
   const addDevice = () => {
-    if (!window.confirm(ADD_DEVICE_NOTICE)) return;
-    if (isIosDevice()) window.location.assign('/udid');
-    else setPhoneLinkShown(true);
+    if (!isIosDevice()) return setPhoneLinkShown(true);
+    if (window.confirm(ADD_DEVICE_NOTICE)) window.location.assign('/udid');
   };
   return (
     <section aria-labelledby="devices-title">
@@ -121,8 +121,8 @@ export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
         <>
           <PhoneQr
             url={`${window.location.origin}/udid`}
-            label="add your iPhone on this site"
-            instruction="Adding a device works on the device itself: scan this QR code with the iPhone's camera, sign in there, and install the profile from Settings."
+            label="add your iPhone to this account"
+            instruction="Scan this QR code with the iPhone's camera, sign in there and install the profile from Settings within 10 minutes."
           />
           <p className="small">
             Adding this computer, an M1/M2 Mac? <a href="/udid">Download its profile here.</a>
