@@ -235,7 +235,7 @@ describe.each(SCREENS)('on the $name', (screen) => {
       screen === PHONE
         ? s.page.getByTestId('device-card').filter({ hasText: 'iPhone15,2' })
         : s.page.getByRole('row', { name: /iPhone15,2/ });
-    await expect.poll(() => device.innerText()).toContain('2027-12-23');
+    await expect.poll(() => device.innerText()).toContain('Dec 23, 2027');
     const text = await device.innerText();
     for (const fact of [
       'iPhone15,2',

@@ -8,7 +8,8 @@ import { isIosDevice } from '../../lib/device';
 import { modelName } from './device-models';
 import { FeatherButtons } from './feather-buttons';
 import { ADD_DEVICE_NOTICE, MAC_WARNING } from './messages';
-import { formatDate, goToCheckout } from './product-tab';
+import { When } from '../../lib/dates';
+import { goToCheckout } from './product-tab';
 
 const isMac = (device: Device) => /mac/i.test(device.Product);
 
@@ -91,7 +92,8 @@ function Udid({ udid }: { udid: string }) {
   );
 }
 
-const until = (device: Device) => (device.status === 'Registered' ? formatDate(device.expired_date) : '-');
+const until = (device: Device) =>
+  device.status === 'Registered' ? <When iso={device.expired_date} day /> : '-';
 
 /**
  * My page, Device tab (docs/product.md, Screens): the spec's table from 768 px; below it each device is a

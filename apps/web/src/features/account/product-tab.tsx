@@ -1,3 +1,4 @@
+import { formatDay, When } from '../../lib/dates';
 import Button from 'react-bootstrap/Button';
 import Table from 'react-bootstrap/Table';
 import type { AccountInfo } from '@sideport/contracts';
@@ -12,7 +13,8 @@ export const SERVICE_OFFERS = [
   { n: 5, label: "Reset today's limit · $0.99" },
 ] as const;
 
-export const formatDate = (iso: string | null | undefined) => (iso ? iso.slice(0, 10) : '-');
+/** A day in the viewer's zone ('Dec 23, 2027'), or '-' (lib/dates.tsx). */
+export const formatDate = (iso: string | null | undefined) => (iso ? formatDay(iso) : '-');
 
 /** Asks the server for a checkout and goes there. */
 export async function goToCheckout(path: string) {
@@ -76,12 +78,12 @@ export function ProductTab({ info }: { info: AccountInfo | undefined }) {
             {info?.plan != null && (
               <div className="small mt-1" data-testid="current-plan">
                 <span className="badge text-bg-success me-1">Current plan</span>
-                {planLabel(info.plan)}, renews {formatDate(info.expired_date)}
+                {planLabel(info.plan)}, renews <When iso={info.expired_date} day />
               </div>
             )}
           </td>
           <td data-testid="premium-until" className="text-nowrap">
-            {info ? (info.premium ? formatDate(info.expired_date) : '-') : ''}
+            {info ? info.premium ? <When iso={info.expired_date} day /> : '-' : ''}
           </td>
           <td>
             <div data-testid="daily-limit" className="text-nowrap">
