@@ -104,8 +104,9 @@ describe('paying in test mode', () => {
     await s.page.waitForURL('**/my?checkout=success');
     await expect.poll(() => cell(s, 'daily-limit')).toBe('20 App/day');
 
-    await s.page.getByRole('button', { name: '$3.99 / month · 20 App/day' }).click();
-    await expectDialog(s, 'You already have this plan.');
+    // The plan one has cannot be chosen again: disabled, it says so.
+    const current = s.page.getByRole('button', { name: '$3.99 / month · 20 App/day · current' });
+    await expect.poll(() => current.filter({ visible: true }).isDisabled()).toBe(true);
     expect(new URL(s.page.url()).pathname).toBe('/my');
 
     await s.page.getByRole('button', { name: 'Billing Portal' }).click();

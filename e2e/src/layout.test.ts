@@ -209,6 +209,8 @@ describe.each(WIDTHS)('at %i px', (width) => {
         : s.page.getByRole('row', { name: /iPhone15,2/ });
     await expect.poll(() => device.innerText()).toContain('Dec 23, 2027');
     expect(await lineCount(device.getByText('Dec 23, 2027', { exact: true }))).toBe(1);
+    // The UDID on one line: beside its label its last character used to wrap at 375 px.
+    expect(await lineCount(device.locator('code.udid'))).toBe(1);
     expect(await overflowsSideways(s.page)).toBe(false);
     await keepScreenshot(s.page, 'my-device', width);
     await s.context.close();

@@ -1,4 +1,4 @@
-import { useRef, useState } from 'react';
+import { Fragment, useRef, useState } from 'react';
 import checkIcon from 'bootstrap-icons/icons/check2.svg?raw';
 import copyIcon from 'bootstrap-icons/icons/clipboard.svg?raw';
 import type { AccountInfo, Device } from '@sideport/contracts';
@@ -72,7 +72,17 @@ function Udid({ udid }: { udid: string }) {
   return (
     <span className="d-inline-flex align-items-start gap-1">
       <code ref={text} className="udid small text-body user-select-all">
-        {udid}
+        {/* If it must wrap, at its hyphen, never a lone character. */}
+        {udid.split('-').map((part, i) => (
+          <Fragment key={i}>
+            {i > 0 && (
+              <>
+                -<wbr />
+              </>
+            )}
+            {part}
+          </Fragment>
+        ))}
       </code>
       <button
         type="button"
@@ -175,8 +185,9 @@ export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
                   <dd className="col-8 mb-0">
                     <Product device={device} />
                   </dd>
-                  <dt className="col-4">UDID</dt>
-                  <dd className="col-8 mb-0">
+                  {/* A line of its own: beside its label the UDID's last character wrapped at 375 px. */}
+                  <dt className="col-12">UDID</dt>
+                  <dd className="col-12 mb-0">
                     <Udid udid={device.UDID} />
                   </dd>
                   <dt className="col-4">Until</dt>

@@ -26,7 +26,7 @@ export async function goToCheckout(path: string) {
   }
 }
 
-/** The plan and reset buttons; the current plan's is marked (choosing it again gets the server's sentence). */
+/** The plan and reset buttons; the current plan's cannot be chosen again: disabled, it says 'current'. */
 function OfferButtons({ isStacked = false, plan }: { isStacked?: boolean; plan: number | null }) {
   return (
     <div className={isStacked ? 'd-grid gap-2' : 'd-flex flex-wrap gap-2'}>
@@ -39,10 +39,11 @@ function OfferButtons({ isStacked = false, plan }: { isStacked?: boolean; plan: 
             className="text-nowrap"
             variant={isCurrent ? 'success' : offer.n === 5 ? 'outline-secondary' : 'outline-primary'}
             aria-current={isCurrent ? 'true' : undefined}
+            disabled={isCurrent}
             onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}
           >
             {offer.label}
-            {/* Marked by its colour and the Service column's line; aria-current says it to screen readers. */}
+            {isCurrent && ' · current'}
           </Button>
         );
       })}
