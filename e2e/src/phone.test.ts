@@ -364,13 +364,16 @@ describe.each(SCREENS)('on the $name', (screen) => {
     await s.page.goto('/my');
     await expect.poll(() => s.page.getByTestId('used-today').innerText()).toBe('0 of 20 used today');
     expect(await s.page.getByTestId('current-plan').innerText()).toMatch(
-      /^Current plan\s*\$3\.99 \/ month · 20 App\/day, renews \d{4}-\d{2}-\d{2}$/,
+      /^Current plan\s*\$3\.99 \/ month · 20 App\/day, renews [A-Z][a-z]{2} \d{1,2}, \d{4}$/,
     );
     const current = s.page
       .getByRole('button', { name: /\$3\.99 \/ month · 20 App\/day/ })
       .filter({ visible: true });
     expect(await current.getAttribute('aria-current')).toBe('true');
     expect(await current.getAttribute('class')).toContain('btn-success');
+    // It cannot be chosen again: disabled, it says so.
+    expect(await current.isDisabled()).toBe(true);
+    expect(await current.innerText()).toBe('$3.99 / month · 20 App/day · current');
     await s.context.close();
   });
 });
