@@ -171,7 +171,7 @@ describe('the admin console’s developer accounts', () => {
     await s.context.close();
   });
 
-  it('fits a 375 px screen, its table scrolling inside the page', async () => {
+  it('fits a 375 px screen, each account a card of labelled lines', async () => {
     const s = await accountsTab({ width: 375, height: 800 });
     await expect.poll(() => s.page.getByTestId('account-row').count()).toBe(2);
     expect(await s.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);

@@ -90,12 +90,28 @@ describe('accounts in the browser', () => {
     await s.page.getByLabel('Password').fill('short');
     await s.page.getByLabel('Password').press('Enter');
     await expectDialog(s, 'Please enter at least 8 characters for Password');
+    // Sign-up says its rules before anything is submitted, and a broken one inline, not in an alert.
     await s.page.goto('/sign-up');
+    const shown = s.dialogs.length;
+    for (const [field, rule] of [
+      ['Id', 'At least 4 characters.'],
+      ['Password', 'At least 8 characters.'],
+      ['Password confirm', 'The same password again.'],
+    ] as const) {
+      const description = await s.page.getByLabel(field, { exact: true }).getAttribute('aria-describedby');
+      expect(await s.page.locator(`#${description}`).innerText()).toBe(rule);
+    }
+    await s.page.getByLabel('Id', { exact: true }).fill('abc');
+    await s.page.getByRole('button', { name: 'Sign up' }).click();
+    await expect
+      .poll(() => s.page.getByRole('alert').allInnerTexts())
+      .toEqual(['Please enter at least 4 characters for ID']);
     await s.page.getByLabel('Id', { exact: true }).fill('abcd');
     await s.page.getByLabel('Password', { exact: true }).fill('long enough password');
     await s.page.getByLabel('Password confirm').fill('another password');
     await s.page.getByRole('button', { name: 'Sign up' }).click();
-    await expectDialog(s, 'Passwords do not match.');
+    await expect.poll(() => s.page.getByRole('alert').allInnerTexts()).toEqual(['Passwords do not match.']);
+    expect(s.dialogs.length).toBe(shown);
     expect(requests).toEqual([]);
     await s.context.close();
   });

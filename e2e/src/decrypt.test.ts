@@ -221,10 +221,10 @@ describe('decrypt requests', () => {
     // The same page, never reloaded: a reload would drop this mark.
     await s.page.evaluate(() => Object.assign(window, { stayedOnPage: true }));
 
-    // 'Enqueued...' offers the premium queue; a free user gets the server's refusal.
+    // 'Enqueued...' offers the premium queue; a free user is told why not, and asked nothing.
     await card.getByRole('button', { name: 'Enqueued...' }).click();
-    await expectDialog(s, 'Move to the premium queue?');
     await expectDialog(s, 'Need decrypt premium.');
+    expect(s.dialogs).not.toContain('Move to the premium queue?');
 
     await card.getByRole('button', { name: 'View' }).click();
     const version = versionCards(s.page).first();

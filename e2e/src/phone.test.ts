@@ -235,7 +235,7 @@ describe.each(SCREENS)('on the $name', (screen) => {
       screen === PHONE
         ? s.page.getByTestId('device-card').filter({ hasText: 'iPhone15,2' })
         : s.page.getByRole('row', { name: /iPhone15,2/ });
-    await expect.poll(() => device.innerText()).toContain('2027-12-23');
+    await expect.poll(() => device.innerText()).toContain('Dec 23, 2027');
     const text = await device.innerText();
     for (const fact of [
       'iPhone15,2',
@@ -368,28 +368,30 @@ describe.each(SCREENS)('on the $name', (screen) => {
     await s.page.goto('/my');
     await expect.poll(() => s.page.getByTestId('used-today').innerText()).toBe('0 of 20 used today');
     expect(await s.page.getByTestId('current-plan').innerText()).toMatch(
-      /^Current plan\s*\$3\.99 \/ month · 20 App\/day, renews \d{4}-\d{2}-\d{2}$/,
+      /^Current plan\s*\$3\.99 \/ month · 20 App\/day, renews [A-Z][a-z]{2} \d{1,2}, \d{4}$/,
     );
     const current = s.page
       .getByRole('button', { name: /\$3\.99 \/ month · 20 App\/day/ })
       .filter({ visible: true });
     expect(await current.getAttribute('aria-current')).toBe('true');
     expect(await current.getAttribute('class')).toContain('btn-success');
+    // It cannot be chosen again: disabled, it says so.
+    expect(await current.isDisabled()).toBe(true);
+    expect(await current.innerText()).toBe('$3.99 / month · 20 App/day · current');
     await s.context.close();
   });
 });
 
 describe('from a computer to the phone', () => {
-  it('shows Add Device as a QR code to open on the iPhone', async () => {
+  it('shows Add Device as a box for the iPhone, which refuses a loopback address no phone reaches', async () => {
+    // The QR code itself, on an address a phone reaches: newcomer.test.ts.
     const s = await open(DESKTOP);
     await s.page.goto('/my?tab=device');
     await s.page.getByRole('button', { name: 'Add Device' }).click();
-    const qr = s.page.getByRole('img', { name: /QR code/ });
-    await expect.poll(() => qr.count()).toBe(1);
-    expect(await qr.getAttribute('data-url')).toBe(`${server.url}/udid`);
-    expect(await s.page.getByTestId('phone-qr').innerText()).toContain(
-      "scan this QR code with the iPhone's camera",
-    );
+    await expect.poll(() => s.page.getByTestId('phone-qr').count()).toBe(1);
+    expect(await s.page.getByTestId('phone-qr-title').innerText()).toBe('Add your iPhone to this account');
+    expect(await s.page.getByTestId('phone-qr-unreachable').innerText()).toContain('set PUBLIC_URL');
+    expect(await s.page.getByRole('img', { name: /QR code/ }).count()).toBe(0);
     expect(new URL(s.page.url()).pathname).toBe('/my');
     expect(await axeViolations(s.page)).toEqual([]);
     await s.context.close();

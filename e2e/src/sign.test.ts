@@ -145,7 +145,7 @@ describe('the sign service in the browser', () => {
         '1',
         'iPhone15,2\niPhone 14 Pro · Ana’s iPhone',
         IPHONE.UDID,
-        inAYear.toISOString().slice(0, 10),
+        inAYear.toLocaleDateString('en-US', { dateStyle: 'medium', timeZone: 'UTC' }),
         'Registered\nInstalls work on it.',
       ]);
     expect(

@@ -183,6 +183,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     catalog,
     guards,
     answerCacheMs: config.LIST_CACHE_MS,
+    bus,
     agentSeenAt: async () => (await agents.presence()).lastSeenAt,
   });
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
@@ -226,6 +227,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
         decryptPaid: config.DECRYPT_ALLOW_PAID,
         agentsOnline: presence.online,
         agentLastSeenAt: presence.lastSeenAt?.toISOString() ?? null,
+        feather: Boolean(config.FEATHER_IPA),
       };
     });
 

@@ -116,6 +116,7 @@ describe('GET /api/config', () => {
       decryptPaid: false,
       agentsOnline: 0,
       agentLastSeenAt: null,
+      feather: false,
     });
     // The IAP dylibs alone: IAP too, not IGG nor IAP+IGG, which needs both.
     expect(await config(offering)).toMatchObject({

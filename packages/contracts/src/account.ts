@@ -50,6 +50,8 @@ export const publicConfig = z.object({
   agentsOnline: z.int(),
   /** When any agent was last seen (ISO), or null when none ever was. */
   agentLastSeenAt: z.nullable(z.string()),
+  /** Whether Feather Install and Feather Cert are offered (FEATHER_IPA is set). */
+  feather: z.boolean(),
 });
 export type PublicConfig = z.infer<typeof publicConfig>;
 

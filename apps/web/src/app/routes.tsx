@@ -67,6 +67,8 @@ export function AppRoutes() {
           <Route path="/udid" element={<SignedInOnly>{later(<UdidPage />)}</SignedInOnly>} />
           <Route path="/install" element={later(<InstallPage />)} />
           <Route path="/admin" element={<AdminOnly>{later(<AdminPage />)}</AdminOnly>} />
+          {/* Each console tab has its own address, so it can be linked and reached with Back. */}
+          <Route path="/admin/:tab" element={<AdminOnly>{later(<AdminPage />)}</AdminOnly>} />
           {/* The first admin's one-time link, printed by the server at its first start. */}
           <Route path="/setup/:token" element={later(<SetupPage />)} />
           <Route path="*" element={<NotFound />} />

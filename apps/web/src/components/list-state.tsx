@@ -16,7 +16,7 @@ export function ListState({
 }) {
   return (
     <div className="text-center my-5 list-state" data-state={kind}>
-      <p className={`${kind === 'empty' ? 'empty-text' : 'failed-text'} fs-5 mb-3`} role="status">
+      <p className={`${kind === 'empty' ? 'empty-text' : 'failed-text'} fs-5 mb-3 text-break`} role="status">
         {text}
       </p>
       <button type="button" className="btn btn-outline-primary" onClick={onRetry} disabled={isRetrying}>

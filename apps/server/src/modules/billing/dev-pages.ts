@@ -29,8 +29,10 @@ form{display:inline}button{font-size:1rem;padding:.5rem 1.5rem;margin:.5rem .5re
 </style>
 </head>
 <body>
-<p class="banner" role="note">TEST MODE: no real payment is made.</p>
+<header><p class="banner" role="note">TEST MODE: no real payment is made.</p></header>
+<main>
 ${body}
+</main>
 </body>
 </html>
 `;

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { queueStatus } from '@sideport/contracts';
 import { currentUser, isAdmin, type Guards } from '../auth/guard.js';
+import type { EventBus } from '../../platform/events.js';
 import { createMicroCache } from '../../platform/micro-cache.js';
 import { countryParam, idParam, keywordParam, pageParam, versionParams } from '../../platform/params.js';
 import { entriesFor, normalizeTerm, type CatalogService, type SearchAnswer } from './service.js';
@@ -21,6 +22,8 @@ export interface CatalogRoutesDeps {
   answerCacheMs: number;
   /** When an agent last called (the agents domain). */
   agentSeenAt: () => Promise<Date | null>;
+  /** Entry changes from every process: a reused answer must not outlive the change it misses. */
+  bus?: Pick<EventBus, 'subscribe'>;
 }
 
 interface CachedAnswer {
@@ -30,12 +33,20 @@ interface CachedAnswer {
 
 export async function catalogRoutes(
   app: FastifyInstance,
-  { catalog, guards, answerCacheMs, agentSeenAt }: CatalogRoutesDeps,
+  { catalog, guards, answerCacheMs, agentSeenAt, bus }: CatalogRoutesDeps,
 ) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   // Lists and searches are read far more often than they change: reuse the serialized answer briefly.
   const answers = createMicroCache<CachedAnswer>({ ttlMs: answerCacheMs, max: 2000 });
   const searches = createMicroCache<SearchAnswer & { json: string }>({ ttlMs: answerCacheMs, max: 2000 });
+  // A page reused after its entry changed would show it as it was, and a list that refetches on
+  // the change's live event would take that old state back (docs/architecture.md, Web client).
+  const stopListening = bus?.subscribe((message) => {
+    if (message.kind !== 'live' || message.event.type !== 'version') return;
+    answers.clear();
+    searches.clear();
+  });
+  if (stopListening) app.addHook('onClose', async () => stopListening());
   const sendAnswer = (reply: FastifyReply, answer: CachedAnswer) => {
     if (answer.anchor !== undefined) reply.header('x-list-anchor', String(answer.anchor));
     return reply.type('application/json; charset=utf-8').send(answer.json);

@@ -1,4 +1,4 @@
-import { useRef, useState } from 'react';
+import { Fragment, useRef, useState } from 'react';
 import checkIcon from 'bootstrap-icons/icons/check2.svg?raw';
 import copyIcon from 'bootstrap-icons/icons/clipboard.svg?raw';
 import type { AccountInfo, Device } from '@sideport/contracts';
@@ -8,7 +8,8 @@ import { isIosDevice } from '../../lib/device';
 import { modelName } from './device-models';
 import { FeatherButtons } from './feather-buttons';
 import { ADD_DEVICE_NOTICE, MAC_WARNING } from './messages';
-import { formatDate, goToCheckout } from './product-tab';
+import { When } from '../../lib/dates';
+import { goToCheckout } from './product-tab';
 
 const isMac = (device: Device) => /mac/i.test(device.Product);
 
@@ -71,7 +72,17 @@ function Udid({ udid }: { udid: string }) {
   return (
     <span className="d-inline-flex align-items-start gap-1">
       <code ref={text} className="udid small text-body user-select-all">
-        {udid}
+        {/* If it must wrap, at its hyphen, never a lone character. */}
+        {udid.split('-').map((part, i) => (
+          <Fragment key={i}>
+            {i > 0 && (
+              <>
+                -<wbr />
+              </>
+            )}
+            {part}
+          </Fragment>
+        ))}
       </code>
       <button
         type="button"
@@ -91,7 +102,8 @@ function Udid({ udid }: { udid: string }) {
   );
 }
 
-const until = (device: Device) => (device.status === 'Registered' ? formatDate(device.expired_date) : '-');
+const until = (device: Device) =>
+  device.status === 'Registered' ? <When iso={device.expired_date} day /> : '-';
 
 /**
  * My page, Device tab (docs/product.md, Screens): the spec's table from 768 px; below it each device is a
@@ -101,10 +113,10 @@ export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
   const devices = info?.device_info ?? [];
   // On a computer the profile is for the iPhone: a QR code of /udid to open there (or this Mac's own).
   const [isPhoneLinkShown, setPhoneLinkShown] = useState(false);
+  // On an iPhone the profile downloads: confirm first. A computer downloads nothing: the QR code at once.
   const addDevice = () => {
-    if (!window.confirm(ADD_DEVICE_NOTICE)) return;
-    if (isIosDevice()) window.location.assign('/udid');
-    else setPhoneLinkShown(true);
+    if (!isIosDevice()) return setPhoneLinkShown(true);
+    if (window.confirm(ADD_DEVICE_NOTICE)) window.location.assign('/udid');
   };
   return (
     <section aria-labelledby="devices-title">
@@ -121,8 +133,8 @@ export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
         <>
           <PhoneQr
             url={`${window.location.origin}/udid`}
-            label="add your iPhone on this site"
-            instruction="Adding a device works on the device itself: scan this QR code with the iPhone's camera, sign in there, and install the profile from Settings."
+            label="add your iPhone to this account"
+            instruction="Scan this QR code with the iPhone's camera, sign in there and install the profile from Settings within 10 minutes."
           />
           <p className="small">
             Adding this computer, an M1/M2 Mac? <a href="/udid">Download its profile here.</a>
@@ -173,8 +185,9 @@ export function DeviceTab({ info }: { info: AccountInfo | undefined }) {
                   <dd className="col-8 mb-0">
                     <Product device={device} />
                   </dd>
-                  <dt className="col-4">UDID</dt>
-                  <dd className="col-8 mb-0">
+                  {/* A line of its own: beside its label the UDID's last character wrapped at 375 px. */}
+                  <dt className="col-12">UDID</dt>
+                  <dd className="col-12 mb-0">
                     <Udid udid={device.UDID} />
                   </dd>
                   <dt className="col-4">Until</dt>

@@ -4,8 +4,9 @@ import Modal from 'react-bootstrap/Modal';
 import { featherCertAnswer, urlAnswer, type FeatherCertAnswer } from '@sideport/contracts';
 import { PhoneQr, phoneInstallUrl } from '../../components/phone-qr';
 import { alertFailure, api } from '../../lib/api';
+import { usePublicConfig } from '../../lib/config';
 import { isIosDevice } from '../../lib/device';
-import { certPasswordNotice } from './messages';
+import { certPasswordNotice, FEATHER_NOT_OFFERED } from './messages';
 
 /**
  * Feather Install: the operator's Feather signed for the person's devices, as an itms-services URL,
@@ -25,13 +26,15 @@ async function installFeather(showForPhone: (url: string) => void) {
 /**
  * 'Feather Install' and 'Feather Cert' (docs/product.md, Screens). The cert is a zip of a .p12 and the
  * person's profile; its password is new each time and only in this answer, so it stays on screen
- * with the cert-password notice of docs/product.md until closed, beside the zip's link. Without Feather on the
- * server, its sentence is shown as any failure is.
+ * with the cert-password notice of docs/product.md until closed, beside the zip's link. A server
+ * without Feather (GET /api/config `feather` false) disables both and says why, as for sign modes.
  */
 export function FeatherButtons() {
   const [cert, setCert] = useState<FeatherCertAnswer | null>(null);
   const [busy, setBusy] = useState<'install' | 'cert' | null>(null);
   const [phoneUrl, setPhoneUrl] = useState<string | null>(null);
+  const config = usePublicConfig();
+  const isOffered = config?.feather !== false;
   const whileBusy = (which: 'install' | 'cert', work: () => Promise<void>) => {
     setBusy(which);
     void work().finally(() => setBusy(null));
@@ -49,18 +52,25 @@ export function FeatherButtons() {
     <>
       <Button
         variant="outline-secondary"
-        disabled={busy === 'install'}
+        disabled={!isOffered || busy === 'install'}
+        aria-describedby={isOffered ? undefined : 'feather-not-offered'}
         onClick={() => whileBusy('install', () => installFeather(setPhoneUrl))}
       >
         Feather Install
       </Button>
       <Button
         variant="outline-secondary"
-        disabled={busy === 'cert'}
+        disabled={!isOffered || busy === 'cert'}
+        aria-describedby={isOffered ? undefined : 'feather-not-offered'}
         onClick={() => whileBusy('cert', fetchCert)}
       >
         Feather Cert
       </Button>
+      {!isOffered && (
+        <p id="feather-not-offered" className="w-100 small text-body-secondary mb-0">
+          {FEATHER_NOT_OFFERED}
+        </p>
+      )}
       {phoneUrl && (
         <div className="w-100">
           <PhoneQr

@@ -7,3 +7,5 @@ export const ADD_DEVICE_NOTICE =
 /** The notice about the cert password (docs/product.md, Validation and confirmations): the .p12 in the zip opens with it, and it is not kept. */
 export const certPasswordNotice = (password: string) =>
   `The cert password is ${password}. Enter it when Feather imports the certificate; it is shown only this once.`;
+/** Under the disabled Feather buttons, as the server's 404 says it. */
+export const FEATHER_NOT_OFFERED = 'Feather is not offered on this server.';

@@ -1,3 +1,4 @@
+import { formatDay, When } from '../../lib/dates';
 import Button from 'react-bootstrap/Button';
 import Table from 'react-bootstrap/Table';
 import type { AccountInfo } from '@sideport/contracts';
@@ -12,7 +13,8 @@ export const SERVICE_OFFERS = [
   { n: 5, label: "Reset today's limit · $0.99" },
 ] as const;
 
-export const formatDate = (iso: string | null | undefined) => (iso ? iso.slice(0, 10) : '-');
+/** A day in the viewer's zone ('Dec 23, 2027'), or '-' (lib/dates.tsx). */
+export const formatDate = (iso: string | null | undefined) => (iso ? formatDay(iso) : '-');
 
 /** Asks the server for a checkout and goes there. */
 export async function goToCheckout(path: string) {
@@ -24,7 +26,7 @@ export async function goToCheckout(path: string) {
   }
 }
 
-/** The plan and reset buttons; the current plan's is marked (choosing it again gets the server's sentence). */
+/** The plan and reset buttons; the current plan's cannot be chosen again: disabled, it says 'current'. */
 function OfferButtons({ isStacked = false, plan }: { isStacked?: boolean; plan: number | null }) {
   return (
     <div className={isStacked ? 'd-grid gap-2' : 'd-flex flex-wrap gap-2'}>
@@ -37,10 +39,11 @@ function OfferButtons({ isStacked = false, plan }: { isStacked?: boolean; plan: 
             className="text-nowrap"
             variant={isCurrent ? 'success' : offer.n === 5 ? 'outline-secondary' : 'outline-primary'}
             aria-current={isCurrent ? 'true' : undefined}
+            disabled={isCurrent}
             onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}
           >
             {offer.label}
-            {/* Marked by its colour and the Service column's line; aria-current says it to screen readers. */}
+            {isCurrent && ' · current'}
           </Button>
         );
       })}
@@ -76,12 +79,12 @@ export function ProductTab({ info }: { info: AccountInfo | undefined }) {
             {info?.plan != null && (
               <div className="small mt-1" data-testid="current-plan">
                 <span className="badge text-bg-success me-1">Current plan</span>
-                {planLabel(info.plan)}, renews {formatDate(info.expired_date)}
+                {planLabel(info.plan)}, renews <When iso={info.expired_date} day />
               </div>
             )}
           </td>
           <td data-testid="premium-until" className="text-nowrap">
-            {info ? (info.premium ? formatDate(info.expired_date) : '-') : ''}
+            {info ? info.premium ? <When iso={info.expired_date} day /> : '-' : ''}
           </td>
           <td>
             <div data-testid="daily-limit" className="text-nowrap">

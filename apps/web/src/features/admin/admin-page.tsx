@@ -1,5 +1,6 @@
 import Tab from 'react-bootstrap/Tab';
 import Tabs from 'react-bootstrap/Tabs';
+import { Navigate, useNavigate, useParams } from 'react-router';
 import { usePageTitle } from '../../lib/page-title';
 import { AccountsPanel } from './accounts-panel';
 import { AgentsPanel } from './agents-panel';
@@ -8,19 +9,36 @@ import { DevicesPanel } from './devices-panel';
 import { QueuePanel } from './queue-panel';
 import { SetupPanel } from './setup-panel';
 
+const TABS = ['setup', 'agents', 'queue', 'devices', 'accounts', 'audit'] as const;
+type AdminTab = (typeof TABS)[number];
+const isTab = (tab: string | undefined): tab is AdminTab => TABS.includes(tab as AdminTab);
+
 /**
  * /admin (grade above 0; the server checks every call): the setup checklist it opens on, agents,
  * the queue, devices waiting for registration with the signing identity, the developer accounts
- * devices are registered on, and the audit log.
+ * devices are registered on, and the audit log. Each tab is its own address (/admin/agents ...):
+ * a tab can be linked, and Back returns to the one before.
  */
 export function AdminPage() {
   usePageTitle('Admin');
+  const { tab } = useParams();
+  const navigate = useNavigate();
+  if (tab !== undefined && !isTab(tab)) return <Navigate to="/admin" replace />;
+  const active: AdminTab = tab ?? 'setup';
   return (
     <section aria-labelledby="admin-title">
       <h1 id="admin-title" className="fs-4 mb-3">
         Admin
       </h1>
-      <Tabs defaultActiveKey="setup" id="admin-tabs" className="mb-3" mountOnEnter>
+      <Tabs
+        activeKey={active}
+        onSelect={(key) =>
+          key && key !== active && void navigate(key === 'setup' ? '/admin' : `/admin/${key}`)
+        }
+        id="admin-tabs"
+        className="mb-3"
+        mountOnEnter
+      >
         <Tab eventKey="setup" title="Setup">
           <SetupPanel />
         </Tab>

@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import { useLayoutEffect, useRef, type ReactNode } from 'react';
 import Table from 'react-bootstrap/Table';
 
 export interface Column {
@@ -9,10 +9,19 @@ export interface Column {
   isWideOnly?: boolean;
 }
 
+const LABELS: Record<string, string> = {
+  'agents-table': 'Agents',
+  'queue-table': 'Queue',
+  'audit-table': 'Audit log',
+  'devices-table': 'Devices',
+  'accounts-table': 'Developer accounts',
+};
+
 /**
- * A table of the console: it scrolls inside the page on a narrow screen; with no rows it says so.
- * A hidden label is absolutely placed, so its cell holds it: otherwise it escapes the table's scroll
- * box and widens the whole page.
+ * A table of the console; with no rows it says so. Below 768 px each row reflows into a card of
+ * labelled lines (the column's name before each value, as the device list does), so nothing is cut
+ * off or scrolls sideways on a phone. From 768 px a table wider than the page scrolls inside a
+ * region that the keyboard reaches (tabindex 0) and that is named after the table.
  */
 export function AdminTable({
   testId,
@@ -27,25 +36,44 @@ export function AdminTable({
   emptyText?: string;
   children: ReactNode;
 }) {
+  const table = useRef<HTMLTableElement>(null);
+  // Each cell carries its column's name, which the narrow layout shows before the value.
+  useLayoutEffect(() => {
+    for (const row of table.current?.tBodies[0]?.rows ?? []) {
+      let column = 0;
+      for (const cell of row.cells) {
+        const c = columns[column];
+        if (c && !c.isLabelHidden) cell.dataset.label = c.label;
+        column += cell.colSpan;
+      }
+    }
+  });
   if (isEmpty) return <p className="text-body-secondary">{emptyText}</p>;
   return (
-    <Table responsive size="sm" className="align-middle" data-testid={testId}>
-      <thead>
-        <tr>
-          {columns.map((c) => (
-            <th
-              key={c.label}
-              scope="col"
-              className={[c.isLabelHidden && 'position-relative', c.isWideOnly && 'd-none d-md-table-cell']
-                .filter(Boolean)
-                .join(' ')}
-            >
-              {c.isLabelHidden ? <span className="visually-hidden">{c.label}</span> : c.label}
-            </th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>{children}</tbody>
-    </Table>
+    <div
+      className="table-responsive admin-table-scroll"
+      tabIndex={0}
+      role="region"
+      aria-label={`${LABELS[testId] ?? testId} table`}
+    >
+      <Table ref={table} size="sm" className="align-middle admin-table" data-testid={testId}>
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th
+                key={c.label}
+                scope="col"
+                className={[c.isLabelHidden && 'position-relative', c.isWideOnly && 'd-none d-md-table-cell']
+                  .filter(Boolean)
+                  .join(' ')}
+              >
+                {c.isLabelHidden ? <span className="visually-hidden">{c.label}</span> : c.label}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </Table>
+    </div>
   );
 }

@@ -1,3 +1,4 @@
+import { When } from '../../lib/dates';
 import Button from 'react-bootstrap/Button';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import type { AgentSummary } from '@sideport/contracts';
@@ -5,7 +6,7 @@ import { alertFailure, api } from '../../lib/api';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { AdminTable } from './admin-table';
 import { NewAgentForm } from './new-agent-form';
-import { adminKeys, agentsQuery, formatTime } from './queries';
+import { adminKeys, agentsQuery } from './queries';
 
 export const revokeQuestion = (name: string) => `Revoke agent '${name}'? Its token stops working at once.`;
 
@@ -46,7 +47,9 @@ export function AgentsPanel() {
         {agents.data?.map((agent) => (
           <tr key={agent.id} data-testid="agent-row">
             <td className="fw-semibold">{agent.name}</td>
-            <td className="text-nowrap">{formatTime(agent.last_seen_at)}</td>
+            <td className="text-nowrap">
+              <When iso={agent.last_seen_at} none="never" />
+            </td>
             <td>{agent.current_job ?? '-'}</td>
             <td>{agent.done_count}</td>
             <td>{agent.failed_count}</td>

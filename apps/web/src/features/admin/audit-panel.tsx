@@ -1,8 +1,9 @@
+import { When } from '../../lib/dates';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { AdminTable } from './admin-table';
 import { MoreButton } from './more-button';
-import { auditQuery, formatTime } from './queries';
+import { auditQuery } from './queries';
 
 const AUDIT_COLUMNS = [{ label: 'When' }, { label: 'Who' }, { label: 'Action' }, { label: 'Subject' }];
 
@@ -21,7 +22,9 @@ export function AuditPanel() {
       >
         {entries.map((entry) => (
           <tr key={entry.id} data-testid="audit-row">
-            <td className="text-nowrap small">{formatTime(entry.at)}</td>
+            <td className="text-nowrap small">
+              <When iso={entry.at} none="never" />
+            </td>
             <td>{entry.actor}</td>
             <td className="text-nowrap">{entry.action}</td>
             <td className="small text-break">

@@ -59,7 +59,9 @@ export function IdentityCard() {
             Dev identity: real devices will not install its apps
           </Badge>
         ) : (
-          <Badge bg="success">Apple developer account</Badge>
+          <Badge bg="success-subtle" text="success-emphasis" className="border border-success-subtle">
+            Apple developer account
+          </Badge>
         )}
       </div>
       <div>{info.description}</div>
@@ -79,7 +81,7 @@ export function IdentityCard() {
           <>
             {' · '}
             {/* Anyone can then check what it signed: openssl cms -verify -CAfile sideport-dev-ca.pem. */}
-            <a href={DEV_CA_URL} download>
+            <a href={DEV_CA_URL} download className="alert-link">
               Download its CA (PEM)
             </a>
           </>

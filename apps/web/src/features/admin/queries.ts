@@ -1,3 +1,4 @@
+import { formatMoment } from '../../lib/dates';
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import {
   adminDevices,
@@ -93,8 +94,7 @@ export const accountsQuery = queryOptions({
 });
 
 /** Times in the viewer's zone, to the minute. */
-export const formatTime = (iso: string | null) =>
-  iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'short' }) : 'never';
+export const formatTime = (iso: string | null) => (iso ? formatMoment(iso) : 'never');
 
 /** The setup checklist: what this server runs with, and the setting that completes each step. */
 export const setupChecklistQuery = queryOptions({

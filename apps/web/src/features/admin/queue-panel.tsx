@@ -1,3 +1,4 @@
+import { When } from '../../lib/dates';
 import Badge from 'react-bootstrap/Badge';
 import Button from 'react-bootstrap/Button';
 import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
@@ -7,7 +8,7 @@ import { useFailureAlert } from '../../lib/use-failure-alert';
 import { deleteEntry } from '../versions/actions';
 import { AdminTable } from './admin-table';
 import { MoreButton } from './more-button';
-import { adminKeys, adminQueueQuery, formatTime } from './queries';
+import { adminKeys, adminQueueQuery } from './queries';
 
 const QUEUE_COLUMNS = [
   { label: 'App' },
@@ -97,7 +98,9 @@ export function QueuePanel() {
             </td>
             <td className="small">{entry.reason ?? '-'}</td>
             <td className="d-none d-md-table-cell">{entry.agent ?? '-'}</td>
-            <td className="d-none d-md-table-cell text-nowrap small">{formatTime(entry.requested_at)}</td>
+            <td className="d-none d-md-table-cell text-nowrap small">
+              <When iso={entry.requested_at} none="never" />
+            </td>
             <td className="d-none d-md-table-cell">{actions(entry)}</td>
           </tr>
         ))}

@@ -2,13 +2,15 @@ import Badge from 'react-bootstrap/Badge';
 import ListGroup from 'react-bootstrap/ListGroup';
 import { useQuery } from '@tanstack/react-query';
 import type { SetupItem } from '@sideport/contracts';
+import { WithMoments } from '../../lib/dates';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { setupChecklistQuery } from './queries';
 
-const STATE_BADGE: Record<SetupItem['state'], { bg: string; text: string; label: string }> = {
-  done: { bg: 'success', text: 'light', label: 'Done' },
-  todo: { bg: 'warning', text: 'dark', label: 'To do' },
-  optional: { bg: 'secondary', text: 'light', label: 'Optional' },
+// Emphasis text on a subtle background: each above 7:1 (WCAG AA needs 4.5:1 for small text).
+const STATE_BADGE: Record<SetupItem['state'], { tone: string; label: string }> = {
+  done: { tone: 'success', label: 'Done' },
+  todo: { tone: 'warning', label: 'To do' },
+  optional: { tone: 'secondary', label: 'Optional' },
 };
 
 /**
@@ -34,11 +36,17 @@ export function SetupPanel() {
             <ListGroup.Item key={item.key} data-testid={`setup-${item.key}`}>
               <div className="d-flex flex-wrap align-items-center gap-2">
                 <strong>{item.label}</strong>
-                <Badge bg={badge.bg} text={badge.text as 'light' | 'dark'}>
+                <Badge
+                  bg={`${badge.tone}-subtle`}
+                  text={`${badge.tone}-emphasis` as 'dark'}
+                  className={`border border-${badge.tone}-subtle`}
+                >
                   {badge.label}
                 </Badge>
               </div>
-              <div>{item.detail}</div>
+              <div>
+                <WithMoments text={item.detail} />
+              </div>
               {item.action && <div className="small text-body-secondary text-break">{item.action}</div>}
             </ListGroup.Item>
           );

@@ -8,7 +8,20 @@ import type { GradeAnswer } from '@sideport/contracts';
 import { alertFailure, api } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
 import { afterSignInPath, useClientStore } from '../../lib/store';
-import { validateAuthForm, type AuthMode } from './validate';
+import { CONFIRM_RULE, ID_RULE, PASSWORD_RULE, validateAuthForm, type AuthMode } from './validate';
+
+/** A sign-up rule under its field, or the rule's sentence when the last submit broke it. */
+function Rule({ id, text, broken }: { id: string; text: string; broken: string | null }) {
+  return (
+    <div
+      id={id}
+      className={broken ? 'invalid-feedback d-block' : 'form-text'}
+      role={broken ? 'alert' : undefined}
+    >
+      {broken ?? text}
+    </div>
+  );
+}
 
 /** The sign-in and sign-up forms (docs/product.md, Screens): Enter submits; the password travels as its MD5. */
 export function AuthForm({ mode }: { mode: AuthMode }) {
@@ -17,14 +30,17 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
   const [busy, setBusy] = useState(false);
+  // Sign-up says its rules under each field before anything is submitted, and a broken one there.
+  const [problem, setProblem] = useState<string | null>(null);
   const isSignUp = mode === 'sign-up';
   usePageTitle(isSignUp ? 'Sign up' : 'Sign in');
 
   // Alerts its own failures: the form fires it and forgets it (`void`).
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    const problem = validateAuthForm(mode, id, password, confirm);
-    if (problem) return window.alert(problem);
+    const broken = validateAuthForm(mode, id, password, confirm);
+    setProblem(isSignUp ? broken : null);
+    if (broken) return isSignUp ? undefined : window.alert(broken);
     setBusy(true);
     try {
       const { grade } = await api<GradeAnswer>(`/api/${mode}`, {
@@ -52,7 +68,20 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
         <Form onSubmit={(event) => void submit(event)} noValidate>
           <Form.Group className="mb-3" controlId={`${mode}-id`}>
             <Form.Label>Id</Form.Label>
-            <Form.Control autoComplete="username" value={id} onChange={(e) => setId(e.target.value)} />
+            <Form.Control
+              autoComplete="username"
+              value={id}
+              onChange={(e) => setId(e.target.value)}
+              isInvalid={problem === ID_RULE}
+              aria-describedby={isSignUp ? 'sign-up-id-rule' : undefined}
+            />
+            {isSignUp && (
+              <Rule
+                id="sign-up-id-rule"
+                text="At least 4 characters."
+                broken={problem === ID_RULE ? problem : null}
+              />
+            )}
           </Form.Group>
           <Form.Group className="mb-3" controlId={`${mode}-password`}>
             <Form.Label>Password</Form.Label>
@@ -61,7 +90,16 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
               autoComplete={isSignUp ? 'new-password' : 'current-password'}
               value={password}
               onChange={(e) => setPassword(e.target.value)}
+              isInvalid={problem === PASSWORD_RULE}
+              aria-describedby={isSignUp ? 'sign-up-password-rule' : undefined}
             />
+            {isSignUp && (
+              <Rule
+                id="sign-up-password-rule"
+                text="At least 8 characters."
+                broken={problem === PASSWORD_RULE ? problem : null}
+              />
+            )}
           </Form.Group>
           {isSignUp && (
             <Form.Group className="mb-3" controlId="sign-up-confirm">
@@ -71,6 +109,13 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
                 autoComplete="new-password"
                 value={confirm}
                 onChange={(e) => setConfirm(e.target.value)}
+                isInvalid={problem === CONFIRM_RULE}
+                aria-describedby="sign-up-confirm-rule"
+              />
+              <Rule
+                id="sign-up-confirm-rule"
+                text="The same password again."
+                broken={problem === CONFIRM_RULE ? problem : null}
               />
             </Form.Group>
           )}

@@ -36,7 +36,16 @@ export function AdminOnly({ children }: { children: ReactNode }) {
   const isAdmin = useClientStore((s) => s.grade > 0);
   return (
     <SignedInOnly>
-      {isAdmin ? children : <p className="text-center text-body-secondary my-5">Do not have permission.</p>}
+      {isAdmin ? (
+        children
+      ) : (
+        <section className="text-center my-5" aria-labelledby="admin-title">
+          <h1 id="admin-title" className="fs-4">
+            Admin
+          </h1>
+          <p className="text-body-secondary">Do not have permission.</p>
+        </section>
+      )}
     </SignedInOnly>
   );
 }

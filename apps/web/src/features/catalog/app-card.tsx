@@ -3,7 +3,8 @@ import { AppIcon } from '../../components/app-icon';
 import { Flag } from '../../components/flag';
 import { ProgressLine } from '../../components/progress-line';
 import type { LiveEntry } from '../versions/queries';
-import { entryFacts, formatMoment } from './format';
+import { When } from '../../lib/dates';
+import { entryFacts } from './format';
 import { RatingStars } from './rating-stars';
 import { cardButtons, type CardAction, type ListKind } from './status-buttons';
 
@@ -61,7 +62,7 @@ export function AppCard({ entry, list, isAdmin, onAction }: AppCardProps) {
           )}
           {list === 'latest' && entry.decrypted_at && (
             <div className="small text-body-secondary app-decrypted-at">
-              Decrypted <time dateTime={entry.decrypted_at}>{formatMoment(entry.decrypted_at)}</time>
+              Decrypted <When iso={entry.decrypted_at} />
             </div>
           )}
           {list === 'queue' && <div className="small app-queue-place">{queuePlace(entry)}</div>}

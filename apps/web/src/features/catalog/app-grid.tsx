@@ -1,4 +1,5 @@
-import { lazy, Suspense, useCallback, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
+import { useLocation, useNavigate } from 'react-router';
 import type { AppEntry } from '@sideport/contracts';
 import { useClientStore } from '../../lib/store';
 import type { VersionTarget } from '../versions/version-target';
@@ -11,12 +12,37 @@ const VersionModal = lazy(() =>
   import('../versions/version-modal').then((m) => ({ default: m.VersionModal })),
 );
 
-/** 1, 2 or 3 columns by width (Bootstrap's xs / md / lg), and the version modal of its cards. */
+/** The history entry an open version modal adds: Back closes the modal, not the page. */
+const MODAL_STATE = 'versionModal';
+const isModalEntry = (state: unknown) => typeof state === 'object' && state !== null && MODAL_STATE in state;
+
+/**
+ * 1, 2 or 3 columns by width (Bootstrap's xs / md / lg), and the version modal of its cards. The
+ * open modal is a history entry of the same address: Back (the browser's, or a phone's swipe)
+ * closes it; its Close goes back over that entry.
+ */
 export function AppGrid({ entries, list }: { entries: AppEntry[]; list: ListKind }) {
   const isAdmin = useClientStore((s) => s.grade > 0);
   const [versions, setVersions] = useState<VersionTarget | null>(null);
-  const closeVersions = useCallback(() => setVersions(null), []);
-  const onAction = useCardActions(list, setVersions);
+  const location = useLocation();
+  const navigate = useNavigate();
+  const isModalShown = isModalEntry(location.state);
+  const openVersions = useCallback(
+    (target: VersionTarget) => {
+      setVersions(target);
+      if (!isModalShown) void navigate(location, { state: { [MODAL_STATE]: true } });
+    },
+    [isModalShown, location, navigate],
+  );
+  const closeVersions = useCallback(() => {
+    if (isModalShown) void navigate(-1);
+    else setVersions(null);
+  }, [isModalShown, navigate]);
+  // Back left the modal's entry: close it.
+  useEffect(() => {
+    if (!isModalShown) setVersions(null);
+  }, [isModalShown]);
+  const onAction = useCardActions(list, openVersions);
   return (
     <>
       <div className="row row-cols-1 row-cols-md-2 row-cols-lg-3 g-3 app-grid">

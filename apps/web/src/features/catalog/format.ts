@@ -34,6 +34,5 @@ export function entryFacts(
   return { size, isIpa, storeNote: differs.length ? `The store lists ${differs.join(' and ')}.` : null };
 }
 
-/** A moment in the viewer's zone, to the minute: 'Nov 23, 2026, 10:00 AM'. */
-export const formatMoment = (iso: string) =>
-  new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+/** A moment in the viewer's zone, to the minute: 'Nov 23, 2026, 10:00 AM' (lib/dates.tsx). */
+export { formatMoment } from '../../lib/dates';

@@ -3,26 +3,27 @@ import { useQuery } from '@tanstack/react-query';
 import { useParams } from 'react-router';
 import { ListState } from '../../components/list-state';
 import { SkeletonCards } from '../../components/skeleton-cards';
-import { alertFailure, ApiError, requireSignIn, RETRY_LATER } from '../../lib/api';
+import { ApiError, requireSignIn, RETRY_LATER } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
 import { useClientStore } from '../../lib/store';
 import { AppGrid } from './app-grid';
 import { searchQuery } from './queries';
 
-/** /search/{country}/{keyword*}: the keyword may contain slashes. Signed-in only on the server. */
+/**
+ * /search/{country}/{keyword*}: the keyword may contain slashes. Signed-in only on the server. A
+ * search error (a bad country, a keyword too long) is said once, inline with a retry, never in an
+ * alert too; without a keyword the page says what to do; a long heading wraps.
+ */
 export function SearchPage() {
   const params = useParams();
   const country = (params.country ?? 'KR').toUpperCase();
   const keyword = params['*'] ?? '';
-  usePageTitle(`Search: ${keyword}`);
+  usePageTitle(keyword ? `Search: ${keyword}` : 'Search');
   const isLogin = useClientStore((s) => s.isLogin);
   // Only a visitor arriving signed out is asked to sign in: signing out here goes to /latest on its
   // own (use-sign-out), and a 401 to /sign-in, so this page must not alert 'Please Sign-in' then.
   const [wasSignedInOnArrival] = useState(isLogin);
   const query = useQuery({ ...searchQuery(country, keyword), enabled: isLogin && keyword.length > 0 });
-  useEffect(() => {
-    if (query.error) alertFailure(query.error);
-  }, [query.error]);
   // Searching needs an account: a visitor is asked to sign in and brought back to this search.
   useEffect(() => {
     if (!isLogin && !wasSignedInOnArrival) requireSignIn();
@@ -32,9 +33,10 @@ export function SearchPage() {
 
   return (
     <section aria-labelledby="search-title">
-      <h1 id="search-title" className="fs-4 mb-3">
-        Search: {keyword}
+      <h1 id="search-title" className="fs-4 mb-3 text-break">
+        {keyword ? `Search: ${keyword}` : 'Search'}
       </h1>
+      {!keyword && <p data-testid="search-empty">Type the name of an app in the search box.</p>}
       {/* Only an answer can say '{keyword} not found.': a failed search says why, with a retry. */}
       {query.data ? (
         query.data.length === 0 ? (

@@ -20,7 +20,7 @@ export function progressButton(entry: Pick<AppEntry, 'status' | 'premium'>): Car
   switch (entry.status) {
     case 'Pending':
       return entry.premium
-        ? { label: 'Enqueued...', variant: 'outline-dark', disabled: true }
+        ? { label: 'Enqueued...', variant: 'outline-info', disabled: true }
         : { label: 'Enqueued...', action: 'premium-queue', variant: 'outline-dark' };
     case 'Process':
       return { label: 'Processing...', variant: 'outline-info', disabled: true };

@@ -9,6 +9,7 @@ import {
   applyLiveEvent,
   applySignEvent,
   applyVersionEvent,
+  reconcileWithLedger,
   refreshAfterGap,
   removeEntry,
 } from './apply-event';
@@ -207,6 +208,38 @@ describe('applyVersionEvent', () => {
       app_ver_id: '10',
       status: 'Done',
     });
+  });
+});
+
+describe('an answer that lands after a live event', () => {
+  it('is brought up to the event: a refetch answering from before Done does not bring the entry back as working', async () => {
+    const client = new QueryClient();
+    let answer: AppEntry[] = [entry('1', null, 'Process'), entry('2', null, 'Pending')];
+    const key = ['list', 'queue'];
+    await client.prefetchInfiniteQuery({
+      queryKey: key,
+      initialPageParam: 0,
+      queryFn: () => ({ entries: answer, anchor: null }),
+    });
+    const stop = client.getQueryCache().subscribe((e) => {
+      if (e.type === 'updated' && e.action.type === 'success' && !e.action.manual)
+        reconcileWithLedger(client, e.query.queryKey);
+    });
+    applyLiveEvent(client, event('1', '10', 'Done', { previous_app_ver_id: null }));
+    expect(statuses(client, key)).toEqual(['2/null:Pending']);
+    // The server's answer was computed before the Done (reused for LIST_CACHE_MS, or in flight).
+    await client.refetchQueries({ queryKey: key });
+    expect(statuses(client, key)).toEqual(['2/null:Pending']);
+    // A later change the ledger has not heard of stands as the server says.
+    answer = [entry('2', null, 'Process')];
+    await client.refetchQueries({ queryKey: key });
+    expect(statuses(client, key)).toEqual(['2/null:Process']);
+    // After a gap the ledger is forgotten: what the server says next is newer than it.
+    refreshAfterGap(client);
+    answer = [entry('1', '10', 'Pending')];
+    await client.refetchQueries({ queryKey: key });
+    expect(statuses(client, key)).toEqual(['1/10:Pending']);
+    stop();
   });
 });
 

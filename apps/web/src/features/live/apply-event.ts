@@ -1,4 +1,4 @@
-import { hashKey, type QueryClient } from '@tanstack/react-query';
+import { hashKey, type QueryClient, type QueryKey } from '@tanstack/react-query';
 import {
   signModeOf,
   type LiveEvent,
@@ -11,7 +11,7 @@ import { accountKeys } from '../account/queries';
 import { adminKeys } from '../admin/queries';
 import { catalogKeys } from '../catalog/queries';
 import { versionKeys } from '../versions/queries';
-import { editEntryCaches, type CachedEntry, type EntryEdit } from './entry-caches';
+import { editEntryCaches, type CachedEntry, type EntryCache, type EntryEdit } from './entry-caches';
 
 type EntryRef = Pick<CachedEntry, 'country' | 'app_id' | 'app_ver_id'>;
 
@@ -41,7 +41,12 @@ const listsEventApp = (ref: Pick<CachedEntry, 'country' | 'app_id'>, event: Vers
  * leaves the queue, 'Deleted' leaves everything) goes; a list that should gain one (a new request
  * in the queue, a new Done version in latest) is refetched.
  */
-export function applyVersionEvent(queryClient: QueryClient, event: VersionEvent) {
+export function applyVersionEvent(
+  queryClient: QueryClient,
+  event: VersionEvent,
+  /** Bring only this query, just fetched, up to the event: no refetch (see reconcileWithLedger). */
+  only?: QueryKey,
+) {
   const isTarget = (e: CachedEntry) => showsEvent(e, event);
   const deleted = event.status === 'Deleted';
   const now = (e: CachedEntry): CachedEntry =>
@@ -58,7 +63,11 @@ export function applyVersionEvent(queryClient: QueryClient, event: VersionEvent)
   const patch: EntryEdit = { map: now };
   const drop: EntryEdit = { map: (e) => (isTarget(e) ? null : e) };
 
-  editEntryCaches(queryClient, (cache, entries, key) => {
+  const decide = (
+    cache: EntryCache,
+    entries: readonly CachedEntry[],
+    key: QueryKey,
+  ): EntryEdit | undefined => {
     const has = entries.some(isTarget);
     switch (cache) {
       case 'latest':
@@ -107,7 +116,61 @@ export function applyVersionEvent(queryClient: QueryClient, event: VersionEvent)
                 : ({ ...e, status: 'Available', premium: false, progress: null } as CachedEntry),
         };
     }
-  });
+  };
+  if (only === undefined) {
+    editEntryCaches(queryClient, decide);
+  } else {
+    editEntryCaches(
+      queryClient,
+      (cache, entries, key) => {
+        const edit = decide(cache, entries, key);
+        return edit?.map ? { map: edit.map } : undefined;
+      },
+      only,
+    );
+  }
+}
+
+/** How many entries the ledger remembers, and for how long: a list answer is at most seconds behind. */
+const LEDGER_SIZE = 2000;
+const LEDGER_MS = 10 * 60_000;
+const ledger = new Map<string, { event: VersionEvent; at: number }>();
+const ledgerKey = (country: string, appId: string, appVerId: string | null) =>
+  `${country}/${appId}/${appVerId ?? ''}`;
+
+/**
+ * The latest live event heard for each entry, newest last (this tab's own request answers are not
+ * kept: a live event that overtook one is newer).
+ */
+function remember(event: VersionEvent) {
+  if (event.previous_app_ver_id !== undefined)
+    ledger.delete(ledgerKey(event.country, event.app_id, event.previous_app_ver_id));
+  const key = ledgerKey(event.country, event.app_id, event.app_ver_id);
+  ledger.delete(key);
+  ledger.set(key, { event, at: Date.now() });
+  if (ledger.size > LEDGER_SIZE) ledger.delete(ledger.keys().next().value!);
+}
+
+/** After a gap in the stream the ledger may miss changes: what the server says next is newer. */
+export function forgetLedger() {
+  ledger.clear();
+}
+
+/**
+ * A list, search or version answer can be older than an event already applied: a request sent
+ * before the event (an infinite list refetching page by page, the first load racing the stream),
+ * or the server's briefly reused answer (LIST_CACHE_MS). Applying it as is would bring back an
+ * entry that finished, 'Processing...' forever since its last event is gone. So each answer, as
+ * it lands, is brought up to the latest event heard for every entry it shows.
+ */
+export function reconcileWithLedger(queryClient: QueryClient, queryKey: QueryKey) {
+  if (ledger.size === 0) return;
+  const now = Date.now();
+  for (const [key, { at }] of ledger) {
+    if (now - at <= LEDGER_MS) break;
+    ledger.delete(key);
+  }
+  for (const { event } of ledger.values()) applyVersionEvent(queryClient, event, queryKey);
 }
 
 /** This tab's own delete: the entry leaves every list at once, search results included (docs/product.md, States). */
@@ -117,14 +180,16 @@ export function removeEntry(queryClient: QueryClient, ref: EntryRef) {
       ? { map: (e) => (sameApp(e, ref) && e.app_ver_id === ref.app_ver_id ? null : e) }
       : undefined,
   );
-  applyVersionEvent(queryClient, {
+  const deleted: VersionEvent = {
     type: 'version',
     ...ref,
     version: null,
     status: 'Deleted',
     premium: false,
     progress: null,
-  });
+  };
+  remember(deleted);
+  applyVersionEvent(queryClient, deleted);
 }
 
 const SIGN_ORDER: Record<SignStatus, number> = { No: 0, Pending: 1, Process: 2, Done: 3 };
@@ -167,8 +232,10 @@ export function applySignEvent(
 }
 
 export function applyLiveEvent(queryClient: QueryClient, event: LiveEvent) {
-  if (event.type === 'version') applyVersionEvent(queryClient, event);
-  else if (event.type === 'sign') applySignEvent(queryClient, event);
+  if (event.type === 'version') {
+    remember(event);
+    applyVersionEvent(queryClient, event);
+  } else if (event.type === 'sign') applySignEvent(queryClient, event);
   else {
     // A device changed: the user's own list, and for an admin the devices waiting and the
     // developer accounts' slots (a registration, or a move to another account).
@@ -180,6 +247,7 @@ export function applyLiveEvent(queryClient: QueryClient, event: LiveEvent) {
 
 /** After the stream dropped, events may have been missed: everything shown is asked again. */
 export function refreshAfterGap(queryClient: QueryClient) {
+  forgetLedger();
   for (const queryKey of [
     catalogKeys.lists,
     catalogKeys.searches,

@@ -1,4 +1,4 @@
-import type { InfiniteData, QueryClient, QueryKey } from '@tanstack/react-query';
+import { matchQuery, type InfiniteData, type QueryClient, type QueryKey } from '@tanstack/react-query';
 import { adminKeys } from '../admin/queries';
 import { catalogKeys } from '../catalog/queries';
 import { versionKeys } from '../versions/queries';
@@ -67,9 +67,15 @@ const SHAPES: Record<EntryCache, Shape> = {
 export function editEntryCaches(
   queryClient: QueryClient,
   edit: (cache: EntryCache, entries: readonly CachedEntry[], key: QueryKey) => EntryEdit | undefined,
+  /** Only this query (exact key), as it lands from the server. */
+  only?: QueryKey,
 ) {
   for (const [cache, shape] of Object.entries(SHAPES) as Array<[EntryCache, Shape]>) {
-    for (const query of queryClient.getQueryCache().findAll({ queryKey: shape.key })) {
+    const queries = queryClient
+      .getQueryCache()
+      .findAll(only ? { queryKey: only, exact: true } : { queryKey: shape.key });
+    for (const query of queries) {
+      if (only && !matchQuery({ queryKey: shape.key }, query)) continue;
       const data = query.state.data;
       if (data === undefined) continue;
       const change = edit(cache, shape.read(data), query.queryKey);

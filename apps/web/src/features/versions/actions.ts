@@ -1,11 +1,12 @@
 import type { QueryClient } from '@tanstack/react-query';
-import { decryptAnswer, type AppEntry } from '@sideport/contracts';
+import { accountInfo, decryptAnswer, type AppEntry } from '@sideport/contracts';
 import { alertFailure, api, ApiError, RETRY_LATER } from '../../lib/api';
 import { useClientStore } from '../../lib/store';
 import { catalogKeys } from '../catalog/queries';
 import { applyVersionEvent, removeEntry } from '../live/apply-event';
 import {
   blacklistQuestion,
+  DAILY_LIMIT,
   DECRYPT_WARNING,
   deleteQuestion,
   FREE_USER_WARNING,
@@ -40,28 +41,68 @@ function showAnswer(queryClient: QueryClient, entry: EntryRef, data: unknown) {
   return answer;
 }
 
-/**
- * Decrypt (docs/product.md, States, Validation and confirmations and Roles): confirm, then free users confirm the slow queue. `scope` 'app' asks
- * for the store's current version; 'version' for this one, which is premium only.
- */
-export async function requestDecrypt(queryClient: QueryClient, entry: EntryRef, scope: 'app' | 'version') {
-  if (!window.confirm(DECRYPT_WARNING)) return;
-  if (!(await isPremium())) {
-    if (scope === 'version') return window.alert(NEED_PREMIUM);
-    if (!window.confirm(FREE_USER_WARNING)) return;
-  }
-  const path = `/api/decrypt/${entry.country}/${entry.app_id}${scope === 'version' ? `/${entry.app_ver_id}` : ''}`;
+/** Actions under way, by entry: a second press (a double click) while one asks or waits does nothing. */
+const running = new Set<string>();
+
+/** Runs `work` unless the same action on the same entry is already running: one dialog sequence per action. */
+async function once(action: string, entry: EntryRef, work: () => Promise<void>) {
+  const key = `${action}/${entry.country}/${entry.app_id}/${entry.app_ver_id ?? ''}`;
+  if (running.has(key)) return;
+  running.add(key);
   try {
-    const answer = showAnswer(queryClient, entry, await api<unknown>(path));
-    // Joining an earlier request, or a version already done: say so, as nothing new was queued.
-    if (answer.joined) window.alert(answer.message);
-  } catch (error) {
-    alertFailure(error);
+    await work();
+  } finally {
+    running.delete(key);
   }
 }
 
-/** 'Enqueued...' offers the premium queue (docs/product.md, States). */
-export async function moveToPremiumQueue(queryClient: QueryClient, entry: EntryRef) {
+/** Today's decrypt requests are all used: a new entry would be refused (joining one is not counted). */
+const isOverDailyLimit = () =>
+  api<unknown>('/api/info').then(
+    (data) => {
+      const info = accountInfo.parse(data);
+      return info.used_today >= info.daily_limit;
+    },
+    () => false,
+  );
+
+/**
+ * Decrypt (docs/product.md, States, Validation and confirmations and Roles): what the server would
+ * refuse (a version for a free user, a new request over the daily limit) is said before anything is
+ * asked; then confirm, then free users confirm the slow queue. `scope` 'app' asks for the store's
+ * current version; 'version' for this one, which is premium only. Only an Available entry (none
+ * requested yet) counts against the limit.
+ */
+export function requestDecrypt(
+  queryClient: QueryClient,
+  entry: EntryRef & { status?: string },
+  scope: 'app' | 'version',
+) {
+  return once('decrypt', entry, async () => {
+    const isNew = entry.status === undefined || entry.status === 'Available';
+    const [premium, overLimit] = await Promise.all([isPremium(), isNew ? isOverDailyLimit() : false]);
+    if (scope === 'version' && !premium) return window.alert(NEED_PREMIUM);
+    if (overLimit) return window.alert(DAILY_LIMIT);
+    if (!window.confirm(DECRYPT_WARNING)) return;
+    if (!premium && !window.confirm(FREE_USER_WARNING)) return;
+    const path = `/api/decrypt/${entry.country}/${entry.app_id}${scope === 'version' ? `/${entry.app_ver_id}` : ''}`;
+    try {
+      const answer = showAnswer(queryClient, entry, await api<unknown>(path));
+      // Joining an earlier request, or a version already done: say so, as nothing new was queued.
+      if (answer.joined) window.alert(answer.message);
+    } catch (error) {
+      alertFailure(error);
+    }
+  });
+}
+
+/** 'Enqueued...' offers the premium queue to premium users (docs/product.md, States); others are told why not first. */
+export function moveToPremiumQueue(queryClient: QueryClient, entry: EntryRef) {
+  return once('premium-queue', entry, () => movePremium(queryClient, entry));
+}
+
+async function movePremium(queryClient: QueryClient, entry: EntryRef) {
+  if (!(await isPremium())) return window.alert(NEED_PREMIUM);
   if (!window.confirm(PREMIUM_QUEUE_QUESTION)) return;
   const version = entry.app_ver_id ? `/${entry.app_ver_id}` : '';
   try {
@@ -81,7 +122,11 @@ export async function moveToPremiumQueue(queryClient: QueryClient, entry: EntryR
  * Admin delete (docs/product.md, Validation and confirmations, Roles and Errors): a decrypted version, or a queue entry with the choice to
  * blacklist its app; the entry leaves the shown lists; a failure says 'Please retry later.'.
  */
-export async function deleteEntry(queryClient: QueryClient, entry: EntryRef, kind: 'done' | 'queued') {
+export function deleteEntry(queryClient: QueryClient, entry: EntryRef, kind: 'done' | 'queued') {
+  return once(`delete-${kind}`, entry, () => removeAsked(queryClient, entry, kind));
+}
+
+async function removeAsked(queryClient: QueryClient, entry: EntryRef, kind: 'done' | 'queued') {
   if (useClientStore.getState().grade === 0) return window.alert(NO_PERMISSION);
   const isQueued = kind === 'queued';
   if (!window.confirm(deleteQuestion(entry.name, isQueued))) return;

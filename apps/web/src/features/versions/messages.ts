@@ -3,6 +3,8 @@ export const DECRYPT_WARNING = 'Versions that are too old or certain apps may no
 export const FREE_USER_WARNING =
   'Free users take a long time to decrypt. Service subscription is available on My Page.';
 export const NEED_PREMIUM = 'Need decrypt premium.';
+/** The server's 429 sentence, said before asking when today's requests are used up. */
+export const DAILY_LIMIT = 'Daily limit reached.';
 export const PREMIUM_QUEUE_QUESTION = 'Move to the premium queue?';
 export const NO_PERMISSION = 'Do not have permission.';
 export const POPUP_BLOCKED = 'Perhaps the popup is blocked. Open on current page?';

@@ -70,7 +70,7 @@ export function SignButtons({ entry }: { entry: AppEntry }) {
                 </span>
                 <button
                   type="button"
-                  className={`btn btn-sm ${status === 'Done' ? 'btn-success' : status === 'No' ? 'btn-outline-primary' : 'btn-outline-dark'}`}
+                  className={`btn btn-sm ${status === 'Done' ? 'btn-success' : status === 'No' ? 'btn-outline-primary' : 'btn-outline-info'}`}
                   disabled={!onClick}
                   onClick={onClick}
                   aria-describedby={noteId}
@@ -99,7 +99,7 @@ export function SignButtons({ entry }: { entry: AppEntry }) {
       {phoneUrl && (
         <PhoneQr
           url={phoneUrl.url}
-          label={`install ${entry.name} (${phoneUrl.mode}) on your iPhone`}
+          label={`install ${entry.name} ${entry.version} (${phoneUrl.mode}) on your iPhone`}
           instruction={`Installing works on the iPhone itself: scan this QR code with its camera and open the link there. It works for a few minutes.`}
         />
       )}

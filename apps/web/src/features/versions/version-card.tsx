@@ -1,7 +1,8 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { ProgressLine } from '../../components/progress-line';
 import { useClientStore } from '../../lib/store';
-import { entryFacts, formatMoment } from '../catalog/format';
+import { When } from '../../lib/dates';
+import { entryFacts } from '../catalog/format';
 import { progressButton } from '../catalog/status-buttons';
 import { deleteEntry, moveToPremiumQueue, requestDecrypt } from './actions';
 import { openDownload } from './download';
@@ -34,7 +35,7 @@ export function VersionCard({ entry, onClose }: { entry: LiveEntry; onClose: () 
             )}
             {entry.decrypted_at && (
               <div className="small text-body-secondary">
-                Decrypted <time dateTime={entry.decrypted_at}>{formatMoment(entry.decrypted_at)}</time>
+                Decrypted <When iso={entry.decrypted_at} />
               </div>
             )}
             {entry.status === 'Not' && entry.reason && (
