@@ -74,7 +74,7 @@ export async function startServer(
 }
 
 /** Listening is not ready: /healthz answers 200 once the database is open and migrated. */
-async function waitForHealthy(url: string, output: () => string, timeoutMs = 30_000) {
+async function waitForHealthy(url: string, output: () => string, timeoutMs = 120_000) {
   const started = Date.now();
   for (;;) {
     const status = await fetch(`${url}/healthz`).then(
@@ -184,7 +184,7 @@ export async function sendAsBrowserWithoutFetchMetadata(s: Session, serverUrl: s
 }
 
 /** Waits until a dialog with this message has been shown. */
-export async function expectDialog(session: Session, message: string, timeoutMs = 5000) {
+export async function expectDialog(session: Session, message: string, timeoutMs = 30_000) {
   const started = Date.now();
   while (!session.dialogs.includes(message)) {
     if (Date.now() - started > timeoutMs)

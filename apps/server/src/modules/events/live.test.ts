@@ -37,7 +37,7 @@ async function openStream(baseUrl: string, cookie: string) {
     response,
     events,
     /** Resolves with the first event `matches` accepts (already received or coming). */
-    async next(matches: (event: LiveEvent) => boolean, timeoutMs = 10_000): Promise<LiveEvent> {
+    async next(matches: (event: LiveEvent) => boolean, timeoutMs = 60_000): Promise<LiveEvent> {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const found = events.find(matches);
