@@ -20,6 +20,9 @@ export interface SimulateRequest {
   paid: boolean;
 }
 
+/** The answer for an address the socket does not serve (a server older than the command). */
+const NOTHING_HERE = 'There is nothing else here.';
+
 /** A simulate request is a user id and a flag: anything longer is not one. */
 const MAX_REQUEST_BYTES = 4096;
 
@@ -64,7 +67,7 @@ export async function listenControlSocket({
       return;
     }
     if (req.method !== 'POST' || req.url !== '/backup') {
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('There is nothing else here.');
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end(NOTHING_HERE);
       return;
     }
     running++;
@@ -154,7 +157,7 @@ export function requestSimulateDevice(dataDir: string, request: SimulateRequest)
         res.on('error', reject);
         res.on('end', () => {
           if (res.statusCode === 200) return resolve(JSON.parse(text));
-          if (res.statusCode === 404)
+          if (res.statusCode === 404 && text === NOTHING_HERE)
             return reject(
               new ControlRefusal(
                 `The server running on ${dataDir} does not take device:simulate; restart it with this version.`,
