@@ -10,6 +10,7 @@ import {
   type Page,
   type Route,
 } from 'playwright-core';
+import { findChromium } from './browser.js';
 import { repoRoot } from './paths.js';
 
 export interface RunningServer {
@@ -87,10 +88,12 @@ async function waitForHealthy(url: string, output: () => string, timeoutMs = 120
   }
 }
 
-/** Debian's Chromium, headless, with the flags this machine needs. */
-export function launchBrowser(): Promise<Browser> {
+/** Chromium (see browser.ts for which), headless, with the flags this machine needs. */
+export async function launchBrowser(): Promise<Browser> {
+  const { executablePath, env } = await findChromium();
   return chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath,
+    ...(Object.keys(env).length ? { env: { ...process.env, ...env } } : {}),
     headless: true,
     args: [
       '--no-sandbox',
