@@ -15,11 +15,7 @@ import { COUNTRIES, createAgentRequest, userId } from '@sideport/contracts';
 import { DataFolderInUseError, openDatabase } from './db/client.js';
 import { DEMO_DATA_DIR } from './dev/demo-data.js';
 import { startItunesServer } from './dev/itunes-server.js';
-import {
-  simulateDevice,
-  simulationDeps,
-  type SimulatedEnrollment,
-} from './modules/devices/simulate.js';
+import { simulateDevice, simulationDeps, type SimulatedEnrollment } from './modules/devices/simulate.js';
 import { serveMetrics } from './modules/metrics/routes.js';
 import { createSideportMetrics } from './modules/metrics/service.js';
 import { restoreBackup, verifyBackup, writeBackup, type BackupSummary } from './platform/backup.js';
@@ -126,10 +122,7 @@ let usagePrinted = false;
 const program = new Command('sideport')
   .description('Sideport operator commands')
   .version(version, '-v, --version', 'print the version')
-  .option(
-    '--demo',
-    "work on the data of `npm run demo` (the repository's ./data-demo) instead of DATA_DIR",
-  );
+  .option('--demo', "work on the data of `npm run demo` (the repository's ./data-demo) instead of DATA_DIR");
 // Commander's own refusals (an unknown option, a missing argument) are one sentence and the
 // command's usage on stderr, exit 2, like every refusal below; subcommands made after this inherit it.
 program

@@ -305,7 +305,12 @@ describe('the answers of every operator command', () => {
           {},
           `There is no file at ${path.join(dataDir, 'no-such.tar')}.`,
         ],
-        [['no-such-command'], {}, "Unknown command 'no-such-command'.", 'Usage: sideport [options] <command>'],
+        [
+          ['no-such-command'],
+          {},
+          "Unknown command 'no-such-command'.",
+          'Usage: sideport [options] <command>',
+        ],
         [['--bogus'], {}, "Unknown option '--bogus'.", 'Usage: sideport [options] <command>'],
         [
           ['user:grade', 'nobody'],
@@ -328,7 +333,8 @@ describe('the answers of every operator command', () => {
         const lines = run.log.split('\n');
         const at = lines.findIndex((line) => line.includes(sentence));
         expect(at, `${what}: ${run.log}`).toBeGreaterThanOrEqual(0);
-        if (usage) expect(lines.slice(0, 3), what).toEqual([sentence, usage, expect.stringContaining('--help')]);
+        if (usage)
+          expect(lines.slice(0, 3), what).toEqual([sentence, usage, expect.stringContaining('--help')]);
         expect(run.log, what).not.toMatch(/^\{/m);
         expect(run.log, what).not.toContain('    at ');
       }

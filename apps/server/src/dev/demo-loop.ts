@@ -117,9 +117,7 @@ export async function runDemoLoop(site: Site, print: (line: string) => void): Pr
     );
     return res.status === 200 ? true : undefined;
   });
-  print(
-    `4. signed    ${name} for ${udid}: ${site.url}/search/${country}/facebook (View, then Install)`,
-  );
+  print(`4. signed    ${name} for ${udid}: ${site.url}/search/${country}/facebook (View, then Install)`);
 
   const { url: installUrl } = await json<{ url: string }>(
     'GET',
