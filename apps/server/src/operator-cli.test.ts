@@ -90,7 +90,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
       payload: {},
     });
 
-  it('makes an agent whose token works, lists it, and revokes it', { timeout: 180_000 }, async () => {
+  it('makes an agent whose token works, lists it, and revokes it', { timeout: 300_000 }, async () => {
     const made = await runCli(['agent:create', 'mac-mini'], env);
     expect(made.code, made.out).toBe(0);
     const [, id, token] =
@@ -118,7 +118,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
 
   it(
     "imports an operator's decrypted IPA as a Done version that answers the waiting request",
-    { timeout: 180_000 },
+    { timeout: 300_000 },
     async () => {
       const ipa = await buildIpa({ bundleId: 'com.example.import1', version: '3.1', appVerId: '930001' });
       const cookie = await withServer(async (built) => {
@@ -187,7 +187,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
 
   it(
     'simulates devices only with the dev identity, and pays only in test mode',
-    { timeout: 180_000 },
+    { timeout: 300_000 },
     async () => {
       const apple = await runCli(['device:simulate', `sim_user_${kind}`], {
         ...env,
@@ -211,7 +211,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
 
   it(
     'refuses what the check refuses, an app the store lacks and an unknown version, storing nothing',
-    { timeout: 180_000 },
+    { timeout: 300_000 },
     async () => {
       const before = storedFiles(dataDir);
       const cases: Array<[string[], string]> = [
@@ -288,7 +288,7 @@ describe('the answers of every operator command', () => {
 
   it(
     'answers a refusal with one sentence on stderr and exit 2, no JSON and no stack; a wrong option or command adds the usage',
-    { timeout: 180_000 },
+    { timeout: 300_000 },
     async () => {
       const env = { DATA_DIR: dataDir };
       const refusals: Array<[string[], Record<string, string>, string, string?]> = [
