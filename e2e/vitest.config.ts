@@ -8,10 +8,10 @@ export default defineConfig({
     globalSetup: ['src/global-setup.ts'],
     // One Chromium and one server at a time: the machine has 2 cores.
     fileParallelism: false,
-    testTimeout: 60_000,
+    testTimeout: 180_000,
     // A page that waits for a lazily loaded part and an answer can take more than a second on a
     // busy machine; a poll that succeeds returns at once, so only failures wait this long.
-    expect: { poll: { timeout: 10_000 } },
-    hookTimeout: 120_000,
+    expect: { poll: { timeout: 60_000 } },
+    hookTimeout: 300_000,
   },
 });

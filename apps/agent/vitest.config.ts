@@ -5,6 +5,7 @@ export default defineConfig({
   ssr: { resolve: { conditions: ['source'] } },
   test: {
     include: ['src/**/*.test.ts'],
-    testTimeout: 30_000,
+    testTimeout: 180_000,
+    hookTimeout: 300_000,
   },
 });

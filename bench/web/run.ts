@@ -20,6 +20,7 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { openDatabase } from '../../apps/server/dist/db/client.js';
 import * as catalog from '../../apps/server/dist/modules/catalog/queries.js';
+import { findChromium } from '../../e2e/src/browser.js';
 import { median } from '../lib.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -231,8 +232,10 @@ async function main() {
     current: await startServer(await seededDataDir('current'), currentDist),
     baseline: await startServer(await seededDataDir('baseline'), baselineDist),
   };
+  const found = await findChromium();
   const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath: found.executablePath,
+    env: { ...process.env, ...found.env },
     headless: true,
     args: [
       '--no-sandbox',

@@ -158,7 +158,7 @@ describe('the admin console’s developer accounts', () => {
       .poll(() => row(page, 'Second team').innerText())
       .toMatch(/Disabled\s*Disabled by operator on \d{4}-\d{2}-\d{2}\./);
     await expect
-      .poll(() => slotsOf(page, 'Key E2EKEY0001'), { timeout: 30_000 })
+      .poll(() => slotsOf(page, 'Key E2EKEY0001'), { timeout: 120_000 })
       .toEqual(['iPhone 3 used · 0 free', 'iPad 1 used · 2 free']);
     await expect.poll(() => row(page, 'Second team').innerText()).toMatch(/0 people, 0 devices/);
     expect(await slotsOf(page, 'Second team')).toEqual(['iPhone 1 used · 2 free']);

@@ -55,7 +55,7 @@ export async function waitForDevices(
   server: RunningServer,
   cookie: string,
   statuses: string[],
-  timeoutMs = 15_000,
+  timeoutMs = 120_000,
 ) {
   const started = Date.now();
   for (;;) {

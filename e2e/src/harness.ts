@@ -10,6 +10,7 @@ import {
   type Page,
   type Route,
 } from 'playwright-core';
+import { findChromium } from './browser.js';
 import { repoRoot } from './paths.js';
 
 export interface RunningServer {
@@ -74,7 +75,7 @@ export async function startServer(
 }
 
 /** Listening is not ready: /healthz answers 200 once the database is open and migrated. */
-async function waitForHealthy(url: string, output: () => string, timeoutMs = 30_000) {
+async function waitForHealthy(url: string, output: () => string, timeoutMs = 120_000) {
   const started = Date.now();
   for (;;) {
     const status = await fetch(`${url}/healthz`).then(
@@ -87,10 +88,12 @@ async function waitForHealthy(url: string, output: () => string, timeoutMs = 30_
   }
 }
 
-/** Debian's Chromium, headless, with the flags this machine needs. */
-export function launchBrowser(): Promise<Browser> {
+/** Chromium (see browser.ts for which), headless, with the flags this machine needs. */
+export async function launchBrowser(): Promise<Browser> {
+  const { executablePath, env } = await findChromium();
   return chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath,
+    ...(Object.keys(env).length ? { env: { ...process.env, ...env } } : {}),
     headless: true,
     args: [
       '--no-sandbox',
@@ -184,7 +187,7 @@ export async function sendAsBrowserWithoutFetchMetadata(s: Session, serverUrl: s
 }
 
 /** Waits until a dialog with this message has been shown. */
-export async function expectDialog(session: Session, message: string, timeoutMs = 5000) {
+export async function expectDialog(session: Session, message: string, timeoutMs = 30_000) {
   const started = Date.now();
   while (!session.dialogs.includes(message)) {
     if (Date.now() - started > timeoutMs)

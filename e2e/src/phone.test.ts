@@ -410,7 +410,7 @@ describe('from a computer to the phone', () => {
       DEVICE_NAME: 'Work iPhone',
     });
     await expect
-      .poll(() => s.page.getByTestId('device-added').innerText(), { timeout: 15_000 })
+      .poll(() => s.page.getByTestId('device-added').innerText(), { timeout: 120_000 })
       .toContain('Work iPhone is on your list (iPhone SE (2nd generation))');
     await s.context.close();
   });

@@ -87,7 +87,7 @@ async function signedPerson(id: string) {
     .poll(
       async () =>
         (await caller(server, cookie).call('GET', `/api/check/sign/${APP.id}/${APP.appVerId}/0`)).status,
-      { timeout: 20_000 },
+      { timeout: 120_000 },
     )
     .toBe(200);
   return cookie;
@@ -147,7 +147,7 @@ describe('installs that do not fail in silence', () => {
     await expect.poll(() => notice.count()).toBe(0);
     // Signed again with a certificate that is not revoked: Install works.
     await expect
-      .poll(() => mode.getByRole('button').first().innerText(), { timeout: 30_000 })
+      .poll(() => mode.getByRole('button').first().innerText(), { timeout: 120_000 })
       .toBe('Install');
     const installAnswer = s.page.waitForResponse((r) => r.url().includes('/api/install/'));
     await mode.getByRole('button', { name: 'Install' }).click();
@@ -187,7 +187,7 @@ describe('installs that do not fail in silence', () => {
     const refused = await caller(server, cookie).call('GET', `/api/check/sign/${APP.id}/${APP.appVerId}/0`);
     expect(refused.status).toBe(409);
     await expect
-      .poll(() => recording.labels(), { timeout: 30_000 })
+      .poll(() => recording.labels(), { timeout: 120_000 })
       .toEqual(['Install', 'Re-signing', 'Install']);
     expect(await recording.isSamePage()).toBe(true);
     expect(await button.isEnabled()).toBe(true);

@@ -99,7 +99,7 @@ async function waitForSigned(cookie: string, type: number) {
     .poll(
       async () => (await person.call('GET', `/api/check/sign/${READY.id}/${READY.appVerId}/${type}`)).status,
       {
-        timeout: 20_000,
+        timeout: 120_000,
       },
     )
     .toBe(200);
@@ -168,7 +168,7 @@ describe('the sign service in the browser', () => {
 
     await button.click();
     await expectDialog(s, `Really want request sign ${READY.name}`);
-    await expect.poll(() => button.innerText(), { timeout: 20_000 }).toBe('Install');
+    await expect.poll(() => button.innerText(), { timeout: 120_000 }).toBe('Install');
     expect(await recording.labels()).toEqual(['Sign', 'Enqueued...', 'Processing...', 'Install']);
     expect(await recording.isSamePage()).toBe(true);
 
@@ -205,7 +205,7 @@ describe('the sign service in the browser', () => {
     await button.click();
     await expectDialog(s, RESIGN_QUESTION);
     await expect
-      .poll(() => recording.labels(), { timeout: 20_000 })
+      .poll(() => recording.labels(), { timeout: 120_000 })
       .toEqual(['Install', 'Enqueued...', 'Processing...', 'Install']);
     expect(requested).toEqual([]);
 
@@ -231,7 +231,7 @@ describe('the sign service in the browser', () => {
     const requested = await watchNavigation(s);
     const button = s.page.getByRole('button', { name: 'Feather Install' });
     await button.click();
-    await expect.poll(() => requested.length, { timeout: 20_000 }).toBe(1);
+    await expect.poll(() => requested.length, { timeout: 120_000 }).toBe(1);
     expect(requested[0]).toMatch(/^itms-services:\/\/\?action=download-manifest&url=/);
     const manifest = await fetch(new URL(requested[0]!).searchParams.get('url')!);
     expect(await manifest.text()).toContain('<string>com.example.feather</string>');

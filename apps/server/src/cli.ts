@@ -6,21 +6,23 @@ import {
   readFileSync,
   statSync,
 } from 'node:fs';
-import { readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { COUNTRIES, createAgentRequest, userId } from '@sideport/contracts';
-import { openDatabase } from './db/client.js';
+import { DataFolderInUseError, openDatabase } from './db/client.js';
+import { DEMO_DATA_DIR } from './dev/demo-data.js';
 import { startItunesServer } from './dev/itunes-server.js';
-import { simulateDevice } from './modules/devices/simulate.js';
+import { simulateDevice, simulationDeps, type SimulatedEnrollment } from './modules/devices/simulate.js';
 import { serveMetrics } from './modules/metrics/routes.js';
 import { createSideportMetrics } from './modules/metrics/service.js';
 import { restoreBackup, verifyBackup, writeBackup, type BackupSummary } from './platform/backup.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
-import { loadConfig, type Config } from './platform/config.js';
-import { requestBackup } from './platform/control-socket.js';
-import { fail } from './platform/errors.js';
+import { ConfigError, loadConfig, type Config } from './platform/config.js';
+import { ControlRefusal, requestBackup, requestSimulateDevice } from './platform/control-socket.js';
+import { AppError, fail } from './platform/errors.js';
 import { OWNER_ONLY_UMASK, secureDataDir } from './platform/data-dir.js';
 import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
 import { createScheduler } from './platform/scheduler.js';
@@ -107,10 +109,47 @@ const integer = (value: string) => {
   return Number(value);
 };
 
-const program = new Command('sideport').description('Sideport operator commands');
-// Commander's own refusals (an unknown option, a missing argument) come to the catch below and
-// are logged as JSON like every other failure; subcommands made after this inherit it.
-program.exitOverride().configureOutput({ outputError: () => {} });
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+
+/** Commander's refusal (`error: unknown option '--x'`) as a sentence: `Unknown option '--x'.` */
+const asSentence = (text: string) => {
+  const said = text
+    .trim()
+    .replace(/^error: /, '')
+    .replace(/\. ([a-z])/, ': $1');
+  const sentence = said.charAt(0).toUpperCase() + said.slice(1);
+  return /[.!?]$/.test(sentence) ? sentence : `${sentence}.`;
+};
+/** Set when Commander has printed a refusal and the usage: the catch below adds nothing. */
+let usagePrinted = false;
+
+const program = new Command('sideport')
+  .description('Sideport operator commands')
+  .version(version, '-v, --version', 'print the version')
+  .option('--demo', "work on the data of `npm run demo` (the repository's ./data-demo) instead of DATA_DIR");
+// Commander's own refusals (an unknown option, a missing argument) are one sentence and the
+// command's usage on stderr, exit 2, like every refusal below; subcommands made after this inherit it.
+program
+  .exitOverride()
+  .showHelpAfterError('Usage: sideport [options] <command>\nRun npx sideport --help for the commands.')
+  .configureOutput({
+    outputError: (text, write) => {
+      usagePrinted = true;
+      write(`${asSentence(text)}\n`);
+    },
+  });
+// `--demo` before or after the command: the demo is always the embedded database in its own folder.
+program.hook('preAction', () => {
+  if (program.opts<{ demo?: boolean }>().demo) {
+    if (!existsSync(DEMO_DATA_DIR))
+      throw new InvalidArgumentError(
+        `There is no demo data in ${DEMO_DATA_DIR}: start the demo first with npm run demo.`,
+      );
+    process.env.DATA_DIR = DEMO_DATA_DIR;
+    delete process.env.DATABASE_URL;
+    delete process.env.STORAGE_URL;
+  }
+});
 
 program
   .command('migrate')
@@ -254,37 +293,28 @@ program
     'pay for it on the test-mode checkout, so it is registered at once (test-mode billing only)',
   )
   .action(async (userId: string, options: { paid?: boolean }) => {
-    const made = await withDatabase(async (deps) => {
-      const { config } = deps;
-      const accounts = createAccountServices(deps);
-      const core = await createCoreServices(deps);
-      try {
-        const { billingProvider, billing, enrollment, registration } = createPeopleServices(
-          deps,
-          accounts,
-          core,
-        );
-        const { devices } = core;
-        return await simulateDevice(
-          {
-            identityKind: core.signingIdentity.kind,
-            billingProvider: billingProvider.name,
-            users: accounts.auth,
-            enrollment,
-            devices,
-            billing,
-            registration,
-            baseUrl: config.PUBLIC_URL
-              ? new URL(config.PUBLIC_URL).origin
-              : `http://localhost:${config.PORT}`,
-          },
-          userId,
-          { paid: options.paid === true },
-        );
-      } finally {
-        await core.bus.close();
-      }
-    });
+    const paid = options.paid === true;
+    const config = commandConfig();
+    // A server running on the embedded database holds it: it enrolls the device itself.
+    const viaServer = config.DATABASE_URL
+      ? undefined
+      : ((await requestSimulateDevice(config.DATA_DIR, { userId, paid })) as SimulatedEnrollment | undefined);
+    const made =
+      viaServer ??
+      (await withDatabase(async (deps) => {
+        const accounts = createAccountServices(deps);
+        const core = await createCoreServices(deps);
+        try {
+          const people = createPeopleServices(deps, accounts, core);
+          return await simulateDevice(
+            simulationDeps({ ...core, ...people, auth: accounts.auth }, deps.config),
+            userId,
+            { paid },
+          );
+        } finally {
+          await core.bus.close();
+        }
+      }));
     console.log(`${made.deviceName} (${made.product}) enrolled for ${userId}: ${made.status}.`);
     console.log(
       made.status === 'Registered'
@@ -466,13 +496,47 @@ program
     );
   });
 
+// After a command's refusal, its own usage line rather than the whole help.
+for (const command of program.commands) {
+  command.showHelpAfterError(
+    `Usage: sideport ${command.name()} ${command.usage()}\nRun npx sideport ${command.name()} --help for its options.`,
+  );
+}
+
+/**
+ * A refusal: what the operator asked cannot be done as asked (an unknown user, a bad value, the
+ * database held by a running server). One sentence on stderr, exit 2; anything else is a failure,
+ * logged as JSON with its stack, exit 1.
+ */
+function refusalOf(err: unknown): string | undefined {
+  if (err instanceof AppError) return err.status < 500 ? err.message : undefined;
+  if (err instanceof DataFolderInUseError) {
+    const who = err.holderPid ? `process ${err.holderPid}` : 'another process';
+    return (
+      `The database in ${process.env.DATA_DIR ?? './data'} is in use by ${who} (a running server): ` +
+      'stop it and run this again; backup and device:simulate work beside it.'
+    );
+  }
+  if (err instanceof InvalidArgumentError || err instanceof ConfigError || err instanceof ControlRefusal)
+    return err.message;
+  return undefined;
+}
+
+const USAGE_ERROR = 2;
+
 try {
   await program.parseAsync();
 } catch (err) {
+  const refusal = refusalOf(err);
   if (err instanceof CommanderError && err.exitCode === 0) {
     // --help or --version: already printed.
+  } else if (usagePrinted || refusal !== undefined || err instanceof CommanderError) {
+    // Bare `sideport` has printed its help; anything else says its one sentence now.
+    if (!usagePrinted && !(err instanceof CommanderError && err.code === 'commander.help'))
+      process.stderr.write(`${refusal ?? asSentence((err as Error).message)}\n`);
+    process.exitCode = USAGE_ERROR;
   } else {
     cli.log.error({ err }, err instanceof Error ? err.message : String(err));
-    process.exitCode = err instanceof CommanderError ? err.exitCode : 1;
+    process.exitCode = 1;
   }
 }

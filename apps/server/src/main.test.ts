@@ -28,7 +28,7 @@ describe('the server process', () => {
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it('keeps every account across a restart on the same DATA_DIR', { timeout: 120_000 }, async () => {
+  it('keeps every account across a restart on the same DATA_DIR', { timeout: 300_000 }, async () => {
     expect(existsSync(mainJs)).toBe(true);
     const env = { DATA_DIR: dataDir, WEB_DIST_DIR: webDir };
     const first = await start(env);

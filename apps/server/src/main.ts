@@ -2,10 +2,9 @@ import closeWithGrace from 'close-with-grace';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
 import { setupUrl } from './modules/auth/setup-link.js';
-import { writeBackup } from './platform/backup.js';
+import { serveControlSocket } from './server-control.js';
 import { loadConfig } from './platform/config.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
-import { listenControlSocket } from './platform/control-socket.js';
 import { OWNER_ONLY_UMASK, secureDataDir } from './platform/data-dir.js';
 import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
 
@@ -29,19 +28,8 @@ async function start() {
     app.log.info({ admin: config.ADMIN_ID }, 'admin account ensured from ADMIN_ID');
   }
 
-  // The embedded database is this process's alone: `sideport backup` asks it for the snapshot.
-  const dumpDataDir = database.dumpDataDir?.bind(database);
-  const control = dumpDataDir
-    ? await listenControlSocket({
-        dataDir: config.DATA_DIR,
-        backup: (out) =>
-          writeBackup(
-            { dataDir: config.DATA_DIR, dumpDatabase: dumpDataDir, holdDeletes: services.files.holdDeletes },
-            out,
-          ),
-        log: app.log,
-      })
-    : undefined;
+  // The embedded database is this process's alone: `sideport backup` and `device:simulate` ask it.
+  const control = await serveControlSocket(config, database, { app, services });
 
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'shutting down after an error');

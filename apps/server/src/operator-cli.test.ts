@@ -11,24 +11,7 @@ import { loadConfig } from './platform/config.js';
 import { buildIpa, storeApp, storeWith } from './test/decrypt-support.js';
 import { createPostgresDatabase, databaseKinds, signedInUser, WEB_CLIENT } from './test/harness.js';
 import { STRIPE_ENV } from './test/route-suite.js';
-
-// The built CLI, as `npx sideport` runs it (root `npm test` builds dist before the tests).
-const cliJs = path.resolve(import.meta.dirname, '../bin/sideport.js');
-
-/** A command's run: `out` is stdout and stderr together, `stdout` what it answered, `log` its log lines (stderr). */
-function runCli(args: string[], env: Record<string, string>) {
-  return new Promise<{ code: number | null; out: string; stdout: string; log: string }>((resolve) => {
-    const child = spawn(process.execPath, [cliJs, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-    });
-    let out = '';
-    let stdout = '';
-    let log = '';
-    child.stdout.on('data', (c: Buffer) => ((out += c.toString()), (stdout += c.toString())));
-    child.stderr.on('data', (c: Buffer) => ((out += c.toString()), (log += c.toString())));
-    child.on('exit', (code) => resolve({ code, out, stdout, log }));
-  });
-}
+import { cliJs, runCli } from './test/cli-process.js';
 
 /** Every line of a command's log, parsed; a line that is not JSON fails the test. */
 function logLines(
@@ -107,7 +90,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
       payload: {},
     });
 
-  it('makes an agent whose token works, lists it, and revokes it', { timeout: 180_000 }, async () => {
+  it('makes an agent whose token works, lists it, and revokes it', { timeout: 300_000 }, async () => {
     const made = await runCli(['agent:create', 'mac-mini'], env);
     expect(made.code, made.out).toBe(0);
     const [, id, token] =
@@ -129,13 +112,13 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
       ]);
     });
     const again = await runCli(['agent:revoke', id!], env);
-    expect(again.code).toBe(1);
+    expect(again.code).toBe(2);
     expect(again.out).toContain('This agent was not found.');
   });
 
   it(
     "imports an operator's decrypted IPA as a Done version that answers the waiting request",
-    { timeout: 180_000 },
+    { timeout: 300_000 },
     async () => {
       const ipa = await buildIpa({ bundleId: 'com.example.import1', version: '3.1', appVerId: '930001' });
       const cookie = await withServer(async (built) => {
@@ -197,14 +180,14 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
       });
 
       const unknown = await runCli(['device:simulate', 'nobody-here'], env);
-      expect(unknown.code).toBe(1);
+      expect(unknown.code).toBe(2);
       expect(unknown.out).toContain('No user with id nobody-here.');
     },
   );
 
   it(
     'simulates devices only with the dev identity, and pays only in test mode',
-    { timeout: 180_000 },
+    { timeout: 300_000 },
     async () => {
       const apple = await runCli(['device:simulate', `sim_user_${kind}`], {
         ...env,
@@ -215,20 +198,20 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
           .toString(),
         ASC_BASE_URL: 'http://127.0.0.1:9',
       });
-      expect(apple.code).toBe(1);
+      expect(apple.code).toBe(2);
       expect(apple.out).toContain('Simulated devices need the dev identity');
       const stripe = await runCli(['device:simulate', `sim_user_${kind}`, '--paid'], {
         ...env,
         ...STRIPE_ENV,
       });
-      expect(stripe.code).toBe(1);
+      expect(stripe.code).toBe(2);
       expect(stripe.out).toContain('--paid needs the test-mode billing provider');
     },
   );
 
   it(
     'refuses what the check refuses, an app the store lacks and an unknown version, storing nothing',
-    { timeout: 180_000 },
+    { timeout: 300_000 },
     async () => {
       const before = storedFiles(dataDir);
       const cases: Array<[string[], string]> = [
@@ -263,7 +246,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
       ];
       for (const [args, sentence] of cases) {
         const refused = await runCli(['ipa:import', ...args, '--country', 'KR'], env);
-        expect(refused.code, refused.out).toBe(1);
+        expect(refused.code, refused.out).toBe(2);
         expect(refused.out).toContain(sentence);
       }
       expect(storedFiles(dataDir)).toEqual(before);
@@ -284,49 +267,76 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
   );
 });
 
-describe('the log of every operator command', () => {
+describe('the answers of every operator command', () => {
   let dataDir: string;
   beforeAll(() => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-cli-log-'));
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
+  it('prints the version for --version and -v', async () => {
+    const { version } = JSON.parse(
+      readFileSync(path.resolve(import.meta.dirname, '../package.json'), 'utf8'),
+    ) as { version: string };
+    for (const flag of ['--version', '-v']) {
+      const run = await runCli([flag], {});
+      expect(run.code, run.out).toBe(0);
+      expect(run.stdout).toBe(`${version}\n`);
+      expect(run.log).toBe('');
+    }
+  });
+
   it(
-    'is JSON lines on stderr, with the error serialised when a command fails; answers go to stdout',
-    { timeout: 120_000 },
+    'answers a refusal with one sentence on stderr and exit 2, no JSON and no stack; a wrong option or command adds the usage',
+    { timeout: 300_000 },
     async () => {
       const env = { DATA_DIR: dataDir };
-      const failures: Array<[string[], Record<string, string>, string, string]> = [
-        [['migrate'], { PORT: 'x' }, 'ConfigError', 'PORT: must be a number'],
-        [['user:grade', 'nobody', '1'], {}, 'AppError', 'No user with id nobody.'],
-        [['agent:revoke', '999'], {}, 'AppError', 'This agent was not found.'],
+      const refusals: Array<[string[], Record<string, string>, string, string?]> = [
+        [['migrate'], { PORT: 'x' }, 'PORT: must be a number'],
+        [['user:grade', 'nobody', '1'], {}, 'No user with id nobody.'],
+        [['agent:revoke', '999'], {}, 'This agent was not found.'],
         [
           ['user:create', 'someone', '--password-env', 'NOT_SET'],
           {},
-          'InvalidArgumentError',
           'Set NOT_SET to a password of at least 8 characters.',
         ],
         [
           ['restore', path.join(dataDir, 'no-such.tar')],
           {},
-          'InvalidArgumentError',
           `There is no file at ${path.join(dataDir, 'no-such.tar')}.`,
         ],
-        [['no-such-command'], {}, 'CommanderError', "error: unknown command 'no-such-command'"],
-        [['user:grade', 'nobody'], {}, 'CommanderError', "error: missing required argument 'grade'"],
+        [
+          ['no-such-command'],
+          {},
+          "Unknown command 'no-such-command'.",
+          'Usage: sideport [options] <command>',
+        ],
+        [['--bogus'], {}, "Unknown option '--bogus'.", 'Usage: sideport [options] <command>'],
+        [
+          ['user:grade', 'nobody'],
+          {},
+          "Missing required argument 'grade'.",
+          'Usage: sideport user:grade [options] <id> <grade>',
+        ],
+        [
+          ['agent:list', '--everything'],
+          {},
+          "Unknown option '--everything'.",
+          'Usage: sideport agent:list [options]',
+        ],
       ];
-      for (const [args, extra, type, message] of failures) {
+      for (const [args, extra, sentence, usage] of refusals) {
         const run = await runCli(args, { ...env, ...extra });
-        expect(run.code, run.out).toBe(1);
-        expect(run.stdout, args.join(' ')).toBe('');
-        const lines = logLines(run.log);
-        const said = expect.stringContaining(message);
-        expect(lines.at(-1), args.join(' ')).toMatchObject({
-          level: 50,
-          msg: said,
-          err: { type, message: said },
-        });
-        expect(lines.at(-1)!.err!.stack).toContain('\n    at ');
+        const what = args.join(' ');
+        expect(run.code, run.out).toBe(2);
+        expect(run.stdout, what).toBe('');
+        const lines = run.log.split('\n');
+        const at = lines.findIndex((line) => line.includes(sentence));
+        expect(at, `${what}: ${run.log}`).toBeGreaterThanOrEqual(0);
+        if (usage)
+          expect(lines.slice(0, 3), what).toEqual([sentence, usage, expect.stringContaining('--help')]);
+        expect(run.log, what).not.toMatch(/^\{/m);
+        expect(run.log, what).not.toContain('    at ');
       }
 
       const migrated = await runCli(['migrate'], env);

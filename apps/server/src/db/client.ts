@@ -247,6 +247,18 @@ const LOCK_FILE = 'sideport.lock';
 const LOCK_ATTEMPTS = 20;
 const LOCK_RETRY_MS = 100;
 
+/** Another process (a running server) holds the embedded database's folder. */
+export class DataFolderInUseError extends Error {
+  override name = 'DataFolderInUseError';
+  constructor(
+    message: string,
+    /** The holder's pid, as its lock file names it. */
+    readonly holderPid: number | undefined,
+  ) {
+    super(message);
+  }
+}
+
 interface FolderLock {
   release(): void;
 }
@@ -275,9 +287,10 @@ async function lockDataFolder(dir: string): Promise<FolderLock> {
   if (!locked) {
     const holder = readFileSync(file, 'utf8').trim();
     const who = /^\d+$/.test(holder) ? `process ${holder}` : 'another process';
-    throw new Error(
+    throw new DataFolderInUseError(
       `The database folder ${dir} is in use by ${who}, which holds the lock on ${file}. ` +
         'Embedded PGlite allows one process: stop it first, or use DATABASE_URL.',
+      /^\d+$/.test(holder) ? Number(holder) : undefined,
     );
   }
   ftruncateSync(fd, 0);

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parsePlistDict } from '@sideport/ipa';
-import { createSimulatedDevice } from '../modules/devices/simulated-device.js';
+import { createSimulatedDevice, SIMULATED_DEVICE_NAME } from '../modules/devices/simulated-device.js';
 
 /** Facebook in the recorded store answers (fixtures/itunes): a free iPhone app. */
 export const DEMO_APP = { country: 'KR', appId: '284882215', name: 'Facebook' } as const;
@@ -64,27 +64,46 @@ export async function runDemoLoop(site: Site, print: (line: string) => void): Pr
   const download = await json<{ url: string }>('GET', `/api/download/${appId}/${done.app_ver_id}`);
   print(`   Done      ${name} ${done.version}, download: ${download.url}`);
 
-  const device = createSimulatedDevice();
-  const profile = Buffer.from(await (await call('GET', '/api/udid/profile')).arrayBuffer());
-  const answer = device.answer(profile);
-  // The device posts without the person's cookie, as iOS does once the profile is installed.
-  const enrolled = await fetch(answer.url, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/pkcs7-signature' },
-    body: new Uint8Array(answer.body),
-  });
-  if (enrolled.status !== 301) throw new Error(`enrollment: ${enrolled.status} ${await enrolled.text()}`);
-  print(`2. device    ${device.deviceName} ${device.udid} enrolled: ${site.url}/my?tab=device`);
-
   const devices = async () =>
-    (await json<{ device_info: Array<{ UDID: string; status: string }> }>('GET', '/api/info')).device_info;
-  const index = (await devices()).findIndex((d) => d.UDID === device.udid);
-  const checkout = await json<{ url: string }>('GET', `/api/pay/device/${index}`);
-  await call('POST', `${new URL(checkout.url).pathname}/pay`);
-  print(`3. paid      ${checkout.url}  (TEST MODE: nobody pays)`);
+    (
+      await json<{ device_info: Array<{ UDID: string; status: string; name: string | null }> }>(
+        'GET',
+        '/api/info',
+      )
+    ).device_info;
+  // A restarted demo keeps the simulated iPhone an earlier start enrolled: one per admin.
+  const kept = (await devices()).find((d) => d.name === SIMULATED_DEVICE_NAME);
+  let udid: string;
+  if (kept) {
+    udid = kept.UDID;
+    print(`2. device    ${SIMULATED_DEVICE_NAME} ${udid}, enrolled before: ${site.url}/my?tab=device`);
+  } else {
+    const device = createSimulatedDevice();
+    const profile = Buffer.from(await (await call('GET', '/api/udid/profile')).arrayBuffer());
+    const answer = device.answer(profile);
+    // The device posts without the person's cookie, as iOS does once the profile is installed.
+    const enrolled = await fetch(answer.url, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/pkcs7-signature' },
+      body: new Uint8Array(answer.body),
+    });
+    if (enrolled.status !== 301) throw new Error(`enrollment: ${enrolled.status} ${await enrolled.text()}`);
+    udid = device.udid;
+    print(`2. device    ${device.deviceName} ${udid} enrolled: ${site.url}/my?tab=device`);
+  }
+
+  const status = (await devices()).find((d) => d.UDID === udid)?.status;
+  if (status === 'Add' || status === 'Expired') {
+    const index = (await devices()).findIndex((d) => d.UDID === udid);
+    const checkout = await json<{ url: string }>('GET', `/api/pay/device/${index}`);
+    await call('POST', `${new URL(checkout.url).pathname}/pay`);
+    print(`3. paid      ${checkout.url}  (TEST MODE: nobody pays)`);
+  } else {
+    print(`3. paid      before (TEST MODE: nobody pays): ${site.url}/billing/dev-portal`);
+  }
   await waitFor('the device to be Registered', async () =>
-    (await devices()).find((d) => d.UDID === device.udid && d.status === 'Registered'),
+    (await devices()).find((d) => d.UDID === udid && d.status === 'Registered'),
   );
   print(`   Registered by the dev identity; its CA: ${site.url}/api/admin/identity/ca.pem`);
 
@@ -98,9 +117,7 @@ export async function runDemoLoop(site: Site, print: (line: string) => void): Pr
     );
     return res.status === 200 ? true : undefined;
   });
-  print(
-    `4. signed    ${name} for ${device.udid}: ${site.url}/search/${country}/facebook (View, then Install)`,
-  );
+  print(`4. signed    ${name} for ${udid}: ${site.url}/search/${country}/facebook (View, then Install)`);
 
   const { url: installUrl } = await json<{ url: string }>(
     'GET',
@@ -118,7 +135,7 @@ export async function runDemoLoop(site: Site, print: (line: string) => void): Pr
   print(
     `   install   ${installUrl}  (iOS opens this from an https site; the dev identity's apps do not install on real devices)`,
   );
-  return { appVerId: done.app_ver_id, udid: device.udid, installUrl, manifestUrl, ipaUrl };
+  return { appVerId: done.app_ver_id, udid, installUrl, manifestUrl, ipaUrl };
 }
 
 async function signIn(site: Site): Promise<string> {

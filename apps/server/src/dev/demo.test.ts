@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,8 @@ import { X509Certificate } from 'node:crypto';
 import { findAppBundle, openZip, parseProfile, readInfoPlist, readStoreMetadata } from '@sideport/ipa';
 import type { AppEntry } from '@sideport/contracts';
 import { until } from '../test/agent-process.js';
-import { demoInstructions, startDemo, type Demo } from './demo.js';
+import { runCli } from '../test/cli-process.js';
+import { DEMO_PASSWORD_FILE, demoInstructions, simulateCommand, startDemo, type Demo } from './demo.js';
 import { DEMO_APP, runDemoLoop } from './demo-loop.js';
 import { WEB_CLIENT } from '../test/harness.js';
 
@@ -21,15 +22,30 @@ describe('the demo', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-demo-'));
-    demo = await startDemo({
+    demo = await start();
+    // Starting a server, a store and an agent process: a loaded machine takes its time.
+  }, 180_000);
+  const start = () =>
+    startDemo({
       port: 0,
       host: '127.0.0.1',
       dataDir,
       stepMs: 0,
       print: (line) => printed.push(line),
     });
-    // Starting a server, a store and an agent process: a loaded machine takes its time.
-  }, 180_000);
+  const signIn = (password: string) =>
+    fetch(`${demo.url}/api/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: demo.admin.id, pw: md5(password) }),
+    });
+  const simulatedIphones = async (cookie: string) =>
+    (
+      (await (await fetch(`${demo.url}/api/info`, { headers: { cookie, ...WEB_CLIENT } })).json()) as {
+        device_info: Array<{ UDID: string; status: string; name: string | null }>;
+      }
+    ).device_info.filter((d) => d.name === 'Simulated iPhone');
+
   afterAll(async () => {
     await demo?.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -67,7 +83,7 @@ describe('the demo', () => {
         ((await (await get('/api/version/KR/284882215')).json()) as AppEntry[]).find(
           (e) => e.status === 'Done',
         ),
-      25_000,
+      120_000,
       () => printed.join('\n'),
     );
     expect(done).toMatchObject({ version: '15.0' });
@@ -99,7 +115,7 @@ describe('the demo', () => {
     await until(
       'the agent to print Done',
       async () => /\[agent\] .*Done: store version/.test(printed.join('\n')) || undefined,
-      25_000,
+      120_000,
       () => printed.join('\n'),
     );
   });
@@ -154,6 +170,66 @@ describe('the demo', () => {
       const [signer] = profile.developerCertificates;
       expect(new X509Certificate(signer!.der).verify(ca.publicKey)).toBe(true);
       expect(steps.join('\n')).toContain(`${DEMO_APP.name} for ${loop.udid}`);
+    },
+  );
+
+  it(
+    'takes the operator CLI beside it as its banner prints it, and refuses in one sentence with exit 2',
+    { timeout: 300_000 },
+    async () => {
+      // The banner's command, for this demo's folder (not the repository's ./data-demo).
+      expect(demoInstructions(demo, dataDir)).toContain(simulateCommand(dataDir));
+      expect(simulateCommand(dataDir)).toBe(
+        `DATA_DIR=${dataDir} npx sideport device:simulate <user-id> --paid`,
+      );
+      const signUp = await fetch(`${demo.url}/api/sign-up`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 'newcomer', pw: md5('newcomer-password') }),
+      });
+      expect(signUp.status).toBe(200);
+      const cookie = signUp.headers.getSetCookie()[0]!.split(';')[0]!;
+
+      const env = { DATA_DIR: dataDir };
+      const made = await runCli(['device:simulate', 'newcomer', '--paid'], env);
+      expect(made.code, made.out).toBe(0);
+      expect(made.stdout).toContain('Simulated iPhone (iPhone15,2) enrolled for newcomer: Registered.');
+      const udid = /^(00008120-[0-9A-F]{16})$/m.exec(made.stdout)?.[1];
+      expect(await simulatedIphones(cookie)).toEqual([
+        expect.objectContaining({ UDID: udid, status: 'Registered' }),
+      ]);
+
+      const nobody = await runCli(['device:simulate', 'nobody-here', '--paid'], env);
+      expect(nobody.code).toBe(2);
+      expect(nobody.stdout).toBe('');
+      expect(nobody.log).toBe('No user with id nobody-here.\n');
+      // What needs the database itself says how to run it.
+      const held = await runCli(['agent:list'], env);
+      expect(held.code).toBe(2);
+      expect(held.log).toMatch(
+        /^The database in \S+ is in use by process \d+ \(a running server\): stop it and run this again; backup and device:simulate work beside it\.\n$/,
+      );
+    },
+  );
+
+  it(
+    'restarted, keeps its admin password (kept 0600) and its one simulated iPhone',
+    { timeout: 300_000 },
+    async () => {
+      const before = demo.admin.password;
+      await demo.close();
+      demo = await start();
+      expect(demo.admin.password).toBe(before);
+      expect(statSync(path.join(dataDir, DEMO_PASSWORD_FILE)).mode & 0o777).toBe(0o600);
+      const signedIn = await signIn(before);
+      expect(signedIn.status).toBe(200);
+      const cookie = signedIn.headers.getSetCookie()[0]!.split(';')[0]!;
+      const [kept] = await simulatedIphones(cookie);
+      expect(kept).toMatchObject({ status: 'Registered' });
+
+      const loop = await runDemoLoop(demo, () => {});
+      expect(loop.udid).toBe(kept!.UDID);
+      expect(await simulatedIphones(cookie)).toEqual([kept]);
     },
   );
 });

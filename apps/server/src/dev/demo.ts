@@ -7,13 +7,15 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '../app.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from '../platform/bootstrap.js';
 import { loadConfig } from '../platform/config.js';
+import { serveControlSocket } from '../server-control.js';
+import { DEMO_DATA_DIR } from './demo-data.js';
 import { startItunesServer } from './itunes-server.js';
 
 const repositoryRoot = path.resolve(import.meta.dirname, '../../../..');
@@ -22,6 +24,21 @@ const agentBin = path.join(repositoryRoot, 'apps/agent/bin/sideport-agent.js');
 const demoCommand = path.resolve(import.meta.dirname, '../../dist/dev/demo-command.js');
 const DEMO_AGENT = 'demo agent';
 export const DEMO_ADMIN_ID = 'demo-admin';
+/** The demo admin's password, made at the first start and kept (0600) so every restart signs in with it. */
+export const DEMO_PASSWORD_FILE = 'demo-admin-password';
+
+/** The password kept in the demo's data folder, or a new one kept there. */
+function demoAdminPassword(dataDir: string): string {
+  const file = path.join(dataDir, DEMO_PASSWORD_FILE);
+  if (existsSync(file)) {
+    chmodSync(file, 0o600);
+    const kept = readFileSync(file, 'utf8').trim();
+    if (kept.length >= 8) return kept;
+  }
+  const made = randomBytes(9).toString('base64url');
+  writeFileSync(file, `${made}\n`, { mode: 0o600 });
+  return made;
+}
 
 export interface DemoOptions {
   port: number;
@@ -70,8 +87,10 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   const database = await openConfiguredDatabase(config);
   await database.migrate();
   const { app, services } = await buildApp({ config, database });
-  const admin = { id: DEMO_ADMIN_ID, password: randomBytes(9).toString('base64url') };
+  const admin = { id: DEMO_ADMIN_ID, password: demoAdminPassword(config.DATA_DIR) };
   await services.auth.ensureUser(admin.id, md5Hex(admin.password), ADMIN_GRADE);
+  // `npx sideport --demo device:simulate` and `backup` ask this process, which holds the database.
+  const control = await serveControlSocket(config, database, { app, services });
   await app.listen({ port: config.PORT, host: config.HOST });
   const { port } = app.server.address() as AddressInfo;
   const url = `http://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${port}`;
@@ -123,11 +142,19 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
       ]);
       if (!left) agent.kill('SIGTERM');
       await agentExited;
+      await control?.close();
       await app.close();
       await database.close();
       await itunes.close();
     },
   };
+}
+
+/** The command that enrolls a simulated iPhone on this demo's data, from the repository root. */
+export function simulateCommand(dataDir: string) {
+  return path.resolve(dataDir) === DEMO_DATA_DIR
+    ? 'npx sideport device:simulate <user-id> --paid --demo'
+    : `DATA_DIR=${path.resolve(dataDir)} npx sideport device:simulate <user-id> --paid`;
 }
 
 /** What a newcomer reads once the demo runs. */
@@ -137,11 +164,14 @@ export function demoInstructions(demo: Demo, dataDir: string) {
     'Sideport demo: no device and no internet needed.',
     `  open      ${demo.url}`,
     `  sign in   ${demo.admin.id} / ${demo.admin.password}   (an admin; or sign up an account of your own)`,
+    `            the same at every start: kept in ${path.join(dataDir, DEMO_PASSWORD_FILE)}`,
     '  search    facebook, talon or annuaire (veern is a paid app: refused unless DECRYPT_ALLOW_PAID=true)',
     "  then      Decrypt -> Decrypt Queue -> Done -> Download. The IPA is the repository's sample app relabelled",
     '            for the app you asked for and marked DEMO; nothing is downloaded from the store or decrypted.',
     '  premium   Mypage -> a plan -> the TEST MODE checkout: Downgrade then lists a made-up DEMO version history.',
-    '  device    npx sideport device:simulate <user-id> --paid enrolls a simulated iPhone (the demo makes one below).',
+    `  device    ${simulateCommand(dataDir)}`,
+    '            enrolls a simulated iPhone for an account you signed up, beside the running demo',
+    '            (the demo admin has one, made below).',
     `  data      ${dataDir} (delete it to start afresh). Ctrl-C stops everything.`,
     '',
   ].join('\n');

@@ -63,7 +63,7 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
   return {
     child,
     output: () => out,
-    waitFor(pattern, timeoutMs = 20_000) {
+    waitFor(pattern, timeoutMs = 120_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const match = pattern.exec(out);
@@ -94,7 +94,7 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
 export async function until<T>(
   what: string,
   probe: () => Promise<T | undefined>,
-  timeoutMs = 20_000,
+  timeoutMs = 120_000,
   explain = () => '',
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -8,10 +8,10 @@ import { asArm64e, withCryptid, withExtraEncryptionCommand } from '../test-suppo
 import {
   HELPER_SOURCE,
   MAIN_SOURCE,
-  OBJDUMP,
   buildDylib,
   buildExecutable,
   buildFat,
+  objdumpHeaders,
 } from '../test-support/toolchain.js';
 import { execFileSync } from 'node:child_process';
 import { fixtureExecutablePath, fixtureIpa } from '../test-support/fixtures.js';
@@ -35,7 +35,7 @@ function fixtureExecutable(): Buffer {
 
 /** Load command names in order, as llvm-objdump prints them ("cmd LC_..."). */
 function objdumpCommandNames(path: string): string[] {
-  const text = execFileSync(OBJDUMP, ['--macho', '--private-headers', path], { encoding: 'utf8' });
+  const text = objdumpHeaders(path);
   return [...text.matchAll(/^\s+cmd (LC_\w+)/gm)].map((m) => m[1]!);
 }
 

@@ -33,7 +33,7 @@ beforeAll(async () => {
     method: entry.name.endsWith('/') ? 0 : 8,
   }));
   plain = readFileSync(buildExecutable(dir, 'plain', PLAIN_MAIN_SOURCE));
-}, 60_000);
+}, 180_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The fixture app with entries replaced or added. */
@@ -164,5 +164,5 @@ describe('signing hostile archives', () => {
       /^Expected the signed IPA to stay within \d+ bytes \(its input's size and what signing adds\), found it reaching \d+ bytes\.$/,
     );
     expect(left).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 });

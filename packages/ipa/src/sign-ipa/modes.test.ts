@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadIdentity, type SigningIdentity } from '../identity.js';
 import { parsePlist, type PlistObject } from '../plist.js';
 import { createTestPki, type TestPki } from '../test-support/pki.js';
-import { buildDylib, OBJDUMP } from '../test-support/toolchain.js';
+import { buildDylib, objdumpHeaders } from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
 import { createMachOSigner } from './engine.js';
 import { isSubstrate } from './modes.js';
@@ -101,9 +101,7 @@ describe('sign modes', () => {
       inject: [{ name: 'libtweak.dylib', bytes: readFileSync(dylibPath) }],
     });
     const executable = path.join(app, 'very-capable-app');
-    const headers = execFileSync(OBJDUMP!, ['--macho', '--private-headers', executable], {
-      encoding: 'utf8',
-    });
+    const headers = objdumpHeaders(executable);
     expect(headers).toMatch(/cmd LC_LOAD_DYLIB[\s\S]*?name @executable_path\/Frameworks\/libtweak\.dylib/);
     expect(headers).toContain('LC_CODE_SIGNATURE');
     const injected = readFileSync(path.join(app, 'Frameworks/libtweak.dylib'));

@@ -2,7 +2,6 @@
  * 32-bit code: an armv7 executable (mach_header, LC_SEGMENT, LC_ENCRYPTION_INFO) alone and beside
  * arm64 in a fat file, as apps built for iOS 10 and earlier ship it.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +10,13 @@ import { IpaError } from '../errors.js';
 import { loadIdentity } from '../identity.js';
 import { parseMachO } from '../macho/parse.js';
 import { createTestPki } from '../test-support/pki.js';
-import { LIPO, OBJDUMP, PLAIN_MAIN_SOURCE, buildExecutable } from '../test-support/toolchain.js';
+import {
+  PLAIN_MAIN_SOURCE,
+  buildExecutable,
+  keptToolRun,
+  lipoCreate,
+  objdumpHeaders,
+} from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
 import { createCmsSigner } from './cms.js';
 import { signMachO, type CodeSignInput } from './macho-sign.js';
@@ -30,36 +35,48 @@ const input: CodeSignInput = {
 
 /** lld links armv7 only for code without data relocations: main returns a constant. */
 function buildArmv7(): string {
-  const run = (tool: string, args: string[]): void => {
-    execFileSync(tool, args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  };
-  writeFileSync(join(dir, 'stub.c'), 'void stub(void) __asm__("dyld_stub_binder");\nvoid stub(void) {}\n');
-  writeFileSync(join(dir, 'main7.c'), 'int main(void) { return 7; }\n');
-  for (const name of ['stub', 'main7'])
-    run('clang', ['-target', 'armv7-apple-ios9.0', '-O1', '-c', `${name}.c`, '-o', `${name}.o`]);
   const ld = ['-arch', 'armv7', '-platform_version', 'ios', '9.0', '9.0'];
-  run('ld64.lld-14', [
-    ...ld,
-    '-dylib',
-    '-install_name',
-    '/usr/lib/libSystem.B.dylib',
-    'stub.o',
-    '-o',
-    'libSystem-armv7.dylib',
-  ]);
-  run('ld64.lld-14', [
-    ...ld,
-    '-execute',
-    '-e',
-    '_main',
-    '-headerpad',
-    '0x400',
-    'main7.o',
-    'libSystem-armv7.dylib',
-    '-o',
+  return keptToolRun(
+    dir,
+    [
+      ...['stub', 'main7'].map((name) => ({
+        tool: 'clang' as const,
+        args: ['-target', 'armv7-apple-ios9.0', '-O1', '-c', `${name}.c`, '-o', `${name}.o`],
+      })),
+      {
+        tool: 'ld',
+        args: [
+          ...ld,
+          '-dylib',
+          '-install_name',
+          '/usr/lib/libSystem.B.dylib',
+          'stub.o',
+          '-o',
+          'libSystem-armv7.dylib',
+        ],
+      },
+      {
+        tool: 'ld',
+        args: [
+          ...ld,
+          '-execute',
+          '-e',
+          '_main',
+          '-headerpad',
+          '0x400',
+          'main7.o',
+          'libSystem-armv7.dylib',
+          '-o',
+          'app-armv7',
+        ],
+      },
+    ],
+    {
+      'stub.c': 'void stub(void) __asm__("dyld_stub_binder");\nvoid stub(void) {}\n',
+      'main7.c': 'int main(void) { return 7; }\n',
+    },
     'app-armv7',
-  ]);
-  return join(dir, 'app-armv7');
+  );
 }
 
 const armv7Path = buildArmv7();
@@ -94,7 +111,7 @@ describe('armv7', () => {
     expect(pageHashesMatch(signed, signature!)).toBe(true);
     const out = join(dir, 'signed-armv7');
     writeFileSync(out, signed);
-    const headers = execFileSync(OBJDUMP, ['--macho', '--private-headers', out], { encoding: 'utf8' });
+    const headers = objdumpHeaders(out);
     expect(headers).toContain('LC_CODE_SIGNATURE');
     const [, vmsize, fileoff, filesize] =
       /segname __LINKEDIT\s+vmaddr \S+\s+vmsize (\S+)\s+fileoff (\d+)\s+filesize (\d+)/.exec(headers)!;
@@ -105,7 +122,7 @@ describe('armv7', () => {
 
   it('signs both slices of an armv7 + arm64 fat file, each at its alignment', () => {
     const fatPath = join(dir, 'legacy-fat');
-    execFileSync(LIPO, ['-create', armv7Path, arm64Path, '-output', fatPath]);
+    lipoCreate([armv7Path, arm64Path], fatPath);
     const fat = readFileSync(fatPath);
     const signed = signMachO(fat, 'app', input).bytes;
     // fat_arch: offset (8) and align (16, log2) of each entry after the 8-byte fat_header.
@@ -130,7 +147,7 @@ describe('armv7', () => {
     const encrypted = join(dir, 'app-armv7-encrypted');
     writeFileSync(encrypted, withCryptid32(readFileSync(armv7Path), 1));
     const fatPath = join(dir, 'legacy-fat-encrypted');
-    execFileSync(LIPO, ['-create', encrypted, arm64Path, '-output', fatPath]);
+    lipoCreate([encrypted, arm64Path], fatPath);
     const fat = readFileSync(fatPath);
     expect(parseMachO(fat).slices.map((s) => [s.arch, s.cryptid])).toEqual([
       ['armv7', 1],

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadIdentity } from '../identity.js';
 import { parseMachO } from '../macho/parse.js';
 import { createTestPki } from '../test-support/pki.js';
-import { OBJDUMP } from '../test-support/toolchain.js';
+import { objdumpHeaders } from '../test-support/toolchain.js';
 import {
   opensslVerifies,
   pageHashesMatch,
@@ -44,7 +44,7 @@ function cmsPlistCdHashes(cms: Buffer): string[] {
 }
 
 function segmentsOf(path: string): string[] {
-  const text = execFileSync(OBJDUMP, ['--macho', '--private-headers', path], { encoding: 'utf8' });
+  const text = objdumpHeaders(path);
   // Every segment's name, address and file offset; __LINKEDIT's sizes are expected to grow.
   return [
     ...text.matchAll(/segname (\S+)\s+vmaddr (\S+)\s+vmsize (\S+)\s+fileoff (\S+)\s+filesize (\S+)/g),

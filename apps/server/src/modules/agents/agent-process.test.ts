@@ -445,7 +445,7 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
         .map((id) => id.split('-')[1])
         .sort(),
     ).toEqual(['1', '2']);
-  }, 60_000);
+  }, 180_000);
 
   it('logs an accepted upload as Done, never as taken back, while its heartbeats run', async () => {
     const ipa = await buildIpa({ bundleId: bundleOf(11), version: '2.11', appVerId: '910011' });
@@ -481,5 +481,5 @@ describe.each(databaseKinds)('sideport-agent processes on %s', (kind) => {
     await live.start();
 
     expect(await doneVersion(10)).toMatchObject({ app_ver_id: '910010', version: '2.10' });
-  }, 60_000);
+  }, 180_000);
 });

@@ -57,5 +57,5 @@ describe.each(databaseKinds)('waiting claims on %s', (kind) => {
     expect(answer.status).toBe(200);
     expect(await answer.json()).toEqual({ job: null });
     await live.start();
-  }, 20_000);
+  }, 180_000);
 });

@@ -24,7 +24,7 @@ import {
 } from '../../test/device-answers.js';
 import { waitForEvent } from '../../platform/events.js';
 import { createTestApp, databaseKinds, fixturesDir, signedInUser, type TestApp } from '../../test/harness.js';
-import { opensslVerifyCms } from '../../test/openssl.js';
+import { verifyCms } from '../../test/cms-verify.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 const REAL_ANSWER = () =>
@@ -76,10 +76,14 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
   afterAll(() => t.close());
 
   /** Downloads a profile; `unwrap` reads a signed one's content. */
-  async function download(cookie: string, app: TestApp = t, unwrap: (raw: Buffer) => Buffer = (raw) => raw) {
+  async function download(
+    cookie: string,
+    app: TestApp = t,
+    unwrap: (raw: Buffer) => Buffer | Promise<Buffer> = (raw) => raw,
+  ) {
     const res = await app.app.inject({ url: '/api/udid/profile', headers: { cookie, ...SAME_ORIGIN } });
     expect(res.statusCode, res.body).toBe(200);
-    const dict = parsePlistDict(unwrap(res.rawPayload), 'mobileconfig');
+    const dict = parsePlistDict(await unwrap(res.rawPayload), 'mobileconfig');
     const content = dict['PayloadContent'] as { URL: string; Challenge: string };
     const url = new URL(content.URL);
     return { res, dict, url, token: content.Challenge };
@@ -359,16 +363,14 @@ describe.each(databaseKinds)('device enrollment on %s', (kind) => {
       });
       expect(res.statusCode).toBe(200);
       expect(res.rawPayload[0]).toBe(0x30); // DER: CMS SignedData, not bare XML
-      const dict = parsePlistDict(opensslVerifyCms(res.rawPayload, operatorCa.pem), 'mobileconfig');
+      const dict = parsePlistDict(await verifyCms(res.rawPayload, operatorCa.pem), 'mobileconfig');
       const content = dict['PayloadContent'] as { URL: string; Challenge: string };
       expect(content.URL).toBe(`https://sideport.example/api/udid/enroll/${content.Challenge}`);
     });
 
     it('accepts a device whose certificate chains to DEVICE_CA_PEM, and refuses one that does not', async () => {
       const cookie = await signedInUser(configured, uid());
-      const { url, token } = await download(cookie, configured, (raw) =>
-        opensslVerifyCms(raw, operatorCa.pem),
-      );
+      const { url, token } = await download(cookie, configured, (raw) => verifyCms(raw, operatorCa.pem));
       const before = await snapshotDatabase(configured.database.db);
       const untrusted = await post(url.pathname, answerOf({ CHALLENGE: token }, stranger), configured);
       expect(untrusted.statusCode).toBe(400);

@@ -5,7 +5,7 @@ import * as pkijs from 'pkijs';
 import { buildXmlPlist, parsePlistDict } from '@sideport/ipa';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixturesDir } from '../../test/fixtures.js';
-import { opensslVerifyCms } from '../../test/openssl.js';
+import { verifyCms } from '../../test/cms-verify.js';
 import {
   APPLE_DOCTYPE,
   ATTRIBUTES,
@@ -71,14 +71,14 @@ describe('Profile Service .mobileconfig', () => {
     expect(typeof dict['PayloadDescription']).toBe('string');
   });
 
-  it('is signed with the operator’s PKCS#12, content included, and openssl verifies it', () => {
+  it('is signed with the operator’s PKCS#12, content included, and pkijs verifies it', async () => {
     const operatorCa = issue('Operator Root', undefined, true);
     const operator = issue('enroll.sideport.example', operatorCa);
     const p12 = p12Of(operator, 'p12-pass');
     const signed = buildEnrollmentProfile({ ...request, signer: loadProfileSigner(p12, 'p12-pass') });
     expect(signed.subarray(0, 1).toString('hex')).toBe('30'); // DER, not XML
 
-    const content = opensslVerifyCms(signed, operatorCa.pem);
+    const content = await verifyCms(signed, operatorCa.pem);
     expect(parsePlistDict(content, 'mobileconfig')).toMatchObject({
       PayloadType: 'Profile Service',
       PayloadContent: { URL: request.url },

@@ -250,7 +250,7 @@ describe.each(databaseKinds)('device registration with the dev identity on %s', 
       await enrollDevice(live, cookie, IPHONE);
       const isRegistered = async () => (await deviceInfo(live, cookie))[0]!.status === 'Registered';
       const registered = new Promise<void>((resolve, reject) => {
-        const timeout = setTimeout(() => reject(new Error('the device was not registered')), 20_000);
+        const timeout = setTimeout(() => reject(new Error('the device was not registered')), 120_000);
         const stop = live.services.bus.subscribe((event) => {
           if (event.kind !== 'live' || event.event.type !== 'device') return;
           void isRegistered().then((done) => {

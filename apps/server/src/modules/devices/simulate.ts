@@ -25,6 +25,27 @@ export interface SimulateDeps {
   baseUrl: string;
 }
 
+/** SimulateDeps from the services of a server (app.ts) or of a CLI command (services.ts). */
+export function simulationDeps(
+  services: {
+    signingIdentity: { kind: SimulateDeps['identityKind'] };
+    billingProvider: { name: SimulateDeps['billingProvider'] };
+    auth: SimulateDeps['users'];
+  } & Pick<SimulateDeps, 'enrollment' | 'devices' | 'billing' | 'registration'>,
+  site: { PUBLIC_URL?: string | undefined; PORT: number },
+): SimulateDeps {
+  return {
+    identityKind: services.signingIdentity.kind,
+    billingProvider: services.billingProvider.name,
+    users: services.auth,
+    enrollment: services.enrollment,
+    devices: services.devices,
+    billing: services.billing,
+    registration: services.registration,
+    baseUrl: site.PUBLIC_URL ? new URL(site.PUBLIC_URL).origin : `http://localhost:${site.PORT}`,
+  };
+}
+
 export interface SimulatedEnrollment {
   udid: string;
   product: string;

@@ -50,7 +50,7 @@ async function openStream(baseUrl: string, cookie: string) {
     /** Resolves once the stream has ended: 'server' when the server ended it. */
     closed,
     /** Resolves with the first event `matches` accepts (already received or coming). */
-    async next(matches: (event: LiveEvent) => boolean, timeoutMs = 10_000): Promise<LiveEvent> {
+    async next(matches: (event: LiveEvent) => boolean, timeoutMs = 60_000): Promise<LiveEvent> {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const found = events.find(matches);

@@ -115,7 +115,7 @@ describe.each(databaseKinds)('recovery with the Apple identity on %s', (kind) =>
     expect(signed.statusCode, signed.body).toBe(200);
     const doneAfter = async (from: number) =>
       expect
-        .poll(() => events.slice(from).some((e) => e.status === 'Done'), { timeout: 60_000, interval: 50 })
+        .poll(() => events.slice(from).some((e) => e.status === 'Done'), { timeout: 120_000, interval: 50 })
         .toBe(true);
     await doneAfter(0);
     return { t, user, admin, events, get, doneAfter };

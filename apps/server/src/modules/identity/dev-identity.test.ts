@@ -4,7 +4,7 @@ import path from 'node:path';
 import { assertProfileUsable, loadIdentity, nameOf, openZip, parseProfile, sign } from '@sideport/ipa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureIpa } from '../../test/fixtures.js';
-import { opensslVerifyCms } from '../../test/openssl.js';
+import { verifyCms } from '../../test/cms-verify.js';
 import {
   createDevIdentity,
   createDevProfile,
@@ -73,11 +73,11 @@ describe('dev identity', () => {
     assertProfileUsable(profile, loadIdentity(devIdentitySource(identity)).certificate, NOW);
   });
 
-  it('signs the profile so that openssl verifies it against the dev CA', () => {
+  it('signs the profile so that pkijs verifies it against the dev CA', async () => {
     const made = createDevProfile(identity, { devices: UDIDS, clock: () => NOW });
-    const plist = opensslVerifyCms(made.bytes, identity.caCertPem, new Date(NOW.getTime() + 60_000)).toString(
-      'utf8',
-    );
+    const plist = (
+      await verifyCms(made.bytes, identity.caCertPem, new Date(NOW.getTime() + 60_000))
+    ).toString('utf8');
     expect(plist).toContain('<key>ProvisionedDevices</key>');
     expect(plist).toContain(UDIDS[0]);
   });

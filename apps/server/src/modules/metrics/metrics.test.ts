@@ -97,7 +97,7 @@ describe.each(databaseKinds)('GET /metrics on %s', (kind) => {
       await enrollDevice(t, user, { UDID: '00008110-000000000000AB01', PRODUCT: 'iPhone15,2' });
       await payForDevice(t, user, 0);
       await expect
-        .poll(async () => (await deviceInfo(t, user))[0]?.status, { timeout: 30_000, interval: 100 })
+        .poll(async () => (await deviceInfo(t, user))[0]?.status, { timeout: 120_000, interval: 100 })
         .toBe('Registered');
       const sign = await t.app.inject({
         method: 'PUT',
@@ -111,7 +111,7 @@ describe.each(databaseKinds)('GET /metrics on %s', (kind) => {
           async () =>
             (await t.app.inject({ url: `/api/check/sign/${app(0)}/870000/0`, headers: { cookie: user } }))
               .statusCode,
-          { timeout: 60_000, interval: 100 },
+          { timeout: 120_000, interval: 100 },
         )
         .toBe(200);
 

@@ -134,7 +134,7 @@ describe.each(databaseKinds)('sign failures and lost leases on %s', (kind) => {
         headers: { ...WEB_CLIENT, cookie },
       });
       expect(asked.json()).toMatchObject({ status: 'Pending' });
-      await expect.poll(async () => (await rowOf(t)).state, { timeout: 60_000, interval: 100 }).toBe('idle');
+      await expect.poll(async () => (await rowOf(t)).state, { timeout: 120_000, interval: 100 }).toBe('idle');
       const row = await rowOf(t);
       expect(row).toMatchObject({
         status: 'No',

@@ -159,7 +159,7 @@ describe.each(databaseKinds)('install preflight and recovery with the dev identi
       .poll(
         () =>
           h.events.slice(from).some((e) => e.userId === user && e.sign_type === type && e.status === 'Done'),
-        { timeout: 60_000, interval: 50 },
+        { timeout: 120_000, interval: 50 },
       )
       .toBe(true);
   }
@@ -544,7 +544,7 @@ describe.each(databaseKinds)('renewal before expiry with the dev identity on %s'
     });
     await expect
       .poll(() => h.events.slice(from).some((e) => e.userId === user && e.status === 'Done'), {
-        timeout: 60_000,
+        timeout: 120_000,
       })
       .toBe(true);
     return user;
@@ -564,7 +564,7 @@ describe.each(databaseKinds)('renewal before expiry with the dev identity on %s'
     expect(report).toMatchObject({ replaced: true, profiles: 1 });
     await expect
       .poll(() => h.events.slice(from).some((e) => e.userId === user && e.status === 'Done'), {
-        timeout: 60_000,
+        timeout: 120_000,
       })
       .toBe(true);
 
