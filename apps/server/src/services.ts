@@ -38,6 +38,7 @@ import { createVersionReadModel } from './modules/versions/read-model.js';
 import { withHeldDeletes } from './platform/backup.js';
 import type { Config } from './platform/config.js';
 import { createEventBus } from './platform/events.js';
+import { createFaultTracker, type FaultTracker } from './platform/faults.js';
 import type { PeriodicTask } from './platform/scheduler.js';
 import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platform/secrets.js';
 import { settingOrCreate } from './platform/settings.js';
@@ -63,6 +64,8 @@ export interface ServiceDeps {
   database: Pick<DatabaseHandle, 'db' | 'listen' | 'kind'>;
   clock: () => Date;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** The faults of the parts this process depends on (platform/faults.ts); a fresh tracker when not given. */
+  faults?: FaultTracker;
 }
 
 /** 1. Accounts: only the database. */
@@ -346,18 +349,21 @@ export async function createApiServices(
 }
 
 /** Everything the API process serves with, and its metrics. */
-export async function createServices(deps: ServiceDeps) {
+export async function createServices(given: ServiceDeps) {
+  const faults = given.faults ?? createFaultTracker(given.clock);
+  const deps = { ...given, faults };
   const metrics = createSideportMetrics({
     db: deps.database.db,
     clock: deps.clock,
     decryptLeaseSeconds: deps.config.DECRYPT_LEASE_SECONDS,
     log: deps.log,
+    faults,
   });
   const accounts = createAccountServices(deps);
   const core = await createCoreServices(deps, metrics.service);
   const people = createPeopleServices(deps, accounts, core, metrics.service);
   const api = await createApiServices(deps, core, people);
-  return { metrics, ...accounts, ...core, ...people, ...api };
+  return { metrics, faults, ...accounts, ...core, ...people, ...api };
 }
 
 export type AccountServices = ReturnType<typeof createAccountServices>;

@@ -49,6 +49,19 @@ export const ERRORS = {
   },
   RANGE_NOT_SATISFIABLE: { status: 416, sentence: 'The requested range is outside the file.' },
 
+  // --- The parts the server depends on (platform/faults.ts) ---------------------------------
+  // Each 503 carries Retry-After: its `retryAfterSeconds` unless the error says when (a store's own).
+  DATABASE_UNAVAILABLE: {
+    status: 503,
+    sentence: 'The database is not answering right now. Please retry in a few seconds.',
+    retryAfterSeconds: 5,
+  },
+  SHUTTING_DOWN: {
+    status: 503,
+    sentence: 'This server is restarting. Please retry in a moment.',
+    retryAfterSeconds: 2,
+  },
+
   // --- Accounts and sessions -----------------------------------------------------------------
   NOT_SIGNED_IN: { status: 401, sentence: 'Please sign in.' },
   NOT_ADMIN: { status: 403, sentence: 'Do not have permission.' },
@@ -74,9 +87,27 @@ export const ERRORS = {
   NO_SUCH_USER: { status: 404, sentence: (userId: string) => `No user with id ${userId}.` },
 
   // --- Catalogue and the store ---------------------------------------------------------------
-  STORE_THROTTLED: { status: 503, sentence: 'The App Store is busy right now. Please retry in a minute.' },
-  STORE_TIMEOUT: { status: 503, sentence: 'The App Store did not answer in time. Please retry later.' },
-  STORE_UNREACHABLE: { status: 503, sentence: 'The App Store could not be reached. Please retry later.' },
+  STORE_THROTTLED: {
+    status: 503,
+    sentence: 'The App Store is busy right now. Please retry in a minute.',
+    retryAfterSeconds: 60,
+  },
+  STORE_TIMEOUT: {
+    status: 503,
+    sentence: 'The App Store did not answer in time. Please retry later.',
+    retryAfterSeconds: 30,
+  },
+  STORE_UNREACHABLE: {
+    status: 503,
+    sentence: 'The App Store could not be reached. Please retry later.',
+    retryAfterSeconds: 30,
+  },
+  /** The store answered 5xx: its outage, which passes. */
+  STORE_UNAVAILABLE: {
+    status: 503,
+    sentence: 'The App Store is having trouble right now. Please retry later.',
+    retryAfterSeconds: 30,
+  },
   STORE_ERROR: { status: 502, sentence: 'The App Store answered with an error. Please retry later.' },
   APP_NOT_IN_STORE: {
     status: 404,
@@ -190,6 +221,7 @@ export const ERRORS = {
   },
   ACCOUNT_KEY_MISSING: {
     status: 503,
+    retryAfterSeconds: 300,
     sentence: (keyId: string) =>
       `This process has no key for developer account ${keyId}, which signs for this person: give it the configuration the servers have (ASC_ACCOUNTS_FILE).`,
   },
@@ -199,7 +231,7 @@ export const ERRORS = {
   ASC_DEVICE_LIMIT: { status: 502, sentence: said },
   ASC_INVALID_UDID: { status: 502, sentence: said },
   ASC_KEY_REJECTED: { status: 502, sentence: said },
-  ASC_UNAVAILABLE: { status: 503, sentence: said },
+  ASC_UNAVAILABLE: { status: 503, sentence: said, retryAfterSeconds: 60 },
   ASC_OTHER: { status: 502, sentence: said },
 
   // --- Signing and installs ------------------------------------------------------------------
@@ -248,7 +280,11 @@ export const ERRORS = {
   DAILY_LIMIT: { status: 429, sentence: 'Daily limit reached.' },
   CHECKOUT_GONE: { status: 410, sentence: 'This test checkout has expired or was canceled.' },
   INVALID_SIGNATURE: { status: 400, sentence: 'Invalid signature.' },
-  PAYMENTS_UNAVAILABLE: { status: 503, sentence: 'Payments are unavailable right now. Please retry later.' },
+  PAYMENTS_UNAVAILABLE: {
+    status: 503,
+    sentence: 'Payments are unavailable right now. Please retry later.',
+    retryAfterSeconds: 30,
+  },
 
   // --- Secrets -------------------------------------------------------------------------------
   SECRET_UNREADABLE: {
@@ -266,7 +302,10 @@ export const ERRORS = {
     sentence: (file: string, minLength: number) =>
       `${file} holds no usable key (fewer than ${minLength} characters): restore it from a backup, or set SECRET_KEY.`,
   },
-} as const satisfies Record<string, { status: number; sentence: string | ((...parts: never[]) => string) }>;
+} as const satisfies Record<
+  string,
+  { status: number; sentence: string | ((...parts: never[]) => string); retryAfterSeconds?: number }
+>;
 
 export type ErrorCode = keyof typeof ERRORS;
 
@@ -276,6 +315,12 @@ export type SentenceParts<C extends ErrorCode> = (typeof ERRORS)[C]['sentence'] 
 ) => string
   ? P
   : [];
+
+/** How long a client is asked to wait (`Retry-After`) after a 503 of `code` that does not say itself. */
+export function retryAfterSecondsOf(code: ErrorCode): number | undefined {
+  const entry = ERRORS[code] as { retryAfterSeconds?: number };
+  return entry.retryAfterSeconds;
+}
 
 /** The sentence of `code` made from `parts`. */
 export function sentenceOf<C extends ErrorCode>(code: C, ...parts: SentenceParts<C>): string {

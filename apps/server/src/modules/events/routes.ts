@@ -3,6 +3,9 @@ import { z } from 'zod';
 import { currentUser, isAdmin, type Guards } from '../auth/guard.js';
 import type { EventBus } from '../../platform/events.js';
 
+/** The reconnect delay a stream ended by a closing server (an upgrade) asks for. */
+const RECONNECT_AFTER_CLOSE_MS = 1000;
+
 export interface EventRoutesDeps {
   guards: Guards;
   bus: Pick<EventBus, 'subscribe'>;
@@ -20,10 +23,11 @@ export async function eventRoutes(
   app: FastifyInstance,
   { guards, bus, keepAliveMs = 20_000 }: EventRoutesDeps,
 ) {
-  const open = new Set<() => void>();
-  // Streams never go idle, so they would hold a closing server open: end them first.
+  const open = new Set<(hint?: string) => void>();
+  // Streams never go idle, so they would hold a closing server open: end them first, telling the
+  // browser to reconnect soon (to another process, behind the load balancer).
   app.addHook('preClose', async () => {
-    for (const end of open) end();
+    for (const end of open) end(`retry: ${RECONNECT_AFTER_CLOSE_MS}\n\n`);
   });
 
   const schema = {
@@ -60,9 +64,9 @@ export async function eventRoutes(
       unsubscribe();
       open.delete(end);
     };
-    const end = () => {
+    const end = (hint?: string) => {
       close();
-      res.end();
+      res.end(hint);
     };
     open.add(end);
     request.raw.on('close', close);
