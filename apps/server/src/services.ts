@@ -259,7 +259,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
 
 /** 3. People: their devices, payments, and the enrollment and registration of devices. */
 export function createPeopleServices(
-  { config, database, clock, log }: ServiceDeps,
+  { config, database, clock, log, faults }: ServiceDeps,
   { auth }: AccountServices,
   core: CoreServices,
   metrics: ServiceMetrics = noMetrics,
@@ -285,6 +285,7 @@ export function createPeopleServices(
     registrar: core.registrar,
     log,
     metrics,
+    ...(faults ? { faults } : {}),
   });
   return { billingProvider, billing, enrollment, registration };
 }
