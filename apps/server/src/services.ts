@@ -37,6 +37,7 @@ import { createSignWorkers } from './modules/sign/worker.js';
 import { createVersionReadModel } from './modules/versions/read-model.js';
 import { withHeldDeletes } from './platform/backup.js';
 import type { Config } from './platform/config.js';
+import { createDiskGuard } from './platform/disk-space.js';
 import { createEventBus } from './platform/events.js';
 import { createFaultTracker, type FaultTracker } from './platform/faults.js';
 import type { PeriodicTask } from './platform/scheduler.js';
@@ -112,6 +113,11 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR }),
   );
   const tmpDir = path.join(config.DATA_DIR, 'tmp');
+  const disk = createDiskGuard({
+    dir: config.DATA_DIR,
+    minFreeBytes: config.DISK_MIN_FREE_MB * 1024 * 1024,
+    ...(deps.faults ? { faults: deps.faults } : {}),
+  });
   const signCacheDir = path.join(config.DATA_DIR, 'sign-cache');
   const signCache = createSignCache({ files, dir: signCacheDir, tmpDir, run: runInSignProcess, log });
   // Versions an admin removed, told once, in this order: their stored files go and open pages
@@ -146,6 +152,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     },
     log,
     metrics,
+    disk,
     // The sign service's digest cache is filled as soon as a version is Done.
     onVersionDone: (done) => signCache.warm(done),
   });
@@ -224,6 +231,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     },
     log,
     metrics,
+    disk,
   });
   const fileSweep = createFileSweep({
     db,

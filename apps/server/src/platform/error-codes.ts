@@ -11,6 +11,18 @@
  * Apple's own reason passed on (RESULT_REFUSED, ASC_*), and the device answer's refusals.
  */
 
+/** Bytes as a person reads them: 1.5 GB, 300 MB, 12 kB. */
+function formatBytes(bytes: number): string {
+  const units = ['bytes', 'kB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return `${unit === 0 ? value : Number(value.toFixed(1))} ${units[unit]}`;
+}
+
 /** A free sentence: the caller's words are the message. */
 const said = (sentence: string) => sentence;
 
@@ -60,6 +72,12 @@ export const ERRORS = {
     status: 503,
     sentence: 'This server is restarting. Please retry in a moment.',
     retryAfterSeconds: 2,
+  },
+  DISK_FULL: {
+    status: 503,
+    sentence: (neededBytes: number, freeBytes: number) =>
+      `The server's disk is too full for this (${formatBytes(neededBytes)} needed, ${formatBytes(freeBytes)} free). Please retry later; the operator has been told.`,
+    retryAfterSeconds: 300,
   },
 
   // --- Accounts and sessions -----------------------------------------------------------------

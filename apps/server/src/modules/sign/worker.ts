@@ -10,6 +10,7 @@ import type { Database } from '../../db/client.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import { faultPartOf, isDatabaseFault, isDependencyFault } from '../../platform/faults.js';
 import { endOfAttempt } from '../../platform/lease-queue.js';
+import type { DiskGuard } from '../../platform/disk-space.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SigningService } from '../identity/signing.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
@@ -49,6 +50,8 @@ export interface SignWorkerDeps {
   settings: SignWorkerSettings;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   metrics?: ServiceMetrics;
+  /** The data disk's free space: a sign that would fill it waits, its attempt not counted. */
+  disk?: Pick<DiskGuard, 'ensureRoom'>;
 }
 
 const REASON_LEASE_EXPIRED = 'The sign worker stopped before it finished.';
@@ -195,6 +198,9 @@ export function createSignWorkers(deps: SignWorkerDeps) {
           ? await cache.versionCache(row.appId, row.appVerId)
           : { dir: cache.featherDir, wasEmpty: false };
       await mkdir(settings.tmpDir, { recursive: true });
+      // The signed copy is about the size of its source: refused before it is written when the
+      // disk has no room (the sign goes back to the queue uncounted; the slot waits).
+      await deps.disk?.ensureRoom((await stat(source.path)).size);
       log.info(
         { sign: row.id, worker, attempt: row.attempts, mode: row.signType },
         `sign ${row.id}: signing`,
