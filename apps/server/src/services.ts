@@ -300,7 +300,7 @@ export function createPeopleServices(
 
 /** 4. What only the API serves. */
 export async function createApiServices(
-  { config, database, clock }: ServiceDeps,
+  { config, database, clock, faults }: ServiceDeps,
   core: CoreServices,
   { billing, billingProvider }: PeopleServices,
 ) {
@@ -353,6 +353,7 @@ export async function createApiServices(
     identityKind: core.signingIdentity.kind,
     billingProvider: billingProvider.name,
     storage: files,
+    ...(faults ? { faults } : {}),
   });
   return { urls, versions, decrypt, sign, checklist };
 }
