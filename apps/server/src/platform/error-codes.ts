@@ -73,6 +73,11 @@ export const ERRORS = {
     sentence: 'This server is restarting. Please retry in a moment.',
     retryAfterSeconds: 2,
   },
+  STORAGE_UNAVAILABLE: {
+    status: 503,
+    sentence: 'The file store is not answering right now. Please retry in a minute.',
+    retryAfterSeconds: 30,
+  },
   DISK_FULL: {
     status: 503,
     sentence: (neededBytes: number, freeBytes: number) =>
