@@ -190,6 +190,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     clock,
     settings: { ocspUrl: config.OCSP_URL, cacheMinutes: config.OCSP_CACHE_MINUTES },
     log,
+    ...(deps.faults ? { faults: deps.faults } : {}),
   });
   const signing = createSigningService({
     db,
