@@ -36,7 +36,9 @@ import { registerBodyIdleTimeout } from './platform/body-timeout.js';
 import { createClientErrorHandler } from './platform/client-error.js';
 import { createSiteCheck, decodedPath, isApiPath, registerCrossSiteGuard } from './platform/cross-site.js';
 import { registerErrorHandler } from './platform/error-handler.js';
+import { createFaultTracker } from './platform/faults.js';
 import { registerHostCheck } from './platform/public-origin.js';
+import { registerReadiness } from './platform/readiness.js';
 import { loggerOptions } from './platform/logger.js';
 import { readOpenFileLimit } from './platform/open-files.js';
 import { hasControlCharacters } from './platform/params.js';
@@ -89,6 +91,8 @@ export async function buildApp({ config, database, clock = () => new Date(), log
       connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(config.HEADERS_TIMEOUT_MS / 4))),
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // While closing, requests still arriving get the readiness module's sentence, not fastify's JSON.
+    return503OnClosing: false,
     // Errors raised before routing (a malformed %-escape in the path) get the same text/plain answer.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ code: error.code }, 'malformed request address');
@@ -110,7 +114,14 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  registerErrorHandler(app);
+  // What this process knows of the parts it depends on (platform/faults.ts).
+  const faults = createFaultTracker(clock);
+  registerErrorHandler(app, faults);
+  const readiness = registerReadiness(app, {
+    ping: () => database.ping(),
+    faults,
+    databaseKind: database.kind,
+  });
   registerBodyIdleTimeout(app, { idleMs: config.BODY_IDLE_TIMEOUT_MS, timeoutMs: config.BODY_TIMEOUT_MS });
   // Before the cross-site guard, so its refusals carry the same headers.
   await registerSecurityHeaders(app, { isHttps });
@@ -119,7 +130,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     reply.header('x-request-id', request.id);
   });
   // Every service, made in dependency order (services.ts); what follows registers routes with them.
-  const services = await createServices({ config, database, clock, log: app.log });
+  const services = await createServices({ config, database, clock, log: app.log, faults });
   const {
     metrics,
     auth,
@@ -231,6 +242,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
       };
     });
 
+  readiness.registerRoute();
   app.get('/healthz', async (_request, reply) => {
     try {
       await database.ping();
@@ -248,7 +260,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   signWorkers.start(config.SIGN_WORKERS);
   scheduler.start();
   // Returned beside the app, not on it: a fastify instance is thenable, so `await` would drop extras.
-  return { app, routes, services };
+  return { app, routes, services, readiness };
 }
 
 export type Built = Awaited<ReturnType<typeof buildApp>>;

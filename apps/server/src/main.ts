@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from './app.js';
 import { setupUrl } from './modules/auth/setup-link.js';
 import { serveControlSocket } from './server-control.js';
@@ -20,7 +21,7 @@ async function start() {
   secureDataDir(config.DATA_DIR, createProcessLogger(config, 1), { create: true });
   const database = await openConfiguredDatabase(config);
   await database.migrate();
-  const { app, services } = await buildApp({ config, database });
+  const { app, services, readiness } = await buildApp({ config, database });
   warningLog = app.log;
 
   if (config.ADMIN_ID && config.ADMIN_PASSWORD) {
@@ -31,12 +32,24 @@ async function start() {
   // The embedded database is this process's alone: `sideport backup` and `device:simulate` ask it.
   const control = await serveControlSocket(config, database, { app, services });
 
-  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+  // Asked to stop (a rolling upgrade): leave readiness first, so the load balancer sends new
+  // requests elsewhere, then finish what this process holds and exit (docs/architecture.md, Upgrades).
+  closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS }, async ({ signal, err }) => {
+    readiness.beginDrain();
     if (err) app.log.error({ err }, 'shutting down after an error');
-    else app.log.info({ signal }, 'shutting down');
+    else {
+      app.log.info(
+        { signal, drainDelayMs: config.SHUTDOWN_DRAIN_DELAY_MS },
+        'shutting down: /readyz answers 503',
+      );
+      await sleep(config.SHUTDOWN_DRAIN_DELAY_MS);
+    }
+    // Stops accepting connections, closes live streams with a reconnect hint, waits for the
+    // requests under way, stops the sign workers (their signs go back to the queue) and the timers.
     await control?.close();
     await app.close();
     await database.close();
+    app.log.info({ signal }, 'stopped');
   });
 
   const address = await app.listen({ port: config.PORT, host: config.HOST });

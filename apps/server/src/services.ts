@@ -37,7 +37,9 @@ import { createSignWorkers } from './modules/sign/worker.js';
 import { createVersionReadModel } from './modules/versions/read-model.js';
 import { withHeldDeletes } from './platform/backup.js';
 import type { Config } from './platform/config.js';
+import { createDiskGuard } from './platform/disk-space.js';
 import { createEventBus } from './platform/events.js';
+import { createFaultTracker, type FaultTracker } from './platform/faults.js';
 import type { PeriodicTask } from './platform/scheduler.js';
 import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platform/secrets.js';
 import { settingOrCreate } from './platform/settings.js';
@@ -63,6 +65,8 @@ export interface ServiceDeps {
   database: Pick<DatabaseHandle, 'db' | 'listen' | 'kind'>;
   clock: () => Date;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** The faults of the parts this process depends on (platform/faults.ts); a fresh tracker when not given. */
+  faults?: FaultTracker;
 }
 
 /** 1. Accounts: only the database. */
@@ -109,6 +113,11 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR }),
   );
   const tmpDir = path.join(config.DATA_DIR, 'tmp');
+  const disk = createDiskGuard({
+    dir: config.DATA_DIR,
+    minFreeBytes: config.DISK_MIN_FREE_MB * 1024 * 1024,
+    ...(deps.faults ? { faults: deps.faults } : {}),
+  });
   const signCacheDir = path.join(config.DATA_DIR, 'sign-cache');
   const signCache = createSignCache({ files, dir: signCacheDir, tmpDir, run: runInSignProcess, log });
   // Versions an admin removed, told once, in this order: their stored files go and open pages
@@ -144,6 +153,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     log,
     metrics,
     usage: createDecryptUsage({ db }),
+    disk,
     // The sign service's digest cache is filled as soon as a version is Done.
     onVersionDone: (done) => signCache.warm(done),
   });
@@ -183,6 +193,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     clock,
     settings: { ocspUrl: config.OCSP_URL, cacheMinutes: config.OCSP_CACHE_MINUTES },
     log,
+    ...(deps.faults ? { faults: deps.faults } : {}),
   });
   const signing = createSigningService({
     db,
@@ -224,6 +235,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     },
     log,
     metrics,
+    disk,
   });
   const fileSweep = createFileSweep({
     db,
@@ -259,7 +271,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
 
 /** 3. People: their devices, payments, and the enrollment and registration of devices. */
 export function createPeopleServices(
-  { config, database, clock, log }: ServiceDeps,
+  { config, database, clock, log, faults }: ServiceDeps,
   { auth }: AccountServices,
   core: CoreServices,
   metrics: ServiceMetrics = noMetrics,
@@ -285,13 +297,14 @@ export function createPeopleServices(
     registrar: core.registrar,
     log,
     metrics,
+    ...(faults ? { faults } : {}),
   });
   return { billingProvider, billing, enrollment, registration };
 }
 
 /** 4. What only the API serves. */
 export async function createApiServices(
-  { config, database, clock }: ServiceDeps,
+  { config, database, clock, faults }: ServiceDeps,
   core: CoreServices,
   { billing, billingProvider }: PeopleServices,
 ) {
@@ -344,23 +357,27 @@ export async function createApiServices(
     identityKind: core.signingIdentity.kind,
     billingProvider: billingProvider.name,
     storage: files,
+    ...(faults ? { faults } : {}),
   });
   return { urls, versions, decrypt, sign, checklist };
 }
 
 /** Everything the API process serves with, and its metrics. */
-export async function createServices(deps: ServiceDeps) {
+export async function createServices(given: ServiceDeps) {
+  const faults = given.faults ?? createFaultTracker(given.clock);
+  const deps = { ...given, faults };
   const metrics = createSideportMetrics({
     db: deps.database.db,
     clock: deps.clock,
     decryptLeaseSeconds: deps.config.DECRYPT_LEASE_SECONDS,
     log: deps.log,
+    faults,
   });
   const accounts = createAccountServices(deps);
   const core = await createCoreServices(deps, metrics.service);
   const people = createPeopleServices(deps, accounts, core, metrics.service);
   const api = await createApiServices(deps, core, people);
-  return { metrics, ...accounts, ...core, ...people, ...api };
+  return { metrics, faults, ...accounts, ...core, ...people, ...api };
 }
 
 export type AccountServices = ReturnType<typeof createAccountServices>;

@@ -7,10 +7,19 @@ import { createRoot } from 'react-dom/client';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { BrowserRouter } from 'react-router';
 import { AppRoutes } from './app/routes';
+import { readRetryDelayMs, shouldRetryRead } from './lib/api';
 import { whenRehydrated } from './lib/store';
 
 const queryClient = new QueryClient({
-  defaultOptions: { queries: { refetchOnWindowFocus: false, staleTime: 10_000 } },
+  defaultOptions: {
+    // A 503 (the database restarting, the store busy) is tried again after the server's Retry-After.
+    queries: {
+      refetchOnWindowFocus: false,
+      staleTime: 10_000,
+      retry: shouldRetryRead,
+      retryDelay: readRetryDelayMs,
+    },
+  },
 });
 
 // The persisted auth and country state is loaded before the first render (5000 ms at most).

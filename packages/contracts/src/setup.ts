@@ -3,7 +3,8 @@ import * as z from 'zod/mini';
 
 /** One step of the admin console's setup checklist. */
 export const setupItem = z.object({
-  key: z.enum(['store', 'agent', 'identity', 'billing', 'storage', 'public_url', 'feather']),
+  /** `parts`: whether the outside parts (database, file store, disk, Apple, Stripe) answer now. */
+  key: z.enum(['parts', 'store', 'agent', 'identity', 'billing', 'storage', 'public_url', 'feather']),
   label: z.string(),
   /** done: nothing to do; todo: needed before real use; optional: fine as it is for one machine or no Feather. */
   state: z.enum(['done', 'todo', 'optional']),

@@ -12,6 +12,7 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { restrictToOwner } from '../platform/data-dir.js';
+import { tagDatabaseFault } from '../platform/faults.js';
 import * as schema from './schema/index.js';
 
 export type Schema = typeof schema;
@@ -42,15 +43,25 @@ export interface DatabaseHandle {
 
 const migrationsFolder = path.resolve(import.meta.dirname, '../../drizzle');
 
-export type DatabaseOptions = { url: string } | { pgliteDir: string | null };
+export type DatabaseOptions =
+  { url: string; connectTimeoutMs?: number } | { pgliteDir: string | null };
+
+/** How long a new PostgreSQL connection may take before the pool gives up (a failover's dead address). */
+const CONNECT_TIMEOUT_MS = 5000;
 
 /** PostgreSQL when a URL is given; otherwise embedded PGlite in a folder (or in memory for null). */
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   if ('url' in options) {
-    const pool = new pg.Pool({ connectionString: options.url, max: 10 });
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: 10,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+    });
     // An idle client's error (server restart, admin kill) would otherwise crash the process; the pool
     // drops that client and the next query reports the outage through the normal path and /healthz.
     pool.on('error', () => {});
+    markConnectionFailures(pool);
     const db = drizzlePg(pool, { schema }) as unknown as Database;
     const url = new URL(options.url);
     const listeners = new Set<PgListener>();
@@ -105,6 +116,30 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     },
     dumpDataDir: () => client.dumpDataDir('gzip'),
   };
+}
+
+/**
+ * A restart or failover of PostgreSQL shows as errors of the driver (ECONNREFUSED, 'Connection
+ * terminated unexpectedly', 57P01): they are marked where they leave the pool and its clients, so
+ * the error handler answers 503 with a sentence and background work waits (platform/faults.ts).
+ * The pool itself drops a connection that failed (pg-pool removes a client released with an error
+ * or no longer queryable) and opens new ones when the server answers again.
+ */
+function markConnectionFailures(pool: pg.Pool) {
+  const tagged = <T>(result: T): T =>
+    result instanceof Promise
+      ? (result.catch((err: unknown) => {
+          throw tagDatabaseFault(err);
+        }) as T)
+      : result;
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  pool.query = ((...args: unknown[]) => tagged(query(...args))) as typeof pool.query;
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+  pool.connect = ((...args: unknown[]) => tagged(connect(...args))) as typeof pool.connect;
+  pool.on('connect', (client) => {
+    const clientQuery = client.query.bind(client) as (...args: unknown[]) => unknown;
+    client.query = ((...args: unknown[]) => tagged(clientQuery(...args))) as typeof client.query;
+  });
 }
 
 /** 'SIDEPORT' in ASCII as a 64-bit number: the advisory lock the migrations are run under. */

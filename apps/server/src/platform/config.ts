@@ -312,6 +312,25 @@ const schema = z.object({
     .max(120, 'must be at most 120')
     .default(20),
   // Operations.
+  /**
+   * Asked to stop (SIGTERM), the process answers /readyz 503 this long while still serving, so a
+   * load balancer or Kubernetes stops sending it requests, then drains (docs/architecture.md,
+   * Upgrades without downtime). 0 for one process with nothing in front (the default).
+   */
+  SHUTDOWN_DRAIN_DELAY_MS: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(120_000, 'must be at most 120000')
+    .default(0),
+  /** The longest a stop may take, the drain delay included: requests still running then are cut. */
+  SHUTDOWN_TIMEOUT_MS: positiveInt(30_000),
+  /** Free space the data disk keeps: uploads, signs and backups that would leave less are refused before writing. */
+  DISK_MIN_FREE_MB: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .default(512),
   /** Bearer token that GET /metrics requires of every caller; unset, only this machine (loopback) may read it. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Port of `sideport worker`'s own GET /metrics (0: any free one, named in its start-up line); unset, the worker serves none. */

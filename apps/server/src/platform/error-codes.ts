@@ -11,6 +11,18 @@
  * Apple's own reason passed on (RESULT_REFUSED, ASC_*), and the device answer's refusals.
  */
 
+/** Bytes as a person reads them: 1.5 GB, 300 MB, 12 kB. */
+function formatBytes(bytes: number): string {
+  const units = ['bytes', 'kB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return `${unit === 0 ? value : Number(value.toFixed(1))} ${units[unit]}`;
+}
+
 /** A free sentence: the caller's words are the message. */
 const said = (sentence: string) => sentence;
 
@@ -53,6 +65,30 @@ export const ERRORS = {
   },
   RANGE_NOT_SATISFIABLE: { status: 416, sentence: 'The requested range is outside the file.' },
 
+  // --- The parts the server depends on (platform/faults.ts) ---------------------------------
+  // Each 503 carries Retry-After: its `retryAfterSeconds` unless the error says when (a store's own).
+  DATABASE_UNAVAILABLE: {
+    status: 503,
+    sentence: 'The database is not answering right now. Please retry in a few seconds.',
+    retryAfterSeconds: 5,
+  },
+  SHUTTING_DOWN: {
+    status: 503,
+    sentence: 'This server is restarting. Please retry in a moment.',
+    retryAfterSeconds: 2,
+  },
+  STORAGE_UNAVAILABLE: {
+    status: 503,
+    sentence: 'The file store is not answering right now. Please retry in a minute.',
+    retryAfterSeconds: 30,
+  },
+  DISK_FULL: {
+    status: 503,
+    sentence: (neededBytes: number, freeBytes: number) =>
+      `The server's disk is too full for this (${formatBytes(neededBytes)} needed, ${formatBytes(freeBytes)} free). Please retry later; the operator has been told.`,
+    retryAfterSeconds: 300,
+  },
+
   // --- Accounts and sessions -----------------------------------------------------------------
   NOT_SIGNED_IN: { status: 401, sentence: 'Please sign in.' },
   NOT_ADMIN: { status: 403, sentence: 'Do not have permission.' },
@@ -92,9 +128,27 @@ export const ERRORS = {
   NO_SUCH_USER: { status: 404, sentence: (userId: string) => `No user with id ${userId}.` },
 
   // --- Catalogue and the store ---------------------------------------------------------------
-  STORE_THROTTLED: { status: 503, sentence: 'The App Store is busy right now. Please retry in a minute.' },
-  STORE_TIMEOUT: { status: 503, sentence: 'The App Store did not answer in time. Please retry later.' },
-  STORE_UNREACHABLE: { status: 503, sentence: 'The App Store could not be reached. Please retry later.' },
+  STORE_THROTTLED: {
+    status: 503,
+    sentence: 'The App Store is busy right now. Please retry in a minute.',
+    retryAfterSeconds: 60,
+  },
+  STORE_TIMEOUT: {
+    status: 503,
+    sentence: 'The App Store did not answer in time. Please retry later.',
+    retryAfterSeconds: 30,
+  },
+  STORE_UNREACHABLE: {
+    status: 503,
+    sentence: 'The App Store could not be reached. Please retry later.',
+    retryAfterSeconds: 30,
+  },
+  /** The store answered 5xx: its outage, which passes. */
+  STORE_UNAVAILABLE: {
+    status: 503,
+    sentence: 'The App Store is having trouble right now. Please retry later.',
+    retryAfterSeconds: 30,
+  },
   STORE_ERROR: { status: 502, sentence: 'The App Store answered with an error. Please retry later.' },
   APP_NOT_IN_STORE: {
     status: 404,
@@ -208,6 +262,7 @@ export const ERRORS = {
   },
   ACCOUNT_KEY_MISSING: {
     status: 503,
+    retryAfterSeconds: 300,
     sentence: (keyId: string) =>
       `This process has no key for developer account ${keyId}, which signs for this person: give it the configuration the servers have (ASC_ACCOUNTS_FILE).`,
   },
@@ -217,7 +272,7 @@ export const ERRORS = {
   ASC_DEVICE_LIMIT: { status: 502, sentence: said },
   ASC_INVALID_UDID: { status: 502, sentence: said },
   ASC_KEY_REJECTED: { status: 502, sentence: said },
-  ASC_UNAVAILABLE: { status: 503, sentence: said },
+  ASC_UNAVAILABLE: { status: 503, sentence: said, retryAfterSeconds: 60 },
   ASC_OTHER: { status: 502, sentence: said },
 
   // --- Signing and installs ------------------------------------------------------------------
@@ -266,7 +321,11 @@ export const ERRORS = {
   DAILY_LIMIT: { status: 429, sentence: 'Daily limit reached.' },
   CHECKOUT_GONE: { status: 410, sentence: 'This test checkout has expired or was canceled.' },
   INVALID_SIGNATURE: { status: 400, sentence: 'Invalid signature.' },
-  PAYMENTS_UNAVAILABLE: { status: 503, sentence: 'Payments are unavailable right now. Please retry later.' },
+  PAYMENTS_UNAVAILABLE: {
+    status: 503,
+    sentence: 'Payments are unavailable right now. Please retry later.',
+    retryAfterSeconds: 30,
+  },
 
   // --- Secrets -------------------------------------------------------------------------------
   SECRET_UNREADABLE: {
@@ -284,7 +343,10 @@ export const ERRORS = {
     sentence: (file: string, minLength: number) =>
       `${file} holds no usable key (fewer than ${minLength} characters): restore it from a backup, or set SECRET_KEY.`,
   },
-} as const satisfies Record<string, { status: number; sentence: string | ((...parts: never[]) => string) }>;
+} as const satisfies Record<
+  string,
+  { status: number; sentence: string | ((...parts: never[]) => string); retryAfterSeconds?: number }
+>;
 
 export type ErrorCode = keyof typeof ERRORS;
 
@@ -294,6 +356,12 @@ export type SentenceParts<C extends ErrorCode> = (typeof ERRORS)[C]['sentence'] 
 ) => string
   ? P
   : [];
+
+/** How long a client is asked to wait (`Retry-After`) after a 503 of `code` that does not say itself. */
+export function retryAfterSecondsOf(code: ErrorCode): number | undefined {
+  const entry = ERRORS[code] as { retryAfterSeconds?: number };
+  return entry.retryAfterSeconds;
+}
 
 /** The sentence of `code` made from `parts`. */
 export function sentenceOf<C extends ErrorCode>(code: C, ...parts: SentenceParts<C>): string {

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { AppError } from './errors.js';
+import { AppError, failWith } from './errors.js';
+import { faultPartOf, isDatabaseFault, type FaultTracker } from './faults.js';
 
 /** Sentences for fastify's own 4xx errors, so a client never sees framework wording or codes. */
 const FRAMEWORK_MESSAGES: Record<string, string> = {
@@ -25,8 +26,14 @@ function validationMessage(error: FastifyError): string {
  * text/plain sentence. Anything unexpected is a 500 'Please retry later.' and is logged with the
  * request id; a stack trace never reaches the client.
  */
-export function registerErrorHandler(app: FastifyInstance) {
-  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+export function registerErrorHandler(app: FastifyInstance, faults?: Pick<FaultTracker, 'fault'>) {
+  app.setErrorHandler((raised: FastifyError | AppError, request, reply) => {
+    // The database unreachable (a restart, a failover) is a 503 with a sentence, not a 500.
+    const error = isDatabaseFault(raised)
+      ? failWith('DATABASE_UNAVAILABLE', { cause: raised })
+      : (raised as FastifyError | AppError);
+    const part = faultPartOf(error);
+    if (part) faults?.fault(part, error.cause ?? error);
     let status = 500;
     let message = 'Please retry later.';
     if (error instanceof AppError) {
@@ -44,7 +51,8 @@ export function registerErrorHandler(app: FastifyInstance) {
           ? FRAMEWORK_MESSAGES.FST_ERR_CTP_INVALID_JSON_BODY!
           : 'The request is not valid.');
     }
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (part) request.log.warn({ err: error, part }, `request refused: ${part} unavailable`);
+    else if (status >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ status, code: (error as { code?: string }).code }, message);
     return reply.code(status).type('text/plain; charset=utf-8').send(message);
   });

@@ -1,4 +1,10 @@
-import { ERRORS, sentenceOf, type ErrorCode, type SentenceParts } from './error-codes.js';
+import {
+  ERRORS,
+  retryAfterSecondsOf,
+  sentenceOf,
+  type ErrorCode,
+  type SentenceParts,
+} from './error-codes.js';
 
 /**
  * The server's one error type (docs/architecture.md, API conventions): a registered code, whose
@@ -18,7 +24,13 @@ export class AppError extends Error {
     super(message, options);
     this.name = 'AppError';
     this.status = ERRORS[code].status;
-    this.headers = options?.headers ?? {};
+    const headers = { ...options?.headers };
+    // A 503 says when to come back (docs/architecture.md, When a part fails).
+    const retryAfter = retryAfterSecondsOf(code);
+    if (this.status === 503 && retryAfter !== undefined && !hasRetryAfter(headers)) {
+      headers['retry-after'] = String(retryAfter);
+    }
+    this.headers = headers;
   }
 }
 
@@ -26,6 +38,9 @@ export class AppError extends Error {
 export function fail<C extends ErrorCode>(code: C, ...parts: SentenceParts<C>): AppError {
   return new AppError(code, sentenceOf(code, ...parts));
 }
+
+const hasRetryAfter = (headers: Record<string, string>) =>
+  Object.keys(headers).some((name) => name.toLowerCase() === 'retry-after');
 
 /** `fail` with the error that caused it (kept for the log) or headers for the answer. */
 export function failWith<C extends ErrorCode>(

@@ -160,4 +160,40 @@ describe('the scheduler of periodic work', () => {
     expect(held.runs).toBe(1);
     expect(held.running).toBe(0);
   });
+
+  it('puts a task off for as long as the part it needs asked (Retry-After), then runs it again', async () => {
+    vi.useFakeTimers();
+    let runs = 0;
+    let isThrottled = true;
+    const warnings: object[] = [];
+    const scheduler = createScheduler(
+      [
+        {
+          name: 'device-registration',
+          intervalMs: 1000,
+          run: async () => {
+            runs += 1;
+            if (isThrottled)
+              throw Object.assign(new Error('429 from App Store Connect'), { retryAfterMs: 10_000 });
+          },
+        },
+      ],
+      { warn: (obj) => void warnings.push(obj) },
+    );
+    scheduler.start();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(runs).toBe(1);
+    expect(warnings).toEqual([
+      expect.objectContaining({ task: 'device-registration', retryAfterMs: 10_000 }),
+    ]);
+    // Nine more intervals pass inside the ten seconds asked: no run hammers the throttled part.
+    await vi.advanceTimersByTimeAsync(9000);
+    expect(runs).toBe(1);
+    isThrottled = false;
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(runs).toBe(2);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(runs).toBe(3);
+    await scheduler.stop();
+  });
 });

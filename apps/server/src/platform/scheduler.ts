@@ -1,9 +1,12 @@
+import { isDatabaseFault, retryAfterMsOf } from './faults.js';
+
 /**
  * The periodic work of a process (lease sweeps, the file sweep, device registration, the session
  * purge), in one place: each task runs every `intervalMs` on a timer that does not keep the
  * process alive, never overlaps itself (a tick that finds it running is skipped; a wake during a
- * run runs it once more after), and logs its failures under its name. `stop` ends the timers and
- * waits for the runs under way.
+ * run runs it once more after), and logs its failures under its name. A failure that says when to
+ * come back (App Store Connect's `Retry-After`) puts the task's next runs off until then; a
+ * database that does not answer is said so. `stop` ends the timers and waits for the runs under way.
  */
 
 export interface PeriodicTask {
@@ -30,6 +33,7 @@ export interface Scheduler {
 export function createScheduler(
   tasks: readonly PeriodicTask[],
   log: { warn(obj: object, msg: string): void },
+  now: () => number = () => Date.now(),
 ): Scheduler {
   const stops: Array<() => void> = [];
   const running = new Set<Promise<void>>();
@@ -38,11 +42,19 @@ export function createScheduler(
   function schedule(task: PeriodicTask) {
     let current: Promise<void> | undefined;
     let isWanted = false;
+    /** Runs before this are put off: the part the task needs asked to be left alone until then. */
+    let notBefore = 0;
     const runOnce = async () => {
       try {
         await task.run();
       } catch (err) {
-        log.warn({ err, task: task.name }, `${task.name} failed`);
+        const retryAfterMs = retryAfterMsOf(err);
+        if (retryAfterMs !== undefined) notBefore = now() + retryAfterMs;
+        const why = isDatabaseFault(err) ? ': the database is not answering' : '';
+        log.warn(
+          { err, task: task.name, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) },
+          `${task.name} failed${why}`,
+        );
       }
     };
     const loop = async () => {
@@ -59,10 +71,10 @@ export function createScheduler(
       running.add(current);
     };
     const tick = () => {
-      if (!isStopped && !current) begin();
+      if (!isStopped && !current && now() >= notBefore) begin();
     };
     const wake = () => {
-      if (isStopped) return;
+      if (isStopped || now() < notBefore) return;
       if (current) isWanted = true;
       else begin();
     };

@@ -12,6 +12,8 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { create as createContentDisposition } from 'content-disposition';
+import { failWith } from './errors.js';
+import { isConnectionFailure } from './faults.js';
 
 /**
  * Where decrypted IPAs and signed artifacts live: a folder on local disk (the embedded default)
@@ -147,7 +149,56 @@ export function parseStorageUrl(value: string): S3Location {
 
 const PART_SIZE_BYTES = 16 * 1024 * 1024;
 
+/**
+ * Whether an S3 call failed because the store is away (refused, reset, timed out, or its own
+ * 5xx/SlowDown after the SDK's retries), not because of what was asked (a missing key, access denied).
+ */
+export function isStoreUnavailable(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number }; cause?: unknown } | undefined;
+  const status = e?.$metadata?.httpStatusCode;
+  if (status !== undefined && (status >= 500 || status === 429)) return true;
+  if (e?.name === 'TimeoutError' || e?.name === 'RequestTimeout') return true;
+  return isConnectionFailure(err) || isConnectionFailure(e?.cause);
+}
+
+/** An S3 failure as the request that met it answers: 503 STORAGE_UNAVAILABLE when the store is away. */
+function asStorageFault(err: unknown): unknown {
+  return isStoreUnavailable(err) ? failWith('STORAGE_UNAVAILABLE', { cause: err }) : err;
+}
+
+/** The store's calls, each answering STORAGE_UNAVAILABLE (503, Retry-After) when the store is away. */
+function withStorageFaults(store: FileStore): FileStore {
+  const guarded =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await call(...args);
+      } catch (err) {
+        throw asStorageFault(err);
+      }
+    };
+  return {
+    ...store,
+    putFile: guarded(store.putFile),
+    read: guarded(store.read),
+    sizeOf: guarded(store.sizeOf),
+    delete: guarded(store.delete),
+    presignGet: guarded(store.presignGet),
+    async *list() {
+      try {
+        yield* store.list();
+      } catch (err) {
+        throw asStorageFault(err);
+      }
+    },
+  };
+}
+
 export function createS3Store(location: S3Location, client?: S3Client): FileStore {
+  return withStorageFaults(createBareS3Store(location, client));
+}
+
+function createBareS3Store(location: S3Location, client?: S3Client): FileStore {
   const s3 =
     client ??
     new S3Client({
@@ -193,7 +244,9 @@ export function createS3Store(location: S3Location, client?: S3Client): FileStor
       try {
         const head = await s3.send(new HeadObjectCommand({ Bucket, Key: objectKey(key) }));
         return head.ContentLength;
-      } catch {
+      } catch (err) {
+        // Missing is undefined; a store that is away is not "missing" (the file is still there).
+        if (isStoreUnavailable(err)) throw err;
         return undefined;
       }
     },

@@ -177,6 +177,14 @@ const errors = {
     title: 'The specified resource does not exist',
     detail: `The path provided does not match a defined resource type. (${path})`,
   }),
+  // Apple's answer when a key passes its rate limit (App Store Connect API, Identifying rate limits).
+  throttled: (): AppleError => ({
+    status: 429,
+    code: 'RATE_LIMIT_EXCEEDED',
+    title: 'The request rate limit has been reached.',
+    detail:
+      "We've received too many requests for this API. Please wait and try again or slow down your request rate.",
+  }),
   unavailable: (): AppleError => ({
     status: 503,
     code: 'SERVICE_UNAVAILABLE',
@@ -262,7 +270,8 @@ export interface AscServerOptions extends AscServerAccountOptions {
 /** Apple's device classes (the document's `deviceClass`); Apple counts its limit per family of them. */
 export type AscDeviceClass = 'IPHONE' | 'IPAD' | 'IPOD' | 'APPLE_TV' | 'APPLE_WATCH' | 'MAC';
 
-export type AscFailure = 'UNAVAILABLE' | 'KEY_FORBIDDEN' | 'TOKEN_REFUSED' | 'HANG';
+/** THROTTLED: 429, Apple's rate limit of the key (with Retry-After when the test gives one). */
+export type AscFailure = 'UNAVAILABLE' | 'THROTTLED' | 'KEY_FORBIDDEN' | 'TOKEN_REFUSED' | 'HANG';
 
 /** One account's state, as a test reads and changes it. */
 export interface AscServerAccount {
@@ -322,6 +331,11 @@ export interface AscServer extends AscServerAccount {
   setDeviceClass(udid: string, deviceClass: AscDeviceClass): void;
   /** The next request fails this way (HANG: it is never answered). */
   failNext(failure: AscFailure): void;
+  /**
+   * Every request fails this way until it is called with undefined (an outage, a key rate-limited
+   * for an hour); `retryAfterS` is sent as Retry-After with a THROTTLED or UNAVAILABLE answer.
+   */
+  failAll(failure: AscFailure | undefined, options?: { retryAfterS?: number }): void;
   close(): Promise<void>;
 }
 
@@ -822,6 +836,7 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
   const authFailures: string[] = [];
   const deviceClasses = new Map<string, AscDeviceClass>();
   let pendingFailure: AscFailure | undefined;
+  let lastingFailure: { failure: AscFailure; retryAfterS?: number } | undefined;
   let url = '';
   const shared: Shared = {
     clock,
@@ -866,8 +881,10 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
     };
     requests.push(recorded);
 
-    const failure = pendingFailure;
+    const failure = pendingFailure ?? lastingFailure?.failure;
     pendingFailure = undefined;
+    const retryAfter: Record<string, string> =
+      lastingFailure?.retryAfterS === undefined ? {} : { 'retry-after': String(lastingFailure.retryAfterS) };
     if (failure === 'HANG') return; // never answered; close() ends it
 
     if (!op) return sendError(res, violation(errors.noPath(`${method} ${requestUrl.pathname}`)));
@@ -877,7 +894,8 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
       authFailures.push(refusedBecause);
       return sendError(res, errors.notAuthorized(), op);
     }
-    if (failure === 'UNAVAILABLE') return sendError(res, errors.unavailable(), op);
+    if (failure === 'UNAVAILABLE') return sendError(res, errors.unavailable(), op, retryAfter);
+    if (failure === 'THROTTLED') return sendError(res, errors.throttled(), op, retryAfter);
     if (failure === 'KEY_FORBIDDEN') return sendError(res, errors.forbidden(), op);
 
     const queryError = checkQuery(op, requestUrl);
@@ -903,7 +921,12 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
     send(res, status, json);
   }
 
-  function sendError(res: ServerResponse, error: AppleError, op?: Operation): void {
+  function sendError(
+    res: ServerResponse,
+    error: AppleError,
+    op?: Operation,
+    headers: Record<string, string> = {},
+  ): void {
     const body = {
       errors: [
         {
@@ -917,7 +940,7 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
       ],
     };
     if (op) checkResponse(op, error.status, body);
-    send(res, error.status, body);
+    send(res, error.status, body, headers);
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -1039,6 +1062,9 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
     },
     failNext(failure) {
       pendingFailure = failure;
+    },
+    failAll(failure, options = {}) {
+      lastingFailure = failure === undefined ? undefined : { failure, ...options };
     },
     // The first account's, as before there were several.
     keyId: first.keyId,
@@ -1227,10 +1253,15 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   if (body === undefined) {
-    res.writeHead(status).end();
+    res.writeHead(status, headers).end();
     return;
   }
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
 }

@@ -295,6 +295,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/config': { access: 'public', example: '/api/config' },
 
   'GET /healthz': { access: 'public', example: '/healthz' },
+  'GET /readyz': { access: 'public', example: '/readyz' },
   // Loopback callers only, or every caller with METRICS_TOKEN (src/modules/metrics/metrics.test.ts); inject is loopback.
   'GET /metrics': { access: 'public', example: '/metrics' },
 

@@ -1,5 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { alertFailure, api, ApiError, openWithToken, RETRY_LATER } from './api';
+import {
+  alertFailure,
+  api,
+  ApiError,
+  openWithToken,
+  readRetryDelayMs,
+  RETRY_LATER,
+  shouldRetryRead,
+} from './api';
 import { setNavigate } from './navigation';
 import { useClientStore } from './store';
 
@@ -151,5 +159,30 @@ describe("proving a call is the site's own (docs/security.md, Cross-site request
     await failureOf(openWithToken('/api/udid/profile'));
     expect(opened).toEqual([]);
     expect(alerts).toEqual(['Cross-site requests are not allowed.']);
+  });
+});
+
+describe('reads while a part of the server is away', () => {
+  it("tries a 503 again after the server's Retry-After, keeps its sentence, and never retries a 4xx", async () => {
+    vi.stubGlobal(
+      'fetch',
+      vi.fn(
+        async () =>
+          new Response('The database is not answering right now. Please retry in a few seconds.', {
+            status: 503,
+            headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5' },
+          }),
+      ),
+    );
+    const error = await failureOf(api('/api/info'));
+    expect(error).toMatchObject({ status: 503, retryAfterMs: 5000 });
+    expect(alerts).toEqual(['The database is not answering right now. Please retry in a few seconds.']);
+    expect(shouldRetryRead(0, error)).toBe(true);
+    expect(readRetryDelayMs(0, error)).toBe(5000);
+    expect(shouldRetryRead(3, error)).toBe(false);
+    // A wait longer than a page should hold (a full disk's 300 s) is left to the person's Retry.
+    expect(shouldRetryRead(0, new ApiError(503, 'The disk is full.', false, null, 300_000))).toBe(false);
+    expect(shouldRetryRead(0, new ApiError(404, 'This version is no longer available.'))).toBe(false);
+    expect(readRetryDelayMs(1, new ApiError(0, ''))).toBe(2000);
   });
 });

@@ -20,6 +20,8 @@ export class ApiError extends Error {
     readonly isHandled = false,
     /** What cures it, when the server says (`Sideport-Remedy`: 'sign-again' after a failed install preflight). */
     readonly remedy: string | null = null,
+    /** How long the server asked to wait before trying again (`Retry-After` of a 503), in ms. */
+    readonly retryAfterMs: number | null = null,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -95,11 +97,35 @@ export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<Api
       await serverSentence(response),
       false,
       response.headers.get('sideport-remedy'),
+      retryAfterMsOf(response.headers.get('retry-after')),
     );
   }
   const type = response.headers.get('content-type') ?? '';
   const data = (type.includes('application/json') ? await response.json() : undefined) as T;
   return { data, headers: response.headers };
+}
+
+/** `Retry-After` in delay-seconds (what the server sends), in ms; null when absent or not a number. */
+function retryAfterMsOf(value: string | null): number | null {
+  return value !== null && /^\d+$/.test(value.trim()) ? Number(value.trim()) * 1000 : null;
+}
+
+/** Reads that fail: tried 3 more times, as before; a 503 (a part of the server is away) after its Retry-After. */
+const MAX_READ_RETRIES = 3;
+/** A Retry-After longer than this is not waited out by an open page: it shows the sentence and its Retry button. */
+const MAX_RETRY_WAIT_MS = 30_000;
+
+/** TanStack Query's `retry` for reads: never after a 4xx (the answer will not change), else up to 3 times. */
+export function shouldRetryRead(failureCount: number, error: unknown): boolean {
+  if (error instanceof ApiError && error.status >= 400 && error.status < 500) return false;
+  if (error instanceof ApiError && (error.retryAfterMs ?? 0) > MAX_RETRY_WAIT_MS) return false;
+  return failureCount < MAX_READ_RETRIES;
+}
+
+/** TanStack Query's `retryDelay`: the server's Retry-After when it gave one, else 1 s, 2 s, 4 s. */
+export function readRetryDelayMs(failureCount: number, error: unknown): number {
+  if (error instanceof ApiError && error.retryAfterMs !== null) return error.retryAfterMs;
+  return Math.min(1000 * 2 ** failureCount, MAX_RETRY_WAIT_MS);
 }
 
 export const api = async <T>(path: string, init?: ApiInit) => (await apiFetch<T>(path, init)).data;

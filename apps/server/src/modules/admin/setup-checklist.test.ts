@@ -53,6 +53,7 @@ describe('the setup checklist and the identity CA', () => {
     const t = fresh;
     const items = await checklistOf(t, await signedInUser(t, 'admin', 1));
     expect(states(items)).toEqual({
+      parts: 'done',
       store: 'done',
       agent: 'todo',
       identity: 'todo',
@@ -95,6 +96,7 @@ describe('the setup checklist and the identity CA', () => {
 
     const items = await checklistOf(t, admin);
     expect(states(items)).toEqual({
+      parts: 'done',
       store: 'done',
       agent: 'done',
       identity: 'done',
@@ -117,6 +119,18 @@ describe('the setup checklist and the identity CA', () => {
       expect(item(items, 'store')).toMatchObject({ state: 'todo' });
       expect(item(items, 'store').detail).toMatch(/^http:\/\/127\.0\.0\.1:9: /);
       expect(item(items, 'store').action).toContain('ITUNES_BASE_URL');
+      // A person's search meets the store down: 503 with a sentence, and the checklist names the part.
+      const user = await signedInUser(t, 'searcher');
+      const search = await t.app.inject({
+        url: '/api/search/KR/facebook',
+        headers: { cookie: user, ...SAME_ORIGIN },
+      });
+      expect([search.statusCode, search.headers['retry-after']]).toEqual([503, '30']);
+      const after = await checklistOf(t, await signedInUser(t, 'admin2', 1));
+      expect(item(after, 'parts').state).toBe('todo');
+      expect(item(after, 'parts').detail).toMatch(
+        /^The App Store catalogue is failing since \d{4}-\d\d-\d\dT[\d:.]+Z \(.+\)\.$/,
+      );
     } finally {
       await t.close();
     }

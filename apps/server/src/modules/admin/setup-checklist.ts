@@ -7,6 +7,7 @@ import type { SetupItem } from '@sideport/contracts';
 import { AppError } from '../../platform/errors.js';
 import { createMicroCache } from '../../platform/micro-cache.js';
 import type { Config } from '../../platform/config.js';
+import { PART_LABELS, type FaultTracker } from '../../platform/faults.js';
 import type { AgentService } from '../agents/service.js';
 import type { ItunesClient } from '../catalog/itunes.js';
 
@@ -17,6 +18,8 @@ export interface SetupChecklistDeps {
   identityKind: 'dev' | 'apple';
   billingProvider: 'dev' | 'stripe';
   storage: { kind: 'local' | 's3'; description: string };
+  /** What this process last found failing (platform/faults.ts). */
+  faults?: Pick<FaultTracker, 'down'>;
 }
 
 /** A store answer is reused this long: an admin reloading the console does not ask Apple each time. */
@@ -50,6 +53,29 @@ export function createSetupChecklist(deps: SetupChecklistDeps) {
         problem === null
           ? null
           : 'Let this server reach itunes.apple.com, or set ITUNES_BASE_URL to a server speaking its API (npx sideport itunes:serve fixtures/itunes/*.json serves recorded answers).',
+    };
+  }
+
+  /** The outside parts this process found failing in the last minute, each named with when and why. */
+  function partsItem(): SetupItem {
+    const down = deps.faults?.down() ?? [];
+    return {
+      key: 'parts',
+      label: 'Outside parts answering',
+      state: down.length === 0 ? 'done' : 'todo',
+      detail:
+        down.length === 0
+          ? 'The database, the file store, the disk and the outside services answer this process.'
+          : down
+              .map(
+                (d) =>
+                  `${PART_LABELS[d.part]} is failing since ${d.since.toISOString()} (${d.reason.replace(/\.$/, '')}).`,
+              )
+              .join(' '),
+      action:
+        down.length === 0
+          ? null
+          : 'Requests that need it are answered 503 with Retry-After and background work waits; both resume by themselves once it answers. Check it from this server (sideport_dependency_up in /metrics says which).',
     };
   }
 
@@ -143,7 +169,16 @@ export function createSetupChecklist(deps: SetupChecklistDeps) {
     /** Every item, in the order an operator completes them. */
     async items(): Promise<SetupItem[]> {
       const [store, agent] = await Promise.all([storeItem(), agentItem()]);
-      return [store, agent, identityItem(), billingItem(), storageItem(), publicUrlItem(), featherItem()];
+      return [
+        partsItem(),
+        store,
+        agent,
+        identityItem(),
+        billingItem(),
+        storageItem(),
+        publicUrlItem(),
+        featherItem(),
+      ];
     },
   };
 }

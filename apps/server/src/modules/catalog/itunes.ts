@@ -25,11 +25,23 @@ export interface ItunesClientOptions {
   fetchImpl?: typeof fetch;
 }
 
-const storeBusy = () => fail('STORE_THROTTLED');
+/** Throttled: the client is told how long the block lasts (Retry-After, whole seconds). */
+const storeBusy = (retryAfterMs: number) =>
+  failWith('STORE_THROTTLED', {
+    headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) },
+  });
 const storeTimeout = () => fail('STORE_TIMEOUT');
 /** No answer at all (refused, unknown host, reset): not the same as the store answering with an error. */
 const storeUnreachable = (cause: unknown) => failWith('STORE_UNREACHABLE', { cause });
 const storeError = (cause?: unknown) => failWith('STORE_ERROR', { cause });
+/** A 5xx: the store's own outage, which passes; its Retry-After is passed on when it gives one. */
+const storeUnavailable = (status: number, retryAfter: string | null) =>
+  failWith('STORE_UNAVAILABLE', {
+    cause: new Error(`HTTP ${status}`),
+    ...(retryAfter && /^\d+$/.test(retryAfter.trim())
+      ? { headers: { 'retry-after': retryAfter.trim() } }
+      : {}),
+  });
 
 // Lenient per-field parsing: a missing rating or size must not drop the app, only odd records are skipped.
 const optionalNumber = z
@@ -96,7 +108,7 @@ export function createItunesClient(options: ItunesClientOptions) {
   let backoffMs = 0;
 
   async function get(path: string, params: Record<string, string>): Promise<StoreApp[]> {
-    if (clock() < blockedUntil) throw storeBusy();
+    if (clock() < blockedUntil) throw storeBusy(blockedUntil - clock());
     const url = new URL(path, options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
     for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
     let response: Response;
@@ -112,8 +124,9 @@ export function createItunesClient(options: ItunesClientOptions) {
       const retryAfterS = Number(response.headers.get('retry-after'));
       backoffMs = Math.min(Math.max(backoffMs * 2, 30_000), 600_000);
       blockedUntil = clock() + (retryAfterS > 0 ? retryAfterS * 1000 : backoffMs);
-      throw storeBusy();
+      throw storeBusy(blockedUntil - clock());
     }
+    if (response.status >= 500) throw storeUnavailable(response.status, response.headers.get('retry-after'));
     if (!response.ok) throw storeError(new Error(`HTTP ${response.status}`));
     backoffMs = 0;
     let json: unknown;

@@ -192,14 +192,36 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
       expect(storeCalls()).toBe(calls + 1);
     });
 
-    it('answers 502 with a sentence when the store is down or malformed', async () => {
+    it('answers 503 with a sentence and Retry-After when the store is down, 502 when its answer is malformed', async () => {
       store.fault = { kind: 'down' };
       const down = await search('it', 'rock');
-      expect(down.statusCode).toBe(502);
-      expect(down.body).toBe('The App Store answered with an error. Please retry later.');
+      expect([down.statusCode, down.body, down.headers['retry-after']]).toEqual([
+        503,
+        'The App Store is having trouble right now. Please retry later.',
+        '30',
+      ]);
       store.fault = { kind: 'malformed' };
       const malformed = await search('it', 'rock');
-      expect(malformed.statusCode).toBe(502);
+      expect([malformed.statusCode, malformed.body]).toEqual([
+        502,
+        'The App Store answered with an error. Please retry later.',
+      ]);
+      // Back by itself: the next search is answered.
+      store.fault = { kind: 'none' };
+      expect((await search('it', 'facebook')).statusCode).toBe(200);
+    });
+
+    it('says how long to wait when the store throttles, and counts the fault in /metrics', async () => {
+      store.fault = { kind: 'throttle', retryAfterS: 120 };
+      const busy = await search('it', 'metal');
+      expect([busy.statusCode, busy.body, busy.headers['retry-after']]).toEqual([
+        503,
+        'The App Store is busy right now. Please retry in a minute.',
+        '120',
+      ]);
+      expect(await t.services.metrics.render()).toMatch(
+        /sideport_dependency_faults_total\{part="store"\} [1-9]/,
+      );
     });
 
     it('says the store could not be reached when it gives no answer, apart from an error it answered', async () => {
@@ -209,7 +231,7 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
         503,
         'The App Store could not be reached. Please retry later.',
       ]);
-      store.fault = { kind: 'down' };
+      store.fault = { kind: 'malformed' };
       const answered = await search('it', 'rock');
       expect([answered.statusCode, answered.body]).toEqual([
         502,

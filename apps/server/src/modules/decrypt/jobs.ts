@@ -21,6 +21,7 @@ import type { Database } from '../../db/client.js';
 import { fail, notFound } from '../../platform/errors.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
 import { createClaimBatcher, endOfAttempt, type AttemptEnd } from '../../platform/lease-queue.js';
+import type { DiskGuard } from '../../platform/disk-space.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { DecryptUsage } from '../billing/service.js';
 import type { CatalogService } from '../catalog/service.js';
@@ -51,6 +52,8 @@ export interface JobServiceDeps {
   metrics?: ServiceMetrics;
   /** Gives back the daily count of a request that turned out to be a version Done before. */
   usage?: Pick<DecryptUsage, 'giveBack'>;
+  /** The data disk's free space: an upload that would fill it is refused before it is written. */
+  disk?: Pick<DiskGuard, 'ensureRoom'>;
   /**
    * Called after a version became Done (the sign service warms its digest cache from it). An
    * agent's upload is answered without waiting for it (see `settle`); an import waits.
@@ -502,6 +505,16 @@ export function createJobService(deps: JobServiceDeps) {
       if (job.kind !== 'decrypt' || job.versionSeq === null) {
         body.resume();
         throw fail('JOB_TAKES_NO_IPA');
+      }
+      // A full disk refuses the upload before a byte is written (503: the agent keeps its lease
+      // and sends it again later; the attempt is not counted). An IPA of unknown length needs room
+      // for the largest accepted; on local storage, room for its stored copy too.
+      const uploadBytes = info.declaredBytes ?? settings.maxIpaBytes;
+      try {
+        await deps.disk?.ensureRoom(files.kind === 'local' ? uploadBytes * 2 : uploadBytes);
+      } catch (err) {
+        body.resume();
+        throw err;
       }
       const received = await receiveToFile(body, {
         dir: settings.tmpDir,

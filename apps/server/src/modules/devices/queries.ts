@@ -193,14 +193,21 @@ export async function finishRegistration(
 /** Back to Pending with why; `retryAt` null leaves it for an admin's retry. Only while the lease is held. */
 export async function failRegistration(
   db: Database,
-  failed: { id: number; lease: Date; reason: string; retryAt: Date | null },
+  failed: {
+    id: number;
+    lease: Date;
+    reason: string;
+    retryAt: Date | null;
+    /** False when a part the registration needs was down: the attempt is not counted. */
+    isCounted?: boolean;
+  },
 ): Promise<DeviceRow | undefined> {
   const [row] = await db
     .update(devices)
     .set({
       status: 'Pending',
       reason: failed.reason,
-      attempts: sql`${devices.attempts} + 1`,
+      attempts: failed.isCounted === false ? devices.attempts : sql`${devices.attempts} + 1`,
       retryAt: failed.retryAt,
       leaseExpiresAt: null,
     })

@@ -11,6 +11,7 @@ import type { AdminDevice } from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
 import { AppError, notFound, conflict } from '../../platform/errors.js';
 import type { EventBus } from '../../platform/events.js';
+import { faultPartOf, isDependencyFault, retryAfterMsOf, type FaultTracker } from '../../platform/faults.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
 import * as q from './queries.js';
 
@@ -76,6 +77,8 @@ export interface RegistrationDeps {
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   settings?: Partial<RegistrationSettings>;
   metrics?: Pick<ServiceMetrics, 'registration'>;
+  /** Told when App Store Connect (or the database) is down and when it answers again. */
+  faults?: Pick<FaultTracker, 'fault' | 'ok'>;
 }
 
 export interface PassOutcome {
@@ -83,6 +86,8 @@ export interface PassOutcome {
   failed: number;
   /** Macs that went to Process to wait for an admin. */
   awaitingConfirmation: number;
+  /** Devices put off because App Store Connect was unavailable (not counted as attempts). */
+  waiting: number;
   expired: number;
 }
 
@@ -108,6 +113,7 @@ export function createRegistrationService({
   log,
   settings: overrides,
   metrics = noMetrics,
+  faults,
 }: RegistrationDeps) {
   const settings = { ...DEFAULT_REGISTRATION_SETTINGS, ...overrides };
   const publish = (userId: string) => bus.publish({ kind: 'live', event: { type: 'device' }, userId });
@@ -124,7 +130,36 @@ export function createRegistrationService({
     return { reason, retryAt: automatic ? later : null };
   }
 
-  async function registerOne(device: q.DeviceRow, lease: Date): Promise<'registered' | 'failed' | 'lost'> {
+  /**
+   * Registrations wait until then: App Store Connect asked to be left alone (429 or 5xx, its
+   * Retry-After), so no pass sends it the next devices meanwhile.
+   */
+  let pausedUntil = 0;
+
+  /**
+   * A part the registration needs is down (App Store Connect unavailable or rate-limited): the
+   * device waits, Pending with the reason, until Apple's Retry-After (or the first retry delay);
+   * the attempt is not counted, so an outage of any length never holds it for an admin.
+   */
+  async function waitForPart(device: q.DeviceRow, lease: Date, err: unknown) {
+    const part = faultPartOf(err) ?? 'app_store_connect';
+    faults?.fault(part, err);
+    const waitMs = retryAfterMsOf(err) ?? settings.retryDelayMs;
+    const retryAt = new Date(clock().getTime() + waitMs);
+    pausedUntil = Math.max(pausedUntil, retryAt.getTime());
+    log.warn({ deviceId: device.id, err, retryAt, part }, `device registration waits: ${part} unavailable`);
+    const reason = err instanceof AppError ? err.message : 'The database is not answering right now.';
+    const waited = await q.failRegistration(db, { id: device.id, lease, reason, retryAt, isCounted: false });
+    if (!waited) return 'lost' as const;
+    metrics.registration('retrying');
+    await publish(device.userId);
+    return 'waiting' as const;
+  }
+
+  async function registerOne(
+    device: q.DeviceRow,
+    lease: Date,
+  ): Promise<'registered' | 'failed' | 'lost' | 'waiting'> {
     let appleDeviceId: string | null = null;
     try {
       if (registrar.registerDevice) {
@@ -138,6 +173,7 @@ export function createRegistrationService({
         }));
       }
     } catch (err) {
+      if (isDependencyFault(err)) return waitForPart(device, lease, err);
       const { reason, retryAt } = failure(err, device.attempts);
       log.warn({ deviceId: device.id, err, retryAt }, 'device registration failed');
       const failed = await q.failRegistration(db, { id: device.id, lease, reason, retryAt });
@@ -146,6 +182,7 @@ export function createRegistrationService({
       await publish(device.userId);
       return 'failed';
     }
+    if (registrar.registerDevice) faults?.ok('app_store_connect');
     const done = await q.finishRegistration(db, {
       id: device.id,
       lease,
@@ -165,7 +202,13 @@ export function createRegistrationService({
   }
 
   async function pass(): Promise<PassOutcome> {
-    const outcome: PassOutcome = { registered: 0, failed: 0, awaitingConfirmation: 0, expired: 0 };
+    const outcome: PassOutcome = {
+      registered: 0,
+      failed: 0,
+      awaitingConfirmation: 0,
+      expired: 0,
+      waiting: 0,
+    };
     // Its failure (Apple unreachable) does not stop the registrations that follow.
     await registrar
       .beforePass?.()
@@ -178,7 +221,7 @@ export function createRegistrationService({
     for (const userId of new Set(expiredOwners)) await publish(userId);
     await q.deleteEnrollmentTokensBefore(db, new Date(clock().getTime() - TOKENS_KEPT_MS));
 
-    for (let i = 0; i < settings.batch; i++) {
+    for (let i = 0; i < settings.batch && clock().getTime() >= pausedUntil; i++) {
       const now = clock();
       const lease = new Date(now.getTime() + settings.leaseSeconds * 1000);
       const device = await q.claimNextDevice(db, now, lease);
@@ -192,6 +235,7 @@ export function createRegistrationService({
       const result = await registerOne(device, lease);
       if (result === 'registered') outcome.registered++;
       if (result === 'failed') outcome.failed++;
+      if (result === 'waiting') outcome.waiting++;
     }
     return outcome;
   }

@@ -5,6 +5,9 @@ import type { AuthService } from '../auth/service.js';
 import type { EventBus } from '../../platform/events.js';
 import { createStreamCounter, type StreamLimits } from './stream-limits.js';
 
+/** The reconnect delay a stream ended by a closing server (an upgrade) asks for. */
+const RECONNECT_AFTER_CLOSE_MS = 1000;
+
 export interface EventRoutesDeps {
   guards: Guards;
   bus: Pick<EventBus, 'subscribe'>;
@@ -40,10 +43,11 @@ export async function eventRoutes(
   { guards, bus, auth, clock, limits, keepAliveMs = 20_000, sessionCheckMs = 60_000 }: EventRoutesDeps,
 ) {
   const streams = createStreamCounter(limits);
-  const open = new Set<() => void>();
-  // Streams never go idle, so they would hold a closing server open: end them first.
+  const open = new Set<(hint?: string) => void>();
+  // Streams never go idle, so they would hold a closing server open: end them first, telling the
+  // browser to reconnect soon (to another process, behind the load balancer).
   app.addHook('preClose', async () => {
-    for (const end of open) end();
+    for (const end of open) end(`retry: ${RECONNECT_AFTER_CLOSE_MS}\n\n`);
   });
 
   const schema = {
@@ -101,9 +105,9 @@ export async function eventRoutes(
       release();
       open.delete(end);
     };
-    const end = () => {
+    const end = (hint?: string) => {
       close();
-      res.end();
+      res.end(hint);
     };
     open.add(end);
     request.raw.on('close', close);

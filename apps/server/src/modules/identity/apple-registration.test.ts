@@ -255,6 +255,47 @@ describe.each(databaseKinds)('registration through App Store Connect on %s', (ki
     });
   });
 
+  it('waits out App Store Connect answering 429 with Retry-After for an hour, never counting it as an attempt, then registers every device', async () => {
+    const first = await paidDevice();
+    const second = await paidDevice();
+    asc.failAll('THROTTLED', { retryAfterS: 600 });
+    const both = async () => Promise.all([waiting(first.id), waiting(second.id)]);
+    try {
+      await t.services.registration.runPass();
+      // One device asked Apple; the pass stopped there rather than send the next into the limit.
+      const [tried, untried] = (await both()).sort((a, b) => (a?.reason ? 0 : 1) - (b?.reason ? 0 : 1));
+      expect(tried).toMatchObject({
+        status: 'Pending',
+        attempts: 0,
+        retry_at: new Date(now.getTime() + 600_000).toISOString(),
+        reason: expect.stringMatching(/^App Store Connect is unavailable right now \(HTTP 429/),
+      });
+      expect(untried).toMatchObject({ status: 'Pending', reason: null });
+      expect(await t.services.metrics.render()).toMatch(
+        /sideport_dependency_faults_total\{part="app_store_connect"\} [1-9]/,
+      );
+      // A pass inside the wait sends Apple no device.
+      await t.services.registration.runPass();
+      expect((await both()).filter((d) => d?.reason === null)).toHaveLength(1);
+      // An hour of 429s: more passes than the automatic attempts, and still nobody has to act.
+      for (let i = 0; i < 6; i++) {
+        now = new Date(now.getTime() + 601_000);
+        await t.services.registration.runPass();
+      }
+      // Neither is held for an admin (a held device has a reason and no retry time).
+      for (const device of await both()) {
+        expect(device).toMatchObject({ status: 'Pending', attempts: 0 });
+        expect(device!.reason === null || device!.retry_at !== null).toBe(true);
+      }
+    } finally {
+      asc.failAll(undefined);
+    }
+    now = new Date(now.getTime() + 601_000);
+    expect((await t.services.registration.runPass()).registered).toBe(2);
+    expect((await deviceInfo(t, first.cookie))[0]!.status).toBe('Registered');
+    expect((await deviceInfo(t, second.cookie))[0]!.status).toBe('Registered');
+  });
+
   it('renews an expired device from now, reusing its registration on the account', async () => {
     const { user, udid } = await paidDevice();
     await t.services.registration.runPass();

@@ -13,6 +13,7 @@ import { importPKCS8, SignJWT, type CryptoKey } from 'jose';
 import forge from 'node-forge';
 import { z } from 'zod';
 import { AppError } from '../../platform/errors.js';
+import { parseRetryAfter } from '../../platform/faults.js';
 import { generateRsaKeyPair } from './pki.js';
 import { isSameUdid } from '../devices/udid.js';
 
@@ -139,11 +140,21 @@ export class AscError extends AppError {
     message: string,
     /** Apple's status, code and detail, when Apple answered (none for timeouts and unreachable hosts). */
     readonly apple?: { status: number; code?: string; detail?: string },
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number },
   ) {
-    super(`ASC_${kind}`, message, options);
+    const { retryAfterMs, ...rest } = options ?? {};
+    super(`ASC_${kind}`, message, {
+      ...rest,
+      // A request refused for it tells its client the same wait.
+      ...(retryAfterMs === undefined
+        ? {}
+        : { headers: { 'retry-after': String(Math.ceil(retryAfterMs / 1000)) } }),
+    });
     this.name = 'AscError';
+    this.retryAfterMs = retryAfterMs;
   }
+  /** How long Apple asked to be left alone (its Retry-After on a 429 or 5xx), when it said. */
+  readonly retryAfterMs: number | undefined;
 }
 
 export function isAscError(err: unknown): err is AscError {
@@ -178,7 +189,7 @@ function quote(error: AppleError | undefined): string {
   return clean.length > 300 ? `${clean.slice(0, 297)}...` : clean;
 }
 
-function appleError(status: number, body: unknown, keyId: string): AscError {
+function appleError(status: number, body: unknown, keyId: string, retryAfterMs?: number): AscError {
   const parsed = appleErrorSchema.safeParse(body);
   const first = parsed.success ? parsed.data.errors[0] : undefined;
   const apple = {
@@ -231,6 +242,7 @@ function appleError(status: number, body: unknown, keyId: string): AscError {
       'UNAVAILABLE',
       `App Store Connect is unavailable right now (HTTP ${status}, ${said}). Please retry later.`,
       apple,
+      retryAfterMs === undefined ? {} : { retryAfterMs },
     );
   }
   return new AscError(
@@ -460,7 +472,13 @@ export function createAscClient(options: AscClientOptions): AscClient {
           );
       }
     }
-    if (!response.ok) throw appleError(response.status, body, key.keyId);
+    if (!response.ok)
+      throw appleError(
+        response.status,
+        body,
+        key.keyId,
+        parseRetryAfter(response.headers.get('retry-after'), clock()),
+      );
     return body;
   }
 

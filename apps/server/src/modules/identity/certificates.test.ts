@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signingCertificates } from '../../db/schema/index.js';
 import { openTestDatabase, databaseKinds, type TestDatabase } from '../../test/harness.js';
+import { createFaultTracker } from '../../platform/faults.js';
 import { startOcspResponder, type OcspResponder } from '../../test/ocsp-responder.js';
 import { createCertificateRegistry } from './certificates.js';
 import { createDevIdentity, type DevIdentity } from './dev-identity.js';
@@ -113,5 +114,30 @@ describe.each(databaseKinds)('the certificates signed with, and their OCSP answe
       error: 'The OCSP responder http://127.0.0.1:9/ could not be reached.',
       identityKind: 'dev',
     });
+  });
+
+  it('tells the fault tracker the responder is down, and up again once it answers', async () => {
+    const faults = createFaultTracker(clock);
+    const certificate = describeCertificate(identity.certPem, identity.caCertPem);
+    const settings = { cacheMinutes: 0 };
+    const down = createCertificateRegistry({
+      db: db.db,
+      clock,
+      settings: { ...settings, ocspUrl: 'http://127.0.0.1:9/' },
+      log: quiet,
+      faults,
+    });
+    await down.remember(certificate, 'dev');
+    await down.status(certificate.fingerprint);
+    expect(faults.down()).toEqual([expect.objectContaining({ part: 'ocsp' })]);
+    const back = createCertificateRegistry({
+      db: db.db,
+      clock,
+      settings: { ...settings, ocspUrl: without.url },
+      log: quiet,
+      faults,
+    });
+    expect(await back.status(certificate.fingerprint)).toMatchObject({ state: 'good' });
+    expect(faults.isDown('ocsp')).toBe(false);
   });
 });

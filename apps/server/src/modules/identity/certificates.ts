@@ -9,6 +9,7 @@ import { X509Certificate } from 'node:crypto';
 import type { Database } from '../../db/client.js';
 import type { OcspStatus } from '../../db/schema/index.js';
 import { askResponder, issuerUrl, OcspError, responderUrl } from './ocsp.js';
+import type { FaultTracker } from '../../platform/faults.js';
 import * as q from './queries.js';
 import type { CurrentCertificate } from './signing.js';
 
@@ -56,8 +57,14 @@ export function createCertificateRegistry(deps: {
   clock: () => Date;
   settings: CertificateRegistrySettings;
   log: { warn(obj: object, msg: string): void };
+  /**
+   * Told when the responder fails and when it answers again. A responder that is down blocks
+   * nothing: the last answer stands (iOS itself treats an unreachable responder as good) and the
+   * question is asked again after a short wait.
+   */
+  faults?: Pick<FaultTracker, 'fault' | 'ok'>;
 }) {
-  const { db, clock, settings, log } = deps;
+  const { db, clock, settings, log, faults } = deps;
   const timeoutMs = settings.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const cacheMs = settings.cacheMinutes * 60_000;
   // One question per certificate at a time in this process: a burst of installs asks once.
@@ -113,11 +120,13 @@ export function createCertificateRegistry(deps: {
         nextCheckAt,
         ocspError: null,
       });
+      faults?.ok('ocsp');
       return statusOf(saved ?? row);
     } catch (err) {
       const message =
         err instanceof OcspError ? err.message : `The OCSP check failed: ${(err as Error).message}`;
       log.warn({ err, fingerprint: row.fingerprint }, 'OCSP check failed');
+      faults?.fault('ocsp', err);
       const saved = await q.saveOcspAnswer(db, row.fingerprint, {
         ocspError: message,
         nextCheckAt: new Date(now.getTime() + Math.min(cacheMs, RETRY_AFTER_FAILURE_MS)),

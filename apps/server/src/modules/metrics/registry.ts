@@ -1,5 +1,6 @@
 import { SIGN_MODES } from '@sideport/contracts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { PARTS, type FaultTracker } from '../../platform/faults.js';
 
 /** The work queues: agents' decrypt and version-list jobs, and the sign workers' signs. */
 export type JobQueue = 'decrypt' | 'versions' | 'sign';
@@ -45,6 +46,8 @@ export interface MetricsDeps {
   stateCacheMs: number;
   /** Told when the state could not be read (the scrape answers without it). */
   onStateError?: (err: unknown) => void;
+  /** The faults of the parts this process depends on (counted, and whether each is down now). */
+  faults?: Pick<FaultTracker, 'onFault' | 'isDown'>;
 }
 
 const QUEUES: ReadonlyArray<{ queue: JobQueue; lanes: readonly QueueLane[] }> = [
@@ -89,7 +92,7 @@ function processMetrics(): Registry {
  * database when scraped, at most once per `stateCacheMs`, so a scrape is never a query per series
  * and several scrapers at once cost one reading.
  */
-export function createMetrics({ readState, clock, stateCacheMs, onStateError }: MetricsDeps) {
+export function createMetrics({ readState, clock, stateCacheMs, onStateError, faults }: MetricsDeps) {
   const registry = new Registry();
   const registers = [registry];
 
@@ -147,7 +150,25 @@ export function createMetrics({ readState, clock, stateCacheMs, onStateError }: 
     registers,
   });
 
+  const dependencyFaults = new Counter({
+    name: 'sideport_dependency_faults_total',
+    help: `Faults of the parts this process depends on, by part (${PARTS.join(', ')}): a request refused 503 or a background pass put off.`,
+    labelNames: ['part'] as const,
+    registers,
+  });
+  faults?.onFault((part) => dependencyFaults.inc({ part }));
+  new Gauge({
+    name: 'sideport_dependency_up',
+    help: 'Whether this process last found the part working (1) or failing (0), by part.',
+    labelNames: ['part'] as const,
+    registers,
+    collect() {
+      for (const part of PARTS) this.set({ part }, faults?.isDown(part) ? 0 : 1);
+    },
+  });
+
   // Every series exists from the start at 0, so rate() and alerts see the first event.
+  for (const part of PARTS) dependencyFaults.inc({ part }, 0);
   for (const { queue } of QUEUES) for (const event of JOB_EVENTS) jobCounters[event].inc({ queue }, 0);
   for (const outcome of OUTCOMES) registrations.inc({ outcome }, 0);
   for (const lane of ['premium', 'free'] as const) decryptDuration.zero({ lane });

@@ -1,5 +1,6 @@
 import type { Database } from '../../db/client.js';
 import { readState } from './queries.js';
+import type { FaultTracker } from '../../platform/faults.js';
 import { createMetrics } from './registry.js';
 
 /** How long one reading of the queue depths, agents online and stored bytes answers scrapes. */
@@ -13,6 +14,7 @@ export function createSideportMetrics(deps: {
   clock: () => Date;
   decryptLeaseSeconds: number;
   log: { warn(obj: object, msg: string): void };
+  faults?: Pick<FaultTracker, 'onFault' | 'isDown'>;
 }) {
   const { db, clock, log } = deps;
   const onlineWindowMs = Math.max(MIN_ONLINE_WINDOW_MS, deps.decryptLeaseSeconds * 1000);
@@ -21,5 +23,6 @@ export function createSideportMetrics(deps: {
     clock,
     stateCacheMs: STATE_CACHE_MS,
     onStateError: (err) => log.warn({ err }, 'metrics: could not read the queues from the database'),
+    ...(deps.faults ? { faults: deps.faults } : {}),
   });
 }

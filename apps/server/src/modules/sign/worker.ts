@@ -3,11 +3,14 @@ import { createReadStream } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { signModeOf } from '@sideport/contracts';
 import type { DylibKind } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
+import { faultPartOf, isDatabaseFault, isDependencyFault } from '../../platform/faults.js';
 import { endOfAttempt } from '../../platform/lease-queue.js';
+import type { DiskGuard } from '../../platform/disk-space.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SigningService } from '../identity/signing.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
@@ -47,6 +50,8 @@ export interface SignWorkerDeps {
   settings: SignWorkerSettings;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   metrics?: ServiceMetrics;
+  /** The data disk's free space: a sign that would fill it waits, its attempt not counted. */
+  disk?: Pick<DiskGuard, 'ensureRoom'>;
 }
 
 const REASON_LEASE_EXPIRED = 'The sign worker stopped before it finished.';
@@ -104,6 +109,8 @@ export function createSignWorkers(deps: SignWorkerDeps) {
   const { db, clock, bus, files, signing, recovery, cache, run, settings, log, metrics = noMetrics } = deps;
   const processTag = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const pollMs = settings.pollMs ?? Math.min(5000, (settings.leaseSeconds * 1000) / 2);
+  /** How long a slot waits after a part it needs failed, before it claims again. */
+  const faultBackoffMs = Math.min(5000, pollMs);
   let stopping = false;
   const stopped = new AbortController();
   const whenStopped = new Promise<void>((resolve) =>
@@ -126,6 +133,24 @@ export function createSignWorkers(deps: SignWorkerDeps) {
       await publishSign(bus, await q.endAttempt(tx, row.id, outcome, clock()), tx);
     });
     metrics.job('sign', 'failed');
+  }
+
+  /**
+   * Hands a lease back, the attempt not counted; while the database does not answer it tries
+   * again until the lease would have run out anyway (then the claim counts a lost lease, never a failure).
+   */
+  async function releaseSoon(lease: q.Lease) {
+    const giveUpAt = Date.now() + settings.leaseSeconds * 1000;
+    for (;;) {
+      try {
+        const row = await q.releaseLease(db, lease, clock());
+        if (row) await publishSign(bus, row);
+        return;
+      } catch (err) {
+        if (!isDatabaseFault(err) || Date.now() > giveUpAt || stopping) return;
+        await Promise.race([sleep(Math.min(1000, pollMs)), whenStopped]);
+      }
+    }
   }
 
   /** The file to sign, as a local path for the task. */
@@ -173,6 +198,9 @@ export function createSignWorkers(deps: SignWorkerDeps) {
           ? await cache.versionCache(row.appId, row.appVerId)
           : { dir: cache.featherDir, wasEmpty: false };
       await mkdir(settings.tmpDir, { recursive: true });
+      // The signed copy is about the size of its source: refused before it is written when the
+      // disk has no room (the sign goes back to the queue uncounted; the slot waits).
+      await deps.disk?.ensureRoom((await stat(source.path)).size);
       log.info(
         { sign: row.id, worker, attempt: row.attempts, mode: row.signType },
         `sign ${row.id}: signing`,
@@ -237,6 +265,13 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         log.info({ sign: row.id, worker }, `sign ${row.id}: stopped`);
         return;
       }
+      if (isDependencyFault(err)) {
+        // A part the sign needs is down (the database, the file store, a full disk): the sign did
+        // not fail. It goes back to the queue with this attempt not counted, and the slot waits.
+        log.warn({ err, sign: row.id, worker }, `sign ${row.id}: put back until ${faultPartOf(err)} answers`);
+        await releaseSoon(lease);
+        throw err;
+      }
       log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`);
       await endAttempt(lease, 'The sign failed on the server. Please retry later.').catch((e: unknown) =>
         log.warn({ err: e, sign: row.id }, 'could not record a failed sign'),
@@ -264,14 +299,22 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         });
       } catch (err) {
         log.warn({ err, worker }, 'sign claim failed');
+        if (isDependencyFault(err)) await Promise.race([sleep(faultBackoffMs), whenStopped]);
       }
       if (row) {
         metrics.job('sign', 'claimed');
         void queued.catch(() => {});
-        // A failure outside the sign (the database gone a moment) loses this lease, not the slot.
-        await signOne(row, worker).catch((err: unknown) =>
-          log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`),
+        // A failure outside the sign (the database gone a moment) loses this lease, not the slot;
+        // a part that is down makes the slot wait before it claims again.
+        const isFault = await signOne(row, worker).then(
+          () => false,
+          (err: unknown) => {
+            if (isDependencyFault(err)) return true;
+            log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`);
+            return false;
+          },
         );
+        if (isFault) await Promise.race([sleep(faultBackoffMs), whenStopped]);
         continue;
       }
       await Promise.race([queued, whenStopped]);

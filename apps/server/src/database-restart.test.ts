@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, type Built } from './app.js';
+import { openDatabase, type DatabaseHandle } from './db/client.js';
+import { waitForEvent } from './platform/events.js';
+import { loadConfig } from './platform/config.js';
+import { until } from './test/agent-process.js';
+import { sessionCookie, WEB_CLIENT } from './test/harness.js';
+import { hasPostgresBinaries, startPgCluster, type PgCluster } from './test/pg-cluster.js';
+
+/**
+ * PostgreSQL restarted under a running server (docs/architecture.md, When a part fails): the
+ * throwaway cluster is stopped with `pg_ctl stop -m fast`, which closes every connection as a
+ * restart or a failover does, and started again at the same address.
+ */
+describe.skipIf(!hasPostgresBinaries)('PostgreSQL stopped and started under a running server', () => {
+  let cluster: PgCluster;
+  let database: DatabaseHandle;
+  let built: Built;
+  let dataDir: string;
+  let cookie: string;
+
+  beforeAll(async () => {
+    cluster = await startPgCluster();
+    dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-restart-'));
+    database = await openDatabase({ url: cluster.url, connectTimeoutMs: 2000 });
+    await database.migrate();
+    const config = loadConfig({
+      LOG_LEVEL: 'silent',
+      DATA_DIR: dataDir,
+      WEB_DIST_DIR: dataDir,
+      DATABASE_URL: cluster.url,
+      SESSION_CACHE_MS: '0',
+    });
+    built = await buildApp({ config, database });
+    await built.app.ready();
+    const signUp = await built.app.inject({
+      method: 'POST',
+      url: '/api/sign-up',
+      payload: { id: 'before', pw: 'a'.repeat(32) },
+    });
+    expect(signUp.statusCode).toBe(200);
+    cookie = sessionCookie(signUp);
+  }, 120_000);
+
+  afterAll(async () => {
+    await built?.app.close();
+    await database?.close();
+    await cluster?.dispose();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('answers 503 with a sentence and Retry-After while it is down, and serves again by itself once it is back', async () => {
+    const { app, services } = built;
+    await cluster.stop();
+
+    // A signed-in page, a sign-up and the readiness check: each a sentence, never a 500.
+    const info = await app.inject({ url: '/api/info', headers: { cookie, ...WEB_CLIENT } });
+    expect([info.statusCode, info.headers['content-type'], info.body]).toEqual([
+      503,
+      'text/plain; charset=utf-8',
+      'The database is not answering right now. Please retry in a few seconds.',
+    ]);
+    expect(info.headers['retry-after']).toBe('5');
+    const signUp = () =>
+      app.inject({ method: 'POST', url: '/api/sign-up', payload: { id: 'during', pw: 'b'.repeat(32) } });
+    const refused = await signUp();
+    expect([refused.statusCode, refused.body]).toEqual([
+      503,
+      'The database is not answering right now. Please retry in a few seconds.',
+    ]);
+    const ready = await app.inject({ url: '/readyz' });
+    expect([ready.statusCode, ready.headers['retry-after']]).toEqual([503, '5']);
+
+    // /metrics counts the fault by part, and says the part is down.
+    const metrics = await services.metrics.render();
+    expect(metrics).toMatch(/sideport_dependency_faults_total\{part="database"\} [1-9]/);
+    expect(metrics).toContain('sideport_dependency_up{part="database"} 0');
+
+    await cluster.start();
+    // The pool replaces its dead connections: the next requests find the database again.
+    await until(
+      '/readyz to answer 200',
+      async () => ((await app.inject({ url: '/readyz' })).statusCode === 200 ? true : undefined),
+      60_000,
+    );
+    expect((await app.inject({ url: '/readyz' })).json()).toEqual({
+      status: 'ready',
+      database: 'postgres',
+      parts_down: [],
+    });
+    // Nothing lost, nothing half-made: the account made before is there, the refused sign-up
+    // left nothing behind and succeeds when sent again.
+    const again = await app.inject({ url: '/api/info', headers: { cookie, ...WEB_CLIENT } });
+    expect(again.statusCode).toBe(200);
+    expect((await signUp()).statusCode).toBe(200);
+
+    // Live events (LISTEN on a connection of its own) are heard again: a change one process
+    // tells of reaches every tab.
+    await until(
+      'an event to be heard again',
+      async () => {
+        const heard = waitForEvent(services.bus, (e) => e.kind === 'sign-queued', 1000);
+        await services.bus.publish({ kind: 'sign-queued' });
+        return await heard;
+      },
+      60_000,
+    );
+  }, 120_000);
+});
