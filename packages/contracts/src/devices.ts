@@ -53,6 +53,7 @@ export const signingIdentityInfo = z.object({
    * Apple's, the WWDR intermediate) and the root; empty until the certificate is made.
    */
   certificate_chain: z.array(z.object({ name: z.string(), expires_at: z.string() })),
+  /**
    * The Feather certificate: the one GET /api/feather/cert hands out in a .p12, a certificate of
    * its own (never the one that signs the service's apps). Null until it is made (on first use).
    */

@@ -43,8 +43,7 @@ export interface DatabaseHandle {
 
 const migrationsFolder = path.resolve(import.meta.dirname, '../../drizzle');
 
-export type DatabaseOptions =
-  { url: string; connectTimeoutMs?: number } | { pgliteDir: string | null };
+export type DatabaseOptions = { url: string; connectTimeoutMs?: number } | { pgliteDir: string | null };
 
 /** How long a new PostgreSQL connection may take before the pool gives up (a failover's dead address). */
 const CONNECT_TIMEOUT_MS = 5000;
