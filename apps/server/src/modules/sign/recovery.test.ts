@@ -54,9 +54,13 @@ const local = (url: string) => {
   return `${u.pathname}${u.search}`;
 };
 
-/** The serial (upper-case hex) of the certificate that signed a code signature's CMS (openssl prints it in decimal). */
+/**
+ * The serial (upper-case hex) of the certificate that signed a code signature's CMS (openssl prints
+ * it in decimal), read from the signer info: the certificates before it are the whole chain.
+ */
 const signerSerial = (cms: string) => {
-  const printed = /serialNumber: (0x[0-9A-F]+|\d+)/i.exec(cms)![1]!;
+  const signerInfos = cms.slice(cms.indexOf('signerInfos:'));
+  const printed = /serialNumber: (0x[0-9A-F]+|\d+)/i.exec(signerInfos)![1]!;
   return BigInt(printed).toString(16).toUpperCase();
 };
 const bareSerial = (serial: string) => serial.toUpperCase().replace(/^0+/, '');
