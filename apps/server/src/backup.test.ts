@@ -218,7 +218,7 @@ describe('sideport backup and restore of the embedded default', () => {
 
       // A folder that is not empty is refused, and left as it was.
       const refused = await runCli(['restore', file], { DATA_DIR: restored });
-      expect(refused.code).toBe(1);
+      expect(refused.code).toBe(2);
       expect(refused.out).toContain(`DATA_DIR ${restored} is not empty`);
       // A backup cut short is refused, and leaves the empty folder empty.
       const cut = path.join(work, 'cut.tar');
@@ -248,7 +248,7 @@ describe('sideport backup and restore of the embedded default', () => {
       expect(backup.out).toContain('"viaServer":false');
       // The file exists now: a second backup to it is refused rather than overwriting it.
       const again = await runCli(['backup', file], { DATA_DIR: dataDir });
-      expect([again.code, again.out.includes(`There is already a file at ${file}`)]).toEqual([1, true]);
+      expect([again.code, again.out.includes(`There is already a file at ${file}`)]).toEqual([2, true]);
       const restored = path.join(work, 'stopped-restored');
       expect((await runCli(['restore', file], { DATA_DIR: restored })).code).toBe(0);
       const grade = await runCli(['user:grade', 'offline_user', '1'], { DATA_DIR: restored });
@@ -267,7 +267,7 @@ describe('sideport backup and restore of the embedded default', () => {
               DATA_DIR: path.join(work, 'scaled'),
               ...env,
             });
-            expect(run.code).toBe(1);
+            expect(run.code).toBe(2);
             expect(run.out).toContain(says);
             expect(run.out).toContain("see the README's Backups section");
           }
