@@ -63,9 +63,9 @@ describe('the server process', () => {
 
       // The embedded database is one process's: the CLI refuses to open it while the server runs.
       const busy = await runCli(['user:grade', 'survivor', '1'], env);
-      expect(busy.code).toBe(1);
+      expect(busy.code).toBe(2);
       expect(busy.out).toContain(
-        `is in use by process ${second.child.pid}, which holds the lock on ${path.join(dataDir, 'db', 'sideport.lock')}`,
+        `The database in ${dataDir} is in use by process ${second.child.pid} (a running server): stop it and run this again`,
       );
     } finally {
       expect(await stop(second)).toBe(0);
@@ -74,7 +74,7 @@ describe('the server process', () => {
     const granted = await runCli(['user:grade', 'survivor', '2'], env);
     expect(granted.out).toContain('User survivor now has grade 2.');
     const unknown = await runCli(['user:grade', 'nobody', '2'], env);
-    expect(unknown.code).toBe(1);
+    expect(unknown.code).toBe(2);
     expect(unknown.out).toContain('No user with id nobody.');
   });
 

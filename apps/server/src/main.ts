@@ -7,7 +7,7 @@ import { serveControlSocket } from './server-control.js';
 import { loadConfig } from './platform/config.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
 import { OWNER_ONLY_UMASK, secureDataDir } from './platform/data-dir.js';
-import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
+import { createProcessLogger, logProcessWarnings, WRITTEN_AS_IS } from './platform/logger.js';
 
 // What this process and its children create is theirs alone (docs/security.md, Data at rest).
 process.umask(OWNER_ONLY_UMASK);
@@ -67,6 +67,7 @@ async function start() {
       port: (app.server.address() as AddressInfo).port,
     });
     app.log.warn(
+      { [WRITTEN_AS_IS]: true },
       `No admin account yet. Open ${link} to create it (the link works once; a restart prints a new one).`,
     );
   }

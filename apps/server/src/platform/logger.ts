@@ -56,6 +56,16 @@ export function serializeError(err: Error): SerializedError {
 }
 
 /**
+ * Marks the one line whose secret is written on purpose: the first admin's setup link, printed once
+ * at start while no admin exists, is how the operator receives it (docs/security.md, Logs). A
+ * symbol key, so it never shows in the line itself: `log.warn({ [WRITTEN_AS_IS]: true }, message)`.
+ */
+export const WRITTEN_AS_IS = Symbol('written as is');
+
+const isWrittenAsIs = (arg: unknown) =>
+  typeof arg === 'object' && arg !== null && (arg as { [WRITTEN_AS_IS]?: boolean })[WRITTEN_AS_IS] === true;
+
+/**
  * Structured JSON logs (pino). Cookies, tokens and passwords never reach a log line: headers that
  * carry them and fields named for them are redacted, and so are the secrets of a request's address
  * (signed links' `sig`, enrollment, setup and Feather certificate tokens, and those of an address
@@ -74,6 +84,7 @@ export function loggerOptions(
       // Every line's message and fields pass here, whoever logs them: an address in them (a URL in a
       // message, a `url` field) is shown with its secrets redacted, as the request line shows its own.
       logMethod(args, method) {
+        if (isWrittenAsIs(args[0])) return method.apply(this, args);
         method.apply(this, args.map((arg) => redactAddresses(arg)) as Parameters<typeof method>);
       },
     },

@@ -8,6 +8,7 @@ import * as devices from '../modules/devices/queries.js';
 import { createSimulatedDevice } from '../modules/devices/simulated-device.js';
 import { fixtureIpa } from '../test/fixtures.js';
 import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../test/harness.js';
+import { WRITTEN_AS_IS } from './logger.js';
 import { redactUrl } from './redact-url.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
@@ -146,6 +147,15 @@ describe.each(databaseKinds)('request logs on %s', (kind) => {
     expect(last[3]).toMatchObject({
       msg: 'Route GET:/files/y?sig=[redacted] not found, nor sideport.example/files/z?sig=[redacted]',
     });
+  });
+
+  it('writes a secret only on the line marked to carry it: the setup link printed at start', async () => {
+    const link = `http://localhost:8080/setup/${'k'.repeat(43)}`;
+    t.app.log.warn({ [WRITTEN_AS_IS]: true }, `No admin account yet. Open ${link} to create it`);
+    t.app.log.warn(`Someone opened ${link}`);
+    const [marked, plain] = lines.slice(-2).map((line) => JSON.parse(line) as { msg: string });
+    expect(marked!.msg).toBe(`No admin account yet. Open ${link} to create it`);
+    expect(plain!.msg).toBe('Someone opened http://localhost:8080/setup/[redacted]');
   });
 
   it('hides the signature of a signed file link and any credential in a query, keeping the rest', async () => {

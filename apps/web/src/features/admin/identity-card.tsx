@@ -105,7 +105,7 @@ export function IdentityCard() {
         </span>
         <Button
           size="sm"
-          variant="outline-secondary"
+          variant="outline-dark"
           disabled={isRotating}
           onClick={() => void rotateFeather()}
         >
