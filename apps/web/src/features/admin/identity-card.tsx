@@ -103,12 +103,7 @@ export function IdentityCard() {
         <span data-testid="feather-certificate">
           Feather certificate (handed out by Feather Cert, never the signing one): {featherCertificate}
         </span>
-        <Button
-          size="sm"
-          variant="outline-dark"
-          disabled={isRotating}
-          onClick={() => void rotateFeather()}
-        >
+        <Button size="sm" variant="outline-dark" disabled={isRotating} onClick={() => void rotateFeather()}>
           Rotate
         </Button>
       </div>
