@@ -14,7 +14,7 @@ import forge from 'node-forge';
 import { z } from 'zod';
 import { AppError } from '../../platform/errors.js';
 import { parseRetryAfter } from '../../platform/faults.js';
-import { generateRsaKeyPair } from './pki.js';
+import { generateRsaKeyPair } from '../../platform/pki.js';
 import { isSameUdid } from '../devices/udid.js';
 
 export const ASC_DEFAULT_BASE_URL = 'https://api.appstoreconnect.apple.com';

@@ -17,7 +17,7 @@ import {
   renewDevIdentity,
   type DevIdentity,
 } from './dev-identity.js';
-import { certificateDer } from './pki.js';
+import { certificateDer } from '../../platform/pki.js';
 import * as q from './queries.js';
 
 /**
