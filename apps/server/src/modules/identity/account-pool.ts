@@ -33,7 +33,7 @@ import { isAscError, type AscClient, type AscKey } from './asc-client.js';
 import { membershipYear, noDevices, choosePlacement, type Candidate, type GroupDevice } from './placement.js';
 import * as pq from './pool-queries.js';
 import * as q from './queries.js';
-import type { SigningIdentityProvider } from './signing.js';
+import type { SigningIdentityProvider } from './ports.js';
 
 /** An account the configuration gives: ASC_KEY_ID's first, then ASC_ACCOUNTS_FILE's. */
 export interface ConfiguredAccount {

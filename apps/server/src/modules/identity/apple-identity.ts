@@ -22,14 +22,8 @@ import { canonicalUdid } from '../devices/udid.js';
 import { isAscError, type AscCertificate, type AscClient, type AscErrorKind } from './asc-client.js';
 import { createKeptIssuerFetcher } from './ca-issuers.js';
 import * as q from './queries.js';
-import {
-  certificateDetails,
-  chainDetails,
-  describeCertificate,
-  type CertificateReplacement,
-  type IdentityDetails,
-  type SigningIdentityProvider,
-} from './signing.js';
+import { certificateDetails, chainDetails, describeCertificate } from './certificate-details.js';
+import type { CertificateReplacement, IdentityDetails, SigningIdentityProvider } from './ports.js';
 
 /** The App ID every profile is for: a wildcard, so any bundle id (DUP copies included) signs. */
 export const WILDCARD_BUNDLE_ID = { identifier: '*', name: 'Sideport Wildcard' } as const;
