@@ -17,7 +17,7 @@ import { createEnrollmentService, enrollmentSettings } from './modules/devices/e
 import { createRegistrationService } from './modules/devices/registration.js';
 import { createDeviceService, type DeviceService } from './modules/devices/service.js';
 import type { DeviceRegistrar } from './modules/devices/registration.js';
-import { createAccountPool, type AccountPool } from './modules/identity/account-pool.js';
+import { createAccountPool, type AccountPool } from './modules/identity/pool/account-pool.js';
 import { createAscClient } from './modules/identity/asc-client.js';
 import { createCertificateRegistry } from './modules/identity/certificates.js';
 import { createDevIdentityProvider } from './modules/identity/dev-identity-provider.js';
