@@ -22,7 +22,7 @@ import { openDatabase } from '../../apps/server/dist/db/client.js';
 import { startItunesServer } from '../../apps/server/dist/dev/itunes-server.js';
 import * as devices from '../../apps/server/dist/modules/devices/queries.js';
 import { createDevIdentity } from '../../apps/server/dist/modules/identity/dev-identity.js';
-import { saveDevIdentity } from '../../apps/server/dist/modules/identity/signing.js';
+import { saveDevIdentity } from '../../apps/server/dist/modules/identity/dev-identity-provider.js';
 import { exportP12 } from '../../apps/server/dist/modules/sign/feather-cert.js';
 import { loadConfig } from '../../apps/server/dist/platform/config.js';
 import { createSecretBox } from '../../apps/server/dist/platform/secrets.js';

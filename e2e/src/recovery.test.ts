@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../apps/server/src/db/client.js';
 import { startItunesServer, type ItunesServer } from '../../apps/server/src/dev/itunes-server.js';
 import { createDevIdentity } from '../../apps/server/src/modules/identity/dev-identity.js';
-import { saveDevIdentity } from '../../apps/server/src/modules/identity/signing.js';
+import { saveDevIdentity } from '../../apps/server/src/modules/identity/dev-identity-provider.js';
 import { createSecretBox } from '../../apps/server/src/platform/secrets.js';
 import { startOcspResponder, type OcspResponder } from '../../apps/server/src/test/ocsp-responder.js';
 import { agentClient, caller, createAgent, sessionCookie, storeRecord } from './api-client.js';

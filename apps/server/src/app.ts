@@ -22,7 +22,7 @@ import { catalogRoutes } from './modules/catalog/routes.js';
 import { ENROLLMENT_PATH } from './modules/devices/enrollment-service.js';
 import { deviceRoutes } from './modules/devices/routes.js';
 import { identityRoutes } from './modules/identity/routes.js';
-import { poolRoutes } from './modules/identity/pool-routes.js';
+import { poolRoutes } from './modules/identity/pool/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { agentRoutes } from './modules/agents/routes.js';
 import { metricsRoutes, registerRequestMetrics } from './modules/metrics/routes.js';

@@ -17,14 +17,12 @@ import { createEnrollmentService, enrollmentSettings } from './modules/devices/e
 import { createRegistrationService } from './modules/devices/registration.js';
 import { createDeviceService, type DeviceService } from './modules/devices/service.js';
 import type { DeviceRegistrar } from './modules/devices/registration.js';
-import { createAccountPool, type AccountPool } from './modules/identity/account-pool.js';
+import { createAccountPool, type AccountPool } from './modules/identity/pool/account-pool.js';
 import { createAscClient } from './modules/identity/asc-client.js';
 import { createCertificateRegistry } from './modules/identity/certificates.js';
-import {
-  createDevIdentityProvider,
-  createSigningService,
-  type SigningIdentityProvider,
-} from './modules/identity/signing.js';
+import { createDevIdentityProvider } from './modules/identity/dev-identity-provider.js';
+import type { SigningIdentityProvider } from './modules/identity/ports.js';
+import { createSigningService } from './modules/identity/signing.js';
 import { createFileSweep } from './modules/files/sweep.js';
 import { noMetrics, type ServiceMetrics } from './modules/metrics/registry.js';
 import { createSideportMetrics } from './modules/metrics/service.js';

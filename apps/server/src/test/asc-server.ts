@@ -21,7 +21,7 @@ import * as ajvFormats from 'ajv-formats';
 import { decodeProtectedHeader, importSPKI, jwtVerify } from 'jose';
 import forge from 'node-forge';
 import { buildProvisioningProfile } from '../modules/identity/dev-identity.js';
-import { generateRsaKeyPair, uuidFrom } from '../modules/identity/pki.js';
+import { generateRsaKeyPair, uuidFrom } from '../platform/pki.js';
 import { fixturesDir } from './fixtures.js';
 
 // ---- Apple's OpenAPI document, loaded once per process -----------------------------------------

@@ -25,7 +25,7 @@ export interface BillingServiceDeps {
   users: Pick<AuthService, 'findUser'>;
   /**
    * With a pool of developer accounts: why no account can take a device, asked before its
-   * checkout (modules/identity/account-pool.ts); undefined when one can.
+   * checkout (modules/identity/pool/account-pool.ts); undefined when one can.
    */
   slots?: { paymentRefusal(userId: string, deviceId: number): Promise<string | undefined> } | undefined;
   freeDailyLimit: number;

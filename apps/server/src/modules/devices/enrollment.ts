@@ -20,7 +20,7 @@ import {
   type SigningIdentity,
 } from '@sideport/ipa';
 import { AppError, fail, failWith } from '../../platform/errors.js';
-import { signAttachedCms, uuidFrom } from '../identity/pki.js';
+import { signAttachedCms, uuidFrom } from '../../platform/pki.js';
 import { canonicalUdid } from './udid.js';
 
 export const MOBILECONFIG_CONTENT_TYPE = 'application/x-apple-aspen-config';

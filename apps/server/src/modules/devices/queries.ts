@@ -280,7 +280,7 @@ export async function setAppleDeviceId(db: Database, id: number, appleDeviceId: 
   await db.update(devices).set({ appleDeviceId }).where(eq(devices.id, id));
 }
 
-// ---- the developer account each device is on (modules/identity/account-pool.ts places them) ----
+// ---- the developer account each device is on (modules/identity/pool/account-pool.ts places them) ----
 
 /** Registered devices on any developer account: what each account holds now. */
 export async function registeredOnAccounts(db: Database): Promise<DeviceRow[]> {

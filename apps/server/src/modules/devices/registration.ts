@@ -64,7 +64,7 @@ export interface DeviceRegistrar {
   needsAPerson?(err: unknown): boolean;
   /**
    * Work of the identity's own at the start of every pass: a pool of developer accounts moves the
-   * devices of an account no longer in use (modules/identity/account-pool.ts).
+   * devices of an account no longer in use (modules/identity/pool/account-pool.ts).
    */
   beforePass?(): Promise<void>;
 }

@@ -33,7 +33,7 @@ export interface RegisteredDevice {
   registeredAt: Date | null;
   /** Apple's id of it on the developer account; null until the account learns of it. */
   appleDeviceId: string | null;
-  /** The developer account it is on (modules/identity/account-pool.ts); null with the dev identity. */
+  /** The developer account it is on (modules/identity/pool/account-pool.ts); null with the dev identity. */
   accountId: number | null;
 }
 
@@ -97,7 +97,7 @@ export function createDeviceService({ db, bus }: DeviceServiceDeps) {
       }));
     },
 
-    // What the pool of developer accounts (modules/identity/account-pool.ts) reads and moves. Each
+    // What the pool of developer accounts (modules/identity/pool/account-pool.ts) reads and moves. Each
     // takes the caller's transaction (`tx`): the pool decides and records a placement in one.
 
     /** Every device of a user, in list order. */

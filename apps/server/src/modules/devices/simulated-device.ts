@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import forge from 'node-forge';
 import { buildXmlPlist, type PlistObject } from '@sideport/ipa';
 import { readEnrollmentProfile } from './enrollment.js';
-import { generateRsaKeyPair } from '../identity/pki.js';
+import { generateRsaKeyPair } from '../../platform/pki.js';
 
 /** The model of a simulated device (an iPhone 14 Pro), recognisable in lists beside real ones. */
 export const SIMULATED_PRODUCT = 'iPhone15,2';

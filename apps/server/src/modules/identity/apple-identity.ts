@@ -19,17 +19,13 @@ import { fail } from '../../platform/errors.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import type { DeviceService } from '../devices/service.js';
 import { canonicalUdid } from '../devices/udid.js';
-import { isAscError, type AscCertificate, type AscClient, type AscErrorKind } from './asc-client.js';
+import type { AscClient } from './asc-client.js';
+import { isAscError, type AscErrorKind } from './asc-errors.js';
+import type { AscCertificate } from './asc-resources.js';
 import { createKeptIssuerFetcher } from './ca-issuers.js';
 import * as q from './queries.js';
-import {
-  certificateDetails,
-  chainDetails,
-  describeCertificate,
-  type CertificateReplacement,
-  type IdentityDetails,
-  type SigningIdentityProvider,
-} from './signing.js';
+import { certificateDetails, chainDetails, describeCertificate } from './certificate-details.js';
+import type { CertificateReplacement, IdentityDetails, SigningIdentityProvider } from './ports.js';
 
 /** The App ID every profile is for: a wildcard, so any bundle id (DUP copies included) signs. */
 export const WILDCARD_BUNDLE_ID = { identifier: '*', name: 'Sideport Wildcard' } as const;

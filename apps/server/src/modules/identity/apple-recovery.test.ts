@@ -29,7 +29,7 @@ import { createTestApp, databaseKinds, sessionCookie, signedInUser, WEB_CLIENT }
 import { startOcspResponder, type OcspResponder } from '../../test/ocsp-responder.js';
 import * as devices from '../devices/queries.js';
 import { createAscClient } from './asc-client.js';
-import { certificateFingerprint } from './signing.js';
+import { certificateFingerprint } from './certificate-details.js';
 
 const KEY_ID = 'KEY7654321';
 const ISSUER_ID = '69a6de70-0000-47e3-e053-5b8c7c11a4d2';

@@ -8,19 +8,17 @@ import { openZip, parseProfile, sign } from '@sideport/ipa';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startAscServer, type AscServer, type AscServerOptions } from '../../test/asc-server.js';
 import { fixtureIpa, fixturesDir } from '../../test/fixtures.js';
+import { createAscClient } from './asc-client.js';
+import { isAscError, type AscError } from './asc-errors.js';
 import {
-  createAscClient,
-  isAscError,
   parseBundleIdResponse,
   parseBundleIdsResponse,
   parseCertificatesResponse,
   parseDeviceResponse,
   parseDevicesResponse,
   parseProfilesResponse,
-  type AscClientOptions,
-  type AscError,
-  type AscKey,
-} from './asc-client.js';
+} from './asc-resources.js';
+import type { AscClientOptions, AscKey } from './asc-transport.js';
 
 const newP8 = () =>
   generateKeyPairSync('ec', { namedCurve: 'prime256v1' })

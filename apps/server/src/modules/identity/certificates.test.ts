@@ -10,7 +10,7 @@ import { createFaultTracker } from '../../platform/faults.js';
 import { startOcspResponder, type OcspResponder } from '../../test/ocsp-responder.js';
 import { createCertificateRegistry } from './certificates.js';
 import { createDevIdentity, type DevIdentity } from './dev-identity.js';
-import { describeCertificate } from './signing.js';
+import { describeCertificate } from './certificate-details.js';
 
 const quiet = { warn() {} };
 

@@ -11,7 +11,7 @@ import type { OcspStatus } from '../../db/schema/index.js';
 import { askResponder, issuerUrl, OcspError, responderUrl } from './ocsp.js';
 import type { FaultTracker } from '../../platform/faults.js';
 import * as q from './queries.js';
-import type { CurrentCertificate } from './signing.js';
+import type { CurrentCertificate } from './ports.js';
 
 /** What the admin console and a preflight see: the responder's word, or 'not checked' when none was had. */
 export type CertificateState = OcspStatus | 'not checked';

@@ -15,7 +15,7 @@ import {
   type PlistObject,
   type SigningIdentity,
 } from '@sideport/ipa';
-import { certificateDer, generateRsaKeyPair, signAttachedCms, uuidFrom } from './pki.js';
+import { certificateDer, generateRsaKeyPair, signAttachedCms, uuidFrom } from '../../platform/pki.js';
 
 export const DEV_IDENTITY_LABEL = 'Sideport Dev (not Apple)';
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOcspResponder, type OcspResponder } from '../../test/ocsp-responder.js';
 import { createDevIdentity, type DevIdentity } from './dev-identity.js';
 import { askResponder, buildOcspRequest, OcspError, readOcspResponse, responderUrl } from './ocsp.js';
-import { generateRsaKeyPair } from './pki.js';
+import { generateRsaKeyPair } from '../../platform/pki.js';
 
 const DAY_MS = 86_400_000;
 

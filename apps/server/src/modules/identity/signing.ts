@@ -1,160 +1,23 @@
-import { createHash, X509Certificate } from 'node:crypto';
-import { describeChain, loadIdentity, parseProfile, x509Of, type IdentitySource } from '@sideport/ipa';
+/**
+ * The signing service: the identity and the profile that sign for each user, the certificates in
+ * use as recovery checks and replaces them, and what the admin console shows of the identity.
+ */
+import { X509Certificate } from 'node:crypto';
+import { loadIdentity, parseProfile, type IdentitySource } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
-import type { SecretBox } from '../../platform/secrets.js';
-import { settingOrCreate } from '../../platform/settings.js';
-import type { DeviceRegistrar } from '../devices/registration.js';
-import type { AccountPool } from './account-pool.js';
+import { certificateDer } from '../../platform/pki.js';
 import type { DeviceService } from '../devices/service.js';
 import { canonicalUdid } from '../devices/udid.js';
+import { certificateFingerprint } from './certificate-details.js';
 import type { CertificateRegistry, CertificateStatus } from './certificates.js';
-import {
-  createDevIdentity,
-  createDevProfile,
-  devIdentitySource,
-  DEV_IDENTITY_LABEL,
-  issueDevCertificate,
-  renewDevIdentity,
-  type DevIdentity,
-} from './dev-identity.js';
-import { certificateDer } from './pki.js';
+import type {
+  CertificateReplacement,
+  CurrentCertificate,
+  IdentityDetails,
+  IdentityPlacement,
+  SigningIdentityProvider,
+} from './ports.js';
 import * as q from './queries.js';
-
-/**
- * Who signs: the operator's Apple identity (App Store Connect) or Sideport's dev identity. Each
- * makes the provisioning profile that lists a user's devices, and is what the devices domain's
- * registration registers a paid device with (DeviceRegistrar): Apple's registers it on the
- * developer account, the dev identity has nothing to register.
- */
-export interface SigningIdentityProvider extends DeviceRegistrar {
-  readonly kind: 'dev' | 'apple';
-  /** For the admin console and the start-up line. */
-  readonly description: string;
-  source(): Promise<IdentitySource>;
-  makeProfile(request: { userId: string; udids: readonly string[] }): Promise<{
-    bytes: Buffer;
-    uuid: string;
-    expiresAt: Date;
-    appleProfileId?: string;
-  }>;
-  /** Deletes a profile that a new one replaced (Apple's; nothing to do for the dev identity). */
-  dropProfile?(appleProfileId: string): Promise<void>;
-  /** What the admin console shows; never calls Apple. */
-  details?(): Promise<IdentityDetails>;
-  /**
-   * Checked at start: SIGN_P12's chain is completed up to a root (fetching its issuer once when
-   * the .p12 lacks it), or the start is refused with a sentence saying which issuer is missing.
-   */
-  prepare?(): Promise<void>;
-  /** The CA that issued the signing certificate, PEM: the dev identity's own (Apple's is public). */
-  caCertificatePem?(): Promise<string>;
-  /** The certificate source() signs with now (made on first use, as source() would). */
-  currentCertificate(): Promise<CurrentCertificate>;
-  /**
-   * Has a new certificate made in place of the current one (revoked, or about to expire): under a
-   * database lock, so several processes that notice at once make one. With `ifCurrent`, nothing is
-   * made when the current certificate is another already (someone replaced it first).
-   */
-  replaceCertificate(reason: string, options?: { ifCurrent?: string }): Promise<CertificateReplacement>;
-  /**
-   * The Feather certificate (GET /api/feather/cert): a certificate of its own on the same team,
-   * never the one source() signs with, so revoking it leaves every install of the service's signs
-   * working. Made on first use.
-   */
-  featherCertificate(): Promise<FeatherCertificate>;
-  /** The Feather certificate as kept, without making one (the admin console); undefined before the first. */
-  featherDetails(): Promise<IdentityDetails | undefined>;
-  /** A new Feather certificate in place of the current one (an admin's rotation after a leak). */
-  rotateFeatherCertificate(): Promise<FeatherCertificate>;
-  /** A profile for the Feather certificate listing `udids` (Feather signs with both). */
-  makeFeatherProfile(request: { userId: string; udids: readonly string[] }): Promise<Buffer>;
-}
-
-/** The Feather certificate and its key. */
-export interface FeatherCertificate {
-  source: IdentitySource;
-  certificate: CurrentCertificate;
-}
-
-/** A signing certificate as preflight and recovery need it. */
-export interface CurrentCertificate {
-  pem: string;
-  /** SHA-256 of its DER, lower-case hex: how artifacts, profiles and the OCSP cache name it. */
-  fingerprint: string;
-  /** Upper-case hex. */
-  serial: string;
-  notBefore: Date;
-  notAfter: Date;
-  /** Its issuer, when the identity holds it (the dev CA, a .p12's chain); fetched from the certificate's AIA otherwise. */
-  issuerPem?: string;
-}
-
-export interface CertificateReplacement {
-  certificate: CurrentCertificate;
-  /** False when `ifCurrent` was no longer current: another process replaced it first. */
-  replaced: boolean;
-  /** What changed beyond the certificate, in a sentence (SIGN_P12 no longer used). */
-  note?: string;
-}
-
-/** SHA-256 of a certificate's DER, as preflight and the OCSP cache name certificates. */
-export const certificateFingerprint = (der: Buffer) => createHash('sha256').update(der).digest('hex');
-
-export function describeCertificate(pem: string, issuerPem?: string): CurrentCertificate {
-  const cert = new X509Certificate(pem);
-  return {
-    pem: cert.toString(),
-    fingerprint: certificateFingerprint(cert.raw),
-    serial: cert.serialNumber.toUpperCase(),
-    notBefore: new Date(cert.validFrom),
-    notAfter: new Date(cert.validTo),
-    ...(issuerPem ? { issuerPem } : {}),
-  };
-}
-
-export interface IdentityDetails {
-  teamId: string | null;
-  /** The signing certificate's common name; null until one exists (made on first use). */
-  certificateName: string | null;
-  certificateExpiresAt: Date | null;
-  /** Upper-case hex; null until one exists. */
-  certificateSerial?: string | null;
-  /** SHA-256 of its DER; null until one exists. */
-  certificateFingerprint?: string | null;
-  /**
-   * The certificates its signatures carry: the signing certificate, then its issuers up to the
-   * root (as far as they are known without fetching); empty until one exists.
-   */
-  certificateChain?: { name: string; expiresAt: Date }[];
-}
-
-/** certificateDetails of an identity's certificate, with its chain as the signatures carry it. */
-export function chainDetails(source: IdentitySource): IdentityDetails {
-  const identity = loadIdentity(source);
-  const leaf = x509Of(identity.certificate);
-  return {
-    ...certificateDetails(leaf.toString()),
-    certificateChain: describeChain([leaf, ...identity.chain]),
-  };
-}
-
-/** Team (the OU, as Apple's certificates carry it), name and expiry of a PEM certificate. */
-export function certificateDetails(certPem: string): IdentityDetails {
-  const cert = new X509Certificate(certPem);
-  // Node writes the subject one 'KEY=value' per line.
-  const field = (key: string) =>
-    cert.subject
-      .split('\n')
-      .find((line) => line.startsWith(`${key}=`))
-      ?.slice(key.length + 1) ?? null;
-  return {
-    teamId: field('OU'),
-    certificateName: field('CN'),
-    certificateExpiresAt: new Date(cert.validTo),
-    certificateSerial: cert.serialNumber.toUpperCase(),
-    certificateFingerprint: certificateFingerprint(cert.raw),
-  };
-}
 
 /** What a sign job needs for one user: an identity and a profile listing the user's Registered devices. */
 export interface SigningMaterial {
@@ -171,137 +34,6 @@ export interface SigningMaterial {
   profileCertificates: string[];
 }
 
-const DEV_IDENTITY_SETTING = 'dev_identity';
-const DEV_IDENTITY_PURPOSE = 'dev-identity';
-const DEV_FEATHER_SETTING = 'dev_feather_identity';
-const FEATHER_PURPOSE = 'feather-identity';
-const FEATHER_LABEL = 'Sideport Feather';
-
-/** Stores a dev identity (sealed) as the one every process signs with; recovery's replacement writes it so. */
-export async function saveDevIdentity(
-  db: Database,
-  secrets: SecretBox,
-  identity: DevIdentity,
-): Promise<void> {
-  await q.writeSetting(
-    db,
-    DEV_IDENTITY_SETTING,
-    secrets.seal(JSON.stringify(identity), DEV_IDENTITY_PURPOSE),
-  );
-}
-
-/**
- * The dev identity (docs/architecture.md, Topology, embedded default): made once, sealed with SECRET_KEY and
- * kept in the database, so every process and every restart signs with the same one. It is read
- * from there each time (opened again only when it changed), so a certificate another process made
- * in place of a revoked one is used at once.
- */
-export function createDevIdentityProvider(deps: {
-  db: Database;
-  secrets: SecretBox;
-  clock: () => Date;
-  /** RENEW_BEFORE_DAYS: a renewal lasts well beyond it (a new CA when the old one would not). */
-  renewBeforeMs?: number;
-}): SigningIdentityProvider {
-  const { db, secrets, clock } = deps;
-  let opened: { sealed: string; identity: DevIdentity } | undefined;
-  const open = (sealed: string): DevIdentity => {
-    if (opened?.sealed !== sealed)
-      opened = {
-        sealed,
-        identity: JSON.parse(secrets.open(sealed, DEV_IDENTITY_PURPOSE).toString('utf8')) as DevIdentity,
-      };
-    return opened.identity;
-  };
-  const identity = async () =>
-    open(
-      await settingOrCreate(db, DEV_IDENTITY_SETTING, () =>
-        secrets.seal(JSON.stringify(createDevIdentity({ clock })), DEV_IDENTITY_PURPOSE),
-      ),
-    );
-  const describe = (made: DevIdentity) => describeCertificate(made.certPem, made.caCertPem);
-
-  // The Feather certificate: issued by the same CA for a key of its own, kept sealed beside it.
-  type DevFeather = { caCertPem: string; certPem: string; keyPem: string };
-  const issueFeather = (authority: DevIdentity): DevFeather => ({
-    caCertPem: authority.caCertPem,
-    ...issueDevCertificate(authority, { clock, purpose: FEATHER_LABEL }),
-  });
-  const sealFeather = (feather: DevFeather) => secrets.seal(JSON.stringify(feather), FEATHER_PURPOSE);
-  const openFeather = (sealed: string) =>
-    JSON.parse(secrets.open(sealed, FEATHER_PURPOSE).toString('utf8')) as DevFeather;
-  const featherOf = (feather: DevFeather): FeatherCertificate => ({
-    source: {
-      certPem: feather.certPem,
-      keyPem: feather.keyPem,
-      chain: [Buffer.from(feather.caCertPem, 'utf8')],
-    },
-    certificate: describeCertificate(feather.certPem, feather.caCertPem),
-  });
-  async function devFeather(): Promise<DevFeather> {
-    const authority = await identity();
-    const stored = openFeather(
-      await settingOrCreate(db, DEV_FEATHER_SETTING, () => sealFeather(issueFeather(authority))),
-    );
-    // Issued by a CA recovery has since replaced: issued again by the current one.
-    if (stored.caCertPem === authority.caCertPem) return stored;
-    const again = issueFeather(authority);
-    await q.writeSetting(db, DEV_FEATHER_SETTING, sealFeather(again));
-    return again;
-  }
-
-  return {
-    kind: 'dev',
-    featherCertificate: async () => featherOf(await devFeather()),
-    async featherDetails() {
-      const sealed = await q.readSetting(db, DEV_FEATHER_SETTING);
-      return sealed === undefined ? undefined : certificateDetails(openFeather(sealed).certPem);
-    },
-    async rotateFeatherCertificate() {
-      const made = issueFeather(await identity());
-      await q.writeSetting(db, DEV_FEATHER_SETTING, sealFeather(made));
-      return featherOf(made);
-    },
-    async makeFeatherProfile({ userId, udids }) {
-      const feather = await devFeather();
-      return createDevProfile(
-        { ...(await identity()), certPem: feather.certPem, keyPem: feather.keyPem },
-        { devices: udids, name: `${FEATHER_LABEL} ${userId}`, clock },
-      ).bytes;
-    },
-    description: `${DEV_IDENTITY_LABEL}: a local CA made by Sideport. It runs the whole pipeline; real devices will not install what it signs.`,
-    source: async () => devIdentitySource(await identity()),
-    details: async () => chainDetails(devIdentitySource(await identity())),
-    caCertificatePem: async () => (await identity()).caCertPem,
-    currentCertificate: async () => describe(await identity()),
-    async replaceCertificate(_reason, options = {}) {
-      await identity(); // made first, if it never was
-      return db.transaction(async (tx) => {
-        await q.lockCertificateMaking(tx);
-        const stored = open((await q.readSetting(tx, DEV_IDENTITY_SETTING))!);
-        if (options.ifCurrent !== undefined && describe(stored).fingerprint !== options.ifCurrent) {
-          return { certificate: describe(stored), replaced: false };
-        }
-        const renewed = renewDevIdentity(stored, { clock, renewBeforeMs: deps.renewBeforeMs ?? 14 * DAY_MS });
-        await saveDevIdentity(tx, secrets, renewed);
-        const note =
-          renewed.caCertPem === stored.caCertPem
-            ? undefined
-            : 'Its CA was close to its end too: a new CA issued the new certificate.';
-        return { certificate: describe(renewed), replaced: true, ...(note ? { note } : {}) };
-      });
-    },
-    async makeProfile({ userId, udids }) {
-      const made = createDevProfile(await identity(), {
-        devices: udids,
-        name: `${DEV_IDENTITY_LABEL} ${userId}`,
-        clock: deps.clock,
-      });
-      return { bytes: made.bytes, uuid: made.uuid, expiresAt: made.expirationDate };
-    },
-  };
-}
-
 const DAY_MS = 86_400_000;
 
 export interface SigningServiceDeps {
@@ -316,10 +48,10 @@ export interface SigningServiceDeps {
   /** RENEW_BEFORE_DAYS: a profile expiring sooner than this is made again at its next use. */
   renewBeforeMs: number;
   /**
-   * With several developer accounts (account-pool.ts): the one a user's devices are on signs for
-   * them, and a profile another account made is deleted there.
+   * With several developer accounts (pool/account-pool.ts): the one a user's devices are on signs
+   * for them, and a profile another account made is deleted there.
    */
-  pool?: Pick<AccountPool, 'identityOf' | 'providerOf' | 'providers'> | undefined;
+  pool?: IdentityPlacement | undefined;
 }
 
 /** One identity as recovery sees it: its certificate now, and a new one in its place. */

@@ -34,7 +34,8 @@ import {
 import { startOcspResponder, type OcspResponder } from '../../test/ocsp-responder.js';
 import * as devices from '../devices/queries.js';
 import { createDevIdentity } from '../identity/dev-identity.js';
-import { certificateFingerprint, saveDevIdentity } from '../identity/signing.js';
+import { certificateFingerprint } from '../identity/certificate-details.js';
+import { saveDevIdentity } from '../identity/dev-identity-provider.js';
 
 const APP_ID = 6200;
 const APP_VER_ID = 862000001;

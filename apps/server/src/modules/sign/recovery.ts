@@ -12,7 +12,8 @@
  * a sign worker about to sign with a revoked certificate waits for one (ensureSignable).
  */
 import type { Database } from '../../db/client.js';
-import type { CurrentCertificate, Signer, SigningService } from '../identity/signing.js';
+import type { CurrentCertificate } from '../identity/ports.js';
+import type { Signer, SigningService } from '../identity/signing.js';
 import * as q from './queries.js';
 import { RECOVERY_ACTOR, type ResignService } from './resign.js';
 

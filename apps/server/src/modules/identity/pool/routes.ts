@@ -7,9 +7,9 @@ import {
   developerAccounts,
   updateDeveloperAccountRequest,
 } from '@sideport/contracts';
-import { fail } from '../../platform/errors.js';
-import { idParam } from '../../platform/params.js';
-import { currentUser, type Guards } from '../auth/guard.js';
+import { fail } from '../../../platform/errors.js';
+import { idParam } from '../../../platform/params.js';
+import { currentUser, type Guards } from '../../auth/guard.js';
 import type { AccountPool } from './account-pool.js';
 
 export interface PoolRoutesDeps {

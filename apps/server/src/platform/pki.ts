@@ -1,6 +1,7 @@
 /**
  * Key pairs, certificates and CMS signatures (node-forge) for the signing identities, and for the
- * devices domain's enrollment profiles and simulated devices.
+ * devices domain's enrollment profiles and simulated devices. Plain crypto that both modules use
+ * and neither owns, so it lives here and the two import it, not each other.
  */
 import { generateKeyPairSync } from 'node:crypto';
 import forge from 'node-forge';

@@ -17,21 +17,21 @@ import {
   signRequests,
   userProfiles,
   users,
-} from '../../db/schema/index.js';
-import { startAscServer, type AscDeviceClass, type AscServer } from '../../test/asc-server.js';
-import { changedTables, snapshotDatabase } from '../../test/db-snapshot.js';
-import { enrollDevice } from '../../test/device-flow.js';
+} from '../../../db/schema/index.js';
+import { startAscServer, type AscDeviceClass, type AscServer } from '../../../test/asc-server.js';
+import { changedTables, snapshotDatabase } from '../../../test/db-snapshot.js';
+import { enrollDevice } from '../../../test/device-flow.js';
 import {
   createTestApp,
   databaseKinds,
   signedInUser,
   type DatabaseKind,
   type TestApp,
-} from '../../test/harness.js';
-import * as deviceQueries from '../devices/queries.js';
-import * as signQueries from '../sign/queries.js';
+} from '../../../test/harness.js';
+import * as deviceQueries from '../../devices/queries.js';
+import * as signQueries from '../../sign/queries.js';
 import { createAccountPool } from './account-pool.js';
-import { createAscClient } from './asc-client.js';
+import { createAscClient } from '../asc-client.js';
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 const newP8 = () =>

@@ -7,6 +7,9 @@ import { DEVICE_FAMILIES, type DeviceFamily } from '@sideport/contracts';
 
 const YEAR_MS = 366 * 86_400_000;
 
+/** A date as the console, the audit log and the sentences write it: YYYY-MM-DD (UTC). */
+export const isoDate = (date: Date) => date.toISOString().slice(0, 10);
+
 /** `date` plus whole calendar years in UTC (29 February becomes 1 March in other years). */
 export function addYearsUtc(date: Date, years: number): Date {
   const next = new Date(date);

@@ -1,12 +1,11 @@
-import type { DeviceFamily } from '@sideport/contracts';
-import { and, asc, eq, gte, sql } from 'drizzle-orm';
-import type { Database } from '../../db/client.js';
-import { developerAccounts, deviceSlots } from '../../db/schema/index.js';
+import { and, asc, eq, sql } from 'drizzle-orm';
+import type { Database } from '../../../db/client.js';
+import { developerAccounts } from '../../../db/schema/index.js';
 
-// The pool of developer accounts (account-pool.ts): the accounts, and the slots their devices took.
+// The pool of developer accounts (account-pool.ts): its accounts, and the lock its placement
+// decisions take (the slots are slot-queries.ts).
 
 export type AccountRow = typeof developerAccounts.$inferSelect;
-export type SlotRow = typeof deviceSlots.$inferSelect;
 
 // pg_advisory_xact_lock key: one placement decision at a time, in every process, so two devices
 // never take the last slot of a family, and one user's devices never go two ways.
@@ -107,57 +106,4 @@ export async function setMembershipRenewal(
     .where(eq(developerAccounts.id, id))
     .returning();
   return row;
-}
-
-// ---- slots ----
-
-/** The slots an account's devices took since `since` (the start of its membership year). */
-export async function slotsSince(
-  db: Database,
-  accountId: number,
-  since: Date,
-): Promise<Array<Pick<SlotRow, 'udid' | 'family'>>> {
-  return db
-    .select({ udid: deviceSlots.udid, family: deviceSlots.family })
-    .from(deviceSlots)
-    .where(and(eq(deviceSlots.accountId, accountId), gte(deviceSlots.registeredAt, since)));
-}
-
-export async function findSlot(db: Database, accountId: number, udid: string): Promise<SlotRow | undefined> {
-  const [row] = await db
-    .select()
-    .from(deviceSlots)
-    .where(and(eq(deviceSlots.accountId, accountId), eq(deviceSlots.udid, udid)));
-  return row;
-}
-
-/** Records a registration: the slot is taken from `at` for the rest of that membership year. */
-export async function takeSlot(
-  db: Database,
-  slot: { accountId: number; udid: string; family: DeviceFamily; userId: string | null; registeredAt: Date },
-): Promise<void> {
-  await db
-    .insert(deviceSlots)
-    .values(slot)
-    .onConflictDoUpdate({
-      target: [deviceSlots.accountId, deviceSlots.udid],
-      set: { family: slot.family, userId: slot.userId, registeredAt: slot.registeredAt },
-    });
-}
-
-/** Puts a slot back as it was before a registration Apple refused: gone, or its earlier registration. */
-export async function restoreSlot(
-  db: Database,
-  accountId: number,
-  udid: string,
-  previous: SlotRow | undefined,
-): Promise<void> {
-  if (previous) {
-    await db
-      .update(deviceSlots)
-      .set({ family: previous.family, userId: previous.userId, registeredAt: previous.registeredAt })
-      .where(and(eq(deviceSlots.accountId, accountId), eq(deviceSlots.udid, udid)));
-  } else {
-    await db.delete(deviceSlots).where(and(eq(deviceSlots.accountId, accountId), eq(deviceSlots.udid, udid)));
-  }
 }
