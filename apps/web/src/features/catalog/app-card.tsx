@@ -2,7 +2,7 @@ import type { AppEntry } from '@sideport/contracts';
 import { AppIcon } from '../../components/app-icon';
 import { Flag } from '../../components/flag';
 import { ProgressLine } from '../../components/progress-line';
-import type { LiveEntry } from '../versions/queries';
+import type { LiveEntry } from '../../entries/live-entry';
 import { When } from '../../lib/dates';
 import { entryFacts } from './format';
 import { RatingStars } from './rating-stars';

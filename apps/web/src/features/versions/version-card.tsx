@@ -6,7 +6,7 @@ import { entryFacts } from '../catalog/format';
 import { progressButton } from '../catalog/status-buttons';
 import { deleteEntry, moveToPremiumQueue, requestDecrypt } from './actions';
 import { openDownload } from './download';
-import type { LiveEntry } from './queries';
+import type { LiveEntry } from '../../entries/live-entry';
 import { SignButtons } from './sign-buttons';
 
 /**
