@@ -1,6 +1,7 @@
 // One lint setup for every workspace (formatting is Prettier's: `npm run format`).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import noImportCycle from './scripts/lint/no-import-cycle.js';
 
 // TypeScript files no tsconfig includes (tool configs): linted without type information.
 const OUTSIDE_PROJECTS = ['*/*/vitest.config.ts', 'apps/server/drizzle.config.ts'];
@@ -19,27 +20,99 @@ const MAY_IMPORT = {
   'apps/agent': ['contracts', 'ipa'],
 };
 
-const boundary = ([workspace, allowed]) => ({
-  files: [`${workspace}/**`],
-  rules: {
-    'no-restricted-imports': [
-      'error',
+const workspacePatterns = (workspace) => {
+  const allowed = MAY_IMPORT[workspace];
+  return [
+    {
+      regex: `^@sideport/(?!(${allowed.join('|') || '$^'})(/|$))`,
+      message: `${workspace} may use ${allowed.length ? `only ${allowed.map((p) => `@sideport/${p}`).join(' and ')}` : 'none'} of our packages (docs/architecture.md, Layout).`,
+    },
+    {
+      // A path out of the workspace into another one: it would pass the rule above unseen.
+      regex: '^(\\.\\./)+(apps|packages|server|agent|web|e2e|contracts|ipa)(/|$)',
+      message: 'Import another workspace by its package name, never by a relative path.',
+    },
+  ];
+};
+
+/** One rule's options per file group: a later config's `no-restricted-imports` replaces an earlier one's. */
+const restrictImports = (files, patterns, ignores = []) => ({
+  files,
+  ignores,
+  rules: { 'no-restricted-imports': ['error', { patterns }] },
+});
+
+const boundary = (workspace) => restrictImports([`${workspace}/**`], workspacePatterns(workspace));
+
+/**
+ * Which other features each web feature may import (docs/architecture.md, Web client): the
+ * catalogue opens the version modal and asks for decrypts; the admin console deletes entries as the
+ * version modal does, and checks the setup form by sign-up's rules. What several features need of
+ * an entry (its caches and their keys, the live updates, its facts) is in `src/entries/`, which
+ * imports no feature, so the features' imports point one way.
+ */
+const FEATURE_MAY_IMPORT = {
+  account: [],
+  admin: ['auth', 'versions'],
+  auth: [],
+  catalog: ['versions'],
+  live: [],
+  versions: [],
+};
+
+const WEB = 'apps/web/src';
+
+const featurePatterns = (feature) => {
+  const allowed = [feature, ...FEATURE_MAY_IMPORT[feature]].join('|');
+  return [
+    ...workspacePatterns('apps/web'),
+    {
+      regex: `^(\\.\\./(?!(${allowed})(/|$))[^./][^/]*|(\\.\\./)+features/(?!(${allowed})(/|$))[^/]+)(/|$)`,
+      message: `features/${feature} may import ${FEATURE_MAY_IMPORT[feature].length ? `only ${FEATURE_MAY_IMPORT[feature].join(' and ')} of the other features` : 'no other feature'}; what features share of an entry is in src/entries (docs/architecture.md, Web client).`,
+    },
+  ];
+};
+
+/** A feature calls the API in its queries.ts only, with the contract's schema (CONTRIBUTING.md). */
+const API_IN_QUERIES = {
+  regex: '(^|/)lib/api$',
+  importNames: ['api', 'apiFetch'],
+  message: "Call the API from the feature's queries.ts, and use its function here.",
+};
+
+const webBoundaries = [
+  ...Object.keys(FEATURE_MAY_IMPORT).flatMap((feature) => {
+    const files = [`${WEB}/features/${feature}/**`];
+    const queries = `${WEB}/features/${feature}/queries.ts`;
+    return [
+      restrictImports(files, [...featurePatterns(feature), API_IN_QUERIES], [queries]),
+      restrictImports([queries], featurePatterns(feature)),
+    ];
+  }),
+  // The neutral module imports no feature (its tests may, to check the features use its keys).
+  restrictImports(
+    [`${WEB}/entries/**`],
+    [
+      ...workspacePatterns('apps/web'),
       {
-        patterns: [
-          {
-            regex: `^@sideport/(?!(${allowed.join('|') || '$^'})(/|$))`,
-            message: `${workspace} may use ${allowed.length ? `only ${allowed.map((p) => `@sideport/${p}`).join(' and ')}` : 'none'} of our packages (docs/architecture.md, Layout).`,
-          },
-          {
-            // A path out of the workspace into another one: it would pass the rule above unseen.
-            regex: '^(\\.\\./)+(apps|packages|server|agent|web|e2e|contracts|ipa)(/|$)',
-            message: 'Import another workspace by its package name, never by a relative path.',
-          },
-        ],
+        regex: '^(\\.\\./)+(features|app)(/|$)',
+        message: 'src/entries is below the features: it imports none (docs/architecture.md, Web client).',
       },
     ],
-  },
-});
+    ['**/*.test.ts'],
+  ),
+  restrictImports(
+    [`${WEB}/lib/**`],
+    [
+      ...workspacePatterns('apps/web'),
+      {
+        regex: '^(\\.\\./)+(features|app|entries)(/|$)',
+        message: 'src/lib is the bottom layer: it imports no feature, no entries module and no app code.',
+      },
+    ],
+    ['**/*.test.ts'],
+  ),
+];
 
 export default tseslint.config(
   {
@@ -67,7 +140,15 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': 'error',
     },
   },
-  ...Object.entries(MAY_IMPORT).map(boundary),
+  ...Object.keys(MAY_IMPORT).map(boundary),
+  ...webBoundaries,
+  {
+    // A file that imports itself through others, in every workspace's sources: two files that
+    // cannot change apart (docs/architecture.md).
+    files: ['{apps,packages}/*/src/**/*.{ts,tsx}'],
+    plugins: { sideport: { rules: { 'no-import-cycle': noImportCycle } } },
+    rules: { 'sideport/no-import-cycle': 'error' },
+  },
   {
     // Each package's errors are listed once, code, status and sentence (docs/architecture.md, API
     // conventions): a new refusal is added to the registry, not written inline.

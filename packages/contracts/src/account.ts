@@ -36,6 +36,9 @@ export const accountInfo = z.object({
 });
 export type AccountInfo = z.infer<typeof accountInfo>;
 
+/** GET /api/premium: answered only to a premium user (others get 403 with the reason). */
+export const premiumAnswer = z.object({ premium: z.literal(true), expired_date: z.string() });
+
 /**
  * GET /api/config: the public settings the web app follows, and whether a decrypt agent is online,
  * so a person who asks for a decrypt learns why nothing moves when none is. Sign types not in `signTypes` are

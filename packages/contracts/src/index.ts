@@ -9,3 +9,4 @@ export * from './admin.js';
 export * from './devices.js';
 export * from './setup.js';
 export * from './developer-accounts.js';
+export * from './no-content.js';

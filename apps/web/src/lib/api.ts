@@ -45,13 +45,22 @@ export function requireSignIn(): boolean {
   return false;
 }
 
+/**
+ * What reads an answer: a zod schema of packages/contracts (only its `parse` is used). Every call
+ * names one, so no answer reaches the app unchecked; a 204 is read as `noContent`.
+ */
+export interface AnswerSchema<T> {
+  parse(data: unknown): T;
+}
+
 export interface ApiResponse<T> {
   data: T;
   headers: Headers;
 }
 
 /**
- * The one way the web app calls the API: credentials included, JSON in and out; any 401 signs the
+ * The one way the web app calls the API: credentials included, JSON in and out, the answer parsed
+ * with the contract's schema the call names; any 401 signs the
  * client out and goes to /sign-in; other failures throw ApiError with the server's sentence.
  */
 export interface ApiInit {
@@ -68,7 +77,11 @@ async function serverSentence(response: Response): Promise<string> {
   return text.length > 300 ? '' : text;
 }
 
-export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<ApiResponse<T>> {
+export async function apiFetch<T>(
+  path: string,
+  schema: AnswerSchema<T>,
+  init: ApiInit = {},
+): Promise<ApiResponse<T>> {
   const wasSignedIn = useClientStore.getState().isLogin;
   let response: Response;
   try {
@@ -101,8 +114,8 @@ export async function apiFetch<T>(path: string, init: ApiInit = {}): Promise<Api
     );
   }
   const type = response.headers.get('content-type') ?? '';
-  const data = (type.includes('application/json') ? await response.json() : undefined) as T;
-  return { data, headers: response.headers };
+  const data: unknown = type.includes('application/json') ? await response.json() : undefined;
+  return { data: schema.parse(data), headers: response.headers };
 }
 
 /** `Retry-After` in delay-seconds (what the server sends), in ms; null when absent or not a number. */
@@ -128,7 +141,8 @@ export function readRetryDelayMs(failureCount: number, error: unknown): number {
   return Math.min(1000 * 2 ** failureCount, MAX_RETRY_WAIT_MS);
 }
 
-export const api = async <T>(path: string, init?: ApiInit) => (await apiFetch<T>(path, init)).data;
+export const api = async <T>(path: string, schema: AnswerSchema<T>, init?: ApiInit) =>
+  (await apiFetch(path, schema, init)).data;
 
 /**
  * Opens an API path that changes state as a navigation (the enrollment profile's download), which
@@ -136,9 +150,10 @@ export const api = async <T>(path: string, init?: ApiInit) => (await apiFetch<T>
  * first, and opens the path with it. Failures throw as api's do.
  */
 export async function openWithToken(path: string) {
-  const { token } = navigationTokenAnswer.parse(
-    await api<unknown>('/api/navigation-tokens', { method: 'POST', body: { path } }),
-  );
+  const { token } = await api('/api/navigation-tokens', navigationTokenAnswer, {
+    method: 'POST',
+    body: { path },
+  });
   window.location.assign(`${path}?nav_token=${encodeURIComponent(token)}`);
 }
 

@@ -5,7 +5,7 @@ import { api } from './api';
 /** GET /api/config: the server's public settings (links, offered sign modes, paid apps), once per load. */
 export const configQuery = queryOptions({
   queryKey: ['config'],
-  queryFn: async (): Promise<PublicConfig> => publicConfig.parse(await api<unknown>('/api/config')),
+  queryFn: (): Promise<PublicConfig> => api('/api/config', publicConfig),
   staleTime: Infinity,
 });
 

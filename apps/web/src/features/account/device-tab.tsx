@@ -10,6 +10,7 @@ import { FeatherButtons } from './feather-buttons';
 import { ADD_DEVICE_NOTICE, MAC_WARNING } from './messages';
 import { When } from '../../lib/dates';
 import { goToCheckout } from './product-tab';
+import { deviceCheckout } from './queries';
 
 const isMac = (device: Device) => /mac/i.test(device.Product);
 
@@ -31,7 +32,7 @@ function DeviceAction({ device, index }: { device: Device; index: number }) {
   const canPay = device.status === 'Add' || device.status === 'Expired';
   const pay = () => {
     if (isMac(device) && !window.confirm(MAC_WARNING)) return;
-    void goToCheckout(`/api/pay/device/${index}`);
+    void goToCheckout(() => deviceCheckout(index));
   };
   return (
     <div>

@@ -1,12 +1,13 @@
 import { useState } from 'react';
 import Button from 'react-bootstrap/Button';
 import Modal from 'react-bootstrap/Modal';
-import { featherCertAnswer, urlAnswer, type FeatherCertAnswer } from '@sideport/contracts';
+import type { FeatherCertAnswer } from '@sideport/contracts';
 import { PhoneQr, phoneInstallUrl } from '../../components/phone-qr';
-import { alertFailure, api } from '../../lib/api';
+import { alertFailure } from '../../lib/api';
 import { usePublicConfig } from '../../lib/config';
 import { isIosDevice } from '../../lib/device';
 import { certPasswordNotice, FEATHER_NOT_OFFERED } from './messages';
+import { featherCert, featherInstall } from './queries';
 
 /**
  * Feather Install: the operator's Feather signed for the person's devices, as an itms-services URL,
@@ -15,7 +16,7 @@ import { certPasswordNotice, FEATHER_NOT_OFFERED } from './messages';
  */
 async function installFeather(showForPhone: (url: string) => void) {
   try {
-    const { url } = urlAnswer.parse(await api<unknown>('/api/feather/install'));
+    const { url } = await featherInstall();
     if (isIosDevice()) window.location.assign(url);
     else showForPhone(phoneInstallUrl(url));
   } catch (error) {
@@ -42,7 +43,7 @@ export function FeatherButtons() {
 
   const fetchCert = async () => {
     try {
-      setCert(featherCertAnswer.parse(await api<unknown>('/api/feather/cert')));
+      setCert(await featherCert());
     } catch (error) {
       alertFailure(error);
     }

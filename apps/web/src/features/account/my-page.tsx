@@ -5,11 +5,11 @@ import Tab from 'react-bootstrap/Tab';
 import Tabs from 'react-bootstrap/Tabs';
 import { useQuery } from '@tanstack/react-query';
 import { useSearchParams } from 'react-router';
-import { alertFailure, api } from '../../lib/api';
+import { alertFailure } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
-import { ProductTab } from './product-tab';
+import { goToCheckout, ProductTab } from './product-tab';
 import { DeviceTab } from './device-tab';
-import { infoQuery } from './queries';
+import { billingPortal, infoQuery } from './queries';
 
 /** /my: titled with the user's id; 'Billing Portal' and the Product (default) and Device (`?tab=device`) tabs. */
 export function MyPage() {
@@ -22,22 +22,13 @@ export function MyPage() {
     if (info.error) alertFailure(info.error);
   }, [info.error]);
 
-  const openPortal = async () => {
-    try {
-      const { url } = await api<{ url: string }>('/api/portal');
-      window.location.assign(url);
-    } catch (error) {
-      alertFailure(error);
-    }
-  };
-
   return (
     <section>
       <div className="d-flex align-items-center justify-content-between mb-3">
         <h1 className="fs-3 mb-0" data-testid="my-title">
           {info.data?.Id ?? ''}
         </h1>
-        <Button variant="outline-primary" onClick={() => void openPortal()}>
+        <Button variant="outline-primary" onClick={() => void goToCheckout(billingPortal)}>
           Billing Portal
         </Button>
       </div>

@@ -2,7 +2,8 @@ import { formatDay, When } from '../../lib/dates';
 import Button from 'react-bootstrap/Button';
 import Table from 'react-bootstrap/Table';
 import type { AccountInfo } from '@sideport/contracts';
-import { alertFailure, api } from '../../lib/api';
+import { alertFailure } from '../../lib/api';
+import { serviceCheckout } from './queries';
 
 /** The prices of docs/product.md (Constants); the server charges through the configured provider's prices. */
 export const SERVICE_OFFERS = [
@@ -16,10 +17,10 @@ export const SERVICE_OFFERS = [
 /** A day in the viewer's zone ('Dec 23, 2027'), or '-' (lib/dates.tsx). */
 export const formatDate = (iso: string | null | undefined) => (iso ? formatDay(iso) : '-');
 
-/** Asks the server for a checkout and goes there. */
-export async function goToCheckout(path: string) {
+/** Asks the server for a checkout (or the billing portal) and goes there. */
+export async function goToCheckout(ask: () => Promise<{ url: string }>) {
   try {
-    const { url } = await api<{ url: string }>(path);
+    const { url } = await ask();
     window.location.assign(url);
   } catch (error) {
     alertFailure(error);
@@ -40,7 +41,7 @@ function OfferButtons({ isStacked = false, plan }: { isStacked?: boolean; plan: 
             variant={isCurrent ? 'success' : offer.n === 5 ? 'outline-secondary' : 'outline-primary'}
             aria-current={isCurrent ? 'true' : undefined}
             disabled={isCurrent}
-            onClick={() => void goToCheckout(`/api/pay/service/${offer.n}`)}
+            onClick={() => void goToCheckout(() => serviceCheckout(offer.n))}
           >
             {offer.label}
             {isCurrent && ' · current'}

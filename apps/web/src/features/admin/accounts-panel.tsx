@@ -2,12 +2,13 @@ import Badge from 'react-bootstrap/Badge';
 import Button from 'react-bootstrap/Button';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import type { DeveloperAccount } from '@sideport/contracts';
-import { alertFailure, api } from '../../lib/api';
+import { adminKeys } from '../../entries/query-keys';
+import { alertFailure } from '../../lib/api';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { AccountSlots } from './account-slots';
 import { AddAccountForm } from './add-account-form';
 import { AdminTable } from './admin-table';
-import { accountsQuery, identityQuery } from './queries';
+import { accountsQuery, identityQuery, setDeveloperAccountState } from './queries';
 import { RenewalForm } from './renewal-form';
 
 const ACCOUNT_COLUMNS = [
@@ -52,11 +53,11 @@ export function AccountsPanel() {
   const act = async (account: DeveloperAccount, action: 'disable' | 'enable') => {
     if (action === 'disable' && !window.confirm(disableQuestion(account))) return;
     try {
-      await api(`/api/admin/accounts/${account.id}/${action}`, { method: 'POST' });
+      await setDeveloperAccountState(account.id, action);
     } catch (error) {
       alertFailure(error);
     }
-    void queryClient.invalidateQueries({ queryKey: ['admin'] });
+    void queryClient.invalidateQueries({ queryKey: adminKeys.all });
   };
 
   return (

@@ -2,8 +2,9 @@ import { useState, type FormEvent } from 'react';
 import Button from 'react-bootstrap/Button';
 import Form from 'react-bootstrap/Form';
 import { useQueryClient } from '@tanstack/react-query';
-import { alertFailure, api } from '../../lib/api';
-import { adminKeys } from './queries';
+import { adminKeys } from '../../entries/query-keys';
+import { alertFailure } from '../../lib/api';
+import { addDeveloperAccount } from './queries';
 
 const EMPTY = { name: '', keyId: '', issuerId: '', privateKey: '', renewsAt: '' };
 
@@ -22,15 +23,12 @@ export function AddAccountForm() {
     event.preventDefault();
     setBusy(true);
     try {
-      await api('/api/admin/accounts', {
-        method: 'POST',
-        body: {
-          ...(fields.name.trim() === '' ? {} : { name: fields.name.trim() }),
-          key_id: fields.keyId.trim(),
-          issuer_id: fields.issuerId.trim(),
-          private_key: fields.privateKey,
-          membership_renews_at: fields.renewsAt === '' ? null : fields.renewsAt,
-        },
+      await addDeveloperAccount({
+        ...(fields.name.trim() === '' ? {} : { name: fields.name.trim() }),
+        key_id: fields.keyId.trim(),
+        issuer_id: fields.issuerId.trim(),
+        private_key: fields.privateKey,
+        membership_renews_at: fields.renewsAt === '' ? null : fields.renewsAt,
       });
       setFields(EMPTY);
     } catch (error) {

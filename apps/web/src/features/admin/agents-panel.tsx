@@ -2,11 +2,12 @@ import { When } from '../../lib/dates';
 import Button from 'react-bootstrap/Button';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import type { AgentSummary } from '@sideport/contracts';
-import { alertFailure, api } from '../../lib/api';
+import { adminKeys } from '../../entries/query-keys';
+import { alertFailure } from '../../lib/api';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { AdminTable } from './admin-table';
 import { NewAgentForm } from './new-agent-form';
-import { adminKeys, agentsQuery } from './queries';
+import { agentsQuery, revokeAgent } from './queries';
 
 export const revokeQuestion = (name: string) => `Revoke agent '${name}'? Its token stops working at once.`;
 
@@ -28,7 +29,7 @@ export function AgentsPanel() {
   const revoke = async (agent: AgentSummary) => {
     if (!window.confirm(revokeQuestion(agent.name))) return;
     try {
-      await api(`/api/admin/agents/${agent.id}`, { method: 'DELETE' });
+      await revokeAgent(agent.id);
     } catch (error) {
       alertFailure(error);
     }

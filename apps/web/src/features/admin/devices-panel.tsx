@@ -2,11 +2,12 @@ import Badge from 'react-bootstrap/Badge';
 import Button from 'react-bootstrap/Button';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import type { AdminDevice } from '@sideport/contracts';
-import { alertFailure, api } from '../../lib/api';
+import { adminKeys } from '../../entries/query-keys';
+import { alertFailure } from '../../lib/api';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { AdminTable } from './admin-table';
 import { IdentityCard } from './identity-card';
-import { adminDevicesQuery, adminKeys, formatTime } from './queries';
+import { actOnDevice, adminDevicesQuery, formatTime } from './queries';
 
 const DEVICE_COLUMNS = [
   { label: 'Device' },
@@ -39,7 +40,7 @@ export function DevicesPanel() {
 
   const act = async (device: AdminDevice, action: 'confirm' | 'retry') => {
     try {
-      await api(`/api/admin/devices/${device.id}/${action}`, { method: 'POST' });
+      await actOnDevice(device.id, action);
     } catch (error) {
       alertFailure(error);
     }

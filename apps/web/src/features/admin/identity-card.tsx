@@ -3,9 +3,10 @@ import Alert from 'react-bootstrap/Alert';
 import Badge from 'react-bootstrap/Badge';
 import Button from 'react-bootstrap/Button';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { alertFailure, api } from '../../lib/api';
+import { adminKeys } from '../../entries/query-keys';
+import { alertFailure } from '../../lib/api';
 import { useFailureAlert } from '../../lib/use-failure-alert';
-import { adminKeys, formatTime, identityQuery } from './queries';
+import { formatTime, identityQuery, rotateFeatherCertificate } from './queries';
 
 /** The dev identity's CA certificate, which checks the signatures it makes. */
 export const DEV_CA_URL = '/api/admin/identity/ca.pem';
@@ -30,7 +31,7 @@ export function IdentityCard() {
       return;
     setRotating(true);
     try {
-      await api('/api/admin/identity/feather-cert/rotate', { method: 'POST' });
+      await rotateFeatherCertificate();
     } catch (error) {
       alertFailure(error);
     } finally {

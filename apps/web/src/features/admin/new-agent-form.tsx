@@ -3,10 +3,11 @@ import Alert from 'react-bootstrap/Alert';
 import Button from 'react-bootstrap/Button';
 import Form from 'react-bootstrap/Form';
 import { useQueryClient } from '@tanstack/react-query';
-import { createdAgent, type CreatedAgent } from '@sideport/contracts';
-import { alertFailure, api } from '../../lib/api';
+import type { CreatedAgent } from '@sideport/contracts';
+import { adminKeys } from '../../entries/query-keys';
+import { alertFailure } from '../../lib/api';
 import { copyText } from '../../lib/copy-text';
-import { adminKeys } from './queries';
+import { createAgent } from './queries';
 
 /**
  * Makes an agent. Its token is in the server's answer only (the database keeps a hash), so it is
@@ -25,9 +26,7 @@ export function NewAgentForm() {
     event.preventDefault();
     setBusy(true);
     try {
-      const agent = createdAgent.parse(
-        await api<unknown>('/api/admin/agents', { method: 'POST', body: { name } }),
-      );
+      const agent = await createAgent(name);
       setMade(agent);
       setCopied(null);
       setName('');

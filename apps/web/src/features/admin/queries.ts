@@ -1,38 +1,30 @@
 import { formatMoment } from '../../lib/dates';
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import {
+  adminDevice,
   adminDevices,
   adminQueuePage,
   agentSummaries,
   auditPage,
+  createdAgent,
+  developerAccount,
   developerAccounts,
+  gradeAnswer,
+  noContent,
   setupChecklist,
   signingIdentityInfo,
+  type AddDeveloperAccountRequest,
+  type Credentials,
 } from '@sideport/contracts';
+import { adminKeys } from '../../entries/query-keys';
 import { api } from '../../lib/api';
 
 /** The admin API answers pages of this many rows; a shorter page is the last. */
 export const ADMIN_PAGE_SIZE = 50;
 
-/**
- * The query keys of the admin console, for whoever edits or refetches these caches (its panels
- * after an action, live updates): `all` matches every one of them.
- */
-export const adminKeys = {
-  all: ['admin'] as const,
-  agents: ['admin', 'agents'] as const,
-  queue: ['admin', 'queue'] as const,
-  audit: ['admin', 'audit'] as const,
-  devices: ['admin', 'devices'] as const,
-  identity: ['admin', 'identity'] as const,
-  accounts: ['admin', 'accounts'] as const,
-  setup: ['admin', 'setup'] as const,
-  setupLink: (token: string) => ['setup-link', token] as const,
-};
-
 export const agentsQuery = queryOptions({
   queryKey: adminKeys.agents,
-  queryFn: async () => agentSummaries.parse(await api<unknown>('/api/admin/agents')),
+  queryFn: () => api('/api/admin/agents', agentSummaries),
   retry: false,
   // Last seen and current job move while agents work; nothing publishes them.
   refetchInterval: 15_000,
@@ -46,7 +38,7 @@ export const adminQueueQuery = infiniteQueryOptions({
   queryKey: adminKeys.queue,
   initialPageParam: 0,
   queryFn: async ({ pageParam }) => ({
-    entries: adminQueuePage.parse(await api<unknown>(`/api/admin/queue/${pageParam}`)),
+    entries: await api(`/api/admin/queue/${pageParam}`, adminQueuePage),
   }),
   getNextPageParam: nextPage,
   retry: false,
@@ -57,7 +49,7 @@ export const auditQuery = infiniteQueryOptions({
   queryKey: adminKeys.audit,
   initialPageParam: 0,
   queryFn: async ({ pageParam }) => ({
-    entries: auditPage.parse(await api<unknown>(`/api/admin/audit/${pageParam}`)),
+    entries: await api(`/api/admin/audit/${pageParam}`, auditPage),
   }),
   getNextPageParam: nextPage,
   retry: false,
@@ -70,7 +62,7 @@ export const auditQuery = infiniteQueryOptions({
  */
 export const adminDevicesQuery = queryOptions({
   queryKey: adminKeys.devices,
-  queryFn: async () => adminDevices.parse(await api<unknown>('/api/admin/devices')),
+  queryFn: () => api('/api/admin/devices', adminDevices),
   retry: false,
   refetchInterval: 15_000,
 });
@@ -78,7 +70,7 @@ export const adminDevicesQuery = queryOptions({
 /** The signing identity in use: the Apple developer account, or the dev identity. */
 export const identityQuery = queryOptions({
   queryKey: adminKeys.identity,
-  queryFn: async () => signingIdentityInfo.parse(await api<unknown>('/api/admin/identity')),
+  queryFn: () => api('/api/admin/identity', signingIdentityInfo),
   retry: false,
 });
 
@@ -88,7 +80,7 @@ export const identityQuery = queryOptions({
  */
 export const accountsQuery = queryOptions({
   queryKey: adminKeys.accounts,
-  queryFn: async () => developerAccounts.parse(await api<unknown>('/api/admin/accounts')),
+  queryFn: () => api('/api/admin/accounts', developerAccounts),
   retry: false,
   refetchInterval: 15_000,
 });
@@ -99,7 +91,7 @@ export const formatTime = (iso: string | null) => (iso ? formatMoment(iso) : 'ne
 /** The setup checklist: what this server runs with, and the setting that completes each step. */
 export const setupChecklistQuery = queryOptions({
   queryKey: adminKeys.setup,
-  queryFn: async () => setupChecklist.parse(await api<unknown>('/api/admin/setup')),
+  queryFn: () => api('/api/admin/setup', setupChecklist),
   retry: false,
   // An agent coming online shows without a reload.
   refetchInterval: 30_000,
@@ -110,9 +102,51 @@ export const setupLinkQuery = (token: string) =>
   queryOptions({
     queryKey: adminKeys.setupLink(token),
     queryFn: async () => {
-      await api(`/api/setup/${encodeURIComponent(token)}`);
+      await api(`/api/setup/${encodeURIComponent(token)}`, noContent);
       return true;
     },
     retry: false,
     staleTime: Infinity,
+  });
+
+/** POST /api/admin/agents: a new agent, with its token (shown once: the server keeps a hash). */
+export const createAgent = (name: string) =>
+  api('/api/admin/agents', createdAgent, { method: 'POST', body: { name } });
+
+/** DELETE /api/admin/agents/{id}: its token stops working at once. */
+export const revokeAgent = (id: string) => api(`/api/admin/agents/${id}`, noContent, { method: 'DELETE' });
+
+/** POST /api/admin/queue/{seq}/retry: a failed or stuck entry gets its attempts anew. */
+export const retryQueued = (seq: string) =>
+  api(`/api/admin/queue/${seq}/retry`, noContent, { method: 'POST' });
+
+/** POST /api/admin/devices/{id}/confirm or /retry: a Mac confirmed, or a registration tried again now. */
+export const actOnDevice = (id: string, action: 'confirm' | 'retry') =>
+  api(`/api/admin/devices/${id}/${action}`, adminDevice, { method: 'POST' });
+
+/** POST /api/admin/identity/feather-cert/rotate: Feather gets a new certificate from now on. */
+export const rotateFeatherCertificate = () =>
+  api('/api/admin/identity/feather-cert/rotate', signingIdentityInfo, { method: 'POST' });
+
+/** POST /api/admin/accounts: an App Store Connect key, checked with Apple, then kept sealed. */
+export const addDeveloperAccount = (account: AddDeveloperAccountRequest) =>
+  api('/api/admin/accounts', developerAccount, { method: 'POST', body: account });
+
+/** PATCH /api/admin/accounts/{id}: when the account's membership renews (null: not known). */
+export const setMembershipRenewal = (id: string, membershipRenewsAt: string | null) =>
+  api(`/api/admin/accounts/${id}`, developerAccount, {
+    method: 'PATCH',
+    body: { membership_renews_at: membershipRenewsAt },
+  });
+
+/** POST /api/admin/accounts/{id}/disable or /enable: whether devices go to the account. */
+export const setDeveloperAccountState = (id: string, action: 'disable' | 'enable') =>
+  api(`/api/admin/accounts/${id}/${action}`, developerAccount, { method: 'POST' });
+
+/** POST /api/setup/{token}: the first admin, created with the setup link and signed in (its 401 is the form's). */
+export const createFirstAdmin = (token: string, credentials: Credentials) =>
+  api(`/api/setup/${encodeURIComponent(token)}`, gradeAnswer, {
+    method: 'POST',
+    body: credentials,
+    isAuthAttempt: true,
   });

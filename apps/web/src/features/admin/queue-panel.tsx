@@ -3,12 +3,13 @@ import Badge from 'react-bootstrap/Badge';
 import Button from 'react-bootstrap/Button';
 import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
 import type { AdminQueueEntry } from '@sideport/contracts';
-import { alertFailure, api } from '../../lib/api';
+import { adminKeys } from '../../entries/query-keys';
+import { alertFailure } from '../../lib/api';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { deleteEntry } from '../versions/actions';
 import { AdminTable } from './admin-table';
 import { MoreButton } from './more-button';
-import { adminKeys, adminQueueQuery } from './queries';
+import { adminQueueQuery, retryQueued } from './queries';
 
 const QUEUE_COLUMNS = [
   { label: 'App' },
@@ -33,7 +34,7 @@ export function QueuePanel() {
 
   const retry = async (entry: AdminQueueEntry) => {
     try {
-      await api(`/api/admin/queue/${entry.seq}/retry`, { method: 'POST' });
+      await retryQueued(entry.seq);
     } catch (error) {
       alertFailure(error);
     }

@@ -3,8 +3,9 @@ import Button from 'react-bootstrap/Button';
 import Form from 'react-bootstrap/Form';
 import { useQueryClient } from '@tanstack/react-query';
 import type { DeveloperAccount } from '@sideport/contracts';
-import { alertFailure, api } from '../../lib/api';
-import { adminKeys } from './queries';
+import { adminKeys } from '../../entries/query-keys';
+import { alertFailure } from '../../lib/api';
+import { setMembershipRenewal } from './queries';
 
 /**
  * The membership renewal date of an account, as Apple shows it on the membership page: slots of
@@ -19,10 +20,7 @@ export function RenewalForm({ account }: { account: DeveloperAccount }) {
     event.preventDefault();
     setBusy(true);
     try {
-      await api(`/api/admin/accounts/${account.id}`, {
-        method: 'PATCH',
-        body: { membership_renews_at: date === '' ? null : date },
-      });
+      await setMembershipRenewal(account.id, date === '' ? null : date);
     } catch (error) {
       alertFailure(error);
     } finally {

@@ -6,12 +6,11 @@ import Form from 'react-bootstrap/Form';
 import { Link, useNavigate, useParams } from 'react-router';
 import { useQuery } from '@tanstack/react-query';
 import { md5 } from 'js-md5';
-import { gradeAnswer } from '@sideport/contracts';
-import { alertFailure, api, ApiError } from '../../lib/api';
+import { alertFailure, ApiError } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
 import { useClientStore } from '../../lib/store';
 import { validateAuthForm } from '../auth/validate';
-import { setupLinkQuery } from './queries';
+import { createFirstAdmin, setupLinkQuery } from './queries';
 
 /**
  * /setup/:token: the one-time link the server prints at its first start. Whoever opens it creates
@@ -35,12 +34,8 @@ export function SetupPage() {
     if (problem) return window.alert(problem);
     setBusy(true);
     try {
-      const answer = await api<unknown>(`/api/setup/${encodeURIComponent(token)}`, {
-        method: 'POST',
-        body: { id, pw: md5(password) },
-        isAuthAttempt: true,
-      });
-      useClientStore.getState().signedIn(gradeAnswer.parse(answer).grade);
+      const { grade } = await createFirstAdmin(token, { id, pw: md5(password) });
+      useClientStore.getState().signedIn(grade);
       void navigate('/admin', { replace: true });
     } catch (error) {
       alertFailure(error);

@@ -4,10 +4,10 @@ import Card from 'react-bootstrap/Card';
 import Form from 'react-bootstrap/Form';
 import { useNavigate } from 'react-router';
 import { md5 } from 'js-md5';
-import type { GradeAnswer } from '@sideport/contracts';
-import { alertFailure, api } from '../../lib/api';
+import { alertFailure } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
 import { afterSignInPath, useClientStore } from '../../lib/store';
+import { signInOrUp } from './queries';
 import { CONFIRM_RULE, ID_RULE, PASSWORD_RULE, validateAuthForm, type AuthMode } from './validate';
 
 /** A sign-up rule under its field, or the rule's sentence when the last submit broke it. */
@@ -43,11 +43,7 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
     if (broken) return isSignUp ? undefined : window.alert(broken);
     setBusy(true);
     try {
-      const { grade } = await api<GradeAnswer>(`/api/${mode}`, {
-        method: 'POST',
-        body: { id, pw: md5(password) },
-        isAuthAttempt: true,
-      });
+      const { grade } = await signInOrUp(mode, { id, pw: md5(password) });
       const store = useClientStore.getState();
       store.signedIn(grade);
       void navigate(afterSignInPath(store.last_page), { replace: true });

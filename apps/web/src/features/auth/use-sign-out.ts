@@ -1,7 +1,8 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from 'react-router';
-import { api, ApiError, RETRY_LATER } from '../../lib/api';
+import { ApiError, RETRY_LATER } from '../../lib/api';
 import { useClientStore } from '../../lib/store';
+import { signOut } from './queries';
 
 /** Sign out after 'Really want sign out?'; a failure alerts 'Please retry later.' (docs/product.md, Errors). */
 export function useSignOut() {
@@ -10,7 +11,7 @@ export function useSignOut() {
   return async () => {
     if (!window.confirm('Really want sign out?')) return;
     try {
-      await api('/api/sign-out', { method: 'POST' });
+      await signOut();
     } catch (error) {
       // A 401 already signed the client out and went to /sign-in: nothing left to retry.
       if (!(error instanceof ApiError && error.isHandled)) window.alert(RETRY_LATER);

@@ -2,11 +2,12 @@ import type { AppEntry } from '@sideport/contracts';
 import { AppIcon } from '../../components/app-icon';
 import { Flag } from '../../components/flag';
 import { ProgressLine } from '../../components/progress-line';
-import type { LiveEntry } from '../versions/queries';
+import type { LiveEntry } from '../../entries/live-entry';
 import { When } from '../../lib/dates';
-import { entryFacts } from './format';
+import { entryFacts } from '../../entries/format';
 import { RatingStars } from './rating-stars';
-import { cardButtons, type CardAction, type ListKind } from './status-buttons';
+import type { CardAction } from '../../entries/progress-button';
+import { cardButtons, type ListKind } from './status-buttons';
 
 export interface AppCardProps {
   entry: LiveEntry;

@@ -6,7 +6,8 @@ import { alertFailure, ApiError, RETRY_LATER } from '../../lib/api';
 import { useClientStore } from '../../lib/store';
 import { usePageTitle } from '../../lib/page-title';
 import { AppGrid } from './app-grid';
-import { listQuery, type PagedList } from './queries';
+import type { PagedList } from '../../entries/query-keys';
+import { listQuery } from './queries';
 import { QueueNotice } from './queue-notice';
 import { useInfiniteScroll } from './use-infinite-scroll';
 

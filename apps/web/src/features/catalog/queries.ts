@@ -1,20 +1,7 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import { appList, queueStatus, type AppEntry } from '@sideport/contracts';
+import { catalogKeys, type PagedList } from '../../entries/query-keys';
 import { api, apiFetch } from '../../lib/api';
-
-export type PagedList = 'latest' | 'queue';
-
-/**
- * The query keys of the catalogue, for whoever edits or refetches these caches (live updates, the
- * decrypt actions): a prefix (`lists`, `searches`) matches every query under it.
- */
-export const catalogKeys = {
-  lists: ['list'] as const,
-  list: (list: PagedList) => ['list', list] as const,
-  searches: ['search'] as const,
-  search: (country: string, keyword: string) => ['search', country, keyword] as const,
-  queueStatus: ['queue-status'] as const,
-};
 
 /** How often the queue asks whether an agent works it: agents come and go without an event. */
 const QUEUE_STATUS_EVERY_MS = 30_000;
@@ -41,8 +28,8 @@ export const listQuery = (list: PagedList, country: string) =>
       if (first?.anchor) query.set('anchor', first.anchor);
       if (list === 'latest') query.set('country', country);
       const search = query.size ? `?${query.toString()}` : '';
-      const { data, headers } = await apiFetch<unknown>(`/api/${list}/${pageParam}${search}`);
-      return { entries: appList.parse(data), anchor: headers.get('x-list-anchor') };
+      const { data, headers } = await apiFetch(`/api/${list}/${pageParam}${search}`, appList);
+      return { entries: data, anchor: headers.get('x-list-anchor') };
     },
     getNextPageParam: (last, _all, lastParam) => (last.entries.length === 0 ? undefined : lastParam + 1),
     retry: false,
@@ -51,17 +38,14 @@ export const listQuery = (list: PagedList, country: string) =>
 export const searchQuery = (country: string, keyword: string) =>
   queryOptions({
     queryKey: catalogKeys.search(country, keyword),
-    queryFn: async () =>
-      appList.parse(
-        await api<unknown>(`/api/search/${country.toLowerCase()}/${encodeURIComponent(keyword)}`),
-      ),
+    queryFn: () => api(`/api/search/${country.toLowerCase()}/${encodeURIComponent(keyword)}`, appList),
     retry: false,
   });
 
 /** Whether requests wait with no agent seen for minutes (the queue's notice). */
 export const queueStatusQuery = queryOptions({
   queryKey: catalogKeys.queueStatus,
-  queryFn: async () => queueStatus.parse(await api<unknown>('/api/queue-status')),
+  queryFn: () => api('/api/queue-status', queueStatus),
   refetchInterval: QUEUE_STATUS_EVERY_MS,
   retry: false,
 });

@@ -2,7 +2,8 @@ import { useQueryClient } from '@tanstack/react-query';
 import type { AppEntry } from '@sideport/contracts';
 import { requireSignIn } from '../../lib/api';
 import type { VersionTarget } from '../versions/version-target';
-import type { CardAction, ListKind } from './status-buttons';
+import type { CardAction } from '../../entries/progress-button';
+import type { ListKind } from './status-buttons';
 
 // What the buttons do loads with the first press: the first screen only shows them.
 const actions = () => import('../versions/actions');

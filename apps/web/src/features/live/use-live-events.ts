@@ -2,7 +2,7 @@ import { useEffect } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { liveEvent } from '@sideport/contracts';
 import { useClientStore } from '../../lib/store';
-import { applyLiveEvent, reconcileWithLedger, refreshAfterGap } from './apply-event';
+import { applyLiveEvent, reconcileWithLedger, refreshAfterGap } from '../../entries/apply-event';
 
 /**
  * One Server-Sent Events stream per signed-in tab (docs/architecture.md, Web client): every status change the

@@ -1,9 +1,9 @@
 import type { QueryClient } from '@tanstack/react-query';
-import { accountInfo, decryptAnswer, type AppEntry } from '@sideport/contracts';
-import { alertFailure, api, ApiError, RETRY_LATER } from '../../lib/api';
+import type { AppEntry, DecryptAnswer } from '@sideport/contracts';
+import { applyVersionEvent, removeEntry } from '../../entries/apply-event';
+import { catalogKeys } from '../../entries/query-keys';
+import { alertFailure, ApiError, RETRY_LATER } from '../../lib/api';
 import { useClientStore } from '../../lib/store';
-import { catalogKeys } from '../catalog/queries';
-import { applyVersionEvent, removeEntry } from '../live/apply-event';
 import {
   blacklistQuestion,
   DAILY_LIMIT,
@@ -14,19 +14,19 @@ import {
   NO_PERMISSION,
   PREMIUM_QUEUE_QUESTION,
 } from './messages';
+import { askDecrypt, askPremium, askTodaysUse, deleteEntryRequest, moveDecryptToPremium } from './queries';
 
 type EntryRef = Pick<AppEntry, 'country' | 'app_id' | 'app_ver_id' | 'name'>;
 
 /** docs/product.md, Roles: premium is what GET /api/premium says; any failure means not premium. */
 export const isPremium = () =>
-  api('/api/premium').then(
+  askPremium().then(
     () => true,
     () => false,
   );
 
 /** The server's answer to a request is the entry as it now stands: shown like a live event. */
-function showAnswer(queryClient: QueryClient, entry: EntryRef, data: unknown) {
-  const answer = decryptAnswer.parse(data);
+function showAnswer(queryClient: QueryClient, entry: EntryRef, answer: DecryptAnswer) {
   applyVersionEvent(queryClient, {
     type: 'version',
     country: entry.country,
@@ -58,11 +58,8 @@ async function once(action: string, entry: EntryRef, work: () => Promise<void>) 
 
 /** Today's decrypt requests are all used: a new entry would be refused (joining one is not counted). */
 const isOverDailyLimit = () =>
-  api<unknown>('/api/info').then(
-    (data) => {
-      const info = accountInfo.parse(data);
-      return info.used_today >= info.daily_limit;
-    },
+  askTodaysUse().then(
+    (info) => info.used_today >= info.daily_limit,
     () => false,
   );
 
@@ -85,9 +82,9 @@ export function requestDecrypt(
     if (overLimit) return window.alert(DAILY_LIMIT);
     if (!window.confirm(DECRYPT_WARNING)) return;
     if (!premium && !window.confirm(FREE_USER_WARNING)) return;
-    const path = `/api/decrypt/${entry.country}/${entry.app_id}${scope === 'version' ? `/${entry.app_ver_id}` : ''}`;
+    const version = scope === 'version' ? entry.app_ver_id : undefined;
     try {
-      const answer = showAnswer(queryClient, entry, await api<unknown>(path));
+      const answer = showAnswer(queryClient, entry, await askDecrypt(entry.country, entry.app_id, version));
       // Joining an earlier request, or a version already done: say so, as nothing new was queued.
       if (answer.joined) window.alert(answer.message);
     } catch (error) {
@@ -104,13 +101,8 @@ export function moveToPremiumQueue(queryClient: QueryClient, entry: EntryRef) {
 async function movePremium(queryClient: QueryClient, entry: EntryRef) {
   if (!(await isPremium())) return window.alert(NEED_PREMIUM);
   if (!window.confirm(PREMIUM_QUEUE_QUESTION)) return;
-  const version = entry.app_ver_id ? `/${entry.app_ver_id}` : '';
   try {
-    showAnswer(
-      queryClient,
-      entry,
-      await api<unknown>(`/api/decrypt/${entry.country}/${entry.app_id}${version}`, { method: 'PATCH' }),
-    );
+    showAnswer(queryClient, entry, await moveDecryptToPremium(entry.country, entry.app_id, entry.app_ver_id));
     // The queue is ordered premium first: its order changed.
     void queryClient.invalidateQueries({ queryKey: catalogKeys.list('queue') });
   } catch (error) {
@@ -131,14 +123,8 @@ async function removeAsked(queryClient: QueryClient, entry: EntryRef, kind: 'don
   const isQueued = kind === 'queued';
   if (!window.confirm(deleteQuestion(entry.name, isQueued))) return;
   const black = isQueued && window.confirm(blacklistQuestion(entry.name));
-  // 0 names an app-level queue entry whose version is not known yet: its country's own request.
-  const version = entry.app_ver_id ?? '0';
-  const ofCountry = entry.app_ver_id === null ? `?country=${entry.country}` : '';
-  const path = isQueued
-    ? `/api/queue/${black ? 'black/' : ''}${entry.app_id}/${version}${ofCountry}`
-    : `/api/app/${entry.app_id}/${version}`;
   try {
-    await api(path, { method: 'DELETE' });
+    await deleteEntryRequest(entry, kind, black);
     removeEntry(queryClient, entry);
   } catch (error) {
     // A 401 already sent the person to sign in.

@@ -1,6 +1,6 @@
-import { urlAnswer } from '@sideport/contracts';
-import { alertFailure, api } from '../../lib/api';
+import { alertFailure } from '../../lib/api';
 import { POPUP_BLOCKED } from './messages';
+import { downloadUrl } from './queries';
 
 /**
  * docs/product.md, Calls: the download URL opens in a new tab. The tab is opened at the click, while the
@@ -10,7 +10,7 @@ import { POPUP_BLOCKED } from './messages';
 export async function openDownload(appId: string, appVerId: string) {
   const tab = window.open('', '_blank');
   try {
-    const { url } = urlAnswer.parse(await api<unknown>(`/api/download/${appId}/${appVerId}`));
+    const { url } = await downloadUrl(appId, appVerId);
     if (tab && !tab.closed) {
       // The file's page needs nothing of this one.
       tab.opener = null;

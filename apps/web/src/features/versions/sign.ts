@@ -1,16 +1,15 @@
 import type { QueryClient } from '@tanstack/react-query';
 import {
-  signAnswer,
   signModeOf,
-  urlAnswer,
   type AppEntry,
   type SignModeInfo,
   type SignStatus,
   type SignType,
 } from '@sideport/contracts';
-import { alertFailure, api, ApiError } from '../../lib/api';
-import { applySignEvent } from '../live/apply-event';
+import { applySignEvent } from '../../entries/apply-event';
+import { alertFailure, ApiError } from '../../lib/api';
 import { RESIGN_QUESTION } from './messages';
+import { askSign, checkSign, installUrl } from './queries';
 
 /** The modes, their names, explanations and confirmation labels: packages/contracts, sign-modes.ts. */
 export { SIGN_MODES } from '@sideport/contracts';
@@ -57,12 +56,7 @@ async function putSign(queryClient: QueryClient, entry: Version, mode: SignModeI
     );
   show('Pending');
   try {
-    const answer = signAnswer.parse(
-      await api<unknown>(`/api/sign/${entry.app_id}/${entry.app_ver_id}`, {
-        method: 'PUT',
-        body: { type: mode.type },
-      }),
-    );
+    const answer = await askSign(entry.app_id, entry.app_ver_id, mode.type);
     show(answer.status, true);
   } catch (error) {
     show(before);
@@ -97,9 +91,8 @@ export async function installSigned(
   open: (url: string) => void,
   onRefused: (reason: string) => void,
 ) {
-  const path = `${entry.app_id}/${entry.app_ver_id}/${mode.type}`;
   try {
-    await api(`/api/check/sign/${path}`);
+    await checkSign(entry.app_id, entry.app_ver_id, mode.type);
   } catch (error) {
     if (curedBySigning(error)) return onRefused(error.message);
     if (!(error instanceof ApiError && error.status === 406)) return alertFailure(error);
@@ -107,7 +100,7 @@ export async function installSigned(
     return;
   }
   try {
-    open(urlAnswer.parse(await api<unknown>(`/api/install/${path}`)).url);
+    open((await installUrl(entry.app_id, entry.app_ver_id, mode.type)).url);
   } catch (error) {
     if (curedBySigning(error)) return onRefused(error.message);
     alertFailure(error);

@@ -2,11 +2,11 @@ import { useQueryClient } from '@tanstack/react-query';
 import { ProgressLine } from '../../components/progress-line';
 import { useClientStore } from '../../lib/store';
 import { When } from '../../lib/dates';
-import { entryFacts } from '../catalog/format';
-import { progressButton } from '../catalog/status-buttons';
+import { entryFacts } from '../../entries/format';
+import { progressButton } from '../../entries/progress-button';
 import { deleteEntry, moveToPremiumQueue, requestDecrypt } from './actions';
 import { openDownload } from './download';
-import type { LiveEntry } from './queries';
+import type { LiveEntry } from '../../entries/live-entry';
 import { SignButtons } from './sign-buttons';
 
 /**

@@ -3,7 +3,8 @@ import Modal from 'react-bootstrap/Modal';
 import { useQuery } from '@tanstack/react-query';
 import { alertFailure } from '../../lib/api';
 import { MODAL_NOTE } from './messages';
-import { historyQuery, versionsQuery, type LiveEntry } from './queries';
+import type { LiveEntry } from '../../entries/live-entry';
+import { historyQuery, versionsQuery } from './queries';
 import { VersionCard } from './version-card';
 import type { VersionTarget } from './version-target';
 

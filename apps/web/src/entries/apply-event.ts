@@ -7,11 +7,8 @@ import {
   type SignType,
   type VersionEvent,
 } from '@sideport/contracts';
-import { accountKeys } from '../account/queries';
-import { adminKeys } from '../admin/queries';
-import { catalogKeys } from '../catalog/queries';
-import { versionKeys } from '../versions/queries';
 import { editEntryCaches, type CachedEntry, type EntryCache, type EntryEdit } from './entry-caches';
+import { accountKeys, adminKeys, catalogKeys, versionKeys } from './query-keys';
 
 type EntryRef = Pick<CachedEntry, 'country' | 'app_id' | 'app_ver_id'>;
 

@@ -1,10 +1,10 @@
 import { QueryClient, type InfiniteData } from '@tanstack/react-query';
 import { describe, expect, it } from 'vitest';
 import { NO_SIGN_STATUSES, type AppEntry, type VersionEvent } from '@sideport/contracts';
-import { infoQuery } from '../account/queries';
-import { adminDevicesQuery, adminQueueQuery } from '../admin/queries';
-import { listQuery, searchQuery } from '../catalog/queries';
-import { historyQuery, versionsQuery } from '../versions/queries';
+import { infoQuery } from '../features/account/queries';
+import { adminDevicesQuery, adminQueueQuery } from '../features/admin/queries';
+import { listQuery, searchQuery } from '../features/catalog/queries';
+import { historyQuery, versionsQuery } from '../features/versions/queries';
 import {
   applyLiveEvent,
   applySignEvent,

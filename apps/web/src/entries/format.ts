@@ -35,4 +35,4 @@ export function entryFacts(
 }
 
 /** A moment in the viewer's zone, to the minute: 'Nov 23, 2026, 10:00 AM' (lib/dates.tsx). */
-export { formatMoment } from '../../lib/dates';
+export { formatMoment } from '../lib/dates';

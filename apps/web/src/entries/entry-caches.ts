@@ -1,7 +1,5 @@
 import { matchQuery, type InfiniteData, type QueryClient, type QueryKey } from '@tanstack/react-query';
-import { adminKeys } from '../admin/queries';
-import { catalogKeys } from '../catalog/queries';
-import { versionKeys } from '../versions/queries';
+import { adminKeys, catalogKeys, versionKeys } from './query-keys';
 
 /** What every cached entry of an app carries: lists, search, version lists and the admin queue. */
 export interface CachedEntry {
@@ -11,7 +9,7 @@ export interface CachedEntry {
   status: string;
 }
 
-/** The caches that hold entries; `versions` and `history` are one per app (versionKeys in versions/queries.ts). */
+/** The caches that hold entries; `versions` and `history` are one per app (versionKeys in query-keys.ts). */
 export type EntryCache = 'latest' | 'queue' | 'search' | 'versions' | 'history' | 'admin-queue';
 
 /** How to change one cached query: map its entries (null drops one), refetch it, or both. */
