@@ -4,7 +4,7 @@
  * CodeResources of a 15,000-file app; this costs a few MB and milliseconds.
  */
 import { IpaError } from './errors.js';
-import type { PlistValue } from './plist.js';
+import type { PlistValue } from './plist-value.js';
 
 export const XML_PLIST_HEADER =
   '<?xml version="1.0" encoding="UTF-8"?>\n' +

@@ -4,12 +4,9 @@ import bplistCreator from 'bplist-creator';
 import { parse as parseXml } from 'plist';
 import { IpaError } from './errors.js';
 import { writeXmlPlist } from './plist-xml-writer.js';
+import type { PlistObject, PlistValue } from './plist-value.js';
 
-/** Data values are Buffers from bplist-parser and Uint8Arrays from plist's XML parser. */
-export type PlistValue = string | number | boolean | Date | Uint8Array | PlistValue[] | PlistObject;
-export interface PlistObject {
-  [key: string]: PlistValue;
-}
+export type { PlistObject, PlistValue } from './plist-value.js';
 
 // Binary plists start with "bplist00" (CFBinaryPList.c); anything else is tried as XML.
 const BINARY_MAGIC = Buffer.from('bplist00', 'latin1');
