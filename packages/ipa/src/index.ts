@@ -60,14 +60,17 @@ export { findSigningMode, SIGN_MODE_NUMBERS, SIGNING_MODES } from './sign-modes.
 export type { DylibKind, SigningMode } from './sign-modes.js';
 // The service's entry point: identity as PKCS#12 or PEM, a mode, the operator's dylibs of each kind
 // (paths or bytes); the mode picks which go in, and which of them is the CydiaSubstrate (isSubstrate).
-export { dylibsForMode, sign } from './sign-ipa/sign.js';
-export type { DylibSource, ModeDylibs, SignOptions } from './sign-ipa/sign.js';
+export { sign } from './sign-ipa/sign.js';
+export type { SignOptions, SignReport } from './sign-ipa/sign.js';
+export { dylibsForMode } from './sign-ipa/mode-needs.js';
+export type { DylibSource, ModeDylibs } from './sign-ipa/mode-needs.js';
 export { isSubstrate } from './sign-ipa/modes.js';
 export { signIpa } from './sign-ipa/sign-ipa.js';
 // A service fills a version's digest cache when the version arrives, before anyone signs it.
 export { warmDigestCache } from './sign-ipa/warm.js';
 export type { WarmDigestOptions } from './sign-ipa/warm.js';
-export type { MachOSigner, MachOSignRequest, SignIpaOptions, SignIpaReport } from './sign-ipa/sign-ipa.js';
+export type { AppDescription, SignIpaOptions, SignIpaReport } from './sign-ipa/sign-ipa.js';
+export type { MachOSigner, MachOSignRequest } from './sign-ipa/signer.js';
 export { createMachOSigner } from './sign-ipa/engine.js';
 // The Mach-O signing engine itself (src/sign): in memory or streamed, and the blobs it writes.
 export * from './sign/index.js';

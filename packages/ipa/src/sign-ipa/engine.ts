@@ -3,7 +3,7 @@ import { createCmsSigner } from '../sign/cms.js';
 import { signMachO, type CodeSignInput } from '../sign/macho-sign.js';
 import { signMachOStream } from '../sign/macho-sign-stream.js';
 import { requirementSubjectFor } from '../sign/requirements.js';
-import type { MachOSigner, MachOSignRequest } from './sign-ipa.js';
+import type { MachOSigner, MachOSignRequest } from './signer.js';
 
 /** The Mach-O signing engine of this package, bound to one identity. */
 export function createMachOSigner(

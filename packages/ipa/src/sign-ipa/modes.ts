@@ -1,8 +1,11 @@
+/**
+ * What the modes do to an app, once mode-needs.ts has accepted one: DUP's renaming of bundle ids
+ * and the injection of dylibs. Each answers the files it changes or adds.
+ */
 import { posix } from 'node:path';
 import { IpaError } from '../errors.js';
 import { addDylibLoad, rewriteDylibPath } from '../macho/index.js';
 import { buildBinaryPlist, buildXmlPlist, type PlistObject, type PlistValue } from '../plist.js';
-import { findSigningMode, SIGN_MODE_NUMBERS, SIGNING_MODES, type SignMode } from '../sign-modes.js';
 import type { SigningPlan } from './plan.js';
 
 export type { SignMode } from '../sign-modes.js';
@@ -15,23 +18,6 @@ export interface InjectedDylib {
   /** LC_LOAD_WEAK_DYLIB: the app still launches if the dylib cannot load. */
   weak?: boolean;
 }
-
-export interface ModeOptions {
-  mode?: SignMode;
-  inject?: readonly InjectedDylib[];
-  /** Bundled CydiaSubstrate replacement: injected dylibs that depend on CydiaSubstrate load it instead. */
-  substrate?: InjectedDylib;
-  /** Mode 4: the copy's bundle id; ids under the app's take it as their new prefix, so the copy installs beside the original. */
-  bundleIdPrefix?: string;
-}
-
-const SAFE_NAME = /^[A-Za-z0-9._+-]+\.dylib$/;
-const BUNDLE_ID = /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/;
-/** '1, 2 or 3': the modes that inject dylibs. */
-const INJECTING_MODES = SIGNING_MODES.filter((m) => m.injects.length > 0)
-  .map((m) => m.type)
-  .join(', ')
-  .replace(/, (\d+)$/, ' or $1');
 
 /**
  * Whether a dylib, by its file name or install name, is CydiaSubstrate (or a replacement named
@@ -46,46 +32,6 @@ export function isSubstrate(name: string): boolean {
     /CydiaSubstrate|libsubstrate\.dylib$/.test(name) ||
     /^(libsubstrate\.dylib|CydiaSubstrate.*)$/.test(lastComponent)
   );
-}
-
-/** The mode of a number, or MODE_INVALID naming the modes there are. */
-export function signingModeOf(mode: number) {
-  const found = findSigningMode(mode);
-  if (found === undefined)
-    throw new IpaError(
-      'MODE_INVALID',
-      `Expected a sign mode from ${SIGN_MODE_NUMBERS[0]} to ${SIGN_MODE_NUMBERS.at(-1)}, found ${mode}.`,
-    );
-  return found;
-}
-
-/** Checks the options of a mode before any work: a clear reason instead of a half-made IPA. */
-export function validateModeOptions(options: ModeOptions) {
-  const mode = options.mode ?? 0;
-  const { injects, renamesBundleIds } = signingModeOf(mode);
-  const dylibs = [...(options.inject ?? []), ...(options.substrate ? [options.substrate] : [])];
-  if (injects.length > 0 && (options.inject ?? []).length === 0) {
-    throw new IpaError('DYLIB_MISSING', `Mode ${mode} injects the operator's dylibs, but none was given.`);
-  }
-  if (injects.length === 0 && dylibs.length > 0) {
-    throw new IpaError(
-      'MODE_INVALID',
-      `Mode ${mode} injects nothing, found ${dylibs.length} dylib(s) to inject: choose mode ${INJECTING_MODES}, or leave them out.`,
-    );
-  }
-  for (const dylib of dylibs) {
-    if (!SAFE_NAME.test(dylib.name))
-      throw new IpaError(
-        'DYLIB_MISSING',
-        `Expected a plain .dylib file name to inject, found '${dylib.name}'.`,
-      );
-  }
-  if (renamesBundleIds && !(options.bundleIdPrefix && BUNDLE_ID.test(options.bundleIdPrefix))) {
-    throw new IpaError(
-      'BUNDLE_ID_INVALID',
-      `Mode 4 (DUP) needs a new bundle id of letters, digits, '-' and '.', found '${options.bundleIdPrefix ?? ''}'.`,
-    );
-  }
 }
 
 /**
@@ -155,7 +101,7 @@ export function applyDup(
  */
 export function applyInjection(
   plan: SigningPlan,
-  options: ModeOptions,
+  options: { readonly inject: readonly InjectedDylib[]; readonly substrate?: InjectedDylib | undefined },
   read: (name: string) => Buffer,
 ): Map<string, Buffer> {
   const app = plan.app;
@@ -165,7 +111,7 @@ export function applyInjection(
     ? `@executable_path/Frameworks/${options.substrate.name}`
     : undefined;
   let executable = read(app.executable!);
-  for (const dylib of [...(options.substrate ? [options.substrate] : []), ...(options.inject ?? [])]) {
+  for (const dylib of [...(options.substrate ? [options.substrate] : []), ...options.inject]) {
     const target = `${frameworks}/${dylib.name}`;
     let bytes = dylib.bytes;
     if (substratePath && dylib !== options.substrate) {

@@ -82,6 +82,32 @@ export async function planSigning(archive: ZipArchive): Promise<SigningPlan> {
   return { app, inOrder: byDepth, ownerOf };
 }
 
+/** Archive paths of every Mach-O signing signs: executables and loose dylibs. */
+export const codeEntries = (plan: SigningPlan): Set<string> =>
+  new Set(plan.inOrder.flatMap((b) => [...(b.executable ? [b.executable] : []), ...b.looseCode]));
+
+/**
+ * The entries whose digests CodeResources needs: the app's regular files that signing leaves as
+ * they are (not code, not a file it replaces, not an old signature). Their set is the digest
+ * cache's key, so it differs by mode only where a mode replaces files (DUP's Info.plists).
+ */
+export function resourceEntries(
+  archive: ZipArchive,
+  plan: SigningPlan,
+  replaced: { has(name: string): boolean },
+): ZipEntry[] {
+  const code = codeEntries(plan);
+  return archive.entries.filter(
+    (e) =>
+      !e.isDirectory &&
+      !e.isSymlink &&
+      e.name.startsWith(`${plan.app.dir}/`) &&
+      !code.has(e.name) &&
+      !replaced.has(e.name) &&
+      !e.name.includes('/_CodeSignature/'),
+  );
+}
+
 /** Entries that may be code: executable bit, no extension, or .dylib; never inside _CodeSignature or SC_Info. */
 function codeCandidates(archive: ZipArchive, rootDir: string): ZipEntry[] {
   return archive.entries.filter((entry) => {

@@ -8,7 +8,8 @@ import { fixtureIpa } from '../test-support/fixtures.js';
 import { createTestPki } from '../test-support/pki.js';
 import { HELPER_SOURCE, buildDylib, objdumpHeaders } from '../test-support/toolchain.js';
 import { opensslVerifies, pageHashesMatch, readSignatures } from '../test-support/verify-signature.js';
-import { dylibsForMode, sign } from './sign.js';
+import { dylibsForMode } from './mode-needs.js';
+import { sign } from './sign.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'ipa-sign-api-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

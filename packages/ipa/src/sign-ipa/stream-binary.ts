@@ -18,7 +18,7 @@ import { createBlockReader, gridChunks } from '../zip/block-reader.js';
 import { collectYoung, discard } from '../zip/discard.js';
 import type { ZipArchive, ZipEntry } from '../zip/index.js';
 import type { ZipEntryWriter } from '../zip/writer.js';
-import type { MachOSigner, MachOSignRequest } from './sign-ipa.js';
+import type { MachOSigner, MachOSignRequest } from './signer.js';
 
 const READ_WINDOW_BYTES = 1024 * 1024;
 // Inflated pieces on their way to the spool file: small, since each is a fresh buffer.

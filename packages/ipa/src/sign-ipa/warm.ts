@@ -5,8 +5,7 @@
  */
 import { digestEntriesCached, readCachedDigests, writeCachedDigests } from '../digest/index.js';
 import { openZip } from '../zip/index.js';
-import { planSigning } from './plan.js';
-import { resourceEntries } from './sign-ipa.js';
+import { planSigning, resourceEntries } from './plan.js';
 
 export interface WarmDigestOptions {
   readonly cacheDir: string;
@@ -26,7 +25,7 @@ export async function warmDigestCache(
   const archive = await openZip(input);
   try {
     const plan = await planSigning(archive);
-    // Every mode gives the app and its extensions the new profile (sign-ipa.ts does the same).
+    // Every mode gives the app and its extensions the new profile (edits.ts does the same).
     const profiles = new Set(
       plan.inOrder.filter((b) => b.isMain).map((b) => `${b.dir}/embedded.mobileprovision`),
     );

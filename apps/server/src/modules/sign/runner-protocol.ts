@@ -16,8 +16,11 @@ export type RunnerTask =
       mode: SignMode;
       /** The operator's dylibs of each kind (paths); packages/ipa's sign() picks the mode's. */
       dylibs: Record<DylibKind, readonly string[]>;
-      /** A mode that renames bundle ids (DUP): the copy's bundle id is the app's own followed by this segment. */
-      dupTag?: string;
+      /**
+       * The segment DUP's copy's bundle id ends with (`<app's id>.<suffix>`), decided with the
+       * task; sign() uses it in a mode that renames bundle ids and reads the app's id itself.
+       */
+      dupSuffix: string;
       cacheDir: string;
     }
   | { kind: 'warm'; input: string; cacheDir: string };

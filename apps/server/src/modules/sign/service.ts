@@ -32,7 +32,7 @@ import * as q from './queries.js';
 import type { Recovery } from './recovery.js';
 import type { SignCache } from './sign-cache.js';
 import { publishSign } from './sign-events.js';
-import { fileTag } from './worker.js';
+import { fileTag } from './file-tag.js';
 import { canonicalUdid } from '../devices/udid.js';
 
 export interface SignSettings {

@@ -4,38 +4,16 @@
  * takes one task over IPC, answers once and exits; it also exits when its parent goes (a worker
  * killed mid-sign leaves nothing running).
  */
-import {
-  describeBundle,
-  findAppBundle,
-  isIpaError,
-  openZip,
-  readInfoPlist,
-  sign,
-  warmDigestCache,
-} from '@sideport/ipa';
+import { isIpaError, sign, warmDigestCache } from '@sideport/ipa';
 import type { RunnerResult, RunnerTask } from './runner-protocol.js';
-
-/** What the app says it is, before signing renames anything. */
-async function readApp(input: string) {
-  const archive = await openZip(input);
-  try {
-    const bundle = findAppBundle(archive.entries);
-    return {
-      dir: bundle.dir,
-      ...describeBundle(await readInfoPlist(archive, bundle.dir), `${bundle.dir}/Info.plist`),
-    };
-  } finally {
-    archive.close();
-  }
-}
 
 async function run(task: RunnerTask): Promise<RunnerResult> {
   if (task.kind === 'warm') {
     const warmed = await warmDigestCache(task.input, { cacheDir: task.cacheDir });
     return { ok: true, kind: 'warm', fromCache: warmed.fromCache };
   }
-  const app = await readApp(task.input);
-  // The mode picks its dylibs from the lists, and the substrate among them, in sign().
+  // The mode picks its dylibs from the lists, and the substrate among them, in sign(); DUP's new
+  // bundle id is the app's own and the task's suffix, read in the same opening of the IPA.
   const report = await sign({
     input: task.input,
     output: task.output,
@@ -48,9 +26,11 @@ async function run(task: RunnerTask): Promise<RunnerResult> {
     profile: Buffer.from(task.profile),
     mode: task.mode,
     dylibs: task.dylibs,
-    ...(task.dupTag !== undefined ? { bundleIdPrefix: `${app.bundleId}.${task.dupTag}` } : {}),
+    bundleIdSuffix: task.dupSuffix,
     cacheDir: task.cacheDir,
   });
+  // What the app said it was before signing renamed anything; its bundle id as signed.
+  const { app } = report;
   const main = report.bundles.find((b) => b.dir === app.dir)!;
   return {
     ok: true,

@@ -1,10 +1,8 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { signModeOf } from '@sideport/contracts';
 import type { DylibKind } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import { waitForEvent, type EventBus } from '../../platform/events.js';
@@ -18,6 +16,7 @@ import * as q from './queries.js';
 import type { Recovery } from './recovery.js';
 import type { RunnerIdentity, RunnerTask } from './runner-protocol.js';
 import { TaskAborted, type RunTask } from './run-task.js';
+import { fileTag } from './file-tag.js';
 import type { SignCache } from './sign-cache.js';
 import { publishSign } from './sign-events.js';
 
@@ -60,32 +59,13 @@ const REASON_NO_FEATHER = 'This worker has no Feather IPA (FEATHER_IPA).';
 /** A sign that runs longer than this is stuck: its process is ended and the attempt fails. */
 const MAX_SIGN_MS = 60 * 60_000;
 
-/** DUP's new bundle id segment: the same for a user and an app every time, different between users. */
-export const dupTag = (userId: string, appId: number) =>
-  `dup${createHash('sha256').update(`sideport-dup\0${userId}\0${appId}`).digest('hex').slice(0, 10)}`;
-
-const contentTags = new Map<string, Promise<string>>();
-
 /**
- * What a file holds, for "is the artifact made from this file": a SHA-256 of its content, so
- * workers on other machines with their own copy agree. Hashed once per process for each size and
- * modification time.
+ * DUP's new bundle id segment, `<app's id>.<this>`: the same for a user and an app every time,
+ * different between users. Every task carries it; packages/ipa's sign() uses it when the mode
+ * renames bundle ids (it alone reads what a mode does).
  */
-export async function fileTag(file: string): Promise<string> {
-  const s = await stat(file);
-  const key = `${file}\0${s.size}\0${s.mtimeMs}`;
-  let tag = contentTags.get(key);
-  if (!tag) {
-    tag = (async () => {
-      const hash = createHash('sha256');
-      for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-      return hash.digest('hex');
-    })();
-    tag.catch(() => contentTags.delete(key));
-    contentTags.set(key, tag);
-  }
-  return tag;
-}
+export const dupSuffix = (userId: string, appId: number) =>
+  `dup${createHash('sha256').update(`sideport-dup\0${userId}\0${appId}`).digest('hex').slice(0, 10)}`;
 
 const toRunnerIdentity = (
   identity: Awaited<ReturnType<SigningService['signingMaterial']>> & object,
@@ -213,7 +193,7 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         profile: material.profile,
         mode: row.signType,
         dylibs: settings.dylibs,
-        ...(signModeOf(row.signType).renamesBundleIds ? { dupTag: dupTag(row.userId, row.appId) } : {}),
+        dupSuffix: dupSuffix(row.userId, row.appId),
         cacheDir: cacheDir.dir,
       };
       const result = await run(task, AbortSignal.any([abort.signal, stopped.signal]));

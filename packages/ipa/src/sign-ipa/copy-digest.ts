@@ -1,0 +1,135 @@
+/**
+ * The second phase of a sign: the entries signing leaves as they are go out first, as their raw
+ * stored bytes, while the resources are digested (or their digests read from the cache). Signed
+ * code and new files follow them: knowing where the copies end, they are written as soon as they
+ * are ready, during the copy when no digest is missing.
+ */
+import { assertMachOsDecrypted } from '../check.js';
+import { digestEntries, readCachedDigests, writeCachedDigests, type FileDigests } from '../digest/index.js';
+import { isMachO } from '../macho/index.js';
+import type { ZipArchive, ZipEntry } from '../zip/index.js';
+import { createSignedZipWriter, type SignedZipWriter, type ZipEntryWriter } from '../zip/writer.js';
+import { outputBudget } from './output-budget.js';
+import { codeEntries, resourceEntries, type SigningPlan } from './plan.js';
+import { copyUnchanged } from './write-zip.js';
+
+export interface CopyOptions {
+  /** Keeps each version's resource digests, so signing it again skips inflating its resources. */
+  readonly cacheDir?: string | undefined;
+  /** Threads that digest the resources while they are copied. */
+  readonly digestWorkers?: number | undefined;
+  /** Stops the digest threads when signing fails, and the copy when digesting does. */
+  readonly stop: AbortController;
+  /** Called while signing waits for the digests: spool what will be streamed. */
+  readonly whileDigesting: () => void;
+}
+
+export interface SignedOutput {
+  readonly writer: SignedZipWriter;
+  /** Where signed code and new files go: after the copied entries. */
+  readonly out: ZipEntryWriter;
+  /**
+   * Copies the unchanged entries, digests the resources beside the copy, checks that the copied
+   * ones hold no encrypted code, and runs `sign` with the digests: at once with cached digests
+   * (signing runs beside the copy), else once the copy and the digests are done (and cached).
+   * Settles once everything has; the first failure stops the rest.
+   */
+  copyAndSign(
+    options: CopyOptions,
+    sign: (digests: ReadonlyMap<string, FileDigests>) => Promise<void>,
+  ): Promise<void>;
+}
+
+/**
+ * Opens the output: what signing rewrites (code, the mode's files, every CodeResources) is left
+ * out of the copy, and the output may hold what the copy and those add up to (output-budget.ts).
+ */
+export async function openSignedOutput(job: {
+  archive: ZipArchive;
+  plan: SigningPlan;
+  replaced: ReadonlyMap<string, Buffer>;
+  input: string;
+  output: string;
+}): Promise<SignedOutput> {
+  const { archive, plan, replaced } = job;
+  const code = codeEntries(plan);
+  const resources = resourceEntries(archive, plan, replaced);
+  const rewritten = new Set([
+    ...code,
+    ...replaced.keys(),
+    ...plan.inOrder.map((b) => `${b.dir}/_CodeSignature/CodeResources`),
+  ]);
+  const keep = (entry: ZipEntry) => !rewritten.has(entry.name);
+  // Entries copied as they are must hold no encrypted code either: the resources are sniffed as
+  // they are digested (or were, for the cache), the few others here.
+  const resourceNames = new Set(resources.map((entry) => entry.name));
+  const others = archive.entries.filter(
+    (e) => keep(e) && !e.isDirectory && !e.isSymlink && !resourceNames.has(e.name),
+  );
+  const otherHeads = await archive.readEntryHeads(others, 4);
+  const otherMachOs = others.filter((_, i) => isMachO(otherHeads[i]!));
+  const assertCopiedDecrypted = (digests: ReadonlyMap<string, FileDigests>): Promise<void> =>
+    assertMachOsDecrypted(archive, [
+      ...resources.filter((entry) => digests.get(entry.name)?.isMachO === true),
+      ...otherMachOs,
+    ]);
+  const maxOutputBytes = outputBudget({
+    inputBytes: archive.sizeBytes,
+    entries: archive.entries,
+    code: archive.entries.filter((entry) => code.has(entry.name)),
+    addedBytes: [...replaced.values()].map((bytes) => bytes.length),
+    bundleDirs: plan.inOrder.map((bundle) => bundle.dir),
+  });
+  const writer = await createSignedZipWriter(job.input, job.output, { maxBytes: maxOutputBytes });
+  const copiedBytes = archive.entries.reduce(
+    (sum, entry) => (keep(entry) ? sum + writer.copiedSize(entry) : sum),
+    0,
+  );
+  return {
+    writer,
+    out: writer.from(copiedBytes),
+    async copyAndSign(options, sign) {
+      const { stop } = options;
+      const copying = copyUnchanged(writer, archive, keep, stop.signal);
+      copying.catch((err: unknown) => stop.abort(err));
+      const copyDone = copying.then(
+        () => undefined,
+        () => undefined,
+      );
+      // Every resource that signing leaves as it is: digested as it is copied, or read from the
+      // cache (while the copy runs).
+      const cached =
+        options.cacheDir === undefined ? undefined : await readCachedDigests(options.cacheDir, resources);
+      if (cached !== undefined) {
+        const signing = assertCopiedDecrypted(cached).then(() => sign(cached));
+        signing.catch((err: unknown) => stop.abort(err));
+        await settleAll([copying, signing]);
+        return;
+      }
+      // Without cached digests, a digest thread reads and hashes the resources while the copy
+      // runs: two cores at work. Once the copy is done, this thread digests beside it.
+      const digesting = digestEntries(job.input, resources, {
+        ...(options.digestWorkers === undefined ? {} : { workers: options.digestWorkers }),
+        helpWhen: copyDone,
+        signal: stop.signal,
+      });
+      digesting.catch((err: unknown) => stop.abort(err));
+      options.whileDigesting();
+      const [, digests] = await settleAll([copying, digesting]);
+      await assertCopiedDecrypted(digests);
+      if (options.cacheDir !== undefined) await writeCachedDigests(options.cacheDir, resources, digests);
+      await sign(digests);
+    },
+  };
+}
+
+/**
+ * Waits for every one of the promises, then answers their values or throws the first failure
+ * (the others, stopped by it, fail with the same reason or a consequence of it).
+ */
+async function settleAll<T extends readonly unknown[]>(work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const results = await Promise.allSettled(work);
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return results.map((result) => (result as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
