@@ -145,8 +145,18 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     signing,
     signWorkers,
   } = services;
-  const { billing, billingProvider, devices, enrollment, registration, urls, decrypt, sign, checklist } =
-    services;
+  const {
+    billing,
+    billingProvider,
+    devCheckout,
+    devices,
+    enrollment,
+    registration,
+    urls,
+    decrypt,
+    sign,
+    checklist,
+  } = services;
   // The periodic work (lease sweeps, the file sweep, device registration, the session purge).
   const scheduler = createScheduler(periodicTasks(config, { role: 'api', services }), app.log);
   app.addHook('onClose', async () => {
@@ -184,6 +194,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(authRoutes, { auth, setup, navigation, guards, secureCookies: isHttps });
   await app.register(billingRoutes, {
     billing,
+    devCheckout,
     guards,
     siteCheck,
     providerName: billingProvider.name,

@@ -7,6 +7,7 @@ import { AGENT_ONLINE_WITHIN_MS, createAgentService } from './modules/agents/ser
 import { createNavigationTokens } from './modules/auth/navigation-tokens.js';
 import { createAuthService } from './modules/auth/service.js';
 import { createSetupLinkService } from './modules/auth/setup-link.js';
+import { createDevCheckout } from './modules/billing/dev-checkout.js';
 import { createBillingService, createDecryptUsage } from './modules/billing/service.js';
 import { createBillingProvider } from './modules/billing/setup.js';
 import { createItunesClient } from './modules/catalog/itunes.js';
@@ -289,6 +290,8 @@ export function createPeopleServices(
     freeDailyLimit: config.FREE_DAILY_LIMIT,
     log,
   });
+  // The test-mode checkout's pages pay through the billing service, as a webhook does.
+  const devCheckout = createDevCheckout({ db, clock, billing });
   const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
   const registration = createRegistrationService({
     db,
@@ -299,7 +302,7 @@ export function createPeopleServices(
     metrics,
     ...(faults ? { faults } : {}),
   });
-  return { billingProvider, billing, enrollment, registration };
+  return { billingProvider, billing, devCheckout, enrollment, registration };
 }
 
 /** 4. What only the API serves. */
