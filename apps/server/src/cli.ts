@@ -26,11 +26,11 @@ import { AppError, fail } from './platform/errors.js';
 import { OWNER_ONLY_UMASK, secureDataDir } from './platform/data-dir.js';
 import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
 import { createScheduler } from './platform/scheduler.js';
+import { periodicTasks, stopServices } from './lifecycle.js';
 import {
   createAccountServices,
   createCoreServices,
   createPeopleServices,
-  periodicTasks,
   type AccountServices,
   type CoreServices,
   type ServiceDeps,
@@ -201,9 +201,9 @@ program
   .action(async (name: string) => {
     const checked = createAgentRequest.safeParse({ name });
     if (!checked.success) throw new InvalidArgumentError(checked.error.issues[0]?.message ?? 'bad name');
-    const made = await withServices(async ({ agents, catalog }) => {
+    const made = await withServices(async ({ agents, audit }) => {
       const agent = await agents.create(checked.data.name);
-      await catalog.audit(CLI_ACTOR, 'create-agent', { id: agent.id, name: agent.name });
+      await audit.record(CLI_ACTOR, 'create-agent', { id: agent.id, name: agent.name });
       return agent;
     });
     console.log(
@@ -246,9 +246,9 @@ program
   .description("revoke a decrypt agent's token; its jobs go back to the queue at once")
   .argument('<id>', 'agent id (see agent:list)', storeId)
   .action(async (id: number) => {
-    const revoked = await withServices(async ({ agents, catalog }) => {
+    const revoked = await withServices(async ({ agents, audit }) => {
       const agent = await agents.revoke(id);
-      await catalog.audit(CLI_ACTOR, 'revoke-agent', { id: String(agent.id), name: agent.name });
+      await audit.record(CLI_ACTOR, 'revoke-agent', { id: String(agent.id), name: agent.name });
       return agent;
     });
     console.log(`Agent ${revoked.id} (${revoked.name}) is revoked: its token no longer works.`);
@@ -374,11 +374,7 @@ program
       process.once('SIGTERM', () => resolve('SIGTERM'));
     });
     log.info({ signal }, 'Stopping: signs under way go back to the queue.');
-    await scheduler.stop();
-    await services.recovery.close();
-    await services.signWorkers.stop();
-    await served?.close();
-    await services.bus.close();
+    await stopServices(services, scheduler, served);
     await database.close();
   });
 
