@@ -30,7 +30,8 @@ import { decryptRoutes } from './modules/decrypt/routes.js';
 import { signRoutes } from './modules/sign/routes.js';
 import { eventRoutes } from './modules/events/routes.js';
 import { streamCapFor } from './modules/events/stream-limits.js';
-import { createServices, periodicTasks } from './services.js';
+import { periodicTasks, stopServices } from './lifecycle.js';
+import { createServices } from './services.js';
 import type { Config } from './platform/config.js';
 import { registerBodyIdleTimeout } from './platform/body-timeout.js';
 import { createClientErrorHandler } from './platform/client-error.js';
@@ -140,22 +141,29 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     bus,
     files,
     catalog,
+    audit,
     jobs,
     agents,
     signing,
     signWorkers,
   } = services;
-  const { billing, billingProvider, devices, enrollment, registration, urls, decrypt, sign, checklist } =
-    services;
+  const {
+    billing,
+    billingProvider,
+    devCheckout,
+    devices,
+    enrollment,
+    registration,
+    urls,
+    decrypt,
+    sign,
+    checklist,
+  } = services;
   // The periodic work (lease sweeps, the file sweep, device registration, the session purge).
   const scheduler = createScheduler(periodicTasks(config, { role: 'api', services }), app.log);
+  // In the order lifecycle.ts gives, the same as `sideport worker`'s.
   app.addHook('onClose', async () => {
-    await scheduler.stop();
-    await services.recovery.close();
-    await signWorkers.stop();
-    // Digest cache warm-ups that uploads did not wait for finish before the process ends.
-    await jobs.settle();
-    await bus.close();
+    await stopServices(services, scheduler);
   });
   registerRequestMetrics(app, metrics);
   await app.register(fastifyCookie);
@@ -184,6 +192,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(authRoutes, { auth, setup, navigation, guards, secureCookies: isHttps });
   await app.register(billingRoutes, {
     billing,
+    devCheckout,
     guards,
     siteCheck,
     providerName: billingProvider.name,
@@ -200,7 +209,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(agentRoutes, { agents, jobs, uploadIdleTimeoutMs: config.AGENT_UPLOAD_IDLE_TIMEOUT_MS });
-  await app.register(adminRoutes, { guards, agents, jobs, catalog, checklist });
+  await app.register(adminRoutes, { guards, agents, jobs, audit, checklist });
   // Each stream holds a connection (a file): the process's cap stays below its open-file limit.
   const openFiles = readOpenFileLimit();
   const streamLimits = {
@@ -217,10 +226,10 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     guards,
     enrollment,
     registration,
-    audit: catalog.audit,
+    audit: audit.record,
     publicUrl: config.PUBLIC_URL,
   });
-  await app.register(identityRoutes, { guards, signing, audit: catalog.audit });
+  await app.register(identityRoutes, { guards, signing, audit: audit.record });
   await app.register(poolRoutes, { guards, pool: accountPool });
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());

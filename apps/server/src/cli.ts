@@ -1,113 +1,41 @@
-import {
-  createReadStream,
-  createWriteStream,
-  existsSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-} from 'node:fs';
-import { readdir, rename, rm } from 'node:fs/promises';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { COUNTRIES, createAgentRequest, userId } from '@sideport/contracts';
-import { DataFolderInUseError, openDatabase } from './db/client.js';
+import { addBackupCommands } from './cli/backup.js';
+import {
+  CLI_ACTOR,
+  cli,
+  commandConfig,
+  country,
+  integer,
+  storeId,
+  withAuth,
+  withDatabase,
+  withServices,
+} from './cli/context.js';
+import { addWorkerCommand } from './cli/worker.js';
+import { DataFolderInUseError } from './db/client.js';
 import { DEMO_DATA_DIR } from './dev/demo-data.js';
 import { startItunesServer } from './dev/itunes-server.js';
 import { simulateDevice, simulationDeps, type SimulatedEnrollment } from './modules/devices/simulate.js';
-import { serveMetrics } from './modules/metrics/routes.js';
-import { createSideportMetrics } from './modules/metrics/service.js';
-import { restoreBackup, verifyBackup, writeBackup, type BackupSummary } from './platform/backup.js';
 import { ADMIN_GRADE, md5Hex, openConfiguredDatabase } from './platform/bootstrap.js';
-import { ConfigError, loadConfig, type Config } from './platform/config.js';
-import { ControlRefusal, requestBackup, requestSimulateDevice } from './platform/control-socket.js';
+import { ConfigError } from './platform/config.js';
+import { ControlRefusal, requestSimulateDevice } from './platform/control-socket.js';
 import { AppError, fail } from './platform/errors.js';
-import { OWNER_ONLY_UMASK, secureDataDir } from './platform/data-dir.js';
-import { createProcessLogger, logProcessWarnings } from './platform/logger.js';
-import { createScheduler } from './platform/scheduler.js';
-import {
-  createAccountServices,
-  createCoreServices,
-  createPeopleServices,
-  periodicTasks,
-  type AccountServices,
-  type CoreServices,
-  type ServiceDeps,
-} from './services.js';
-
-// What a command and its children create is the operator's alone (docs/security.md, Data at rest).
-process.umask(OWNER_ONLY_UMASK);
+import { OWNER_ONLY_UMASK } from './platform/data-dir.js';
+import { logProcessWarnings } from './platform/logger.js';
+import { createAccountServices, createCoreServices, createPeopleServices } from './services.js';
 
 /**
  * Operator commands. They read the same environment as the server (DATA_DIR or DATABASE_URL).
- * Every log line is JSON (pino), on stderr: stdout carries what a command answers (a token, a
- * table). `worker` runs as a service and logs to stdout, as the server does.
+ * What they share (the log, the configuration, the services) is cli/context.ts; `worker` and
+ * `backup`/`restore` are in cli/.
  */
-const cli = { log: createProcessLogger({ LOG_LEVEL: 'info' }, 2) };
+
+// What a command and its children create is the operator's alone (docs/security.md, Data at rest).
+process.umask(OWNER_ONLY_UMASK);
 logProcessWarnings(() => cli.log);
-
-/**
- * The configuration, and the log level it names (until it is read, the level is info). With
- * `secure`, what Sideport keeps in DATA_DIR is made the user's alone; a command that checks the
- * folder first (backup, restore) passes false and secures it once the check passed, if at all.
- */
-function commandConfig({ secure = true }: { secure?: boolean } = {}): Config {
-  const config = loadConfig();
-  cli.log.level = config.LOG_LEVEL;
-  if (secure) secureDataDir(config.DATA_DIR, cli.log, { create: false });
-  return config;
-}
-
-/** The configuration and a migrated database, as the composition root (services.ts) takes them, for `fn`. */
-async function withDatabase<T>(fn: (deps: ServiceDeps) => Promise<T>): Promise<T> {
-  const config = commandConfig();
-  const database = await openConfiguredDatabase(config);
-  try {
-    await database.migrate();
-    return await fn({ config, database, clock: () => new Date(), log: cli.log });
-  } finally {
-    await database.close();
-  }
-}
-
-/** The accounts' services: the same the API uses. */
-function withAuth<T>(fn: (auth: AccountServices['auth']) => Promise<T>): Promise<T> {
-  return withDatabase((deps) => fn(createAccountServices(deps).auth));
-}
-
-/** The services an operator command acts through: the same the admin API uses. */
-function withServices<T>(fn: (services: CoreServices) => Promise<T>): Promise<T> {
-  return withDatabase(async (deps) => {
-    const services = await createCoreServices(deps);
-    try {
-      return await fn(services);
-    } finally {
-      await services.bus.close();
-    }
-  });
-}
-
-/** Who the audit log names for what an operator did from the command line. */
-const CLI_ACTOR = 'operator (cli)';
-
-const storeId = (value: string) => {
-  if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value)))
-    throw new InvalidArgumentError('must be a positive whole number');
-  return Number(value);
-};
-
-const country = (value: string) => {
-  const upper = value.toUpperCase();
-  if (!(COUNTRIES as readonly string[]).includes(upper))
-    throw new InvalidArgumentError(`must be one of ${COUNTRIES.join(', ')}`);
-  return upper;
-};
-
-const integer = (value: string) => {
-  if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError('must be a whole number');
-  return Number(value);
-};
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -201,9 +129,9 @@ program
   .action(async (name: string) => {
     const checked = createAgentRequest.safeParse({ name });
     if (!checked.success) throw new InvalidArgumentError(checked.error.issues[0]?.message ?? 'bad name');
-    const made = await withServices(async ({ agents, catalog }) => {
+    const made = await withServices(async ({ agents, audit }) => {
       const agent = await agents.create(checked.data.name);
-      await catalog.audit(CLI_ACTOR, 'create-agent', { id: agent.id, name: agent.name });
+      await audit.record(CLI_ACTOR, 'create-agent', { id: agent.id, name: agent.name });
       return agent;
     });
     console.log(
@@ -246,9 +174,9 @@ program
   .description("revoke a decrypt agent's token; its jobs go back to the queue at once")
   .argument('<id>', 'agent id (see agent:list)', storeId)
   .action(async (id: number) => {
-    const revoked = await withServices(async ({ agents, catalog }) => {
+    const revoked = await withServices(async ({ agents, audit }) => {
       const agent = await agents.revoke(id);
-      await catalog.audit(CLI_ACTOR, 'revoke-agent', { id: String(agent.id), name: agent.name });
+      await audit.record(CLI_ACTOR, 'revoke-agent', { id: String(agent.id), name: agent.name });
       return agent;
     });
     console.log(`Agent ${revoked.id} (${revoked.name}) is revoked: its token no longer works.`);
@@ -324,156 +252,8 @@ program
     console.log(made.udid);
   });
 
-program
-  .command('worker')
-  .description('run sign workers against this database and storage until stopped (SIGINT or SIGTERM)')
-  .option('--workers <n>', 'signs at once in this process (default: SIGN_WORKERS, at least 1)', integer)
-  .action(async (options: { workers?: number }) => {
-    // A service: its log goes to stdout, as the server's does.
-    cli.log = createProcessLogger({ LOG_LEVEL: 'info' }, 1);
-    const config = commandConfig();
-    const log = cli.log;
-    const count = options.workers ?? Math.max(1, config.SIGN_WORKERS);
-    if (count < 1 || count > 64) throw new InvalidArgumentError('--workers must be from 1 to 64');
-    const database = await openConfiguredDatabase(config);
-    await database.migrate();
-    const clock = () => new Date();
-    const metrics = createSideportMetrics({
-      db: database.db,
-      clock,
-      decryptLeaseSeconds: config.DECRYPT_LEASE_SECONDS,
-      log,
-    });
-    const services = await createCoreServices({ config, database, clock, log }, metrics.service);
-    const served =
-      config.METRICS_PORT === undefined
-        ? undefined
-        : await serveMetrics({
-            host: config.HOST,
-            port: config.METRICS_PORT,
-            token: config.METRICS_TOKEN,
-            metrics,
-            log,
-          });
-    services.signWorkers.start(count);
-    // The API's periodic work that applies here: the sign lease sweep and the file sweep.
-    const scheduler = createScheduler(periodicTasks(config, { role: 'worker', services }), log);
-    scheduler.start();
-    log.info(
-      {
-        workers: count,
-        database: database.description,
-        storage: services.files.description,
-        metrics: served?.url ?? null,
-      },
-      `Sign worker started: ${count} at once, ${database.description}, storage ${services.files.description}` +
-        (served ? `, metrics on ${served.url}.` : '.'),
-    );
-    const signal = await new Promise<string>((resolve) => {
-      process.once('SIGINT', () => resolve('SIGINT'));
-      process.once('SIGTERM', () => resolve('SIGTERM'));
-    });
-    log.info({ signal }, 'Stopping: signs under way go back to the queue.');
-    await scheduler.stop();
-    await services.recovery.close();
-    await services.signWorkers.stop();
-    await served?.close();
-    await services.bus.close();
-    await database.close();
-  });
-
-/** `backup` and `restore` cover the embedded default; PostgreSQL and S3 have their own tools. */
-function refuseScaled(config: Config, command: string) {
-  const what = [
-    config.DATABASE_URL ? 'DATABASE_URL (use pg_dump)' : '',
-    config.STORAGE_URL ? 'STORAGE_URL (copy the bucket)' : '',
-  ]
-    .filter(Boolean)
-    .join(' and ');
-  if (what) {
-    throw new InvalidArgumentError(
-      `sideport ${command} covers the embedded database and files in DATA_DIR; with ${what} see the README's Backups section.`,
-    );
-  }
-}
-
-const describeBackup = (summary: BackupSummary) =>
-  `the database (${summary.databaseBytes} bytes) and ${summary.files} stored files (${summary.fileBytes} bytes)`;
-
-program
-  .command('backup')
-  .description(
-    'write a snapshot of the embedded database and its files to <file> (the server may be running)',
-  )
-  .argument('<file>', 'the backup file to write (it holds secrets: it is made readable by its owner only)')
-  .action(async (file: string) => {
-    const config = commandConfig({ secure: false });
-    refuseScaled(config, 'backup');
-    secureDataDir(config.DATA_DIR, cli.log, { create: false });
-    const target = path.resolve(file);
-    if (existsSync(target))
-      throw new InvalidArgumentError(`There is already a file at ${target}; name a new one.`);
-    // Written aside and renamed when whole and checked: a file at `target` is always a whole backup.
-    const partial = `${target}.partial-${process.pid}`;
-    try {
-      const out = () => createWriteStream(partial, { flags: 'wx', mode: 0o600 });
-      const fromServer = await requestBackup(config.DATA_DIR);
-      if (fromServer) {
-        cli.log.info({ dataDir: config.DATA_DIR }, 'backup: the server is running; it writes the snapshot');
-        await pipeline(fromServer, out());
-      } else {
-        // No server: this process opens the folder itself (refused, naming the holder, if one does hold it).
-        const database = await openConfiguredDatabase(config);
-        try {
-          await writeBackup({ dataDir: config.DATA_DIR, dumpDatabase: () => database.dumpDataDir!() }, out());
-        } finally {
-          await database.close();
-        }
-      }
-      const summary = await verifyBackup(partial);
-      await rename(partial, target);
-      cli.log.info({ file: target, viaServer: fromServer !== undefined, ...summary }, 'backup written');
-      console.log(
-        `Backup written to ${target}: ${describeBackup(summary)}. It holds secrets: keep it private.`,
-      );
-    } catch (err) {
-      await rm(partial, { force: true });
-      throw err;
-    }
-  });
-
-program
-  .command('restore')
-  .description('restore a backup made by sideport backup into an empty DATA_DIR')
-  .argument('<file>', 'the backup file')
-  .action(async (file: string) => {
-    // Restore changes nothing in a folder it refuses; what it writes is made private as it is written.
-    const config = commandConfig({ secure: false });
-    refuseScaled(config, 'restore');
-    if (!statSync(file, { throwIfNoEntry: false })?.isFile())
-      throw new InvalidArgumentError(`There is no file at ${file}.`);
-    const dir = config.DATA_DIR;
-    const present = existsSync(dir) ? readdirSync(dir) : [];
-    if (present.length > 0) {
-      throw new InvalidArgumentError(
-        `DATA_DIR ${dir} is not empty: restore fills an empty folder only. Move it aside or set DATA_DIR to a new folder.`,
-      );
-    }
-    // Empty (or missing): made the user's alone before anything is written into it.
-    secureDataDir(dir, cli.log, { create: true });
-    try {
-      const summary = await restoreBackup(createReadStream(file), dir, async (pgliteDir) => {
-        const database = await openDatabase({ pgliteDir });
-        await database.close();
-      });
-      cli.log.info({ file: path.resolve(file), dataDir: dir, ...summary }, 'backup restored');
-      console.log(`Restored ${describeBackup(summary)} into ${dir}. Start the server on it.`);
-    } catch (err) {
-      // The folder was empty: what is in it now is this restore's, and half a restore is of no use.
-      for (const name of await readdir(dir)) await rm(path.join(dir, name), { recursive: true, force: true });
-      throw err;
-    }
-  });
+addWorkerCommand(program);
+addBackupCommands(program);
 
 program
   .command('itunes:serve')

@@ -105,7 +105,7 @@ describe.each(databaseKinds)('operator commands on %s', (kind) => {
     expect((await runCli(['agent:list'], env)).out).toContain('No agents.');
     await withServer(async (built) => {
       expect((await claimWith(built, token!)).statusCode).toBe(401);
-      const audit = await built.services.catalog.auditPage(0, 10);
+      const audit = await built.services.audit.page(0, 10);
       expect(audit.map((a) => [a.actor, a.action])).toEqual([
         ['operator (cli)', 'revoke-agent'],
         ['operator (cli)', 'create-agent'],

@@ -5,8 +5,10 @@ import type { DatabaseHandle } from './db/client.js';
 import { createSetupChecklist } from './modules/admin/setup-checklist.js';
 import { AGENT_ONLINE_WITHIN_MS, createAgentService } from './modules/agents/service.js';
 import { createNavigationTokens } from './modules/auth/navigation-tokens.js';
+import { createAuditLog, type RecordAudit } from './modules/audit/service.js';
 import { createAuthService } from './modules/auth/service.js';
 import { createSetupLinkService } from './modules/auth/setup-link.js';
+import { createDevCheckout } from './modules/billing/dev-checkout.js';
 import { createBillingService, createDecryptUsage } from './modules/billing/service.js';
 import { createBillingProvider } from './modules/billing/setup.js';
 import { createItunesClient } from './modules/catalog/itunes.js';
@@ -38,7 +40,6 @@ import type { Config } from './platform/config.js';
 import { createDiskGuard } from './platform/disk-space.js';
 import { createEventBus } from './platform/events.js';
 import { createFaultTracker, type FaultTracker } from './platform/faults.js';
-import type { PeriodicTask } from './platform/scheduler.js';
 import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platform/secrets.js';
 import { settingOrCreate } from './platform/settings.js';
 import { createUrlSigner } from './platform/signed-urls.js';
@@ -124,6 +125,8 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     dropDecryptedFiles({ files, bus, log }),
     dropSignsOfVersions({ db, files, cache: signCache, log }),
   ];
+  // Who did what: written by every module that acts, read by the admin console.
+  const audit = createAuditLog({ db });
   const catalog = createCatalogService({
     db,
     itunes,
@@ -131,6 +134,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     cacheTtlMs: config.CATALOG_CACHE_MINUTES * 60_000,
     allowPaid: config.DECRYPT_ALLOW_PAID,
     log,
+    audit: audit.record,
     onRemoved: async (removed) => {
       for (const drop of whenVersionsRemoved) await drop(removed);
     },
@@ -167,7 +171,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
   // Devices are read by the signing identity (the Registered devices a profile lists).
   const devices = createDeviceService({ db, bus });
   // Re-signs in the background: recovery and the moves of the account pool ask for them.
-  const resign = createResignService({ db, clock, bus, audit: catalog.audit });
+  const resign = createResignService({ db, clock, bus, audit: audit.record });
   const renewBeforeMs = config.RENEW_BEFORE_DAYS * 86_400_000;
   const { signingIdentity, accountPool } = createSigningIdentity({
     config,
@@ -177,7 +181,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     bus,
     devices,
     resign,
-    audit: catalog.audit,
+    audit: audit.record,
     log,
   });
   // The configured accounts are in the database before anything places a device.
@@ -209,7 +213,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     clock,
     signing,
     resign,
-    audit: catalog.audit,
+    audit: audit.record,
     renewBeforeMs,
     log,
   });
@@ -251,6 +255,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     bus,
     files,
     signCache,
+    audit,
     catalog,
     jobs,
     agents,
@@ -287,6 +292,8 @@ export function createPeopleServices(
     freeDailyLimit: config.FREE_DAILY_LIMIT,
     log,
   });
+  // The test-mode checkout's pages pay through the billing service, as a webhook does.
+  const devCheckout = createDevCheckout({ db, clock, billing });
   const enrollment = createEnrollmentService({ db, clock, bus, ...enrollmentSettings(config) });
   const registration = createRegistrationService({
     db,
@@ -297,7 +304,7 @@ export function createPeopleServices(
     metrics,
     ...(faults ? { faults } : {}),
   });
-  return { billingProvider, billing, enrollment, registration };
+  return { billingProvider, billing, devCheckout, enrollment, registration };
 }
 
 /** 4. What only the API serves. */
@@ -386,66 +393,6 @@ export type Services = Awaited<ReturnType<typeof createServices>>;
 /** How long GET /api/feather/install waits for a Feather sign under way (a Feather IPA signs in seconds). */
 const FEATHER_WAIT_MS = 60_000;
 
-/** How often every process returns the decrypt jobs and signs whose holder went quiet. */
-const LEASE_SWEEP_MS = 5000;
-/** Ended sessions and the sign-in counters of ended windows. */
-const SESSION_PURGE_MS = 3_600_000;
-
-/**
- * The periodic work of a process (platform/scheduler.ts), from one list: an API process runs all
- * of it; `sideport worker` the tasks of what it has (its sign leases, its files). The claim
- * queries skip rows another process takes, so every process may run each task at once.
- */
-export function periodicTasks(
-  config: Config,
-  process: { role: 'api'; services: Services } | { role: 'worker'; services: CoreServices },
-): PeriodicTask[] {
-  const { services } = process;
-  const everyProcess: PeriodicTask[] = [
-    { name: 'sign-lease-sweep', intervalMs: LEASE_SWEEP_MS, run: () => services.signWorkers.sweep() },
-    // Files nothing uses any more go, at start and periodically (one process at a time sweeps the store).
-    ...(config.ORPHAN_SWEEP_MINUTES > 0
-      ? [
-          {
-            name: 'file-sweep',
-            intervalMs: config.ORPHAN_SWEEP_MINUTES * 60_000,
-            runAtStart: true,
-            run: () => services.fileSweep.sweep(),
-          },
-        ]
-      : []),
-    // Revoked or expiring certificates and profiles are replaced (one process at a time runs a pass).
-    ...(config.RECOVERY_CHECK_MINUTES > 0
-      ? [
-          {
-            name: 'recovery',
-            intervalMs: config.RECOVERY_CHECK_MINUTES * 60_000,
-            runAtStart: true,
-            run: async () => void (await services.recovery.runPass('periodic check')),
-          },
-        ]
-      : []),
-  ];
-  if (process.role === 'worker') return everyProcess;
-  const { jobs, registration, auth } = process.services;
-  return [
-    { name: 'decrypt-lease-sweep', intervalMs: LEASE_SWEEP_MS, run: () => jobs.sweepExpiredLeases() },
-    ...everyProcess,
-    // Paid devices are registered and old ones expire; a device change any process tells of starts a pass at once.
-    ...(config.REGISTRATION_INTERVAL_SECONDS > 0
-      ? [
-          {
-            name: 'device-registration',
-            intervalMs: config.REGISTRATION_INTERVAL_SECONDS * 1000,
-            run: () => registration.runPass(),
-            wakeOn: (wake: () => void) => registration.onDeviceChange(wake),
-          },
-        ]
-      : []),
-    { name: 'session-purge', intervalMs: SESSION_PURGE_MS, run: () => auth.purgeExpiredSessions() },
-  ];
-}
-
 /**
  * The operator's Apple developer accounts when an App Store Connect key is configured: a pool of
  * the ASC_KEY_ID account (its certificate from SIGN_P12, or made through the API), those of
@@ -460,7 +407,7 @@ function createSigningIdentity(deps: {
   bus: Awaited<ReturnType<typeof createEventBus>>;
   devices: DeviceService;
   resign: ReturnType<typeof createResignService>;
-  audit: (actor: string, action: string, subject: object) => Promise<void>;
+  audit: RecordAudit;
   log: ServiceDeps['log'];
 }): { signingIdentity: SigningIdentityProvider; accountPool: AccountPool | undefined } {
   const { config, db, secrets, clock, bus, devices, resign, audit, log } = deps;

@@ -118,12 +118,3 @@ export const blacklist = pgTable(
   },
   (t) => [primaryKey({ columns: [t.country, t.appId] })],
 );
-
-/** Who deleted or blacklisted what, and when (docs/architecture.md, Operator policy). */
-export const auditLog = pgTable('audit_log', {
-  id: bigserial('id', { mode: 'number' }).primaryKey(),
-  actor: text('actor').notNull(),
-  action: text('action').notNull(),
-  subject: jsonb('subject').notNull(),
-  at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
-});

@@ -1,5 +1,6 @@
 export * from './accounts.js';
 export * from './catalog.js';
+export * from './audit.js';
 export * from './billing.js';
 export * from './developer-accounts.js';
 export * from './devices.js';

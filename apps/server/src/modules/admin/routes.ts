@@ -12,7 +12,7 @@ import {
 } from '@sideport/contracts';
 import { currentUser, type Guards } from '../auth/guard.js';
 import type { AgentService } from '../agents/service.js';
-import type { CatalogService } from '../catalog/service.js';
+import type { AuditLog } from '../audit/service.js';
 import type { JobService } from '../decrypt/jobs.js';
 import type { SetupChecklist } from './setup-checklist.js';
 
@@ -20,7 +20,7 @@ export interface AdminRoutesDeps {
   guards: Guards;
   agents: AgentService;
   jobs: Pick<JobService, 'retry' | 'queuePage'>;
-  catalog: Pick<CatalogService, 'audit' | 'auditPage'>;
+  audit: AuditLog;
   checklist: SetupChecklist;
 }
 
@@ -34,7 +34,7 @@ const idParams = z.object({ id: idParam('id') });
  */
 export async function adminRoutes(
   app: FastifyInstance,
-  { guards, agents, jobs, catalog, checklist }: AdminRoutesDeps,
+  { guards, agents, jobs, audit, checklist }: AdminRoutesDeps,
 ) {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const admin = { onRequest: guards.requireAdmin };
@@ -49,7 +49,7 @@ export async function adminRoutes(
     { ...admin, schema: { body: createAgentRequest, response: { 200: createdAgent } } },
     async (request) => {
       const made = await agents.create(request.body.name);
-      await catalog.audit(currentUser(request).id, 'create-agent', { id: made.id, name: made.name });
+      await audit.record(currentUser(request).id, 'create-agent', { id: made.id, name: made.name });
       return made;
     },
   );
@@ -60,7 +60,7 @@ export async function adminRoutes(
 
   r.delete('/api/admin/agents/:id', { ...admin, schema: { params: idParams } }, async (request, reply) => {
     const revoked = await agents.revoke(request.params.id);
-    await catalog.audit(currentUser(request).id, 'revoke-agent', {
+    await audit.record(currentUser(request).id, 'revoke-agent', {
       id: String(revoked.id),
       name: revoked.name,
     });
@@ -93,7 +93,7 @@ export async function adminRoutes(
 
   r.post('/api/admin/queue/:id/retry', { ...admin, schema: { params: idParams } }, async (request, reply) => {
     const entry = await jobs.retry(request.params.id);
-    await catalog.audit(currentUser(request).id, 'retry', {
+    await audit.record(currentUser(request).id, 'retry', {
       seq: String(entry.seq),
       appId: String(entry.appId),
     });
@@ -104,7 +104,7 @@ export async function adminRoutes(
     '/api/admin/audit/:page',
     { ...admin, schema: { params: pageParams, response: { 200: z.array(auditEntry) } } },
     async (request) => {
-      const rows = await catalog.auditPage(request.params.page, ADMIN_PAGE_SIZE);
+      const rows = await audit.page(request.params.page, ADMIN_PAGE_SIZE);
       return rows.map((row) => ({
         id: String(row.id),
         actor: row.actor,

@@ -6,6 +6,7 @@ import type { SiteCheck } from '../../platform/cross-site.js';
 import { publicOrigin } from '../../platform/public-origin.js';
 import { opaqueIdParam } from '../../platform/params.js';
 import { currentUser, type Guards } from '../auth/guard.js';
+import type { DevCheckout } from './dev-checkout.js';
 import { DEV_PAGE_CSP, renderCheckoutPage, renderPortalPage } from './dev-pages.js';
 import { DEV_CHECKOUT_PATH, DEV_PORTAL_PATH } from './provider-dev.js';
 import { isPlanNumber } from './schemas.js';
@@ -13,6 +14,8 @@ import type { BillingService, CheckoutAsk } from './service.js';
 
 export interface BillingRoutesDeps {
   billing: BillingService;
+  /** The test-mode checkout's pages, served when `providerName` is 'dev'. */
+  devCheckout: DevCheckout;
   guards: Guards;
   /** The cross-site rule of the API, for the test-mode pages outside /api. */
   siteCheck: SiteCheck;
@@ -40,7 +43,7 @@ function parseService(raw: string): CheckoutAsk {
 
 export async function billingRoutes(
   app: FastifyInstance,
-  { billing, guards, siteCheck, providerName, publicUrl }: BillingRoutesDeps,
+  { billing, devCheckout, guards, siteCheck, providerName, publicUrl }: BillingRoutesDeps,
 ) {
   const baseUrl = (request: FastifyRequest) => publicOrigin(request, publicUrl);
   const signedIn = { onRequest: guards.requireUser };
@@ -115,19 +118,16 @@ export async function billingRoutes(
       const dev = scope.withTypeProvider<ZodTypeProvider>();
       const checkout = { ...signedIn, schema: { params: checkoutParams } };
       dev.get(`${DEV_CHECKOUT_PATH}/:id`, checkout, async (request, reply) => {
-        const view = await billing.devCheckout(request.params.id, currentUser(request).id);
+        const view = await devCheckout.view(request.params.id, currentUser(request).id);
         return reply.type('text/html; charset=utf-8').send(renderCheckoutPage(view, DEV_CHECKOUT_PATH));
       });
 
       dev.post(`${DEV_CHECKOUT_PATH}/:id/pay`, checkout, async (request, reply) => {
-        return reply.redirect(await billing.payDevCheckout(request.params.id, currentUser(request).id), 303);
+        return reply.redirect(await devCheckout.pay(request.params.id, currentUser(request).id), 303);
       });
 
       dev.post(`${DEV_CHECKOUT_PATH}/:id/cancel`, checkout, async (request, reply) => {
-        return reply.redirect(
-          await billing.cancelDevCheckout(request.params.id, currentUser(request).id),
-          303,
-        );
+        return reply.redirect(await devCheckout.cancel(request.params.id, currentUser(request).id), 303);
       });
 
       scope.get(DEV_PORTAL_PATH, signedIn, async (request, reply) => {

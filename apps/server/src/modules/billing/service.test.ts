@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
-import { addMonthsUtc, mergeSubscription, type SubscriptionState } from './service.js';
+import { addMonthsUtc } from './dev-checkout.js';
+import { mergeSubscription, type SubscriptionState } from './service.js';
 
 describe('mergeSubscription', () => {
   const observation = fc.record({

@@ -10,8 +10,6 @@ import {
   isPlanNumber,
   PLANS,
   REPLACING_STATUS,
-  describeItem,
-  storedItem,
   type BillingEvent,
   type Item,
   type PlanNumber,
@@ -64,24 +62,6 @@ export function createDecryptUsage({ db }: { db: Database }) {
 }
 
 export type DecryptUsage = ReturnType<typeof createDecryptUsage>;
-
-/** Adds calendar months in UTC; the 31st plus one month is the last day of the shorter month. */
-export function addMonthsUtc(d: Date, months: number): Date {
-  const y = d.getUTCFullYear();
-  const m = d.getUTCMonth() + months;
-  const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
-  return new Date(
-    Date.UTC(
-      y,
-      m,
-      Math.min(d.getUTCDate(), lastDay),
-      d.getUTCHours(),
-      d.getUTCMinutes(),
-      d.getUTCSeconds(),
-      d.getUTCMilliseconds(),
-    ),
-  );
-}
 
 // Canceled and incomplete_expired are final in Stripe: nothing brings such a subscription back.
 const STATUS_RANK: Record<string, number> = {
@@ -137,8 +117,6 @@ export function mergeSubscription(
   if (!isNewer) return { ...current, currentPeriodEnd };
   return { plan: obs.plan ?? current.plan, status: obs.status, statusAt: obs.at, currentPeriodEnd };
 }
-
-const checkoutGone = () => fail('CHECKOUT_GONE');
 
 export function createBillingService(deps: BillingServiceDeps) {
   const { db, clock, provider, devices, users, freeDailyLimit, log } = deps;
@@ -343,42 +321,6 @@ export function createBillingService(deps: BillingServiceDeps) {
     return { kind: 'device', index: ask.index, deviceId: device.id };
   }
 
-  async function ownDevCheckout(id: string, userId: string) {
-    const row = await q.findDevCheckout(db, id);
-    if (!row || row.userId !== userId) throw notFound('This checkout');
-    const parsed = storedItem.safeParse(row.item);
-    if (!parsed.success) throw notFound('This checkout');
-    const isOpen = row.outcome === null && row.expiresAt.getTime() > clock().getTime();
-    return { row, item: parsed.data as Item, isOpen };
-  }
-
-  function devEvent(id: string, userId: string, item: Item, now: Date): BillingEvent {
-    const eventId = `dev_evt_${id}`;
-    const type = 'dev.checkout.paid';
-    const { amountCents } = describeItem(item);
-    if (item.kind === 'plan') {
-      const periodEnd = PLANS[item.plan].interval === 'month' ? addMonthsUtc(now, 1) : addMonthsUtc(now, 12);
-      return {
-        kind: 'subscription',
-        eventId,
-        type,
-        at: now,
-        subscriptionId: `dev_sub_${id}`,
-        userId,
-        plan: item.plan,
-        status: 'active',
-        periodEnd,
-        payment: { amountCents },
-        isNewPlan: true,
-      };
-    }
-    const purchase =
-      item.kind === 'reset'
-        ? { kind: 'reset' as const }
-        : { kind: 'device' as const, deviceId: item.deviceId };
-    return { kind: 'purchase', eventId, type, at: now, userId, item: purchase, amountCents };
-  }
-
   return {
     applyEvent,
     entitlement,
@@ -424,38 +366,6 @@ export function createBillingService(deps: BillingServiceDeps) {
       const used = await q.incrementUsage(tx, userId, utcDay(clock()), dailyLimit);
       if (used === undefined) throw fail('DAILY_LIMIT');
       return { used, limit: dailyLimit };
-    },
-
-    async devCheckout(id: string, userId: string) {
-      const { row, item, isOpen } = await ownDevCheckout(id, userId);
-      const live = isOpen && item.kind === 'plan' ? await q.liveSubscriptionsOf(db, userId) : [];
-      return {
-        id: row.id,
-        item,
-        ...describeItem(item),
-        replaces: live.map((s) => s.plan),
-        outcome: row.outcome,
-        isOpen,
-        cancelUrl: row.cancelUrl,
-        successUrl: row.successUrl,
-      };
-    },
-
-    /** Pay on the dev checkout page: the same applyEvent as a webhook. Returns where to go next. */
-    async payDevCheckout(id: string, userId: string): Promise<string> {
-      const { row, item, isOpen } = await ownDevCheckout(id, userId);
-      if (row.outcome === 'paid') return row.successUrl;
-      if (!isOpen) throw checkoutGone();
-      // Applied first, then marked paid: a double click applies once (same event id).
-      await applyEvent(devEvent(id, userId, item, clock()), 'dev');
-      await q.decideDevCheckout(db, id, 'paid');
-      return row.successUrl;
-    },
-
-    async cancelDevCheckout(id: string, userId: string): Promise<string> {
-      const { row } = await ownDevCheckout(id, userId);
-      await q.decideDevCheckout(db, id, 'canceled');
-      return row.cancelUrl;
     },
 
     async paymentHistory(userId: string) {

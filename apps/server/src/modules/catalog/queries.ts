@@ -2,7 +2,7 @@ import { and, asc, desc, eq, inArray, isNull, lte, sql, type SQL } from 'drizzle
 import { alias } from 'drizzle-orm/pg-core';
 import { PAGE_SIZE } from '@sideport/contracts';
 import { queryRows, type Database } from '../../db/client.js';
-import { apps, auditLog, blacklist, searchCache, versionDoneSeq, versions } from '../../db/schema/index.js';
+import { apps, blacklist, searchCache, versionDoneSeq, versions } from '../../db/schema/index.js';
 import type { StoreApp } from './itunes.js';
 
 export const ACTIVE_STATUSES = ['Pending', 'Downloading', 'Downloaded', 'Process'] as const;
@@ -336,19 +336,6 @@ export async function isBlacklisted(db: Database, appId: number) {
 
 export async function addToBlacklist(db: Database, country: string, appId: number, addedBy: string) {
   await db.insert(blacklist).values({ country, appId, addedBy }).onConflictDoNothing();
-}
-
-export async function recordAudit(db: Database, actor: string, action: string, subject: object) {
-  await db.insert(auditLog).values({ actor, action, subject });
-}
-
-export async function auditPage(db: Database, page: number, pageSize: number) {
-  return db
-    .select()
-    .from(auditLog)
-    .orderBy(desc(auditLog.id))
-    .limit(pageSize)
-    .offset(page * pageSize);
 }
 
 export async function maxDoneSeq(db: Database) {

@@ -8,6 +8,7 @@ import {
 import type { Database } from '../../db/client.js';
 import { fail, notFound } from '../../platform/errors.js';
 import { ERRORS } from '../../platform/error-codes.js';
+import type { RecordAudit } from '../audit/service.js';
 import type { ItunesClient, StoreApp } from './itunes.js';
 import * as q from './queries.js';
 
@@ -19,6 +20,8 @@ export interface CatalogServiceDeps {
   /** DECRYPT_ALLOW_PAID: false shows paid apps Not before anyone asks (the request would be refused). */
   allowPaid?: boolean;
   log?: { warn(obj: object, msg: string): void };
+  /** Writes the audit log: an admin's removals and blacklistings. */
+  audit: RecordAudit;
   /** Told of every entry an admin removed (its stored file goes, open pages hear of it). */
   onRemoved?: (removed: q.RemovedEntry[]) => Promise<void>;
 }
@@ -243,10 +246,6 @@ export function createCatalogService(deps: CatalogServiceDeps) {
       return (await q.findApp(db, country, app.appId))!;
     },
 
-    /** Who did what, and when (docs/architecture.md, Operator policy). */
-    audit: (actor: string, action: string, subject: object) => q.recordAudit(db, actor, action, subject),
-    auditPage: (page: number, pageSize: number) => q.auditPage(db, page, pageSize),
-
     /** Whether an admin refused the app, from any country's entry (a track id is every storefront's). */
     async isBlacklisted(appId: number) {
       return q.isBlacklisted(db, appId);
@@ -256,7 +255,7 @@ export function createCatalogService(deps: CatalogServiceDeps) {
     async deleteDone(actor: string, appId: number, appVerId: number) {
       const removed = await q.deleteVersions(db, appId, appVerId, ['Done']);
       if (removed.length === 0) throw notFound('This version');
-      await q.recordAudit(db, actor, 'delete-version', { appId, appVerId });
+      await deps.audit(actor, 'delete-version', { appId, appVerId });
       await deps.onRemoved?.(removed);
     },
 
@@ -278,7 +277,7 @@ export function createCatalogService(deps: CatalogServiceDeps) {
         for (const country of new Set(removed.map((r) => r.country)))
           await q.addToBlacklist(db, country, appId, actor);
       }
-      await q.recordAudit(db, actor, options.blacklist ? 'delete-queue-blacklist' : 'delete-queue', {
+      await deps.audit(actor, options.blacklist ? 'delete-queue-blacklist' : 'delete-queue', {
         appId,
         appVerId,
         ...(only !== undefined && appVerId === null ? { country: only } : {}),

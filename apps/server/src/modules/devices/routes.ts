@@ -5,8 +5,8 @@ import { adminDevice } from '@sideport/contracts';
 import { idParam } from '../../platform/params.js';
 import { publicOrigin } from '../../platform/public-origin.js';
 import { contentDisposition } from '../../platform/storage.js';
+import type { RecordAudit } from '../audit/service.js';
 import { currentUser, type Guards } from '../auth/guard.js';
-import type { CatalogService } from '../catalog/service.js';
 import { ENROLLMENT_ANSWER_MAX_BYTES, MOBILECONFIG_CONTENT_TYPE } from './enrollment.js';
 import { ENROLLMENT_PATH, ENROLLMENT_TOKEN_PATTERN, type EnrollmentService } from './enrollment-service.js';
 import type { RegistrationService } from './registration.js';
@@ -15,7 +15,7 @@ export interface DeviceRoutesDeps {
   guards: Guards;
   enrollment: EnrollmentService;
   registration: Pick<RegistrationService, 'waiting' | 'confirm' | 'retry'>;
-  audit: CatalogService['audit'];
+  audit: RecordAudit;
   /** PUBLIC_URL; the request's own origin when unset. */
   publicUrl?: string | undefined;
 }

@@ -6,6 +6,7 @@
  */
 import { fail } from '../../platform/errors.js';
 import type { AuthService } from '../auth/service.js';
+import type { DevCheckout } from '../billing/dev-checkout.js';
 import type { BillingService } from '../billing/service.js';
 import type { EnrollmentService } from './enrollment-service.js';
 import type { RegistrationService } from './registration.js';
@@ -19,7 +20,8 @@ export interface SimulateDeps {
   users: Pick<AuthService, 'findUser'>;
   enrollment: Pick<EnrollmentService, 'issueProfile' | 'enroll'>;
   devices: Pick<DeviceService, 'listDevices'>;
-  billing: Pick<BillingService, 'startCheckout' | 'payDevCheckout'>;
+  billing: Pick<BillingService, 'startCheckout'>;
+  devCheckout: Pick<DevCheckout, 'pay'>;
   registration: Pick<RegistrationService, 'runPass'>;
   /** The site's origin: the profile's enrollment URL and the checkout's return address start with it. */
   baseUrl: string;
@@ -31,7 +33,7 @@ export function simulationDeps(
     signingIdentity: { kind: SimulateDeps['identityKind'] };
     billingProvider: { name: SimulateDeps['billingProvider'] };
     auth: SimulateDeps['users'];
-  } & Pick<SimulateDeps, 'enrollment' | 'devices' | 'billing' | 'registration'>,
+  } & Pick<SimulateDeps, 'enrollment' | 'devices' | 'billing' | 'devCheckout' | 'registration'>,
   site: { PUBLIC_URL?: string | undefined; PORT: number },
 ): SimulateDeps {
   return {
@@ -41,6 +43,7 @@ export function simulationDeps(
     enrollment: services.enrollment,
     devices: services.devices,
     billing: services.billing,
+    devCheckout: services.devCheckout,
     registration: services.registration,
     baseUrl: site.PUBLIC_URL ? new URL(site.PUBLIC_URL).origin : `http://localhost:${site.PORT}`,
   };
@@ -81,7 +84,7 @@ export async function simulateDevice(
       { kind: 'device', index },
       deps.baseUrl,
     );
-    await deps.billing.payDevCheckout(new URL(checkout.url).pathname.split('/').at(-1) ?? '', user.id);
+    await deps.devCheckout.pay(new URL(checkout.url).pathname.split('/').at(-1) ?? '', user.id);
     // The dev identity registers at once; a pass here saves waiting for a server's worker.
     await deps.registration.runPass();
   }

@@ -417,7 +417,7 @@ describe.each(databaseKinds)('a pool of developer accounts on %s', (kind) => {
       bus: t.services.bus,
       devices: t.services.devices,
       resign: { resignArtifacts: async () => 0 },
-      audit: t.services.catalog.audit,
+      audit: t.services.audit.record,
       configured: [{ keyId: KEYS[0]!.keyId, issuerId: KEYS[0]!.issuerId, privateKeyPem: KEYS[0]!.keyPem }],
       client: (key) => createAscClient({ key, baseUrl: pool.asc.url, clock: () => now }),
       slotsPerFamily: 100,
