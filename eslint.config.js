@@ -80,6 +80,14 @@ const API_IN_QUERIES = {
   message: "Call the API from the feature's queries.ts, and use its function here.",
 };
 
+/** `src/<folder>` (its tests aside) imports none of the `above` folders of the web app. */
+const layerBelow = (folder, above, message) =>
+  restrictImports(
+    [`${WEB}/${folder}/**`],
+    [...workspacePatterns('apps/web'), { regex: `^(\\.\\./)+(${above.join('|')})(/|$)`, message }],
+    ['**/*.test.ts'],
+  );
+
 const webBoundaries = [
   ...Object.keys(FEATURE_MAY_IMPORT).flatMap((feature) => {
     const files = [`${WEB}/features/${feature}/**`];
@@ -90,27 +98,15 @@ const webBoundaries = [
     ];
   }),
   // The neutral module imports no feature (its tests may, to check the features use its keys).
-  restrictImports(
-    [`${WEB}/entries/**`],
-    [
-      ...workspacePatterns('apps/web'),
-      {
-        regex: '^(\\.\\./)+(features|app)(/|$)',
-        message: 'src/entries is below the features: it imports none (docs/architecture.md, Web client).',
-      },
-    ],
-    ['**/*.test.ts'],
+  layerBelow(
+    'entries',
+    ['features', 'app'],
+    'src/entries is below the features: it imports none (docs/architecture.md, Web client).',
   ),
-  restrictImports(
-    [`${WEB}/lib/**`],
-    [
-      ...workspacePatterns('apps/web'),
-      {
-        regex: '^(\\.\\./)+(features|app|entries)(/|$)',
-        message: 'src/lib is the bottom layer: it imports no feature, no entries module and no app code.',
-      },
-    ],
-    ['**/*.test.ts'],
+  layerBelow(
+    'lib',
+    ['features', 'app', 'entries'],
+    'src/lib is the bottom layer: it imports no feature, no entries module and no app code.',
   ),
 ];
 
