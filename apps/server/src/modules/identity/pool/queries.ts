@@ -25,11 +25,11 @@ export async function findAccount(db: Database, id: number): Promise<AccountRow 
   return row;
 }
 
+/** What the configuration or the console says of an account. */
+type AccountFields = { keyId: string; issuerId: string; name: string; membershipRenewsAt: Date | null };
+
 /** A configured account seen for the first time. */
-export async function insertConfiguredAccount(
-  db: Database,
-  account: { keyId: string; issuerId: string; name: string; membershipRenewsAt: Date | null },
-): Promise<AccountRow> {
+export async function insertConfiguredAccount(db: Database, account: AccountFields): Promise<AccountRow> {
   const [row] = await db
     .insert(developerAccounts)
     .values({ ...account, source: 'config' })
@@ -45,7 +45,7 @@ export async function insertConfiguredAccount(
 export async function updateConfiguredAccount(
   db: Database,
   id: number,
-  account: { keyId: string; issuerId: string; name: string; membershipRenewsAt: Date | null },
+  account: AccountFields,
 ): Promise<void> {
   await db
     .update(developerAccounts)
@@ -62,13 +62,7 @@ export async function updateConfiguredAccount(
 
 export async function insertConsoleAccount(
   db: Database,
-  account: {
-    keyId: string;
-    issuerId: string;
-    name: string;
-    sealedPrivateKey: string;
-    membershipRenewsAt: Date | null;
-  },
+  account: AccountFields & { sealedPrivateKey: string },
 ): Promise<AccountRow> {
   const [row] = await db
     .insert(developerAccounts)
