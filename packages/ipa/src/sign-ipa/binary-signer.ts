@@ -10,6 +10,7 @@ import { mergeEntitlements } from '../sign/entitlements.js';
 import { readEmbeddedEntitlements } from '../sign/read-signature.js';
 import type { ZipEntry } from '../zip/index.js';
 import type { DupRenaming } from './edits.js';
+import { openKeptCode, recordCode } from './code-cache.js';
 import type { MachOSigner, MachOSignRequest } from './signer.js';
 import type { SigningFiles } from './signing-files.js';
 import { signBinaryStreaming, spoolBinary, type SpooledBinary } from './stream-binary.js';
@@ -29,8 +30,10 @@ export function createBinarySigner(options: {
   profile: Profile;
   dup: DupRenaming | undefined;
   streamAboveBytes: number;
+  /** Where large binaries' code is kept between signs of a version (code-cache.ts); nothing kept without it. */
+  codeCacheDir?: string | undefined;
 }): BinarySigner {
-  const { files, signer, profile, dup, streamAboveBytes } = options;
+  const { files, signer, profile, dup, streamAboveBytes, codeCacheDir } = options;
   const { archive } = files;
   const spools = new Map<string, Promise<SpooledBinary>>();
   /** Binaries to stream are inflated to temporary files one after another. */
@@ -78,7 +81,47 @@ export function createBinarySigner(options: {
         return cdhash;
       }
       const signStream = signer.signStream!.bind(signer);
+      // A file another bundle seals needs the digest of all its signed bytes: read in full.
+      const sealed = files.sealedByAnother(name);
+      const kept = codeCacheDir === undefined || sealed ? undefined : await openKeptCode(codeCacheDir, entry);
+      if (kept !== undefined) {
+        // Only the first chunk is read, from the kept head; a file that turns out not to fit
+        // what was kept (another code limit) is spooled after all.
+        let spooled: Promise<SpooledBinary> | undefined;
+        const read = async (offset: number, length: number): Promise<Buffer> =>
+          offset + length <= kept.head.length
+            ? kept.head.subarray(offset, offset + length)
+            : (await (spooled ??= spoolOf(entry))).read(offset, length);
+        try {
+          const { cdhash } = await signBinaryStreaming(
+            {
+              read,
+              sizeBytes: entry.uncompressedSizeBytes,
+              own: { entitlements: kept.ownEntitlements },
+              kept,
+            },
+            entry,
+            files.out,
+            { signStream },
+            withOwn,
+          );
+          return cdhash;
+        } finally {
+          await kept.close();
+          // A spool made ahead (or here, after all) goes with the sign.
+          const made = spools.get(name);
+          spools.delete(name);
+          await made?.then(
+            (s) => s.close(),
+            () => undefined,
+          );
+        }
+      }
       const spooled = await spoolOf(entry);
+      const record =
+        codeCacheDir === undefined || sealed
+          ? undefined
+          : await recordCode(codeCacheDir, entry).catch(() => undefined);
       try {
         const { cdhash, digests } = await signBinaryStreaming(
           spooled,
@@ -87,11 +130,16 @@ export function createBinarySigner(options: {
           { signStream },
           withOwn,
           {
-            digests: files.sealedByAnother(name),
+            digests: sealed,
+            ...(record === undefined ? {} : { record }),
           },
         );
         if (digests !== undefined) files.written.set(name, digests);
+        await record?.finish();
         return cdhash;
+      } catch (err) {
+        await record?.abandon();
+        throw err;
       } finally {
         spools.delete(name);
         await spooled.close();

@@ -8,7 +8,13 @@ import { assertMachOsDecrypted } from '../check.js';
 import { digestEntries, readCachedDigests, writeCachedDigests, type FileDigests } from '../digest/index.js';
 import { isMachO } from '../macho/index.js';
 import type { ZipArchive, ZipEntry } from '../zip/index.js';
-import { createSignedZipWriter, type SignedZipWriter, type ZipEntryWriter } from '../zip/writer.js';
+import {
+  copiedSize,
+  createSignedZipWriter,
+  type SignedZipWriter,
+  type ZipEntryWriter,
+} from '../zip/writer.js';
+import { copyTemplate } from './copy-template.js';
 import { outputBudget } from './output-budget.js';
 import { codeEntries, resourceEntries, type SigningPlan } from './plan.js';
 import { copyUnchanged } from './write-zip.js';
@@ -26,6 +32,8 @@ export interface CopyOptions {
 
 export interface SignedOutput {
   readonly writer: SignedZipWriter;
+  /** Once the output is closed: keeps its copied stretch for the next sign, when this one should (copy-template.ts). */
+  keepCopies(output: string): Promise<void>;
   /** Where signed code and new files go: after the copied entries. */
   readonly out: ZipEntryWriter;
   /**
@@ -50,6 +58,10 @@ export async function openSignedOutput(job: {
   replaced: ReadonlyMap<string, Buffer>;
   input: string;
   output: string;
+  /** Where the version's digests, code and copied stretch are kept between signs. */
+  cacheDir?: string | undefined;
+  /** The time new entries carry. */
+  modified?: Date;
 }): Promise<SignedOutput> {
   const { archive, plan, replaced } = job;
   const code = codeEntries(plan);
@@ -80,17 +92,31 @@ export async function openSignedOutput(job: {
     addedBytes: [...replaced.values()].map((bytes) => bytes.length),
     bundleDirs: plan.inOrder.map((bundle) => bundle.dir),
   });
-  const writer = await createSignedZipWriter(job.input, job.output, { maxBytes: maxOutputBytes });
-  const copiedBytes = archive.entries.reduce(
-    (sum, entry) => (keep(entry) ? sum + writer.copiedSize(entry) : sum),
-    0,
-  );
+  const copied = archive.entries.filter(keep);
+  const copiedBytes = copied.reduce((sum, entry) => sum + copiedSize(entry), 0);
+  const template =
+    job.cacheDir === undefined
+      ? undefined
+      : copyTemplate(job.cacheDir, archive.entries, rewritten, copiedBytes);
+  const kept = await template?.find();
+  const writer = await createSignedZipWriter(job.input, job.output, {
+    maxBytes: maxOutputBytes,
+    ...(job.modified === undefined ? {} : { modified: job.modified }),
+    ...(kept === undefined ? {} : { prefix: { template: kept, entries: copied } }),
+  });
+  // A sign that found the digests kept is a version's second or later: its copy is worth keeping.
+  let keepCopies = false;
   return {
     writer,
     out: writer.from(copiedBytes),
+    async keepCopies(output) {
+      if (keepCopies && template !== undefined) await template.keep(output);
+    },
     async copyAndSign(options, sign) {
       const { stop } = options;
-      const copying = copyUnchanged(writer, archive, keep, stop.signal);
+      // With a kept stretch, the output already holds the copies.
+      const copying =
+        kept === undefined ? copyUnchanged(writer, archive, keep, stop.signal) : Promise.resolve();
       copying.catch((err: unknown) => stop.abort(err));
       const copyDone = copying.then(
         () => undefined,
@@ -101,6 +127,7 @@ export async function openSignedOutput(job: {
       const cached =
         options.cacheDir === undefined ? undefined : await readCachedDigests(options.cacheDir, resources);
       if (cached !== undefined) {
+        keepCopies = kept === undefined;
         const signing = assertCopiedDecrypted(cached).then(() => sign(cached));
         signing.catch((err: unknown) => stop.abort(err));
         await settleAll([copying, signing]);

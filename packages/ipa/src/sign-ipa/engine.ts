@@ -30,13 +30,14 @@ export function createMachOSigner(
       const result = signMachO(binary, request.path ?? request.identifier, inputOf(request));
       return { signed: result.bytes, cdhash: result.cdHash };
     },
-    async signStream(read, sizeBytes, request, sink) {
+    async signStream(read, sizeBytes, request, sink, options) {
       const result = await signMachOStream(
         read,
         sizeBytes,
         request.path ?? request.identifier,
         inputOf(request),
         sink,
+        options,
       );
       return { cdhash: result.cdHash, sizeBytes: result.sizeBytes };
     },

@@ -86,6 +86,8 @@ export async function signInMode(
       replaced: edits.replaced,
       input: options.input,
       output: options.output,
+      cacheDir: options.cacheDir,
+      ...(options.now === undefined ? {} : { modified: options.now }),
     });
     writer = output.writer;
     const files = createSigningFiles({
@@ -101,6 +103,7 @@ export async function signInMode(
       profile,
       dup: edits.dup,
       streamAboveBytes: options.streamAboveBytes ?? DEFAULT_STREAM_ABOVE_BYTES,
+      codeCacheDir: options.cacheDir,
     });
     binaries = signer;
     // Who issued the certificate decides the requirement's form; only the identifier varies.
@@ -134,6 +137,7 @@ export async function signInMode(
     );
     await writer.close();
     writer = undefined;
+    await output.keepCopies(options.output);
     return {
       bundles: plan.inOrder.map((b) => ({
         dir: b.dir,

@@ -4,6 +4,7 @@
  * of large binaries (stream-binary.ts) both speak it.
  */
 import type { PlistObject } from '../plist.js';
+import type { StreamOptions } from '../sign/macho-sign-stream.js';
 
 /** What the engine needs to sign one Mach-O file (every slice of it). */
 export interface MachOSignRequest {
@@ -27,5 +28,6 @@ export interface MachOSigner {
     sizeBytes: number,
     request: MachOSignRequest,
     sink: (chunk: Buffer) => Promise<void>,
+    options?: StreamOptions,
   ): Promise<{ cdhash: Buffer; sizeBytes: number }>;
 }

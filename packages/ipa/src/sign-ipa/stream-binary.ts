@@ -13,11 +13,13 @@ import { entryDataStart } from '../digest/pool.js';
 import { IpaError } from '../errors.js';
 import type { ByteReader } from '../macho/reader.js';
 import type { PlistObject } from '../plist.js';
+import { CHUNK_BYTES } from '../sign/macho-sign-stream.js';
 import { readEmbeddedEntitlementsAt } from '../sign/read-signature.js';
 import { createBlockReader, gridChunks } from '../zip/block-reader.js';
 import { collectYoung, discard } from '../zip/discard.js';
 import type { ZipArchive, ZipEntry } from '../zip/index.js';
 import type { ZipEntryWriter } from '../zip/writer.js';
+import type { CodeRecorder, KeptCode } from './code-cache.js';
 import type { MachOSigner, MachOSignRequest } from './signer.js';
 
 const READ_WINDOW_BYTES = 1024 * 1024;
@@ -93,39 +95,67 @@ export async function spoolBinary(archive: ZipArchive, entry: ZipEntry): Promise
   };
 }
 
+/** A binary to sign as it streams: its bytes through a window, and what it was signed with. */
+export interface StreamSource {
+  read(offset: number, length: number): Promise<Buffer>;
+  readonly sizeBytes: number;
+  /** The entitlements it was signed with, when known already (kept code); read from it otherwise. */
+  readonly own?: { entitlements: PlistObject | undefined };
+  /** Its code after the first chunk as an earlier sign wrote it (code-cache.ts). */
+  readonly kept?: KeptCode;
+}
+
 /**
- * Signs a spooled binary into the output. `requestFor` receives the entitlements the binary was
- * signed with (undefined when it has none or they cannot be read) and answers the signing request.
+ * Signs a binary into the output as it streams. `requestFor` receives the entitlements the binary
+ * was signed with (undefined when it has none or they cannot be read) and answers the signing
+ * request. `record` keeps what this sign writes for the next one (code-cache.ts).
  */
 export async function signBinaryStreaming(
-  spooled: SpooledBinary,
+  source: StreamSource,
   entry: ZipEntry,
   writer: ZipEntryWriter,
   signer: Required<Pick<MachOSigner, 'signStream'>>,
   requestFor: (own: PlistObject | undefined) => MachOSignRequest,
-  options: { digests?: boolean } = {},
+  options: { digests?: boolean; record?: CodeRecorder } = {},
 ): Promise<StreamedBinary> {
-  const read = spooled.read.bind(spooled);
-  const size = spooled.sizeBytes;
-  let own: PlistObject | undefined;
-  try {
-    own = await readEmbeddedEntitlementsAt(read, size, entry.name);
-  } catch {
-    own = undefined; // a damaged old signature is replaced anyway
+  const read = source.read.bind(source);
+  const size = source.sizeBytes;
+  let own = source.own?.entitlements;
+  if (source.own === undefined) {
+    try {
+      own = await readEmbeddedEntitlementsAt(read, size, entry.name);
+    } catch {
+      own = undefined; // a damaged old signature is replaced anyway
+    }
   }
+  const { record } = options;
+  record?.start(await read(0, Math.min(size, CHUNK_BYTES)), own);
   const sha1 = options.digests ? createHash('sha1') : undefined;
   const sha256 = options.digests ? createHash('sha256') : undefined;
   let cdhash: Buffer = Buffer.alloc(0);
   await writer.addStream(
     entry.name,
-    async (sink) => {
-      ({ cdhash } = await signer.signStream(read, size, requestFor(own), async (chunk) => {
-        sha1?.update(chunk);
-        sha256?.update(chunk);
-        await sink(chunk);
-      }));
+    async (sink, copyDeflated) => {
+      ({ cdhash } = await signer.signStream(
+        read,
+        size,
+        requestFor(own),
+        async (chunk) => {
+          sha1?.update(chunk);
+          sha256?.update(chunk);
+          record?.sawChunk(chunk);
+          await sink(chunk);
+        },
+        {
+          ...(source.kept === undefined ? {} : { body: source.kept.body(copyDeflated) }),
+          ...(record === undefined ? {} : { onSigned: record.onSigned }),
+        },
+      ));
     },
-    { unixMode: entry.unixMode ?? 0o100755 },
+    {
+      unixMode: entry.unixMode ?? 0o100755,
+      ...(record === undefined ? {} : { onDeflated: record.onDeflated }),
+    },
   );
   return { cdhash, ...(sha1 && sha256 ? { digests: { sha1: sha1.digest(), sha256: sha256.digest() } } : {}) };
 }

@@ -13,7 +13,28 @@ export type ReadAt = (offset: number, length: number) => Promise<Buffer>;
 export type Sink = (chunk: Buffer) => Promise<void>;
 
 // Pages are hashed and written this many at a time.
-const CHUNK_BYTES = 256 * PAGE_SIZE;
+export const CHUNK_BYTES = 256 * PAGE_SIZE;
+
+/**
+ * A thin binary's code from its second chunk to its code limit, as an earlier sign of the same
+ * file wrote it (sign-ipa/code-cache.ts): the header edits all fall in the first chunk, so the rest
+ * of the code, and its page hashes, do not change from one sign to the next.
+ */
+export interface SliceBody {
+  readonly codeLimit: number;
+  /** Hashes of the pages from CHUNK_BYTES on, each kind in one buffer. */
+  readonly sha1: Buffer;
+  readonly sha256: Buffer;
+  /** Writes that code to the output, in the place of the chunks after the first. */
+  copy(): Promise<void>;
+}
+
+export interface StreamOptions {
+  /** The code after the first chunk, from an earlier sign: only the first chunk is read then. */
+  readonly body?: SliceBody;
+  /** Sees a thin binary's code limit and page hashes once it is signed, to keep them for the next sign. */
+  readonly onSigned?: (slice: { codeLimit: number; sha1: Buffer; sha256: Buffer }) => Promise<void>;
+}
 
 interface SliceJob {
   readonly offset: number;
@@ -35,14 +56,18 @@ export async function signMachOStream(
   where: string,
   input: CodeSignInput,
   sink: Sink,
+  options: StreamOptions = {},
 ): Promise<StreamedCode> {
   const file = await readMachO({ sizeBytes, read }, where);
   const jobs: SliceJob[] = [];
   for (const slice of file.slices) jobs.push(await planJob(read, slice, where, input));
   const signedSize = (job: SliceJob): number => job.plan.codeLimit + job.plan.signatureSize;
   if (!file.isFat) {
-    await streamSlice(read, jobs[0]!, sink);
-    return { sizeBytes: signedSize(jobs[0]!), cdHash: jobs[0]!.cdHash! };
+    const job = jobs[0]!;
+    const { body } = options;
+    if (body !== undefined && fitsBody(job, body)) await streamSliceWithBody(read, job, body, sink);
+    else await streamSlice(read, job, sink, options.onSigned);
+    return { sizeBytes: signedSize(job), cdHash: job.cdHash! };
   }
   // The same layout as rebuildMachO, in a copy of the file's fat header.
   const header = Buffer.from(await read(0, file.fatTableBytes!));
@@ -77,8 +102,50 @@ async function planJob(
   };
 }
 
+/** Whether a kept body continues this slice: the same code limit, and the header edits all in the first chunk. */
+function fitsBody(job: SliceJob, body: SliceBody): boolean {
+  return (
+    job.offset === 0 &&
+    body.codeLimit === job.plan.codeLimit &&
+    job.plan.codeLimit > CHUNK_BYTES &&
+    job.plan.head.length <= CHUNK_BYTES
+  );
+}
+
+/** The first chunk of a slice's code with the header edits, zeros past the slice's end. */
+async function codeChunk(read: ReadAt, job: SliceJob, at: number, chunk: Buffer): Promise<void> {
+  const available = Math.max(0, Math.min(chunk.length, job.size - at));
+  if (available > 0) (await read(job.offset + at, available)).copy(chunk);
+  chunk.fill(0, available);
+  const { head } = job.plan;
+  if (at < head.length) head.copy(chunk, 0, at, Math.min(head.length, at + chunk.length));
+}
+
+/** Streams a slice whose code after the first chunk was kept: the first chunk, the body as kept, a new signature. */
+async function streamSliceWithBody(read: ReadAt, job: SliceJob, body: SliceBody, sink: Sink): Promise<void> {
+  const pageCount = Math.ceil(job.plan.codeLimit / PAGE_SIZE);
+  const sha1 = Buffer.alloc(pageCount * HASH_SIZE.sha1);
+  const sha256 = Buffer.alloc(pageCount * HASH_SIZE.sha256);
+  const first = Buffer.allocUnsafe(CHUNK_BYTES);
+  await codeChunk(read, job, 0, first);
+  hashPages(first, 'sha1', sha1, 0);
+  hashPages(first, 'sha256', sha256, 0);
+  body.sha1.copy(sha1, (CHUNK_BYTES / PAGE_SIZE) * HASH_SIZE.sha1);
+  body.sha256.copy(sha256, (CHUNK_BYTES / PAGE_SIZE) * HASH_SIZE.sha256);
+  await sink(first);
+  await body.copy();
+  const { signature, cdHash } = job.plan.finish({ sha1, sha256 });
+  job.cdHash = cdHash;
+  await sink(signature);
+}
+
 /** Streams one slice: its code with the header edits, hashed page by page, then its signature. */
-async function streamSlice(read: ReadAt, job: SliceJob, sink: Sink): Promise<void> {
+async function streamSlice(
+  read: ReadAt,
+  job: SliceJob,
+  sink: Sink,
+  onSigned?: StreamOptions['onSigned'],
+): Promise<void> {
   const { plan } = job;
   const pageCount = Math.ceil(plan.codeLimit / PAGE_SIZE);
   const sha1 = Buffer.alloc(pageCount * HASH_SIZE.sha1);
@@ -87,12 +154,9 @@ async function streamSlice(read: ReadAt, job: SliceJob, sink: Sink): Promise<voi
   const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, plan.codeLimit));
   for (let at = 0; at < plan.codeLimit; at += CHUNK_BYTES) {
     const length = Math.min(CHUNK_BYTES, plan.codeLimit - at);
-    const available = Math.max(0, Math.min(length, job.size - at));
     const chunk = buffer.subarray(0, length);
-    if (available > 0) (await read(job.offset + at, available)).copy(chunk);
     // Past the slice's end (a signature added after __LINKEDIT's padding) the code is zeros.
-    chunk.fill(0, available);
-    if (at < plan.head.length) plan.head.copy(chunk, 0, at, Math.min(plan.head.length, at + length));
+    await codeChunk(read, job, at, chunk);
     const page = at / PAGE_SIZE;
     hashPages(chunk, 'sha1', sha1, page * HASH_SIZE.sha1);
     hashPages(chunk, 'sha256', sha256, page * HASH_SIZE.sha256);
@@ -100,5 +164,6 @@ async function streamSlice(read: ReadAt, job: SliceJob, sink: Sink): Promise<voi
   }
   const { signature, cdHash } = plan.finish({ sha1, sha256 });
   job.cdHash = cdHash;
+  await onSigned?.({ codeLimit: plan.codeLimit, sha1, sha256 });
   await sink(signature);
 }

@@ -6,12 +6,14 @@
  * them (APPNOTE 4.3.9, 4.4, 4.5.3). @zip.js/zip.js costs about a millisecond and a half per entry;
  * IPAs hold tens of thousands, so the copy path is done here.
  */
-import { open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { constants as zlibConstants, crc32, createDeflateRaw, deflateRaw, deflateRawSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from './archive.js';
 import { blockChunks, createBlockWindow, type HeldBytes } from './block-reader.js';
+import { crc32Combine } from './crc32-combine.js';
+import { openOutputFile, type PositionalWriter } from './output-file.js';
 import { collectYoung, discard } from './discard.js';
 import {
   FLAG_UTF8,
@@ -48,6 +50,31 @@ export interface ZipWriterOptions {
   level?: number;
   /** Refuse (SIGNED_IPA_TOO_LARGE) to write past this many bytes, before writing them. */
   maxBytes?: number;
+  /** The time new entries carry (now by default): a sign with a fixed clock writes the same bytes. */
+  modified?: Date;
+  /**
+   * Starts the output as a copy of `template`, which holds exactly what copying `entries` (in
+   * order) writes: copied in the kernel, without reading it here (see sign-ipa/copy-template.ts).
+   */
+  prefix?: { template: string; entries: readonly ZipEntry[] };
+}
+
+/**
+ * Deflated bytes kept from an earlier write of the same content (sign-ipa/code-cache.ts): raw
+ * deflate that ends on a byte boundary (sync-flushed pieces), so it joins the pieces around it.
+ */
+export interface DeflatedRun {
+  readonly file: FileHandle;
+  readonly offset: number;
+  readonly compressedBytes: number;
+  readonly uncompressedBytes: number;
+  /** CRC-32 of the uncompressed bytes. */
+  readonly crc: number;
+}
+
+export interface StreamEntryOptions extends NewEntryOptions {
+  /** Sees each chunk's deflated parts, in order, before they are freed (the chunk's index, from 0). */
+  onDeflated?: (index: number, parts: readonly Buffer[]) => Promise<void>;
 }
 
 export interface NewEntryOptions {
@@ -76,8 +103,11 @@ export interface ZipEntryWriter {
    */
   addStream(
     name: string,
-    produce: (sink: (chunk: Buffer) => Promise<void>) => Promise<void>,
-    options?: NewEntryOptions,
+    produce: (
+      sink: (chunk: Buffer) => Promise<void>,
+      copyDeflated: (run: DeflatedRun) => Promise<void>,
+    ) => Promise<void>,
+    options?: StreamEntryOptions,
   ): Promise<void>;
   addDirectory(name: string, unixMode?: number): Promise<void>;
 }
@@ -105,6 +135,8 @@ interface Region extends ZipEntryWriter {
   write(bytes: Buffer): Promise<void>;
   /** Sends what is buffered and waits for every write of this region. */
   settle(): Promise<void>;
+  /** Takes `entries` as already written at the start of this region, as copyAll would write them. */
+  adopt(entries: readonly ZipEntry[]): void;
 }
 
 /**
@@ -118,7 +150,16 @@ export async function createSignedZipWriter(
 ): Promise<SignedZipWriter> {
   const temporary = `${output}.partial-${process.pid}-${Date.now()}`;
   const input = await open(source, 'r');
-  const out = await open(temporary, 'w').catch(async (err: unknown) => {
+  const { prefix } = options;
+  const out = await openOutputFile(
+    temporary,
+    prefix === undefined
+      ? undefined
+      : {
+          template: prefix.template,
+          bytes: prefix.entries.reduce((sum, entry) => sum + copiedSize(entry), 0),
+        },
+  ).catch(async (err: unknown) => {
     await input.close();
     throw err;
   });
@@ -130,7 +171,9 @@ export async function createSignedZipWriter(
       throw new IpaError('ZIP_DUPLICATE_NAME', `Expected each output entry once, found "${name}" twice.`);
     names.add(name);
   };
-  const regions = [createRegion({ out, input, level, claim, limit }, 0)];
+  const context = { out, input, level, claim, limit, modified: options.modified };
+  const regions = [createRegion(context, 0)];
+  if (prefix !== undefined) regions[0]!.adopt(prefix.entries);
 
   return {
     copy: (entry) => regions[0]!.copy(entry),
@@ -138,14 +181,11 @@ export async function createSignedZipWriter(
     add: (name, content, entryOptions) => regions[0]!.add(name, content, entryOptions),
     addStream: (name, produce, entryOptions) => regions[0]!.addStream(name, produce, entryOptions),
     addDirectory: (name, unixMode) => regions[0]!.addDirectory(name, unixMode),
-    copiedSize(entry) {
-      if (entry.isDirectory) return localHeaderLength(directoryRecord(entry.name, 0));
-      return localHeaderLength(copyRecord(entry)) + entry.compressedSizeBytes;
-    },
+    copiedSize,
     from(start) {
       // Everything before `start` is the first writer's to write: refuse now rather than after it.
       if (start > limit) throw tooLarge(limit, start);
-      const region = createRegion({ out, input, level, claim, limit }, start);
+      const region = createRegion(context, start);
       regions.push(region);
       return region;
     },
@@ -164,17 +204,21 @@ export async function createSignedZipWriter(
       for (const record of records) await last.write(centralHeader(record));
       await last.write(endRecords(records.length, centralStart, last.position() - centralStart));
       await last.settle();
-      await out.close();
       await input.close();
-      await rename(temporary, output);
+      await out.finish(output);
     },
     async abort() {
       await Promise.all(regions.map((region) => region.settle().catch(() => undefined)));
-      await out.close().catch(() => undefined);
       await input.close().catch(() => undefined);
-      await rm(temporary, { force: true });
+      await out.discard();
     },
   };
+}
+
+/** The bytes `copy(entry)` (or, for a directory, `addDirectory`) writes for an entry of the source. */
+export function copiedSize(entry: ZipEntry): number {
+  if (entry.isDirectory) return localHeaderLength(copiedDirectoryRecord(entry));
+  return localHeaderLength(copyRecord(entry)) + entry.compressedSizeBytes;
 }
 
 /** The central record of an entry copied from the source: its own name bytes, times and attributes. */
@@ -195,9 +239,23 @@ function copyRecord(entry: ZipEntry): Omit<CentralRecord, 'offset'> {
   };
 }
 
-function directoryRecord(name: string, unixMode: number): Omit<CentralRecord, 'offset'> {
+/** A directory of the source, with its own time: the same source writes the same bytes. */
+function copiedDirectoryRecord(entry: ZipEntry): Omit<CentralRecord, 'offset'> {
+  const raw = centralFieldsOf(entry);
+  return {
+    ...directoryRecord(entry.name, entry.unixMode ?? 0o040755),
+    dosTime: raw.lastModFileTime,
+    dosDate: raw.lastModFileDate,
+  };
+}
+
+function directoryRecord(
+  name: string,
+  unixMode: number,
+  modified = new Date(),
+): Omit<CentralRecord, 'offset'> {
   const dirName = name.endsWith('/') ? name : `${name}/`;
-  const { time, date } = dosDateTime(new Date());
+  const { time, date } = dosDateTime(modified);
   return {
     name: Buffer.from(dirName, 'utf8'),
     flags: FLAG_UTF8,
@@ -234,7 +292,9 @@ const at = (r: Omit<CentralRecord, 'offset'>, offset: number): CentralRecord => 
 interface RegionContext {
   /** The output may not pass this many bytes. */
   limit: number;
-  out: FileHandle;
+  /** The time new entries carry, unless they say otherwise. */
+  modified: Date | undefined;
+  out: PositionalWriter;
   /** The source archive. */
   input: FileHandle;
   level: number;
@@ -248,7 +308,7 @@ function tooLarge(limit: number, reaching: number): IpaError {
   );
 }
 
-function createRegion({ out, input, level, claim, limit }: RegionContext, start: number): Region {
+function createRegion({ out, input, level, claim, limit, modified }: RegionContext, start: number): Region {
   const records: CentralRecord[] = [];
   let position = start;
   // Buffers are reused, not left to the collector: on a 1 GB copy the garbage otherwise piles up
@@ -358,7 +418,7 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
         for (const entry of entries) {
           signal?.throwIfAborted();
           if (entry.isDirectory) {
-            const record = directoryRecord(entry.name, entry.unixMode ?? 0o040755);
+            const record = copiedDirectoryRecord(entry);
             claim(record.name.toString('utf8'));
             const header = localHeader(record);
             records.push(at(record, position));
@@ -414,7 +474,7 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
       const compressed = entryOptions.store ? content : await deflateRawAsync(content, { level });
       // Keep the stored form when deflate does not pay (already-compressed data).
       const isStored = entryOptions.store === true || compressed.length >= content.length;
-      const { time, date } = dosDateTime(entryOptions.modified ?? new Date());
+      const { time, date } = dosDateTime(entryOptions.modified ?? modified ?? new Date());
       await writeEntry(
         {
           name: Buffer.from(name, 'utf8'),
@@ -433,7 +493,7 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
     },
     async addStream(name, produce, entryOptions = {}) {
       claim(name);
-      const { time, date } = dosDateTime(entryOptions.modified ?? new Date());
+      const { time, date } = dosDateTime(entryOptions.modified ?? modified ?? new Date());
       const record: Omit<CentralRecord, 'offset'> = {
         name: Buffer.from(name, 'utf8'),
         flags: FLAG_UTF8,
@@ -460,14 +520,32 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
       // would leave the collector and malloc tens of MB behind.
       const queue: Promise<Buffer[]>[] = [];
       const copies: Buffer[] = [];
+      let written = 0;
       const writeNext = async (): Promise<void> => {
         const parts = await queue.shift()!;
+        await entryOptions.onDeflated?.(written++, parts);
         for (const part of parts) {
           compressedSize += part.length;
           await write(part);
         }
         // write() copied them; they share zlib's output buffer, which nothing else holds.
         if (parts[0] !== undefined) discard(parts[0]);
+      };
+      const copyDeflated = async (run: DeflatedRun): Promise<void> => {
+        while (queue.length > 0) await writeNext();
+        crc = crc32Combine(crc, run.crc, run.uncompressedBytes);
+        uncompressedSize += run.uncompressedBytes;
+        compressedSize += run.compressedBytes;
+        written++;
+        const block = Buffer.allocUnsafe(Math.min(COPY_BLOCK_BYTES, run.compressedBytes));
+        for (let at = 0; at < run.compressedBytes;) {
+          const length = Math.min(block.length, run.compressedBytes - at);
+          const { bytesRead } = await run.file.read(block, 0, length, run.offset + at);
+          if (bytesRead !== length)
+            throw new Error(`zip writer: a deflated run ends ${length - bytesRead} bytes early`);
+          await write(block.subarray(0, length));
+          at += length;
+        }
       };
       try {
         await produce(async (chunk) => {
@@ -485,7 +563,7 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
             }),
           );
           if (queue.length >= DEFLATES_IN_FLIGHT) await writeNext();
-        });
+        }, copyDeflated);
         while (queue.length > 0) await writeNext();
       } finally {
         // Settle what is left, so a failure leaves no unhandled rejection behind.
@@ -507,8 +585,18 @@ function createRegion({ out, input, level, claim, limit }: RegionContext, start:
       await writeAll(out, localHeader(complete), offset);
       records.push(at(complete, offset));
     },
+    adopt(entries) {
+      // The template holds these entries' local headers and data: only their records are made.
+      for (const entry of entries) {
+        const record = entry.isDirectory ? copiedDirectoryRecord(entry) : copyRecord(entry);
+        claim(entry.isDirectory ? record.name.toString('utf8') : entry.name);
+        records.push(at(record, position));
+        position += copiedSize(entry);
+      }
+      flushedTo = position;
+    },
     async addDirectory(name, unixMode = 0o040755) {
-      const record = directoryRecord(name, unixMode);
+      const record = directoryRecord(name, unixMode, modified);
       claim(record.name.toString('utf8'));
       await writeEntry(record, Buffer.alloc(0));
     },
@@ -554,7 +642,11 @@ export function deflatesWell(piece: Buffer, level: number): boolean {
 }
 
 /** Writes several buffers as one, with one call unless the kernel takes less than all of them. */
-async function writevAll(handle: FileHandle, buffers: readonly Buffer[], position: number): Promise<void> {
+async function writevAll(
+  handle: PositionalWriter,
+  buffers: readonly Buffer[],
+  position: number,
+): Promise<void> {
   let skip = (await handle.writev(buffers as Buffer[], position)).bytesWritten;
   let at = position + skip;
   for (const buffer of buffers) {
@@ -569,7 +661,7 @@ async function writevAll(handle: FileHandle, buffers: readonly Buffer[], positio
   }
 }
 
-async function writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
+async function writeAll(handle: PositionalWriter, bytes: Buffer, position: number): Promise<void> {
   let done = 0;
   while (done < bytes.length)
     done += (await handle.write(bytes, done, bytes.length - done, position + done)).bytesWritten;

@@ -1,0 +1,61 @@
+/**
+ * The copied part of a version's signed IPA, kept for the next sign. Every sign of a version in a
+ * mode starts its output with the same bytes: the entries signing leaves as they are, copied in
+ * archive order with their own headers and times (zip/writer.ts). Kept once, that stretch starts
+ * the next output as a copy made by the kernel (copy_file_range, or a reflink on file systems that
+ * share blocks), so the n-th sign reads none of it; only the signed code, seals and profile that
+ * follow it are written (docs/signing.md).
+ *
+ * `copies/<key>.zip-prefix` in the cache folder; the key is the archive's entries (as the
+ * resource digests' key) and the names signing rewrites, so another mode's stretch is another
+ * file. Made by the first sign that found the version's digests kept: a version signed once
+ * costs no copy more, and the disk it takes (about one IPA per version and mode) is spent on
+ * versions signed again.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { copyFile, mkdir, rename, rm, stat, truncate } from 'node:fs/promises';
+import { join } from 'node:path';
+import { versionKey } from '../digest/index.js';
+import type { ZipEntry } from '../zip/index.js';
+
+const FORMAT = 1;
+
+export interface CopyTemplate {
+  /** The kept stretch, when there is one of exactly `bytes`. */
+  find(): Promise<string | undefined>;
+  /** Keeps the first `bytes` of a signed output as the stretch (a cache that cannot be written only costs time). */
+  keep(output: string): Promise<void>;
+}
+
+export function copyTemplate(
+  cacheDir: string,
+  entries: readonly ZipEntry[],
+  rewritten: ReadonlySet<string>,
+  bytes: number,
+): CopyTemplate {
+  const key = createHash('sha256')
+    .update(`sideport-copy-${FORMAT}\n${versionKey(entries)}\n`)
+    .update([...rewritten].sort().join('\0'))
+    .digest('hex');
+  const file = join(cacheDir, 'copies', `${key}.zip-prefix`);
+  return {
+    async find() {
+      try {
+        return (await stat(file)).size === bytes ? file : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    async keep(output) {
+      const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+      try {
+        await mkdir(join(cacheDir, 'copies'), { recursive: true });
+        await copyFile(output, temporary);
+        await truncate(temporary, bytes);
+        await rename(temporary, file);
+      } catch {
+        await rm(temporary, { force: true });
+      }
+    },
+  };
+}
