@@ -23,6 +23,16 @@ export const LC_SEGMENT_64 = 0x19;
 export const LC_LAZY_LOAD_DYLIB = 0x20;
 export const LC_ENCRYPTION_INFO = 0x21;
 export const LC_ENCRYPTION_INFO_64 = 0x2c;
+export const LC_VERSION_MIN_MACOSX = 0x24;
+export const LC_VERSION_MIN_IPHONEOS = 0x25;
+export const LC_VERSION_MIN_TVOS = 0x2f;
+export const LC_VERSION_MIN_WATCHOS = 0x30;
+export const LC_BUILD_VERSION = 0x32;
+/** LC_BUILD_VERSION's platforms (PLATFORM_* of <mach-o/loader.h>). */
+export const PLATFORM_MACOS = 1;
+export const PLATFORM_IOS = 2;
+export const PLATFORM_TVOS = 3;
+export const PLATFORM_WATCHOS = 4;
 export const LC_LOAD_WEAK_DYLIB = (0x18 | LC_REQ_DYLD) >>> 0;
 export const LC_RPATH = (0x1c | LC_REQ_DYLD) >>> 0;
 export const LC_REEXPORT_DYLIB = (0x1f | LC_REQ_DYLD) >>> 0;

@@ -64,6 +64,11 @@ export interface MachOSlice {
   readonly dylibs: readonly DylibReference[];
   readonly rpaths: readonly string[];
   readonly installName?: string;
+  /**
+   * The platform and minimum OS the slice was built for (LC_BUILD_VERSION, or an older
+   * LC_VERSION_MIN_*), the version as major << 16 | minor << 8 | patch.
+   */
+  readonly target?: { readonly platform: number; readonly minimumOs: number };
   /** Bytes free between the end of the load commands and the first section's data. */
   readonly freeCommandBytes: number;
 }
@@ -87,6 +92,13 @@ export interface MachOReadOptions {
    */
   readonly headWindowBytes?: number;
 }
+
+const VERSION_MIN_PLATFORM: Record<number, number> = {
+  [C.LC_VERSION_MIN_MACOSX]: C.PLATFORM_MACOS,
+  [C.LC_VERSION_MIN_IPHONEOS]: C.PLATFORM_IOS,
+  [C.LC_VERSION_MIN_TVOS]: C.PLATFORM_TVOS,
+  [C.LC_VERSION_MIN_WATCHOS]: C.PLATFORM_WATCHOS,
+};
 
 // fat_header: magic, nfat_arch; then nfat_arch fat_arch (cputype, cpusubtype, offset, size, align:
 // 20 bytes) or fat_arch_64 (the same with u64 offset and size, then reserved: 32 bytes), all big-endian.
@@ -323,6 +335,7 @@ function readLoadCommands(
   let encryptionCommandOffset: number | undefined;
   let codeSignature: MachOSlice['codeSignature'];
   let installName: string | undefined;
+  let target: MachOSlice['target'];
 
   let at = headerSizeBytes;
   const end = headerSizeBytes + commandsSizeBytes;
@@ -384,6 +397,19 @@ function readLoadCommands(
         // rpath_command: cmd, cmdsize, path (offset)
         rpaths.push(readCommandString(command, 8, 12, where));
         break;
+      case C.LC_BUILD_VERSION:
+        // build_version_command: cmd, cmdsize, platform, minos, sdk, ntools
+        need(command, 0, 16, where, 'LC_BUILD_VERSION');
+        target ??= { platform: command.readUInt32LE(8), minimumOs: command.readUInt32LE(12) };
+        break;
+      case C.LC_VERSION_MIN_MACOSX:
+      case C.LC_VERSION_MIN_IPHONEOS:
+      case C.LC_VERSION_MIN_TVOS:
+      case C.LC_VERSION_MIN_WATCHOS:
+        // version_min_command: cmd, cmdsize, version, sdk
+        need(command, 0, 12, where, 'LC_VERSION_MIN');
+        target ??= { platform: VERSION_MIN_PLATFORM[cmd]!, minimumOs: command.readUInt32LE(8) };
+        break;
       default:
         break;
     }
@@ -423,6 +449,7 @@ function readLoadCommands(
     ...(codeSignature === undefined ? {} : { codeSignature }),
     dylibs,
     rpaths,
+    ...(target === undefined ? {} : { target }),
     ...(installName === undefined ? {} : { installName }),
     freeCommandBytes: Math.max(0, firstData - end),
   };

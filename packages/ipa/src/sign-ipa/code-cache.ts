@@ -90,7 +90,7 @@ export async function openKeptCode(cacheDir: string, entry: ZipEntry): Promise<K
   const bodyPages = Math.ceil(meta.codeLimit / PAGE_SIZE) - CHUNK_BYTES / PAGE_SIZE;
   if (
     meta.format !== FORMAT ||
-    meta.sha1Bytes !== bodyPages * HASH_SIZE.sha1 ||
+    (meta.sha1Bytes !== bodyPages * HASH_SIZE.sha1 && meta.sha1Bytes !== 0) ||
     meta.sha256Bytes !== bodyPages * HASH_SIZE.sha256 ||
     front.length !== meta.headBytes + meta.sha1Bytes + meta.sha256Bytes
   )

@@ -17,6 +17,7 @@ export function createMachOSigner(
     identifier: request.identifier,
     teamId: request.teamId,
     isMainBinary: request.isMainExecutable,
+    ...(request.appNeedsSha1 === true ? { appNeedsSha1: true } : {}),
     signer: cms,
     now: clock(),
     ...(commonName === undefined ? {} : { commonName }),

@@ -1,9 +1,9 @@
 /**
  * Signing is deterministic: with a fixed clock, identity and profile, every mode's output is the
  * same bytes on every run. The digests below were taken before the signer's I/O was reworked for
- * speed, and changed once since, on purpose: copied directories keep the archive's own times
- * rather than the clock's (so every sign of a version copies the same bytes); restoring those
- * times gives the earlier digests. A change to them must be intended and explained in its commit.
+ * speed, and changed since on purpose twice: copied directories keep the archive's own times rather
+ * than the clock's (so every sign of a version copies the same bytes), and the fixture, built for
+ * iOS 11.2, is signed with SHA-256 alone as codesign signs it (sign/digest-choice.ts). A change to them must be intended and explained in its commit.
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -24,12 +24,12 @@ process.env.TZ = 'UTC';
 const NOW = new Date('2026-03-01T12:34:56Z');
 
 const EXPECTED: Record<string, string> = {
-  'mode 0': 'f81783ea6143ead2a2f08a55366f60e357bce87de4a1a72231ceceaffa8b1d4a',
-  'mode 1': '7391c9c2fedf4582e0a3f6bb48db5703a1e0dc556069777fe5041ae01699eb3a',
-  'mode 2': '6aab262cac328c5a82e743411519e8f201f54d3f5c0dbb916cb23fc6721614f9',
-  'mode 3': '841020ac842d53d733ea62f13420822b9c16138975b1c5df7ac8bdc5086ddf75',
-  'mode 4': '985cd8eee7244075449553145548bf41d516965229daf682febaf89e8c8ed390',
-  'mode 0, executable streamed': '4c2266a4c972919c66b4e30a6163e4a536f90c1a959aa3ab1264360787a78fe7',
+  'mode 0': 'c0bd0f8e199e7ae1b0f8473df76323fe128048303bc2551de3631545ad1bc745',
+  'mode 1': 'b667ca474aa471498522ac2c5d1513c7ce885f30deb8eb54573682326fdf8255',
+  'mode 2': '01cd8e082e68d298e971cf667827de7f5bbd18904f5c3112de42a14257d7ad30',
+  'mode 3': '8b8b879d8338b1df7a1cb6a6a9d90057ee157a781e4297b1c241cec6e7b77d02',
+  'mode 4': 'e498c6a542d77aae6c85d25c79000529b89dbf10661e9e8ba10fe363e41f8a73',
+  'mode 0, executable streamed': '22fa54bfb6cae35169bce0bf38148890493fbd2e9c779a8c83710c2b3f8df6ac',
 };
 
 const dir = mkdtempSync(path.join(tmpdir(), 'ipa-fixed-'));

@@ -51,10 +51,7 @@ describe('sign modes', () => {
     const info = parsePlist(readFileSync(path.join(app, 'Info.plist'))) as PlistObject;
     expect(info.CFBundleIdentifier).toBe('com.example.copy');
     const [signature] = readSignatures(readFileSync(path.join(app, 'very-capable-app')));
-    expect(signature!.codeDirectories.map((cd) => cd.identifier)).toEqual([
-      'com.example.copy',
-      'com.example.copy',
-    ]);
+    expect(signature!.codeDirectories.map((cd) => cd.identifier)).toEqual(['com.example.copy']);
     const entitlements = parsePlist(Buffer.from(signature!.entitlementsXml!)) as PlistObject;
     expect(entitlements['application-identifier']).toBe(`${pki.teamId}.com.example.copy`);
     expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);

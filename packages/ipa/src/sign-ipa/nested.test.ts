@@ -159,15 +159,12 @@ describe('signing an app with nested code', () => {
       expect(
         signature!.codeDirectories.map((cd) => [cd.identifier, cd.teamId]),
         file,
-      ).toEqual([
-        [id, pki.teamId],
-        [id, pki.teamId],
-      ]);
+      ).toEqual([[id, pki.teamId]]);
       expect(objdumpHeaders(path.join(app, file))).toContain('LC_CODE_SIGNATURE');
       // Entitlements and the main-binary flag on app and extension executables only.
       expect(signature!.blobs.has(5), file).toBe(isMain);
       expect(signature!.blobs.has(7), file).toBe(isMain);
-      expect(signature!.codeDirectories[1]!.execSegFlags & 1n, file).toBe(isMain ? 1n : 0n);
+      expect(signature!.codeDirectories[0]!.execSegFlags & 1n, file).toBe(isMain ? 1n : 0n);
       if (bundle !== undefined) {
         const root = path.join(app, bundle);
         expect(specialSlotMatches(signature!, 1, readFileSync(path.join(root, 'Info.plist'))), file).toBe(
@@ -178,6 +175,42 @@ describe('signing an app with nested code', () => {
           file,
         ).toBe(true);
       }
+    }
+  });
+
+  it('gives every Mach-O a SHA-1 CodeDirectory too when the app supports an iOS before 11, whatever each was built for', async () => {
+    // Each binary here was built for iOS 14; an app that still runs on iOS 10 needs them all signed
+    // for it, or its frameworks fail to install there.
+    const oldInput = path.join(dir, 'Old.ipa');
+    writeFileSync(
+      oldInput,
+      buildZip(
+        entries.map((entry) =>
+          entry.name === `${APP}/Info.plist`
+            ? { ...entry, data: buildBinaryPlist(info(HOST_ID, 'Host', { MinimumOSVersion: '10.0' })) }
+            : entry,
+        ),
+      ),
+    );
+    const output = path.join(dir, 'old-signed.ipa');
+    await sign({
+      input: oldInput,
+      output,
+      identity: { p12: pki.p12, password: pki.password },
+      profile: pki.profile(),
+    });
+    const target = path.join(dir, 'old');
+    mkdirSync(target);
+    execFileSync('unzip', ['-q', output, '-d', target]);
+    for (const { file } of code) {
+      const binary = readFileSync(path.join(target, APP, file));
+      const [signature] = readSignatures(binary);
+      expect(
+        signature!.codeDirectories.map((cd) => cd.hashType),
+        file,
+      ).toEqual([1, 2]);
+      expect(pageHashesMatch(binary, signature!), file).toBe(true);
+      expect(opensslVerifies(signature!, pki.caPem).ok, file).toBe(true);
     }
   });
 

@@ -156,7 +156,8 @@ async function expectVerifies(output: string, owner: TestPki, profile: Buffer) {
   expect(specialSlotMatches(signature!, 1, files.info)).toBe(true);
   expect(specialSlotMatches(signature!, 3, files.codeResources)).toBe(true);
   expect(opensslVerifies(signature!, owner.caPem).ok).toBe(true);
-  expect(signature!.codeDirectories.map((cd) => cd.teamId)).toEqual([owner.teamId, owner.teamId]);
+  // The app supports iOS 14 only: SHA-256 alone (sign/digest-choice.ts).
+  expect(signature!.codeDirectories.map((cd) => cd.teamId)).toEqual([owner.teamId]);
   expect(files.profile.equals(profile)).toBe(true);
 }
 

@@ -6,6 +6,7 @@
 import { posix } from 'node:path';
 import type { FileDigests } from '../digest/index.js';
 import { buildCodeResources, type SealedFile, type SealedNested } from '../resources/index.js';
+import { appTargetsBeforeSha256 } from '../sign/digest-choice.js';
 import type { BinarySigner } from './binary-signer.js';
 import { digestBuffer, digestStream } from './hashes.js';
 import type { BundlePlan, SigningPlan } from './plan.js';
@@ -31,12 +32,20 @@ export async function signBundles(
 ): Promise<Map<string, Buffer>> {
   const { plan, files, binaries, teamId, requirement } = job;
   const cdhashes = new Map<string, Buffer>();
+  // Every file of an app that supports an iOS before 11 keeps a SHA-1 CodeDirectory (digest-choice.ts).
+  const minimumOs = plan.app.info.MinimumOSVersion;
+  const appNeedsSha1 = appTargetsBeforeSha256(typeof minimumOs === 'string' ? minimumOs : undefined);
   let done = 0;
   for (const bundle of plan.inOrder) {
     const nested: SealedNested[] = [];
     for (const loose of bundle.looseCode) {
       const identifier = posix.basename(loose).replace(/\.dylib$/, '');
-      const cdhash = await binaries.sign(loose, { identifier, teamId, isMainExecutable: false });
+      const cdhash = await binaries.sign(loose, {
+        identifier,
+        teamId,
+        isMainExecutable: false,
+        appNeedsSha1,
+      });
       nested.push({ path: relative(bundle, loose), cdhash, requirement: requirement(identifier) });
     }
     for (const child of plan.inOrder) {
@@ -56,6 +65,7 @@ export async function signBundles(
           identifier: bundle.bundleId,
           teamId,
           isMainExecutable: bundle.isMain,
+          appNeedsSha1,
           infoPlist: await files.read(`${bundle.dir}/Info.plist`),
           codeResources,
         },

@@ -13,6 +13,8 @@ export interface MachOSignRequest {
   path?: string;
   teamId: string;
   isMainExecutable: boolean;
+  /** The app supports an iOS before 11: a SHA-1 CodeDirectory beside SHA-256 whatever the file's own target. */
+  appNeedsSha1?: boolean;
   /** Main executables only (AMFI refuses a non-main binary that has entitlements). */
   entitlements?: PlistObject;
   infoPlist?: Buffer;

@@ -51,8 +51,9 @@ function segmentsOf(path: string): string[] {
   ].map((m) => (m[1] === '__LINKEDIT' ? `${m[1]} ${m[2]} ${m[4]}` : m.slice(1).join(' ')));
 }
 
-function resign(bytes: Buffer): Buffer {
+function resign(bytes: Buffer, options: { appNeedsSha1?: boolean } = {}): Buffer {
   const input: CodeSignInput = {
+    ...options,
     identifier: 'org.fastlane.very-capable-app',
     teamId: pki.teamId,
     commonName: pki.commonName,
@@ -90,12 +91,23 @@ describe('the Xcode-signed fixture executable', () => {
     expect(specialSlotMatches(signature!, 3, codeResources)).toBe(true);
     for (const slot of [2, 5, 7])
       expect(specialSlotMatches(signature!, slot, signature!.blobs.get(slot)!)).toBe(true);
+    // It targets iOS 11.2 (LC_VERSION_MIN_IPHONEOS), which validates SHA-256 alone: no SHA-1 directory.
     expect(signature!.codeDirectories.map((cd) => [cd.hashType, cd.identifier, cd.teamId])).toEqual([
-      [1, 'org.fastlane.very-capable-app', pki.teamId],
       [2, 'org.fastlane.very-capable-app', pki.teamId],
     ]);
     // get-task-allow is in the app's development entitlements: main binary | allow unsigned, as Xcode wrote.
-    expect(signature!.codeDirectories.map((cd) => cd.execSegFlags)).toEqual([0x11n, 0x11n]);
+    expect(signature!.codeDirectories.map((cd) => cd.execSegFlags)).toEqual([0x11n]);
+    expect(codeDirectoryHashes(signed)[0]!.codeDirectories.map((cd) => cd.cdhash.toString('hex'))).toEqual(
+      cmsPlistCdHashes(signature!.cms),
+    );
+  });
+
+  it('keeps a SHA-1 directory first, SHA-256 beside it, when its app supports an iOS before 11', () => {
+    const signed = resign(original, { appNeedsSha1: true });
+    const [signature] = readSignatures(signed);
+    expect(signature!.codeDirectories.map((cd) => cd.hashType)).toEqual([1, 2]);
+    expect(pageHashesMatch(signed, signature!)).toBe(true);
+    expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
     expect(codeDirectoryHashes(signed)[0]!.codeDirectories.map((cd) => cd.cdhash.toString('hex'))).toEqual(
       cmsPlistCdHashes(signature!.cms),
     );
@@ -103,7 +115,7 @@ describe('the Xcode-signed fixture executable', () => {
 
   it('hashes every page but the header page exactly as Xcode did, with the same code limit and executable segment', () => {
     const [xcode] = readSignatures(original);
-    const [ours] = readSignatures(resign(original));
+    const [ours] = readSignatures(resign(original, { appNeedsSha1: true }));
     xcode!.codeDirectories.forEach((theirs, i) => {
       const mine = ours!.codeDirectories[i]!;
       expect([mine.codeLimit, mine.codeSlotCount]).toEqual([theirs.codeLimit, theirs.codeSlotCount]);

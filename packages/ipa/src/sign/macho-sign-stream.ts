@@ -5,7 +5,8 @@
  */
 import { layOutFat, readMachO, type MachOSlice } from '../macho/parse.js';
 import { HASH_SIZE, PAGE_SIZE } from './blobs.js';
-import { hashPages, planSlice, type CodeSignInput, type SlicePlan } from './macho-sign.js';
+import { needsSha1 } from './digest-choice.js';
+import { NO_HASHES, hashPages, planSlice, type CodeSignInput, type SlicePlan } from './macho-sign.js';
 
 /** Reads a range; the buffer it answers may be reused by the next read, so use it before then. */
 export type ReadAt = (offset: number, length: number) => Promise<Buffer>;
@@ -59,8 +60,9 @@ export async function signMachOStream(
   options: StreamOptions = {},
 ): Promise<StreamedCode> {
   const file = await readMachO({ sizeBytes, read }, where);
+  const withSha1 = input.appNeedsSha1 === true || needsSha1(file.slices);
   const jobs: SliceJob[] = [];
-  for (const slice of file.slices) jobs.push(await planJob(read, slice, where, input));
+  for (const slice of file.slices) jobs.push(await planJob(read, slice, where, input, withSha1));
   const signedSize = (job: SliceJob): number => job.plan.codeLimit + job.plan.signatureSize;
   if (!file.isFat) {
     const job = jobs[0]!;
@@ -88,6 +90,7 @@ async function planJob(
   slice: MachOSlice,
   where: string,
   input: CodeSignInput,
+  withSha1: boolean,
 ): Promise<SliceJob> {
   // The plan needs the header, the load commands and the 16 bytes after them (a new LC_CODE_SIGNATURE).
   const head = await read(
@@ -98,7 +101,7 @@ async function planJob(
     offset: slice.offset,
     size: slice.size,
     arch: slice.arch,
-    plan: planSlice(head, slice.size, slice, where, input),
+    plan: planSlice(head, slice.size, slice, where, input, withSha1),
   };
 }
 
@@ -108,7 +111,9 @@ function fitsBody(job: SliceJob, body: SliceBody): boolean {
     job.offset === 0 &&
     body.codeLimit === job.plan.codeLimit &&
     job.plan.codeLimit > CHUNK_BYTES &&
-    job.plan.head.length <= CHUNK_BYTES
+    job.plan.head.length <= CHUNK_BYTES &&
+    // A body kept without SHA-1 page hashes cannot serve a signature that needs them.
+    (!job.plan.withSha1 || body.sha1.length > 0)
   );
 }
 
@@ -123,14 +128,15 @@ async function codeChunk(read: ReadAt, job: SliceJob, at: number, chunk: Buffer)
 
 /** Streams a slice whose code after the first chunk was kept: the first chunk, the body as kept, a new signature. */
 async function streamSliceWithBody(read: ReadAt, job: SliceJob, body: SliceBody, sink: Sink): Promise<void> {
+  const { withSha1 } = job.plan;
   const pageCount = Math.ceil(job.plan.codeLimit / PAGE_SIZE);
-  const sha1 = Buffer.alloc(pageCount * HASH_SIZE.sha1);
+  const sha1 = withSha1 ? Buffer.alloc(pageCount * HASH_SIZE.sha1) : NO_HASHES;
   const sha256 = Buffer.alloc(pageCount * HASH_SIZE.sha256);
   const first = Buffer.allocUnsafe(CHUNK_BYTES);
   await codeChunk(read, job, 0, first);
-  hashPages(first, 'sha1', sha1, 0);
+  if (withSha1) hashPages(first, 'sha1', sha1, 0);
   hashPages(first, 'sha256', sha256, 0);
-  body.sha1.copy(sha1, (CHUNK_BYTES / PAGE_SIZE) * HASH_SIZE.sha1);
+  if (withSha1) body.sha1.copy(sha1, (CHUNK_BYTES / PAGE_SIZE) * HASH_SIZE.sha1);
   body.sha256.copy(sha256, (CHUNK_BYTES / PAGE_SIZE) * HASH_SIZE.sha256);
   await sink(first);
   await body.copy();
@@ -148,7 +154,7 @@ async function streamSlice(
 ): Promise<void> {
   const { plan } = job;
   const pageCount = Math.ceil(plan.codeLimit / PAGE_SIZE);
-  const sha1 = Buffer.alloc(pageCount * HASH_SIZE.sha1);
+  const sha1 = plan.withSha1 ? Buffer.alloc(pageCount * HASH_SIZE.sha1) : NO_HASHES;
   const sha256 = Buffer.alloc(pageCount * HASH_SIZE.sha256);
   // One buffer for every chunk: the sink is done with a chunk when its promise resolves.
   const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, plan.codeLimit));
@@ -158,7 +164,7 @@ async function streamSlice(
     // Past the slice's end (a signature added after __LINKEDIT's padding) the code is zeros.
     await codeChunk(read, job, at, chunk);
     const page = at / PAGE_SIZE;
-    hashPages(chunk, 'sha1', sha1, page * HASH_SIZE.sha1);
+    if (plan.withSha1) hashPages(chunk, 'sha1', sha1, page * HASH_SIZE.sha1);
     hashPages(chunk, 'sha256', sha256, page * HASH_SIZE.sha256);
     await sink(chunk);
   }

@@ -90,18 +90,27 @@ function fat64Slices(fat: Buffer): Buffer[] {
   });
 }
 
+/** A copy of a built binary whose LC_BUILD_VERSION names another minimum iOS (major.0). */
+function withMinimumIos(binary: Buffer, major: number): Buffer {
+  const copy = Buffer.from(binary);
+  const [slice] = parseMachO(copy).slices;
+  const command = slice!.loadCommands.find((c) => c.command === 0x32)!; // LC_BUILD_VERSION
+  copy.writeUInt32LE(major << 16, command.offset + 12); // build_version_command.minos
+  return copy;
+}
+
 describe('signMachO', () => {
   it('signs a built executable so that openssl verifies the CMS and every hash recomputes', () => {
     const signed = signMachO(readFileSync(appPath), 'app', input).bytes;
     const [signature] = readSignatures(signed);
     const verified = opensslVerifies(signature!, pki.caPem);
     expect(verified.ok).toBe(true);
-    expect(signature!.codeDirectories.map((cd) => cd.hashType)).toEqual([1, 2]);
+    // Built for iOS 14, which validates SHA-256 alone: one SHA-256 CodeDirectory, as codesign signs it.
+    expect(signature!.codeDirectories.map((cd) => cd.hashType)).toEqual([2]);
     expect(signature!.codeDirectories.map((cd) => [cd.identifier, cd.teamId, cd.specialSlotCount])).toEqual([
       ['com.example.app', pki.teamId, 7],
-      ['com.example.app', pki.teamId, 7],
     ]);
-    expect(signature!.codeDirectories[1]!.execSegFlags).toBe(0x11n);
+    expect(signature!.codeDirectories[0]!.execSegFlags).toBe(0x11n);
     expect(pageHashesMatch(signed, signature!)).toBe(true);
     expect(specialSlotMatches(signature!, 1, infoPlist)).toBe(true);
     expect(specialSlotMatches(signature!, 3, codeResources)).toBe(true);
@@ -110,8 +119,27 @@ describe('signMachO', () => {
     expect(parsePlistDict(Buffer.from(signature!.entitlementsXml!))).toEqual(input.entitlements);
   });
 
+  it('keeps a SHA-1 CodeDirectory first where the binary or its app targets an iOS before 11', () => {
+    const built = readFileSync(appPath);
+    for (const [bytes, options] of [
+      [withMinimumIos(built, 10), {}],
+      [built, { appNeedsSha1: true }],
+    ] as const) {
+      const signed = signMachO(bytes, 'app', { ...input, ...options }).bytes;
+      const [signature] = readSignatures(signed);
+      expect(signature!.codeDirectories.map((cd) => cd.hashType)).toEqual([1, 2]);
+      expect(signature!.codeDirectories.map((cd) => cd.execSegFlags)).toEqual([0x11n, 0x11n]);
+      expect(pageHashesMatch(signed, signature!)).toBe(true);
+      expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
+    }
+    // iOS 11 itself validates SHA-256 alone.
+    const [eleven] = readSignatures(signMachO(withMinimumIos(built, 11), 'app', input).bytes);
+    expect(eleven!.codeDirectories.map((cd) => cd.hashType)).toEqual([2]);
+  });
+
   it("puts Apple's cdhash attributes in the CMS: 9.1 lists both cdhashes, 9.2 every full digest", () => {
-    const [signature] = readSignatures(signMachO(readFileSync(appPath), 'app', input).bytes);
+    const signedWithBoth = signMachO(readFileSync(appPath), 'app', { ...input, appNeedsSha1: true });
+    const [signature] = readSignatures(signedWithBoth.bytes);
     const [sha1Cd, sha256Cd] = signature!.codeDirectories.map((cd) => cd.bytes);
     const sha1 = createHash('sha1').update(sha1Cd!).digest('hex').toUpperCase();
     const sha256 = createHash('sha256').update(sha256Cd!).digest('hex').toUpperCase();
@@ -231,7 +259,7 @@ describe('signMachO', () => {
     expect(signature!.blobs.has(5)).toBe(false);
     expect(signature!.blobs.has(7)).toBe(false);
     expect(signature!.codeDirectories[0]!.specialSlotCount).toBe(2);
-    expect(signature!.codeDirectories[1]!.execSegFlags).toBe(0n);
+    expect(signature!.codeDirectories[0]!.execSegFlags).toBe(0n);
     expect(opensslVerifies(signature!, pki.caPem).ok).toBe(true);
     expect(pageHashesMatch(signed, signature!)).toBe(true);
   });
@@ -252,8 +280,8 @@ describe('signMachO', () => {
     const hashes = codeDirectoryHashes(signed);
     expect(hashes.map((h) => h.arch)).toEqual(['arm64', 'arm64e']);
     hashes.forEach((slice, i) => {
-      const sha256 = createHash('sha256').update(signatures[i]!.codeDirectories[1]!.bytes).digest();
-      expect(slice.codeDirectories[1]!.digest.equals(sha256)).toBe(true);
+      const sha256 = createHash('sha256').update(signatures[i]!.codeDirectories.at(-1)!.bytes).digest();
+      expect(slice.codeDirectories.at(-1)!.digest.equals(sha256)).toBe(true);
     });
   });
 

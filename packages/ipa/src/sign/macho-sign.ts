@@ -5,7 +5,7 @@
 import { createHash, hash as oneShotHash } from 'node:crypto';
 import { IpaError } from '../errors.js';
 import { LC_CODE_SIGNATURE, MH_EXECUTE } from '../macho/constants.js';
-import type { MachOSlice } from '../macho/parse.js';
+import { parseMachO, type MachOSlice } from '../macho/parse.js';
 import { rebuildMachO } from '../macho/rebuild.js';
 import { buildXmlPlist, type PlistObject } from '../plist.js';
 import {
@@ -29,6 +29,7 @@ import {
 } from './blobs.js';
 import type { CmsSigner } from './cms.js';
 import { encodeDerEntitlements } from './der-entitlements.js';
+import { needsSha1 } from './digest-choice.js';
 import { buildRequirementsBlob } from './requirements.js';
 
 export interface CodeSignInput {
@@ -46,6 +47,8 @@ export interface CodeSignInput {
   readonly entitlements?: PlistObject;
   /** Sets CS_EXECSEG_MAIN_BINARY (app and app extension executables). */
   readonly isMainBinary: boolean;
+  /** The app targets an iOS older than 11: a SHA-1 CodeDirectory whatever this file's own target (digest-choice.ts). */
+  readonly appNeedsSha1?: boolean;
   readonly signer: CmsSigner;
   readonly now: Date;
 }
@@ -62,8 +65,9 @@ const alignUp = (n: number, to: number): number => Math.ceil(n / to) * to;
 
 export function signMachO(bytes: Buffer, where: string, input: CodeSignInput): SignedCode {
   const cdHashes: { arch: string; cdHash: Buffer }[] = [];
+  const withSha1 = input.appNeedsSha1 === true || needsSha1(parseMachO(bytes, where).slices);
   const signed = rebuildMachO(bytes, where, (sliceBytes, slice) => {
-    const result = signSlice(sliceBytes, slice, where, input);
+    const result = signSlice(sliceBytes, slice, where, input, withSha1);
     cdHashes.push({ arch: slice.arch, cdHash: result.cdHash });
     return result.bytes;
   });
@@ -71,14 +75,20 @@ export function signMachO(bytes: Buffer, where: string, input: CodeSignInput): S
   return { bytes: signed, cdHash: preferred.cdHash };
 }
 
-function signSlice(bytes: Buffer, slice: MachOSlice, where: string, input: CodeSignInput): SignedCode {
-  const plan = planSlice(bytes, bytes.length, slice, where, input);
+function signSlice(
+  bytes: Buffer,
+  slice: MachOSlice,
+  where: string,
+  input: CodeSignInput,
+  withSha1: boolean,
+): SignedCode {
+  const plan = planSlice(bytes, bytes.length, slice, where, input, withSha1);
   const out = Buffer.alloc(plan.codeLimit + plan.signatureSize);
   bytes.copy(out, 0, 0, Math.min(plan.codeLimit, bytes.length));
   plan.head.copy(out, 0);
   const code = out.subarray(0, plan.codeLimit);
   const { signature, cdHash } = plan.finish({
-    sha1: hashPages(code, 'sha1'),
+    sha1: withSha1 ? hashPages(code, 'sha1') : NO_HASHES,
     sha256: hashPages(code, 'sha256'),
   });
   signature.copy(out, plan.codeLimit);
@@ -93,9 +103,17 @@ export interface SlicePlan {
   readonly signatureSize: number;
   /** The slice's first bytes with the header edits (LC_CODE_SIGNATURE, __LINKEDIT sizes) applied. */
   readonly head: Buffer;
-  /** Takes every page's SHA-1 and SHA-256, each kind in one buffer (see hashPages). */
+  /** Whether the signature has a SHA-1 CodeDirectory (digest-choice.ts): its pages' SHA-1 are needed. */
+  readonly withSha1: boolean;
+  /**
+   * Takes every page's SHA-1 (NO_HASHES without a SHA-1 CodeDirectory) and SHA-256, each kind in
+   * one buffer (see hashPages).
+   */
   finish(pageHashes: { sha1: Buffer; sha256: Buffer }): { signature: Buffer; cdHash: Buffer };
 }
+
+/** The SHA-1 page hashes of a signature that has no SHA-1 CodeDirectory. */
+export const NO_HASHES = Buffer.alloc(0);
 
 /**
  * Plans the signature of a slice from its first bytes (`bytes` holds at least the header, the load
@@ -107,6 +125,7 @@ export function planSlice(
   slice: MachOSlice,
   where: string,
   input: CodeSignInput,
+  withSha1: boolean,
 ): SlicePlan {
   // Signing cannot make encrypted pages runnable on another device: refuse rather than ship an app that cannot launch.
   if (slice.cryptid !== 0) {
@@ -197,11 +216,12 @@ export function planSlice(
   const otherBlobs = [requirements, entitlements, derEntitlements].filter(
     (b): b is Buffer => b !== undefined,
   );
-  const blobCount = 3 + otherBlobs.length; // two CodeDirectories and the CMS wrapper, plus these
+  // The CodeDirectories (SHA-1 and SHA-256, or SHA-256 alone) and the CMS wrapper, plus these.
+  const blobCount = (withSha1 ? 3 : 2) + otherBlobs.length;
   const signatureSize = alignUp(
     12 +
       blobCount * 8 +
-      codeDirectorySize(input.identifier, input.teamId, 'sha1', specialCount, pageCount) +
+      (withSha1 ? codeDirectorySize(input.identifier, input.teamId, 'sha1', specialCount, pageCount) : 0) +
       codeDirectorySize(input.identifier, input.teamId, 'sha256', specialCount, pageCount) +
       otherBlobs.reduce((n, b) => n + b.length, 0) +
       8 +
@@ -255,32 +275,34 @@ export function planSlice(
     codeLimit,
     signatureSize,
     head: out,
+    withSha1,
     finish(pageHashes) {
       if (
-        pageHashes.sha1.length !== pageCount * HASH_SIZE.sha1 ||
+        pageHashes.sha1.length !== (withSha1 ? pageCount * HASH_SIZE.sha1 : 0) ||
         pageHashes.sha256.length !== pageCount * HASH_SIZE.sha256
       ) {
         throw new Error(
           `expected ${pageCount} page hashes of ${where}, got ${pageHashes.sha1.length} and ${pageHashes.sha256.length} bytes of them`,
         );
       }
-      const cd1 = directory('sha1', pageHashes.sha1);
+      const cd1 = withSha1 ? directory('sha1', pageHashes.sha1) : undefined;
       const cd256 = directory('sha256', pageHashes.sha256);
       const cd256Hash = digest('sha256', cd256);
+      // The CMS signs the first CodeDirectory and lists every one's hash (hash agility).
       const cms = input.signer.sign(
-        cd1,
+        cd1 ?? cd256,
         [
-          { hash: 'sha1', digest: digest('sha1', cd1) },
+          ...(cd1 === undefined ? [] : [{ hash: 'sha1' as const, digest: digest('sha1', cd1) }]),
           { hash: 'sha256', digest: cd256Hash },
         ],
         input.now,
       );
       const superBlob = buildSuperBlob([
-        { slot: CSSLOT_CODEDIRECTORY, blob: cd1 },
+        { slot: CSSLOT_CODEDIRECTORY, blob: cd1 ?? cd256 },
         { slot: CSSLOT_REQUIREMENTS, blob: requirements },
         ...(entitlements === undefined ? [] : [{ slot: CSSLOT_ENTITLEMENTS, blob: entitlements }]),
         ...(derEntitlements === undefined ? [] : [{ slot: CSSLOT_DER_ENTITLEMENTS, blob: derEntitlements }]),
-        { slot: CSSLOT_ALTERNATE_CODEDIRECTORIES, blob: cd256 },
+        ...(cd1 === undefined ? [] : [{ slot: CSSLOT_ALTERNATE_CODEDIRECTORIES, blob: cd256 }]),
         { slot: CSSLOT_SIGNATURESLOT, blob: signatureBlob(cms) },
       ]);
       if (superBlob.length > signatureSize) {
