@@ -4,7 +4,7 @@
  * the page hashes from the second chunk on, and those chunks as the output's deflated bytes.
  * Only the first chunk changes from one sign to the next (the header edits: LC_CODE_SIGNATURE and
  * __LINKEDIT's sizes), and the signature after the code; so a later sign hashes one chunk, copies
- * the deflated body as it is, and inflates, hashes and deflates nothing else (docs/signing.md).
+ * the deflated body as it is, and inflates, hashes and deflates nothing else (the package README, "The n-th sign of a version").
  *
  * One folder per cache: `code/<key>.code` holds the first chunk, the hashes and the deflated
  * body, `code/<key>.json` their lengths and CRC-32. The key is the entry's name, CRC-32, sizes and

@@ -4,7 +4,7 @@
  * archive order with their own headers and times (zip/writer.ts). Kept once, that stretch starts
  * the next output as a copy made by the kernel (copy_file_range, or a reflink on file systems that
  * share blocks), so the n-th sign reads none of it; only the signed code, seals and profile that
- * follow it are written (docs/signing.md).
+ * follow it are written (the package README, "The n-th sign of a version").
  *
  * `copies/<key>.zip-prefix` in the cache folder; the key is the archive's entries (as the
  * resource digests' key) and the names signing rewrites, so another mode's stretch is another

@@ -9,7 +9,7 @@
  * older iOS (its Info.plist's MinimumOSVersion), since a dylib built for iOS 11 and signed with
  * SHA-256 alone fails to install on the iOS 9 and 10 devices its app supports
  * (calabash/iOSDeviceManager #244, which re-signs with both for that reason; zsign's `-L` does too).
- * docs/signing.md.
+ * The package README says which hashes a signature carries.
  */
 import { PLATFORM_IOS, PLATFORM_MACOS, PLATFORM_TVOS } from '../macho/constants.js';
 import type { MachOSlice } from '../macho/parse.js';
