@@ -13,12 +13,27 @@
  * versions signed again.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { copyFile, mkdir, rename, rm, stat, truncate } from 'node:fs/promises';
+import { copyFile, mkdir, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { versionKey } from '../digest/index.js';
 import type { ZipEntry } from '../zip/index.js';
 
 const FORMAT = 1;
+const STALE_CLAIM_MS = 10 * 60 * 1000;
+
+/** Creates the claim file, or takes over one left by a sign that stopped; false when another holds it. */
+async function claimKeeping(claim: string): Promise<boolean> {
+  try {
+    await writeFile(claim, String(process.pid), { flag: 'wx' });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const { mtimeMs } = await stat(claim);
+    if (Date.now() - mtimeMs < STALE_CLAIM_MS) return false;
+    await writeFile(claim, String(process.pid));
+    return true;
+  }
+}
 
 export interface CopyTemplate {
   /** The kept stretch, when there is one of exactly `bytes`. */
@@ -47,12 +62,20 @@ export function copyTemplate(
       }
     },
     async keep(output) {
+      // Many signs of a popular version start before any has kept the stretch: one keeps it, the
+      // others go on (a claim older than a sign can take is a crashed one's, and is taken over).
+      const claim = `${file}.keeping`;
       const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
       try {
         await mkdir(join(cacheDir, 'copies'), { recursive: true });
-        await copyFile(output, temporary);
-        await truncate(temporary, bytes);
-        await rename(temporary, file);
+        if (!(await claimKeeping(claim))) return;
+        try {
+          await copyFile(output, temporary);
+          await truncate(temporary, bytes);
+          await rename(temporary, file);
+        } finally {
+          await rm(claim, { force: true });
+        }
       } catch {
         await rm(temporary, { force: true });
       }

@@ -192,6 +192,16 @@ describe('the n-th sign of a version', () => {
     expect(sha256(again)).toBe(sha256(first));
   });
 
+  it('keeps one copied stretch when many users sign a version at once, and every output verifies', async () => {
+    const cacheDir = path.join(dir, 'crowd');
+    const a = loadIdentity({ p12: pki.p12, password: pki.password });
+    await signWith(a, pki.profile(), cacheDir);
+    const profiles = [1, 2, 3, 4].map((n) => pki.profile({ appId: `${pki.teamId}.user${n}` }));
+    const outputs = await Promise.all(profiles.map((profile) => signWith(a, profile, cacheDir)));
+    for (const [i, output] of outputs.entries()) await expectVerifies(output, pki, profiles[i]!);
+    expect(readdirSync(path.join(cacheDir, 'copies'))).toHaveLength(1);
+  });
+
   it('signs in full, with the same result, when what was kept is damaged', async () => {
     const cacheDir = path.join(dir, 'damaged');
     const a = loadIdentity({ p12: pki.p12, password: pki.password });
