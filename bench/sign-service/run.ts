@@ -1,18 +1,21 @@
 /**
- * Sign service benchmark (issue 12): ten users sign the same version of about 300 MB of content
- * through the service, one after another, each from PUT /api/sign to its Done event: the first
- * sign and the median of the next nine. In the same run, alternating with them, `sideport-ipa
- * sign` (the CLI, a process of its own) on the same file with the same identity and a profile of
- * the same devices: a first sign with an empty digest cache, and a sign whose cache is filled.
+ * Sign service benchmark: ten users sign the same version of about 300 MB of content through the
+ * service, one after another, each from PUT /api/sign to its Done event: the first sign and the
+ * median of the next nine. In the same run, alternating with them, `sideport-ipa sign` (the CLI, a
+ * process of its own) on the same file with the same identity and a profile of the same devices: a
+ * first sign with an empty digest cache, and the n-th user's sign (its cache filled). Then a crowd:
+ * fifty more users ask at once, and the time until every one's sign is Done is set against fifty
+ * of the CLI's n-th signs shared among the sign workers, with what the version's cache holds after
+ * (one set of digests, one kept executable, one copied stretch).
  *
- *   npm run bench:sign-service       (BENCH_SIZE_MB=300 BENCH_USERS=10 to change)
+ *   npm run bench:sign-service   (BENCH_SIZE_MB=300 BENCH_USERS=10 BENCH_CROWD=50 SIGN_WORKERS=2 to change)
  *
  * The service runs as built (`npm run build` first, which the script does): the embedded default,
  * PGlite and local disk, one in-process sign worker whose signing processes start with
  * SIGN_PROCESS_TUNING, the version's digest cache filled when it became Done.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -27,6 +30,8 @@ import { median, seconds, udidOf, signUp } from '../lib.js';
 
 const SIZE_MB = Number(process.env.BENCH_SIZE_MB ?? 300);
 const USERS = Number(process.env.BENCH_USERS ?? 10);
+const CROWD = Number(process.env.BENCH_CROWD ?? 50);
+const WORKERS = process.env.SIGN_WORKERS ?? '2';
 const root = path.resolve(import.meta.dirname, '../..');
 const fixture = path.join(root, 'fixtures/binaries/fastlane_very-capable-app_arm64_cryptid0.ipa');
 const cli = path.join(root, 'packages/ipa/bin/sideport-ipa.js');
@@ -63,6 +68,7 @@ async function main() {
     WEB_DIST_DIR: dataDir,
     ITUNES_BASE_URL: store.url,
     SIGN_IN_LIMIT_PER_ADDRESS: '1000',
+    SIGN_WORKERS: WORKERS,
   });
   const database = await openDatabase({ pgliteDir: path.join(dataDir, 'db') });
   await database.migrate();
@@ -127,7 +133,7 @@ async function main() {
     cliSign(warmCache); // fills the CLI's own cache
 
     const users = await Promise.all(
-      Array.from({ length: USERS }, async (_, i) => {
+      Array.from({ length: USERS + CROWD }, async (_, i) => {
         const id = `benchuser${i}`;
         const cookie = await signUp(base, id);
         await devices.insertDevice(database.db, {
@@ -140,23 +146,42 @@ async function main() {
       }),
     );
 
-    const service: number[] = [];
-    const cached: number[] = [];
-    const cold: number[] = [cliCold()];
-    for (const [i, user] of users.entries()) {
-      const started = performance.now();
+    const askToSign = async (user: { cookie: string }) => {
       const res = await fetch(`${base}/api/sign/${APP_ID}/${APP_VER_ID}`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json', cookie: user.cookie, 'x-sideport-client': 'web' },
         body: JSON.stringify({ type: 0 }),
       });
       if (res.status !== 200) throw new Error(`sign request refused: ${res.status} ${await res.text()}`);
+    };
+    const service: number[] = [];
+    const cached: number[] = [];
+    const cold: number[] = [cliCold()];
+    for (const [i, user] of users.slice(0, USERS).entries()) {
+      const started = performance.now();
+      await askToSign(user);
       while (!doneAt.has(user.id)) await new Promise((resolve) => setTimeout(resolve, 5));
       service.push(doneAt.get(user.id)! - started);
       console.log(`  user ${i + 1}: ${seconds(service.at(-1)!)}`);
       cached.push(cliSign(warmCache));
       if (i % 4 === 3) cold.push(cliCold());
     }
+
+    // The crowd: every one asks at once.
+    const crowd = users.slice(USERS);
+    const crowdStarted = performance.now();
+    await Promise.all(crowd.map(askToSign));
+    while (crowd.some((user) => !doneAt.has(user.id)))
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const crowdMs = Math.max(...crowd.map((user) => doneAt.get(user.id)!)) - crowdStarted;
+    const cacheRoot = path.join(dataDir, 'sign-cache', 'versions', `${APP_ID}-${APP_VER_ID}`);
+    const kept = (folder: string, suffix: string) => {
+      try {
+        return readdirSync(path.join(cacheRoot, folder)).filter((name) => name.endsWith(suffix)).length;
+      } catch {
+        return 0;
+      }
+    };
 
     const [first, ...rest] = service;
     const next = median(rest);
@@ -178,6 +203,15 @@ async function main() {
     console.log(`  service first / CLI empty cache:  ${(first! / cliColdMs).toFixed(2)}`);
     console.log(`  service first / CLI filled cache: ${(first! / cliCachedMs).toFixed(2)}`);
     console.log(`  service next  / CLI filled cache: ${(next / cliCachedMs).toFixed(2)}`);
+    const bound = (CROWD * cliCachedMs) / Number(WORKERS);
+    console.log(`\n${CROWD} users asking at once, ${WORKERS} sign workers:`);
+    console.log(`  every sign Done after ${seconds(crowdMs)} (${seconds(crowdMs / CROWD)} per user)`);
+    console.log(
+      `  target ${CROWD} x the CLI's n-th sign / ${WORKERS} workers = ${seconds(bound)}: ${(crowdMs / bound).toFixed(2)} of it, ${crowdMs <= bound ? 'met' : 'MISSED'}`,
+    );
+    console.log(
+      `  the version's cache: ${kept('resource-digests', '.json')} digest sets (one per mode family, made once when it became Done), ${kept('code', '.json')} kept executable, ${kept('copies', '.zip-prefix')} copied stretch`,
+    );
   } finally {
     await app.close();
     await database.close();
