@@ -208,7 +208,7 @@ describe("against this server's wildcard profile", () => {
     const r = report();
     expect(statusOf(r, '', 'keychain-sharing')).toBe('changed');
     expect(part(r, '').capabilities.find((c) => c.id === 'keychain-sharing')!.sentence).toMatch(
-      /belong to team SIDEPORT01/,
+      /belong to this server's team \(SIDEPORT01\)/,
     );
     expect(r.teamId).toBe(TEAM);
   });

@@ -171,7 +171,7 @@ function statusOf(own: EntitlementValue, written: PlistValue | undefined): Capab
 
 function changedSentence(capability: Capability, label: string, teamId: string, isCopy: boolean): string {
   if (capability.id === 'keychain-sharing')
-    return `${label}'s saved logins belong to team ${teamId} from now on: those saved under another signature are not read back.`;
+    return `${label}'s saved logins belong to this server's team (${teamId}) from now on: those saved under another team's signature are not read back.`;
   if (capability.id === 'app-groups' && isCopy)
     return "The copy's app groups are renamed for it: it does not share data with the original app.";
   return `${capability.name} is signed with this server's values for ${label.replace(/^The /, 'the ')}.`;
