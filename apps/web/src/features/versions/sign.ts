@@ -8,6 +8,7 @@ import {
 } from '@sideport/contracts';
 import { applySignEvent } from '../../entries/apply-event';
 import { alertFailure, ApiError } from '../../lib/api';
+import { confirmationAddendum } from './capabilities';
 import { RESIGN_QUESTION } from './messages';
 import { askSign, checkSign, installUrl } from './queries';
 
@@ -39,7 +40,7 @@ export const isResigning = (entry: AppEntry, type: SignType) =>
 export const signQuestion = (mode: SignModeInfo, appName: string) =>
   `Really want request sign${mode.confirmLabel ? ` (${mode.confirmLabel})` : ''} ${appName}`;
 
-type Version = Pick<AppEntry, 'app_id' | 'app_ver_id' | 'name'>;
+type Version = Pick<AppEntry, 'app_id' | 'app_ver_id' | 'name'> & Partial<Pick<AppEntry, 'capabilities'>>;
 
 /**
  * PUT /api/sign. docs/product.md, States: requesting sets the mode Pending locally, at once; live events
@@ -64,8 +65,9 @@ async function putSign(queryClient: QueryClient, entry: Version, mode: SignModeI
   }
 }
 
+/** The question, then what signing in this mode loses of the app's capabilities, when it loses any. */
 export async function requestSign(queryClient: QueryClient, entry: Version, mode: SignModeInfo) {
-  if (!window.confirm(signQuestion(mode, entry.name))) return;
+  if (!window.confirm(signQuestion(mode, entry.name) + confirmationAddendum(entry, mode.type))) return;
   await putSign(queryClient, entry, mode, 'No');
 }
 
