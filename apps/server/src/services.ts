@@ -357,6 +357,7 @@ export async function createApiServices(
     signing,
     recovery: core.recovery,
     versions,
+    teamMoves: core.accountPool?.teamMoves,
     settings: {
       urlTtlSeconds: config.DOWNLOAD_URL_TTL_SECONDS,
       hasDylibs: { iap: config.SIGN_DYLIBS_IAP.length > 0, igg: config.SIGN_DYLIBS_IGG.length > 0 },
