@@ -329,7 +329,12 @@ export async function createApiServices(
   const versions = createVersionReadModel({
     db,
     catalog,
-    capabilities: { components: core.components, teamOf: signing.teamOf, dupSuffix },
+    capabilities: {
+      components: core.components,
+      teamOf: signing.teamOf,
+      dupSuffix,
+      ...(core.accountPool ? { pendingTeamMove: core.accountPool.teamMoves.pending } : {}),
+    },
   });
   const decrypt = createDecryptService({
     db,

@@ -44,6 +44,8 @@ export const modeCapabilities = z.object({
   changed: z.int(),
   /** The app's bundle id once signed. */
   bundle_id: z.string(),
+  /** What the install does to the copy on the phone: beside it (DUP), or over one signed by another team; null otherwise. */
+  install_note: z.optional(z.nullable(z.string())),
   components: z.array(componentCapabilities),
 });
 export type ModeCapabilities = z.infer<typeof modeCapabilities>;

@@ -21,6 +21,8 @@ export interface VersionReadModelDeps {
     teamOf(userId: string): Promise<string | null>;
     /** DUP's bundle id segment for a user and an app (modules/sign/worker.ts). */
     dupSuffix(userId: string, appId: number): string;
+    /** With a pool: the user's move to another team not acknowledged yet (identity/pool/team-moves.ts). */
+    pendingTeamMove?(userId: string): Promise<unknown>;
   };
 }
 
@@ -42,16 +44,22 @@ export function createVersionReadModel({ db, catalog, capabilities }: VersionRea
     ): Promise<Map<number, VersionCapabilities | null>> {
       const result = new Map<number, VersionCapabilities | null>();
       if (!capabilities || versions.length === 0) return result;
-      const [found, teamId] = await Promise.all([
+      const [found, teamId, moved] = await Promise.all([
         capabilities.components.componentsOf(versions),
         capabilities.teamOf(userId),
+        capabilities.pendingTeamMove?.(userId),
       ]);
       for (const v of versions) {
         const components = found.get(`${v.appId}/${v.appVerId}`);
         result.set(
           v.appVerId,
           components
-            ? capabilitiesAnswer({ components, teamId, dupSuffix: capabilities.dupSuffix(userId, v.appId) })
+            ? capabilitiesAnswer({
+                components,
+                teamId,
+                dupSuffix: capabilities.dupSuffix(userId, v.appId),
+                teamMoved: moved !== undefined,
+              })
             : null,
         );
       }

@@ -72,9 +72,10 @@ export function CapabilityNote({ entry }: { entry: AppEntry }) {
             <ComponentLines key={c.path} component={c} isAdmin={isAdmin} />
           ))}
         </ul>
+        {report.install_note && <div className="text-warning-emphasis">{report.install_note}</div>}
         {copy && (
           <div className="capability-dup">
-            DUP installs a copy as {copy.bundle_id}: {copy.summary}
+            DUP installs a copy as {copy.bundle_id}: {copy.summary} {copy.install_note}
           </div>
         )}
       </div>

@@ -25,30 +25,46 @@ export function capabilitiesAnswer(input: {
   teamId: string | null;
   /** DUP's new bundle id segment for this viewer and app (modules/sign/worker.ts, dupSuffix). */
   dupSuffix: string;
+  /** The viewer's devices moved to another team since their last install (identity/pool/team-moves.ts). */
+  teamMoved?: boolean;
 }): VersionCapabilities {
   const { components, teamId } = input;
   const profile = wildcardProfile(teamId ?? UNKNOWN_TEAM);
   const appId = components.find((c) => c.path === '')?.bundleId ?? '';
   const keeping = SIGN_MODES.filter((m) => !m.renamesBundleIds).map((m) => m.type);
   const renaming = SIGN_MODES.filter((m) => m.renamesBundleIds).map((m) => m.type);
-  const modes: ModeCapabilities[] = [modeAnswer(keeping, capabilityReport({ components, profile }))];
+  const modes: ModeCapabilities[] = [
+    modeAnswer(keeping, capabilityReport({ components, profile }), input.teamMoved ? REPLACES : null),
+  ];
   if (renaming.length > 0)
     modes.push(
       modeAnswer(
         renaming,
         capabilityReport({ components, profile, newAppId: `${appId}.${input.dupSuffix}` }),
+        BESIDE,
       ),
     );
   return { team_id: teamId, modes };
 }
 
-function modeAnswer(types: SignType[], report: CapabilityReport): ModeCapabilities {
+/** A copy under its own bundle id is another app to iOS: its own data, nothing replaced. */
+const BESIDE = 'Installs beside the original app, as another app with data of its own.';
+/** The same bundle id from another team: iOS replaces the app, and its keychain and app groups are the old team's. */
+const REPLACES =
+  'Replaces the copy your previous team signed: the app will ask you to sign in again, and what it shared with its extensions stays behind.';
+
+function modeAnswer(
+  types: SignType[],
+  report: CapabilityReport,
+  installNote: string | null,
+): ModeCapabilities {
   return {
     sign_types: types,
     summary: report.summary,
     lost: report.lost,
     changed: report.changed,
     bundle_id: report.signedAs,
+    install_note: installNote,
     components: report.components.map((c) => ({
       path: c.path,
       kind: c.kind,

@@ -20,6 +20,7 @@ import {
   type TestApp,
 } from '../../../test/harness.js';
 import { dupSuffix } from '../../sign/worker.js';
+import { capabilitiesAnswer } from './answer.js';
 
 const APP_ID = 6300;
 const APP_VER_ID = 863000001;
@@ -77,8 +78,22 @@ describe.each(databaseKinds)('capability report on %s', (kind) => {
       operator:
         "Apple grants Push notifications only to an explicit App ID with PUSH_NOTIFICATIONS enabled, which App Store Connect's API can create.",
     });
+    expect(keeping!.install_note).toBeNull();
+    expect(dup!.install_note).toBe('Installs beside the original app, as another app with data of its own.');
     expect(dup!.sign_types).toEqual([4]);
     expect(dup!.bundle_id).toBe(`${BUNDLE_ID}.${dupSuffix(userId, APP_ID)}`);
+  });
+
+  it('says an install replaces the copy signed by the team a person moved from', async () => {
+    const rows = await t.database.db.select().from(schema.versionComponents);
+    const moved = capabilitiesAnswer({
+      components: rows[0]!.components,
+      teamId: 'NEWTEAM001',
+      dupSuffix: 'dup0000000001',
+      teamMoved: true,
+    });
+    expect(moved.modes[0]!.install_note).toMatch(/^Replaces the copy your previous team signed: /);
+    expect(moved.modes[1]!.install_note).toMatch(/^Installs beside the original app/);
   });
 
   it('reads a version Done before on its first look, and answers null until then', async () => {
