@@ -96,4 +96,23 @@ describe('what an app keeps, on an iPhone', () => {
     expect(await card.getByRole('group', { name: 'Normal' }).getByRole('button').innerText()).toBe('Sign');
     await s.context.close();
   });
+
+  it("shows the admin what signing loses and what the operator could do, in the console's Capabilities tab", async () => {
+    const s = await openSession(browser, server.url, IPHONE_VIEWPORT, undefined, {
+      userAgent: IPHONE_USER_AGENT,
+    });
+    await submitSignIn(s, ADMIN.id, ADMIN.password);
+    await s.page.waitForURL((u) => u.pathname === '/');
+    await s.page.goto('/admin/capabilities');
+    const row = s.page.getByTestId('capabilities-row').filter({ hasText: READY.name });
+    await expect.poll(() => row.count()).toBe(1);
+    const text = await row.innerText();
+    expect(text).toContain('Push notifications');
+    expect(text).toContain('PUSH_NOTIFICATIONS');
+    expect(text).toMatch(/It cannot create iCloud container identifiers/);
+    expect(await s.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+      IPHONE_VIEWPORT.width,
+    );
+    await s.context.close();
+  });
 });

@@ -56,3 +56,26 @@ export const versionCapabilities = z.object({
   modes: z.array(modeCapabilities),
 });
 export type VersionCapabilities = z.infer<typeof versionCapabilities>;
+
+/**
+ * GET /api/admin/capabilities: the Done versions (newest first) whose signing loses capabilities,
+ * each capability with the parts that lose it and what the operator could do.
+ */
+export const adminCapabilityEntry = z.object({
+  app_id: z.string(),
+  app_ver_id: z.string(),
+  name: z.string(),
+  version: z.string(),
+  summary: z.string(),
+  lost: z.array(
+    z.object({
+      id: z.string(),
+      name: z.string(),
+      /** The components that lose it, by name. */
+      parts: z.array(z.string()),
+      operator: z.nullable(z.string()),
+    }),
+  ),
+});
+export type AdminCapabilityEntry = z.infer<typeof adminCapabilityEntry>;
+export const adminCapabilities = z.array(adminCapabilityEntry);

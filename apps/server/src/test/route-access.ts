@@ -188,6 +188,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     access: 'owner',
     example: (fx) => `/api/install/${fx.signed.appId}/${fx.signed.appVerId}/${fx.signed.type}`,
   },
+  'GET /api/admin/capabilities': { access: 'admin', example: '/api/admin/capabilities' },
   // After the install's 409 TEAM_MOVED (issue 30): the caller read what a move of team means.
   'POST /api/team-move/acknowledge': {
     access: 'user',

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
-import type { AppEntry } from '@sideport/contracts';
+import type { AdminCapabilityEntry, AppEntry } from '@sideport/contracts';
 import { parseProfile, wildcardProfile } from '@sideport/ipa';
 import type { ItunesServer } from '../../../dev/itunes-server.js';
 import * as schema from '../../../db/schema/index.js';
@@ -82,6 +82,26 @@ describe.each(databaseKinds)('capability report on %s', (kind) => {
     expect(dup!.install_note).toBe('Installs beside the original app, as another app with data of its own.');
     expect(dup!.sign_types).toEqual([4]);
     expect(dup!.bundle_id).toBe(`${BUNDLE_ID}.${dupSuffix(userId, APP_ID)}`);
+  });
+
+  it("lists in the admin console what signing loses, the parts that lose it and the operator's options", async () => {
+    const admin = await signedInUser(t, `capabilities_admin_${kind}`, 1);
+    const refused = await t.app.inject({
+      url: '/api/admin/capabilities',
+      headers: { cookie, ...WEB_CLIENT },
+    });
+    expect(refused.statusCode).toBe(403);
+    const res = await t.app.inject({
+      url: '/api/admin/capabilities',
+      headers: { cookie: admin, ...WEB_CLIENT },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const [entry] = res.json() as AdminCapabilityEntry[];
+    expect(entry).toMatchObject({ app_id: String(APP_ID), app_ver_id: String(APP_VER_ID), version: '1.0' });
+    expect(entry!.summary).toMatch(/^Loses push notifications/);
+    const icloud = entry!.lost.find((l) => l.id === 'icloud')!;
+    expect(icloud.parts).toEqual([entry!.lost[0]!.parts[0]]);
+    expect(icloud.operator).toMatch(/It cannot create iCloud container identifiers \(iCloud\.…\)/);
   });
 
   it('says an install replaces the copy signed by the team a person moved from', async () => {

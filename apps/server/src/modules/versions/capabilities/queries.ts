@@ -1,7 +1,7 @@
-import { and, inArray } from 'drizzle-orm';
+import { and, desc, eq, inArray } from 'drizzle-orm';
 import type { SignedComponent } from '@sideport/ipa';
 import type { Database } from '../../../db/client.js';
-import { versionComponents } from '../../../db/schema/index.js';
+import { apps, versionComponents, versions } from '../../../db/schema/index.js';
 
 /** Every query of the components read from Done versions (version_components). */
 
@@ -36,4 +36,28 @@ export async function saveComponents(
   row: { appId: number; appVerId: number; components: SignedComponent[]; readAt: Date },
 ) {
   await db.insert(versionComponents).values(row).onConflictDoNothing();
+}
+
+/** The newest Done versions whose components were read, with their name in the store they came from. */
+export async function doneWithComponents(db: Database, limit: number) {
+  return db
+    .select({
+      appId: versions.appId,
+      appVerId: versionComponents.appVerId,
+      version: versions.version,
+      name: apps.name,
+      components: versionComponents.components,
+    })
+    .from(versionComponents)
+    .innerJoin(
+      versions,
+      and(
+        eq(versions.appId, versionComponents.appId),
+        eq(versions.appVerId, versionComponents.appVerId),
+        eq(versions.status, 'Done'),
+      ),
+    )
+    .leftJoin(apps, and(eq(apps.appId, versions.appId), eq(apps.country, versions.country)))
+    .orderBy(desc(versions.doneAt))
+    .limit(limit);
 }
