@@ -78,7 +78,9 @@ describe('what an app keeps, on an iPhone', () => {
     expect(lineBox.x + lineBox.width).toBeLessThanOrEqual(IPHONE_VIEWPORT.width);
 
     await line.tap();
-    const detail = note.getByText(/Lost: Push notifications\. Push notifications will not arrive\./);
+    const detail = note
+      .locator('[data-status="lost"]')
+      .filter({ hasText: 'Push notifications will not arrive.' });
     await expect.poll(() => detail.isVisible()).toBe(true);
     expect(await note.innerText()).toMatch(/DUP installs a copy as com\.example\.capable\.dup[0-9a-f]{10}: /);
     // No operator's advice for a person who is not the operator.

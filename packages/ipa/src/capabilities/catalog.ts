@@ -200,6 +200,14 @@ export const CAPABILITIES: readonly Capability[] = [
     ascCapability: 'AUTOFILL_CREDENTIAL_PROVIDER',
   }),
   cap({
+    id: 'inter-app-audio',
+    name: 'Inter-App Audio',
+    keys: ['inter-app-audio'],
+    lost: () => 'It cannot send audio to or take audio from other music apps.',
+    explicitOnly: true,
+    ascCapability: 'INTER_APP_AUDIO',
+  }),
+  cap({
     id: 'app-clip-link',
     name: 'App Clip link',
     keys: [

@@ -9,7 +9,7 @@
 import type { PlistObject, PlistValue } from '../plist.js';
 import { createGroupRemap, isAllowedBy, mergeEntitlements } from '../sign/entitlements.js';
 import { dupRenamer } from '../sign-ipa/modes.js';
-import { capabilityOf, componentLabel, IDENTITY_KEYS, type Capability } from './catalog.js';
+import { CAPABILITIES, capabilityOf, componentLabel, IDENTITY_KEYS, type Capability } from './catalog.js';
 import type { ComponentKind, EntitlementValue, Entitlements, SignedComponent } from './components.js';
 
 /** What of a profile the report reads: its team, its App ID and what it grants. */
@@ -148,18 +148,22 @@ function outcomesOf(
     const before = byCapability.get(capability);
     if (before === undefined || RANK[status] > RANK[before]) byCapability.set(capability, status);
   }
-  return [...byCapability].map(([capability, status]) => ({
-    id: capability.id,
-    name: capability.name,
-    status,
-    sentence:
-      status === 'lost'
-        ? capability.lost(label)
-        : status === 'changed'
-          ? changedSentence(capability, label, teamId, isCopy)
-          : null,
-    operator: status === 'lost' ? operatorHint(capability) : null,
-  }));
+  // In the catalogue's order, the capabilities people notice most first; keys it does not name last.
+  const rank = (c: Capability) => (CAPABILITIES.includes(c) ? CAPABILITIES.indexOf(c) : CAPABILITIES.length);
+  return [...byCapability]
+    .sort(([a], [b]) => rank(a) - rank(b))
+    .map(([capability, status]) => ({
+      id: capability.id,
+      name: capability.name,
+      status,
+      sentence:
+        status === 'lost'
+          ? capability.lost(label)
+          : status === 'changed'
+            ? changedSentence(capability, label, teamId, isCopy)
+            : null,
+      operator: status === 'lost' ? operatorHint(capability) : null,
+    }));
 }
 
 /** Lost when the signature will not carry it, or carries fewer of its values; changed when it carries others. */
@@ -199,13 +203,22 @@ function summaryOf(reports: readonly ComponentReport[]): string {
     parts.push(
       `${unsignable.length === 1 ? 'A part' : `${unsignable.length} parts`} of it cannot be signed.`,
     );
-  if (lostNames.length > 0) parts.push(`Loses ${listOf(lostNames)}.`);
+  // A line, not a list: the first few by name, the rest counted (the detail names each).
+  if (lostNames.length > 0)
+    parts.push(
+      lostNames.length <= SUMMARY_NAMES + 1
+        ? `Loses ${listOf(lostNames)}.`
+        : `Loses ${lostNames.slice(0, SUMMARY_NAMES).join(', ')} and ${lostNames.length - SUMMARY_NAMES} more capabilities.`,
+    );
   if (parts.length === 0)
     parts.push(
       changed ? 'Keeps its capabilities, some moved to this server.' : 'Keeps all its capabilities.',
     );
   return parts.join(' ');
 }
+
+/** Capabilities the summary names before it counts the rest. */
+const SUMMARY_NAMES = 3;
 
 const unique = (values: string[]) => [...new Set(values)];
 /** Capabilities whose names are common nouns, written lower-case inside a sentence. */

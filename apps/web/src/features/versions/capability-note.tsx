@@ -28,7 +28,10 @@ function ComponentLines({ component, isAdmin }: { component: ComponentCapabiliti
       {component.note && <div className="text-danger-emphasis">{component.note}</div>}
       {news.map((c) => (
         <div key={c.id} data-status={c.status}>
-          {STATUS_WORDS[c.status]}: {c.name}. {c.sentence}
+          <span className={`badge me-1 ${c.status === 'lost' ? 'text-bg-warning' : 'text-bg-secondary'}`}>
+            {STATUS_WORDS[c.status]}
+          </span>
+          {c.sentence ?? c.name}
           {isAdmin && c.operator && <div className="text-body-secondary fst-italic">{c.operator}</div>}
         </div>
       ))}

@@ -67,9 +67,11 @@ describe.each(databaseKinds)('capability report on %s', (kind) => {
     const [keeping, dup] = report.modes;
     expect(keeping!.sign_types).toEqual([0, 1, 2, 3]);
     expect(keeping!.bundle_id).toBe(BUNDLE_ID);
-    expect(keeping!.summary).toMatch(/^Loses push notifications, .*iCloud.*associated domains/);
+    expect(keeping!.summary).toMatch(/^Loses push notifications, .* and \d+ more capabilities\.$/);
     const app = keeping!.components[0]!;
     expect(app).toMatchObject({ path: '', kind: 'app', bundle_id: BUNDLE_ID, outcome: 'signed' });
+    for (const id of ['icloud', 'associated-domains', 'healthkit'])
+      expect(app.capabilities.find((c) => c.id === id)?.status, id).toBe('lost');
     expect(app.capabilities.find((c) => c.id === 'push')).toEqual({
       id: 'push',
       name: 'Push notifications',
