@@ -28,6 +28,7 @@ import { agentRoutes } from './modules/agents/routes.js';
 import { metricsRoutes, registerRequestMetrics } from './modules/metrics/routes.js';
 import { decryptRoutes } from './modules/decrypt/routes.js';
 import { signRoutes } from './modules/sign/routes.js';
+import { capabilityRoutes } from './modules/versions/capabilities/routes.js';
 import { eventRoutes } from './modules/events/routes.js';
 import { streamCapFor } from './modules/events/stream-limits.js';
 import { periodicTasks, stopServices } from './lifecycle.js';
@@ -210,6 +211,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(agentRoutes, { agents, jobs, uploadIdleTimeoutMs: config.AGENT_UPLOAD_IDLE_TIMEOUT_MS });
   await app.register(adminRoutes, { guards, agents, jobs, audit, checklist });
+  await app.register(capabilityRoutes, { guards, db: database.db });
   // Each stream holds a connection (a file): the process's cap stays below its open-file limit.
   const openFiles = readOpenFileLimit();
   const streamLimits = {

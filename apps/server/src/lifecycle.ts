@@ -75,7 +75,8 @@ export function periodicTasks(
  * step before may still publish on. The database is the caller's, closed after.
  */
 export async function stopServices(
-  services: Pick<CoreServices, 'recovery' | 'signWorkers' | 'jobs' | 'bus'>,
+  services: Pick<CoreServices, 'recovery' | 'signWorkers' | 'jobs' | 'bus'> &
+    Partial<Pick<CoreServices, 'components'>>,
   scheduler: Pick<Scheduler, 'stop'>,
   served?: { close(): Promise<void> },
 ) {
@@ -85,6 +86,8 @@ export async function stopServices(
   // Digest cache warm-ups that uploads did not wait for finish before the process ends (a worker
   // receives no uploads: nothing to wait for there).
   await services.jobs.settle();
+  // Components of versions Done before, read on their first look, are kept before the database closes.
+  await services.components?.settle();
   await served?.close();
   await services.bus.close();
 }

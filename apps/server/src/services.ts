@@ -33,7 +33,8 @@ import { createResignService } from './modules/sign/resign.js';
 import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignService, dropSignsOfVersions } from './modules/sign/service.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
-import { createSignWorkers } from './modules/sign/worker.js';
+import { createSignWorkers, dupSuffix } from './modules/sign/worker.js';
+import { createComponentReader } from './modules/versions/capabilities/reader.js';
 import { createVersionReadModel } from './modules/versions/read-model.js';
 import { withHeldDeletes } from './platform/backup.js';
 import type { Config } from './platform/config.js';
@@ -119,6 +120,8 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
   });
   const signCacheDir = path.join(config.DATA_DIR, 'sign-cache');
   const signCache = createSignCache({ files, dir: signCacheDir, tmpDir, run: runInSignProcess, log });
+  // What each Done version's components were signed with, for the capability report.
+  const components = createComponentReader({ db, files, clock, tmpDir, log });
   // Versions an admin removed, told once, in this order: their stored files go and open pages
   // hear of it, then the signs made of them, their artifacts and digest caches.
   const whenVersionsRemoved = [
@@ -156,8 +159,10 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     metrics,
     usage: createDecryptUsage({ db }),
     disk,
-    // The sign service's digest cache is filled as soon as a version is Done.
-    onVersionDone: (done) => signCache.warm(done),
+    // The sign service's digest cache is filled as soon as a version is Done, and its components read.
+    onVersionDone: async (done) => {
+      await Promise.all([signCache.warm(done), components.record(done)]);
+    },
   });
   const agents = createAgentService({
     db,
@@ -255,6 +260,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     bus,
     files,
     signCache,
+    components,
     audit,
     catalog,
     jobs,
@@ -320,7 +326,16 @@ export async function createApiServices(
     config.DOWNLOAD_URL_KEY ??
     (await settingOrCreate(db, 'download_url_key', () => randomBytes(32).toString('hex')));
   const urls = createUrlSigner(Buffer.from(urlKey), clock);
-  const versions = createVersionReadModel({ db, catalog });
+  const versions = createVersionReadModel({
+    db,
+    catalog,
+    capabilities: {
+      components: core.components,
+      teamOf: signing.teamOf,
+      dupSuffix,
+      ...(core.accountPool ? { pendingTeamMove: core.accountPool.teamMoves.pending } : {}),
+    },
+  });
   const decrypt = createDecryptService({
     db,
     clock,
@@ -347,6 +362,7 @@ export async function createApiServices(
     signing,
     recovery: core.recovery,
     versions,
+    teamMoves: core.accountPool?.teamMoves,
     settings: {
       urlTtlSeconds: config.DOWNLOAD_URL_TTL_SECONDS,
       hasDylibs: { iap: config.SIGN_DYLIBS_IAP.length > 0, igg: config.SIGN_DYLIBS_IGG.length > 0 },

@@ -2,6 +2,7 @@
 // (zod's full API weighs ~20 kB compressed there). The schemas are the same to zod's core, so the
 // server validates and documents them as it does every other contract.
 import * as z from 'zod/mini';
+import { versionCapabilities } from './capabilities.js';
 import { signStatusFields, signType } from './sign-modes.js';
 
 /** docs/product.md, Constants: supported store countries, KR by default. */
@@ -64,6 +65,11 @@ export const appEntry = z.object({
   reason: z.nullable(z.string()),
   /** On the queue: the place of a waiting (Pending) entry in the agents' order, 1 first; its lane is `premium`. */
   position: z.nullable(z.int()),
+  /**
+   * Of a Done version: what signing keeps of its capabilities for the viewer (capabilities.ts);
+   * null while its components are being read, absent where it does not apply.
+   */
+  capabilities: z.optional(z.nullable(versionCapabilities)),
 });
 export type AppEntry = z.infer<typeof appEntry>;
 export const appList = z.array(appEntry);

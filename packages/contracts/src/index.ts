@@ -1,6 +1,7 @@
 export * from './auth.js';
 export * from './account.js';
 export * from './catalog.js';
+export * from './capabilities.js';
 export * from './sign-modes.js';
 export * from './decrypt.js';
 export * from './sign.js';

@@ -74,6 +74,7 @@ export type { MachOSigner, MachOSignRequest } from './sign-ipa/signer.js';
 export { createMachOSigner } from './sign-ipa/engine.js';
 // The Mach-O signing engine itself (src/sign): in memory or streamed, and the blobs it writes.
 export * from './sign/index.js';
+export * from './capabilities/index.js';
 export type { InjectedDylib, SignMode } from './sign-ipa/modes.js';
 export { buildCodeResources } from './resources/index.js';
 // How a process that signs should be started (malloc arenas, V8 young generation).

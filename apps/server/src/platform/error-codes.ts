@@ -313,6 +313,8 @@ export const ERRORS = {
   CERTIFICATE_NOT_YET_VALID: { status: 409, sentence: said },
   PROFILE_EXPIRED: { status: 409, sentence: said },
   CERTIFICATE_NOT_IN_PROFILE: { status: 409, sentence: said },
+  /** Before the first install from the team a user moved to: what stays with the old team, app by app. */
+  TEAM_MOVED: { status: 409, sentence: said },
 
   // --- Billing -------------------------------------------------------------------------------
   UNKNOWN_SERVICE: { status: 400, sentence: 'Unknown service.' },

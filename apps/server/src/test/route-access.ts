@@ -188,6 +188,13 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     access: 'owner',
     example: (fx) => `/api/install/${fx.signed.appId}/${fx.signed.appVerId}/${fx.signed.type}`,
   },
+  'GET /api/admin/capabilities': { access: 'admin', example: '/api/admin/capabilities' },
+  // After the install's 409 TEAM_MOVED (issue 30): the caller read what a move of team means.
+  'POST /api/team-move/acknowledge': {
+    access: 'user',
+    bodyless: true,
+    example: '/api/team-move/acknowledge',
+  },
   // Both sign or export for the caller's devices: refused cross-site like a POST.
   'GET /api/feather/install': { access: 'user', changesState: true, example: '/api/feather/install' },
   'GET /api/feather/cert': { access: 'user', changesState: true, example: '/api/feather/cert' },

@@ -33,6 +33,7 @@ export const adminKeys = {
   devices: ['admin', 'devices'] as const,
   identity: ['admin', 'identity'] as const,
   accounts: ['admin', 'accounts'] as const,
+  capabilities: ['admin', 'capabilities'] as const,
   setup: ['admin', 'setup'] as const,
   setupLink: (token: string) => ['setup-link', token] as const,
 };

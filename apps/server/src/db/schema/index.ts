@@ -7,3 +7,5 @@ export * from './devices.js';
 export * from './decrypt.js';
 export * from './sign.js';
 export * from './identity.js';
+export * from './capabilities.js';
+export * from './team-moves.js';

@@ -31,7 +31,7 @@ export interface DecryptServiceDeps {
   billing: Pick<BillingService, 'entitlement' | 'consumeDecrypt'>;
   settings: DecryptSettings;
   /** The caller's five signing statuses per version. */
-  versions: Pick<VersionReadModel, 'signStatuses'>;
+  versions: Pick<VersionReadModel, 'signStatuses'> & Partial<Pick<VersionReadModel, 'capabilities'>>;
 }
 
 const PRIORITY_FREE = 0;
@@ -176,13 +176,23 @@ export function createDecryptService(deps: DecryptServiceDeps) {
           done.map((r) => ({ appId: r.appId, appVerId: r.appVerId! })),
         )
       : new Map<number, SignStatuses>();
-    return rows.map((r) =>
-      toEntry(
+    // What signing keeps of each Done version's capabilities for the viewer (modules/versions/capabilities).
+    const kept = await deps.versions.capabilities?.(
+      viewer.id,
+      done
+        .filter((r) => r.fileKey !== null)
+        .map((r) => ({ appId: r.appId, appVerId: r.appVerId!, fileKey: r.fileKey! })),
+    );
+    return rows.map((r) => {
+      const entry = toEntry(
         app,
         { ...r, reason: maySeeReason(viewer, r.requestedBy) ? r.reason : null },
         (r.appVerId !== null && signs.get(r.appVerId)) || undefined,
-      ),
-    );
+      );
+      return kept && r.appVerId !== null && kept.has(r.appVerId)
+        ? { ...entry, capabilities: kept.get(r.appVerId)! }
+        : entry;
+    });
   }
 
   return {

@@ -235,6 +235,17 @@ export function createSigningService({
     signingMaterial,
 
     /**
+     * The team that signs for the user now: their account's in a pool, else the one identity's;
+     * null when not known yet (a pool user with no Registered device, an identity with no
+     * certificate). Never calls Apple.
+     */
+    async teamOf(userId: string): Promise<string | null> {
+      const placed = pool ? await pool.identityOf(userId) : undefined;
+      const identity = placed?.provider ?? (pool ? undefined : defaultIdentity);
+      return (await identity?.details?.())?.teamId ?? null;
+    },
+
+    /**
      * What GET /api/feather/cert hands the user: the Feather certificate (never the signing one)
      * and a profile for it listing the user's Registered devices; undefined without one.
      */

@@ -330,3 +330,20 @@ export async function whileRecoveryLocked<T>(db: Database, work: () => Promise<T
     return row?.locked ? work() : undefined;
   });
 }
+
+/** The names of the apps a user installed (an install link handed out) before `at`, each once. */
+export async function titlesInstalledBefore(db: Database, userId: string, at: Date): Promise<string[]> {
+  const rows = await db
+    .selectDistinct({ title: signRequests.title })
+    .from(signRequests)
+    .where(
+      and(
+        eq(signRequests.userId, userId),
+        eq(signRequests.source, 'version'),
+        isNotNull(signRequests.lastUsedAt),
+        lt(signRequests.lastUsedAt, at),
+      ),
+    )
+    .orderBy(signRequests.title);
+  return rows.map((r) => r.title);
+}

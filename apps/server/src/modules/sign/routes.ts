@@ -80,6 +80,12 @@ export async function signRoutes(
     },
   );
 
+  // After the install's 409 TEAM_MOVED: the caller read what moving to another team means for their apps.
+  r.post('/api/team-move/acknowledge', { onRequest: signedIn }, async (request, reply) => {
+    await sign.acknowledgeTeamMove(currentUser(request).id);
+    return reply.code(204).send();
+  });
+
   // Both sign or export for the caller's devices: GETs that change state, guarded as a POST is.
   const changesState = { changesState: true };
   r.get(

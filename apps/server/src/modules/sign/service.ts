@@ -15,6 +15,7 @@ import { waitForEvent, type EventBus } from '../../platform/events.js';
 import type { SecretBox } from '../../platform/secrets.js';
 import type { UrlSigner } from '../../platform/signed-urls.js';
 import type { FileStore } from '../../platform/storage.js';
+import type { TeamMoves } from '../identity/pool/team-moves.js';
 import type { SigningService } from '../identity/signing.js';
 import type { VersionReadModel } from '../versions/read-model.js';
 import { featherCertZip } from './feather-cert.js';
@@ -63,6 +64,8 @@ export interface SignServiceDeps {
   recovery: Pick<Recovery, 'notice'>;
   /** A Done version's stored file and the name its manifest shows. */
   versions: Pick<VersionReadModel, 'signable'>;
+  /** With a pool of developer accounts: the user's moves to another team they were not told of yet. */
+  teamMoves?: Pick<TeamMoves, 'pending' | 'acknowledge'> | undefined;
   settings: SignSettings;
 }
 
@@ -77,6 +80,27 @@ const PASSWORD_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz2345
 export const REMEDY_HEADER = 'sideport-remedy';
 
 /** Whether an artifact still serves every Registered device of its owner (check-sign's 200). */
+/** The pool's reason for a move (written for the operator, identity/pool/registrar.ts) as the person reads it. */
+function personReason(reason: string): string {
+  if (/ is (disabled|rejected)$/.test(reason))
+    return "the one that signed them before is no longer in this server's use";
+  if (/no free .* slot/.test(reason))
+    return 'the one that signed them before has no room for your new device';
+  return 'your devices moved to it';
+}
+
+/** What a move to another team means for the apps installed before it, app by app. */
+export function teamMoveWarning(reason: string, titles: readonly string[]): string {
+  const head = `Your apps are now signed by another Apple developer team: ${personReason(reason)}.`;
+  if (titles.length === 0)
+    return `${head} Apps you install from now on do not see the saved logins and shared data of the apps you installed before.`;
+  return [
+    head,
+    ...titles.map((title) => `After this update, ${title} will ask you to sign in again.`),
+    'Saved logins and the data an app shares with its extensions stay with the old team.',
+  ].join(' ');
+}
+
 export function isCurrent(
   row: q.SignRow,
   devices: Array<{ udid: string; registeredAt: Date | null }>,
@@ -122,6 +146,22 @@ export function createSignService(deps: SignServiceDeps) {
       signingCures(problem) ? { headers: { [REMEDY_HEADER]: 'sign-again' } } : {},
       problemSentence(problem, isBeingSigned),
     );
+
+  /**
+   * Before the first install of an app signed by the team a user moved to: a 409 that names each
+   * app they installed before, which will ask them to sign in again (its keychain and shared data
+   * stay with the old team). The web app asks them, then acknowledges and installs.
+   */
+  async function teamMoveOrRefuse(userId: string, row: q.SignRow) {
+    const move = await deps.teamMoves?.pending(userId);
+    if (!move || !row.signedAt || row.signedAt < move.movedAt) return;
+    const titles = await q.titlesInstalledBefore(db, userId, move.movedAt);
+    throw failWith(
+      'TEAM_MOVED',
+      { headers: { [REMEDY_HEADER]: 'acknowledge-team-move' } },
+      teamMoveWarning(move.reason, titles),
+    );
+  }
 
   /** An artifact handed out (install link): recovery re-signs the most recently used first. */
   const used = (row: q.SignRow) => q.markUsed(db, row.id, clock());
@@ -261,8 +301,14 @@ export function createSignService(deps: SignServiceDeps) {
     async install(userId: string, appId: number, appVerId: number, type: SignType, baseUrl: string) {
       const row = await artifactOf(versionKey(userId, appId, appVerId, type));
       await preflightOrRefuse(row);
+      await teamMoveOrRefuse(userId, row);
       await used(row);
       return installUrl(row, baseUrl);
+    },
+
+    /** POST /api/team-move/acknowledge: the user read what moving to another team means for their apps. */
+    async acknowledgeTeamMove(userId: string): Promise<void> {
+      await deps.teamMoves?.acknowledge(userId);
     },
 
     /** The manifest a signed URL names, or undefined when its artifact was replaced or removed. */

@@ -1,11 +1,29 @@
-import { NO_SIGN_STATUSES, signModeOf, type SignStatuses, type SignType } from '@sideport/contracts';
+import {
+  NO_SIGN_STATUSES,
+  signModeOf,
+  type SignStatuses,
+  type SignType,
+  type VersionCapabilities,
+} from '@sideport/contracts';
 import type { Database } from '../../db/client.js';
 import type { CatalogService } from '../catalog/service.js';
+import { capabilitiesAnswer } from './capabilities/answer.js';
+import type { ComponentReader, DoneVersion } from './capabilities/reader.js';
 import * as q from './queries.js';
 
 export interface VersionReadModelDeps {
   db: Database;
   catalog: Pick<CatalogService, 'lookupApp'>;
+  /** What each Done version's components were signed with; without it, entries carry no capability report. */
+  capabilities?: {
+    components: Pick<ComponentReader, 'componentsOf'>;
+    /** The team that would sign for the user (identity/signing.ts). */
+    teamOf(userId: string): Promise<string | null>;
+    /** DUP's bundle id segment for a user and an app (modules/sign/worker.ts). */
+    dupSuffix(userId: string, appId: number): string;
+    /** With a pool: the user's move to another team not acknowledged yet (identity/pool/team-moves.ts). */
+    pendingTeamMove?(userId: string): Promise<unknown>;
+  };
 }
 
 /**
@@ -14,8 +32,40 @@ export interface VersionReadModelDeps {
  * file. Both read it here, so neither calls the other (the decrypt domain writes a version's
  * decrypt state, the sign domain its sign state; this reads both and changes nothing).
  */
-export function createVersionReadModel({ db, catalog }: VersionReadModelDeps) {
+export function createVersionReadModel({ db, catalog, capabilities }: VersionReadModelDeps) {
   return {
+    /**
+     * What signing keeps of each Done version's capabilities for the user, by app_ver_id; null for a
+     * version whose components are still being read (its first look after it became Done).
+     */
+    async capabilities(
+      userId: string,
+      versions: readonly DoneVersion[],
+    ): Promise<Map<number, VersionCapabilities | null>> {
+      const result = new Map<number, VersionCapabilities | null>();
+      if (!capabilities || versions.length === 0) return result;
+      const [found, teamId, moved] = await Promise.all([
+        capabilities.components.componentsOf(versions),
+        capabilities.teamOf(userId),
+        capabilities.pendingTeamMove?.(userId),
+      ]);
+      for (const v of versions) {
+        const components = found.get(`${v.appId}/${v.appVerId}`);
+        result.set(
+          v.appVerId,
+          components
+            ? capabilitiesAnswer({
+                components,
+                teamId,
+                dupSuffix: capabilities.dupSuffix(userId, v.appId),
+                teamMoved: moved !== undefined,
+              })
+            : null,
+        );
+      }
+      return result;
+    },
+
     /** The caller's five sign statuses of each of these versions (No where nothing was asked). */
     async signStatuses(
       userId: string,

@@ -5,18 +5,19 @@ import { usePageTitle } from '../../lib/page-title';
 import { AccountsPanel } from './accounts-panel';
 import { AgentsPanel } from './agents-panel';
 import { AuditPanel } from './audit-panel';
+import { CapabilitiesPanel } from './capabilities-panel';
 import { DevicesPanel } from './devices-panel';
 import { QueuePanel } from './queue-panel';
 import { SetupPanel } from './setup-panel';
 
-const TABS = ['setup', 'agents', 'queue', 'devices', 'accounts', 'audit'] as const;
+const TABS = ['setup', 'agents', 'queue', 'devices', 'accounts', 'capabilities', 'audit'] as const;
 type AdminTab = (typeof TABS)[number];
 const isTab = (tab: string | undefined): tab is AdminTab => TABS.includes(tab as AdminTab);
 
 /**
  * /admin (grade above 0; the server checks every call): the setup checklist it opens on, agents,
  * the queue, devices waiting for registration with the signing identity, the developer accounts
- * devices are registered on, and the audit log. Each tab is its own address (/admin/agents ...):
+ * devices are registered on, what signing loses of the apps' capabilities, and the audit log. Each tab is its own address (/admin/agents ...):
  * a tab can be linked, and Back returns to the one before.
  */
 export function AdminPage() {
@@ -53,6 +54,9 @@ export function AdminPage() {
         </Tab>
         <Tab eventKey="accounts" title="Accounts">
           <AccountsPanel />
+        </Tab>
+        <Tab eventKey="capabilities" title="Capabilities">
+          <CapabilitiesPanel />
         </Tab>
         <Tab eventKey="audit" title="Audit log">
           <AuditPanel />

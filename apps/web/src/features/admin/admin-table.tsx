@@ -15,6 +15,7 @@ const LABELS: Record<string, string> = {
   'audit-table': 'Audit log',
   'devices-table': 'Devices',
   'accounts-table': 'Developer accounts',
+  'capabilities-table': 'Capabilities',
 };
 
 /**

@@ -1,6 +1,7 @@
 import { formatMoment } from '../../lib/dates';
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import {
+  adminCapabilities,
   adminDevice,
   adminDevices,
   adminQueuePage,
@@ -41,6 +42,13 @@ export const adminQueueQuery = infiniteQueryOptions({
     entries: await api(`/api/admin/queue/${pageParam}`, adminQueuePage),
   }),
   getNextPageParam: nextPage,
+  retry: false,
+});
+
+/** What signing loses of the newest Done versions, with what the operator could do (issue 30). */
+export const capabilitiesQuery = queryOptions({
+  queryKey: adminKeys.capabilities,
+  queryFn: () => api('/api/admin/capabilities', adminCapabilities),
   retry: false,
 });
 

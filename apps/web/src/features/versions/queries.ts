@@ -87,5 +87,8 @@ export const installUrl = (appId: string, appVerId: string | null, type: SignTyp
   api(`/api/install/${appId}/${appVerId}/${type}`, urlAnswer);
 
 /** GET /api/download/{app_id}/{app_ver_id}: the signed URL of the decrypted IPA. */
+/** After a 409 TEAM_MOVED: the person read what moving to another team means for their apps. */
+export const acknowledgeTeamMove = () => api('/api/team-move/acknowledge', noContent, { method: 'POST' });
+
 export const downloadUrl = (appId: string, appVerId: string) =>
   api(`/api/download/${appId}/${appVerId}`, urlAnswer);

@@ -8,8 +8,9 @@ import {
 } from '@sideport/contracts';
 import { applySignEvent } from '../../entries/apply-event';
 import { alertFailure, ApiError } from '../../lib/api';
+import { confirmationAddendum } from './capabilities';
 import { RESIGN_QUESTION } from './messages';
-import { askSign, checkSign, installUrl } from './queries';
+import { acknowledgeTeamMove, askSign, checkSign, installUrl } from './queries';
 
 /** The modes, their names, explanations and confirmation labels: packages/contracts, sign-modes.ts. */
 export { SIGN_MODES } from '@sideport/contracts';
@@ -39,7 +40,7 @@ export const isResigning = (entry: AppEntry, type: SignType) =>
 export const signQuestion = (mode: SignModeInfo, appName: string) =>
   `Really want request sign${mode.confirmLabel ? ` (${mode.confirmLabel})` : ''} ${appName}`;
 
-type Version = Pick<AppEntry, 'app_id' | 'app_ver_id' | 'name'>;
+type Version = Pick<AppEntry, 'app_id' | 'app_ver_id' | 'name'> & Partial<Pick<AppEntry, 'capabilities'>>;
 
 /**
  * PUT /api/sign. docs/product.md, States: requesting sets the mode Pending locally, at once; live events
@@ -64,8 +65,9 @@ async function putSign(queryClient: QueryClient, entry: Version, mode: SignModeI
   }
 }
 
+/** The question, then what signing in this mode loses of the app's capabilities, when it loses any. */
 export async function requestSign(queryClient: QueryClient, entry: Version, mode: SignModeInfo) {
-  if (!window.confirm(signQuestion(mode, entry.name))) return;
+  if (!window.confirm(signQuestion(mode, entry.name) + confirmationAddendum(entry, mode.type))) return;
   await putSign(queryClient, entry, mode, 'No');
 }
 
@@ -81,7 +83,8 @@ const curedBySigning = (error: unknown): error is ApiError =>
  * Install (docs/product.md, Calls and Errors): check the sign first; a 406 means a device was registered after
  * it was signed, so a new sign is offered; a 409 that a new sign cures (the certificate revoked, the profile
  * expired: docs/sign-service.md, Install preflight) goes to `onRefused`, which shows the reason and 'Sign
- * again'; otherwise go to the install URL.
+ * again'; a 409 for the first install from the team the person moved to (issue 30) is asked, then
+ * acknowledged; otherwise go to the install URL.
  */
 export async function installSigned(
   queryClient: QueryClient,
@@ -103,6 +106,14 @@ export async function installSigned(
     open((await installUrl(entry.app_id, entry.app_ver_id, mode.type)).url);
   } catch (error) {
     if (curedBySigning(error)) return onRefused(error.message);
-    alertFailure(error);
+    if (!(error instanceof ApiError && error.remedy === 'acknowledge-team-move')) return alertFailure(error);
+    // The first install from the team the person moved to: what stays with the old team, app by app.
+    if (!window.confirm(error.message)) return;
+    try {
+      await acknowledgeTeamMove();
+      open((await installUrl(entry.app_id, entry.app_ver_id, mode.type)).url);
+    } catch (again) {
+      alertFailure(again);
+    }
   }
 }

@@ -7,6 +7,7 @@ import { progressButton } from '../../entries/progress-button';
 import { deleteEntry, moveToPremiumQueue, requestDecrypt } from './actions';
 import { openDownload } from './download';
 import type { LiveEntry } from '../../entries/live-entry';
+import { CapabilityNote } from './capability-note';
 import { SignButtons } from './sign-buttons';
 
 /**
@@ -86,6 +87,7 @@ export function VersionCard({ entry, onClose }: { entry: LiveEntry; onClose: () 
         {!isDone && <ProgressLine progress={entry.progress} label={`Progress of ${entry.version}`} />}
         {isDone && (
           <div className="mt-3">
+            <CapabilityNote entry={entry} />
             <SignButtons entry={entry} />
           </div>
         )}

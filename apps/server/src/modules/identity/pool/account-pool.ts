@@ -25,6 +25,7 @@ import { createPoolConsole } from './console.js';
 import { createPlacement } from './placement.js';
 import { createPoolRegistrar } from './registrar.js';
 import { createPoolStart } from './start.js';
+import { createTeamMoves } from './team-moves.js';
 
 export interface AccountPoolDeps {
   db: Database;
@@ -67,7 +68,8 @@ export function createAccountPool(deps: AccountPoolDeps) {
   const limit = deps.slotsPerFamily;
   const ready = createPoolStart(deps);
   const accounts = createPoolAccounts(deps);
-  const placement = createPlacement({ ...deps, accounts, limit, ready });
+  const teamMoves = createTeamMoves(deps);
+  const placement = createPlacement({ ...deps, accounts, limit, ready, teamMoves });
   const registrar = createPoolRegistrar({ ...deps, accounts, placement, ready });
   const adminConsole = createPoolConsole({ ...deps, accounts, limit, ready });
 
@@ -77,6 +79,8 @@ export function createAccountPool(deps: AccountPoolDeps) {
     primary: accounts.primary.provider,
     registrar,
     identityOf: placement.identityOf,
+    /** Each user's moves to another team, and whether they were told (team-moves.ts). */
+    teamMoves,
 
     /** Every account's identity this process has a key for, the first account first. */
     async providers() {

@@ -17,6 +17,7 @@ import { POOL_ACTOR, type Member, type PoolAccounts } from './accounts.js';
 import { choosePlacement, isoDate, type GroupDevice } from './placement-rules.js';
 import * as pq from './queries.js';
 import * as sq from './slot-queries.js';
+import type { TeamMoves } from './team-moves.js';
 import { usageOf } from './usage.js';
 
 const PLURAL: Record<DeviceFamily, string> = {
@@ -55,6 +56,8 @@ export interface PlacementDeps {
   resign: { resignArtifacts(request: { userIds: string[]; reason: string }): Promise<unknown> };
   audit: (actor: string, action: string, subject: object) => Promise<void>;
   accounts: Pick<PoolAccounts, 'isUsable' | 'memberOf'>;
+  /** Where each user's moves to another team are kept, for the warning before their next install. */
+  teamMoves?: Pick<TeamMoves, 'record'>;
   /** ASC_DEVICES_PER_FAMILY: slots of each family the pool uses on an account. */
   limit: number;
   /** The pool's start (start.ts), which every answer waits for. */
@@ -141,6 +144,17 @@ export function createPlacement(deps: PlacementDeps) {
     }
   }
 
+  /** The teams of a move, as the accounts' certificates name them (null where not known). */
+  async function teamsOf(fromAccountId: number | null, plan: Plan) {
+    const teamOf = async (member: Member | undefined) => (await member?.provider.details?.())?.teamId ?? null;
+    const fromRow = fromAccountId === null ? undefined : await pq.findAccount(db, fromAccountId);
+    return {
+      fromAccountId,
+      fromTeam: await teamOf(fromRow && accounts.memberOf(fromRow)),
+      toTeam: await teamOf(plan.member),
+    };
+  }
+
   /**
    * Re-registers the user's devices of `plan.moving` on the plan's account and moves them there;
    * their artifacts are then signed again with that account's identity.
@@ -169,6 +183,11 @@ export function createPlacement(deps: PlacementDeps) {
     }
     const from = [...new Set(plan.moving.map((d) => d.accountId))];
     await db.transaction((tx) => devices.moveDevicesTo(plan.account.id, moved, tx));
+    const teams = await teamsOf(from.find((id) => id !== null) ?? null, plan);
+    // From one account to another is from one team to another (one key per team in the pool): what
+    // the old team's signature kept (keychain, app groups) stays there.
+    if (teams.fromAccountId !== null)
+      await deps.teamMoves?.record({ userId, toAccountId: plan.account.id, reason: why, ...teams });
     log.info(
       { userId, to: plan.account.keyId, devices: moved.length },
       "moved a user's devices to another developer account",
@@ -178,6 +197,8 @@ export function createPlacement(deps: PlacementDeps) {
       to: plan.account.keyId,
       from: from.map((id) => (id === null ? null : String(id))),
       devices: moved.length,
+      from_team: teams.fromTeam,
+      to_team: teams.toTeam,
       why,
     });
     await resign.resignArtifacts({
