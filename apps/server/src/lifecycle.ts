@@ -1,4 +1,5 @@
 import type { Config } from './platform/config.js';
+import type { BusEvent } from './platform/events.js';
 import type { PeriodicTask, Scheduler } from './platform/scheduler.js';
 import type { CoreServices, Services } from './services.js';
 
@@ -9,6 +10,14 @@ import type { CoreServices, Services } from './services.js';
 
 /** How often every process returns the decrypt jobs and signs whose holder went quiet. */
 const LEASE_SWEEP_MS = 5000;
+/** How often updates under way are looked at without an event (a missed one, another process's). */
+const UPDATE_ADVANCE_MS = 30_000;
+
+/** A version that became Done or Not, or a sign that ended: an update may wait on it. */
+const isUpdateStep = (event: BusEvent) =>
+  (event.kind === 'live' && event.event.type === 'version' && ['Done', 'Not'].includes(event.event.status)) ||
+  event.kind === 'sign-settled';
+
 /** Ended sessions and the sign-in counters of ended windows. */
 const SESSION_PURGE_MS = 3_600_000;
 
@@ -48,7 +57,7 @@ export function periodicTasks(
       : []),
   ];
   if (process.role === 'worker') return everyProcess;
-  const { jobs, registration, auth } = process.services;
+  const { jobs, registration, auth, updates, bus } = process.services;
   return [
     { name: 'decrypt-lease-sweep', intervalMs: LEASE_SWEEP_MS, run: () => jobs.sweepExpiredLeases() },
     ...everyProcess,
@@ -64,6 +73,27 @@ export function periodicTasks(
         ]
       : []),
     { name: 'session-purge', intervalMs: SESSION_PURGE_MS, run: () => auth.purgeExpiredSessions() },
+    // New store versions of installed apps, each app once per interval for all its users, then automatic updates.
+    ...(config.UPDATE_CHECK_MINUTES > 0
+      ? [
+          {
+            name: 'update-check',
+            intervalMs: config.UPDATE_CHECK_MINUTES * 60_000,
+            runAtStart: true,
+            run: () => updates.runPass(),
+          },
+        ]
+      : []),
+    // Updates under way move on when a decryption or a sign of theirs changes, and periodically.
+    {
+      name: 'update-advance',
+      intervalMs: UPDATE_ADVANCE_MS,
+      run: () => updates.advance(),
+      wakeOn: (wake: () => void) =>
+        bus.subscribe((event) => {
+          if (isUpdateStep(event)) wake();
+        }),
+    },
   ];
 }
 

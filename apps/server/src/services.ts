@@ -34,6 +34,9 @@ import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignService, dropSignsOfVersions } from './modules/sign/service.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
 import { createSignWorkers } from './modules/sign/worker.js';
+import { createUpdateRuns } from './modules/updates/runs.js';
+import { createUpdatesService } from './modules/updates/service.js';
+import { createStoreCheck } from './modules/updates/store-check.js';
 import { createVersionReadModel } from './modules/versions/read-model.js';
 import { withHeldDeletes } from './platform/backup.js';
 import type { Config } from './platform/config.js';
@@ -309,7 +312,7 @@ export function createPeopleServices(
 
 /** 4. What only the API serves. */
 export async function createApiServices(
-  { config, database, clock, faults }: ServiceDeps,
+  { config, database, clock, faults, log }: ServiceDeps,
   core: CoreServices,
   { billing, billingProvider }: PeopleServices,
 ) {
@@ -364,8 +367,31 @@ export async function createApiServices(
     storage: files,
     ...(faults ? { faults } : {}),
   });
-  return { urls, versions, decrypt, sign, checklist };
+  const updates = createUpdatesService({
+    db,
+    clock,
+    check: createStoreCheck({
+      db,
+      clock,
+      catalog,
+      settings: {
+        intervalMs: config.UPDATE_CHECK_MINUTES * 60_000,
+        batchSize: UPDATE_LOOKUP_BATCH,
+        passLimit: UPDATE_PASS_LIMIT,
+      },
+    }),
+    runs: createUpdateRuns({ db, clock, bus, decrypt, sign, log }),
+    billing,
+    autoDailyCap: config.AUTO_UPDATE_DAILY_CAP,
+    log,
+  });
+  return { urls, versions, decrypt, sign, checklist, updates };
 }
+
+/** Apps per Lookup call of the update check (Apple's Lookup answers up to 200 ids at once). */
+const UPDATE_LOOKUP_BATCH = 100;
+/** Apps one update check pass asks about; the rest wait for the next pass. */
+const UPDATE_PASS_LIMIT = 20_000;
 
 /** Everything the API process serves with, and its metrics. */
 export async function createServices(given: ServiceDeps) {

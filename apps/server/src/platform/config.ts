@@ -246,6 +246,22 @@ const schema = z.object({
     .min(0, 'must be 0 or more')
     .max(1440, 'must be at most 1440')
     .default(5),
+  /**
+   * How often this process looks for new store versions of installed apps (an app is asked of the
+   * store at most once in this long, for all its users); 0: never (another process must).
+   */
+  UPDATE_CHECK_MINUTES: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(10080, 'must be at most 10080')
+    .default(360),
+  /** Automatic updates started per UTC day, for all users together; 0: none. */
+  AUTO_UPDATE_DAILY_CAP: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .default(200),
   /** Sign workers in each API process (0: none; `sideport worker` processes sign instead). */
   SIGN_WORKERS: z.coerce
     .number({ error: 'must be a number' })

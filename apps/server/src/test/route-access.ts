@@ -188,6 +188,19 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     access: 'owner',
     example: (fx) => `/api/install/${fx.signed.appId}/${fx.signed.appVerId}/${fx.signed.type}`,
   },
+  // Updates of installed apps (modules/updates)
+  'GET /api/updates': { access: 'user', example: '/api/updates' },
+  'POST /api/updates/:app_id/:type': {
+    access: 'owner',
+    bodyless: true,
+    example: (fx) => `/api/updates/${fx.signed.appId}/${fx.signed.type}`,
+  },
+  'GET /api/updates/auto': { access: 'user', example: '/api/updates/auto' },
+  'PUT /api/updates/auto': {
+    access: 'user',
+    example: { url: '/api/updates/auto', payload: { app_id: null, enabled: false } },
+  },
+  'GET /api/admin/updates': { access: 'admin', example: '/api/admin/updates' },
   // Both sign or export for the caller's devices: refused cross-site like a POST.
   'GET /api/feather/install': { access: 'user', changesState: true, example: '/api/feather/install' },
   'GET /api/feather/cert': { access: 'user', changesState: true, example: '/api/feather/cert' },

@@ -7,3 +7,4 @@ export * from './devices.js';
 export * from './decrypt.js';
 export * from './sign.js';
 export * from './identity.js';
+export * from './updates.js';
