@@ -76,6 +76,19 @@ export const updatesOverview = z.object({
 });
 export type UpdatesOverview = z.infer<typeof updatesOverview>;
 
+/** POST /api/admin/updates/check: what an update check run now did. */
+export const updateCheckResult = z.object({
+  /** Apps (country and app) due for a check that this pass looked up. */
+  asked: z.int(),
+  /** Lookup calls it made (batched by country). */
+  store_calls: z.int(),
+  /** Apps whose store version changed. */
+  changed: z.int(),
+  /** Automatic updates it started. */
+  automatic: z.int(),
+});
+export type UpdateCheckResult = z.infer<typeof updateCheckResult>;
+
 /** Live event: one of the caller's updates changed (its state); My page refetches its list. */
 export const updateEvent = z.object({
   type: z.literal('update'),

@@ -201,6 +201,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     example: { url: '/api/updates/auto', payload: { app_id: null, enabled: false } },
   },
   'GET /api/admin/updates': { access: 'admin', example: '/api/admin/updates' },
+  'POST /api/admin/updates/check': { access: 'admin', bodyless: true, example: '/api/admin/updates/check' },
   // Both sign or export for the caller's devices: refused cross-site like a POST.
   'GET /api/feather/install': { access: 'user', changesState: true, example: '/api/feather/install' },
   'GET /api/feather/cert': { access: 'user', changesState: true, example: '/api/feather/cert' },

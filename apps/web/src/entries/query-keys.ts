@@ -41,3 +41,10 @@ export const adminKeys = {
 export const accountKeys = {
   info: ['info'] as const,
 };
+
+/** The signed-in person's updates of installed apps (My page's Updates, the app cards' badge). */
+export const updateKeys = {
+  all: ['updates'] as const,
+  list: ['updates', 'list'] as const,
+  auto: ['updates', 'auto'] as const,
+};

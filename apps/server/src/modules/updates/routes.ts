@@ -6,6 +6,7 @@ import {
   appUpdates,
   autoUpdateChange,
   autoUpdateSettings,
+  updateCheckResult,
   updatesOverview,
 } from '@sideport/contracts';
 import { idParam, signTypeParam } from '../../platform/params.js';
@@ -56,5 +57,20 @@ export async function updateRoutes(app: FastifyInstance, { guards, updates }: Up
     '/api/admin/updates',
     { schema: { response: { 200: updatesOverview } }, onRequest: guards.requireAdmin },
     async () => updates.overview(),
+  );
+
+  // The operator's 'check now': the periodic pass, at once (apps checked within the interval are not asked again).
+  r.post(
+    '/api/admin/updates/check',
+    { schema: { response: { 200: updateCheckResult } }, onRequest: guards.requireAdmin },
+    async () => {
+      const pass = await updates.runPass();
+      return {
+        asked: pass.asked,
+        store_calls: pass.calls,
+        changed: pass.changed.length,
+        automatic: pass.automatic,
+      };
+    },
   );
 }
