@@ -29,6 +29,7 @@ import { metricsRoutes, registerRequestMetrics } from './modules/metrics/routes.
 import { decryptRoutes } from './modules/decrypt/routes.js';
 import { signRoutes } from './modules/sign/routes.js';
 import { eventRoutes } from './modules/events/routes.js';
+import { notificationRoutes } from './modules/notifications/routes.js';
 import { updateRoutes } from './modules/updates/routes.js';
 import { streamCapFor } from './modules/events/stream-limits.js';
 import { periodicTasks, stopServices } from './lifecycle.js';
@@ -160,6 +161,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     sign,
     checklist,
     updates,
+    notifications,
   } = services;
   // The periodic work (lease sweeps, the file sweep, device registration, the session purge).
   const scheduler = createScheduler(periodicTasks(config, { role: 'api', services }), app.log);
@@ -211,6 +213,7 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(updateRoutes, { guards, updates });
+  await app.register(notificationRoutes, { guards, notifications });
   await app.register(agentRoutes, { agents, jobs, uploadIdleTimeoutMs: config.AGENT_UPLOAD_IDLE_TIMEOUT_MS });
   await app.register(adminRoutes, { guards, agents, jobs, audit, checklist });
   // Each stream holds a connection (a file): the process's cap stays below its open-file limit.

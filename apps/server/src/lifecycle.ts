@@ -10,6 +10,9 @@ import type { CoreServices, Services } from './services.js';
 
 /** How often every process returns the decrypt jobs and signs whose holder went quiet. */
 const LEASE_SWEEP_MS = 5000;
+/** How often pushes put off (a push service's Retry-After) are looked at without an event. */
+const NOTIFY_MS = 15_000;
+
 /** How often updates under way are looked at without an event (a missed one, another process's). */
 const UPDATE_ADVANCE_MS = 30_000;
 
@@ -57,7 +60,7 @@ export function periodicTasks(
       : []),
   ];
   if (process.role === 'worker') return everyProcess;
-  const { jobs, registration, auth, updates, bus } = process.services;
+  const { jobs, registration, auth, updates, bus, notificationSources, pushSender } = process.services;
   return [
     { name: 'decrypt-lease-sweep', intervalMs: LEASE_SWEEP_MS, run: () => jobs.sweepExpiredLeases() },
     ...everyProcess,
@@ -84,6 +87,19 @@ export function periodicTasks(
           },
         ]
       : []),
+    // Notifications of what changed, then their pushes (a lease queue), as soon as either is heard of.
+    {
+      name: 'notify',
+      intervalMs: NOTIFY_MS,
+      run: async () => {
+        await notificationSources.drain();
+        await pushSender.run();
+      },
+      wakeOn: (wake: () => void) =>
+        bus.subscribe((event) => {
+          if (notificationSources.hear(event) || event.kind === 'push-queued') wake();
+        }),
+    },
     // Updates under way move on when a decryption or a sign of theirs changes, and periodically.
     {
       name: 'update-advance',

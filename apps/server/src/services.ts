@@ -34,6 +34,10 @@ import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignService, dropSignsOfVersions } from './modules/sign/service.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
 import { createSignWorkers } from './modules/sign/worker.js';
+import { createPushSender } from './modules/notifications/sender.js';
+import { createNotificationsService } from './modules/notifications/service.js';
+import { createNotificationSources } from './modules/notifications/sources.js';
+import { loadVapidKeys } from './modules/notifications/vapid.js';
 import { createUpdateRuns } from './modules/updates/runs.js';
 import { createUpdatesService } from './modules/updates/service.js';
 import { createStoreCheck } from './modules/updates/store-check.js';
@@ -367,6 +371,33 @@ export async function createApiServices(
     storage: files,
     ...(faults ? { faults } : {}),
   });
+  // Notifications: the VAPID key pair made at first start and kept sealed with the other secrets.
+  const vapid = await loadVapidKeys(db, secrets);
+  const notifications = createNotificationsService({
+    db,
+    clock,
+    bus,
+    vapidPublicKey: vapid.publicKey,
+    allowHttpEndpoints: config.PUSH_ALLOW_HTTP,
+  });
+  const notificationSources = createNotificationSources({ db, notifications, log });
+  const pushSender = createPushSender({
+    db,
+    clock,
+    log,
+    settings: {
+      vapid,
+      subject:
+        config.VAPID_SUBJECT ??
+        (config.PUBLIC_URL?.startsWith('https:') ? config.PUBLIC_URL : 'mailto:operator@sideport.invalid'),
+      ttlSeconds: PUSH_TTL_SECONDS,
+      batchSize: PUSH_BATCH,
+      concurrency: PUSH_CONCURRENCY,
+      leaseSeconds: PUSH_LEASE_SECONDS,
+      limits: { maxFailures: PUSH_MAX_ATTEMPTS, maxLostLeases: PUSH_MAX_ATTEMPTS * 2 },
+      timeoutMs: PUSH_TIMEOUT_MS,
+    },
+  });
   const updates = createUpdatesService({
     db,
     clock,
@@ -380,13 +411,48 @@ export async function createApiServices(
         passLimit: UPDATE_PASS_LIMIT,
       },
     }),
-    runs: createUpdateRuns({ db, clock, bus, decrypt, sign, log }),
+    runs: createUpdateRuns({
+      db,
+      clock,
+      bus,
+      decrypt,
+      sign,
+      log,
+      onReady: async (run) => {
+        await notifications.notify(run.userId, {
+          kind: 'update-ready',
+          key: `update-ready:${run.id}:${run.toAppVerId}`,
+          title: `The update to ${run.toVersion} is ready to install`,
+          body: run.inPlace ? 'Install it on your iPhone: iOS updates the app in place.' : (run.reason ?? ''),
+          url: '/my?tab=updates',
+        });
+      },
+    }),
     billing,
     autoDailyCap: config.AUTO_UPDATE_DAILY_CAP,
     log,
   });
-  return { urls, versions, decrypt, sign, checklist, updates };
+  return {
+    urls,
+    versions,
+    decrypt,
+    sign,
+    checklist,
+    updates,
+    notifications,
+    notificationSources,
+    pushSender,
+  };
 }
+
+/** A day: how long a push service keeps a push for a browser that is offline. */
+const PUSH_TTL_SECONDS = 86_400;
+/** Pushes one claim takes, and how many are sent at once. */
+const PUSH_BATCH = 200;
+const PUSH_CONCURRENCY = 32;
+const PUSH_LEASE_SECONDS = 120;
+const PUSH_MAX_ATTEMPTS = 5;
+const PUSH_TIMEOUT_MS = 15_000;
 
 /** Apps per Lookup call of the update check (Apple's Lookup answers up to 200 ids at once). */
 const UPDATE_LOOKUP_BATCH = 100;

@@ -8,3 +8,4 @@ export * from './decrypt.js';
 export * from './sign.js';
 export * from './identity.js';
 export * from './updates.js';
+export * from './notifications.js';
