@@ -48,3 +48,10 @@ export const updateKeys = {
   list: ['updates', 'list'] as const,
   auto: ['updates', 'auto'] as const,
 };
+
+/** The signed-in person's notifications: the bell's list and the per-kind choices. */
+export const notificationKeys = {
+  all: ['notifications'] as const,
+  list: ['notifications', 'list'] as const,
+  choices: ['notifications', 'choices'] as const,
+};

@@ -11,12 +11,13 @@ import { goToCheckout, ProductTab } from './product-tab';
 import { DeviceTab } from './device-tab';
 import { billingPortal, infoQuery, updatesQuery } from './queries';
 import { UpdatesTab } from './updates-tab';
+import { NotificationsTab } from '../notifications/notifications-tab';
 
-const TABS = ['product', 'device', 'updates'] as const;
+const TABS = ['product', 'device', 'updates', 'notifications'] as const;
 
 /**
  * /my: titled with the user's id; 'Billing Portal' and the Product (default), Device (`?tab=device`)
- * and Updates (`?tab=updates`, with the count of updates waiting) tabs.
+ * Updates (`?tab=updates`, with the count of updates waiting) and Notifications (`?tab=notifications`) tabs.
  */
 export function MyPage() {
   const info = useQuery(infoQuery);
@@ -75,6 +76,9 @@ export function MyPage() {
           }
         >
           <UpdatesTab info={info.data} />
+        </Tab>
+        <Tab eventKey="notifications" title="Notifications">
+          <NotificationsTab />
         </Tab>
       </Tabs>
     </section>
