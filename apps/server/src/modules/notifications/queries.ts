@@ -1,5 +1,5 @@
 import type { NotificationKind, SignType } from '@sideport/contracts';
-import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull, or, sql } from 'drizzle-orm';
 import { queryRows, type Database } from '../../db/client.js';
 import {
   apps,
@@ -220,9 +220,14 @@ export async function claimDeliveries(
 const held = (worker: string, d: Pick<HeldDelivery, 'id' | 'attempt'>) =>
   leases.held({ id: d.id, holder: worker, attempt: d.attempt });
 
-/** Sent: the delivery is done with. */
-export async function deliveryDone(db: Database, worker: string, d: Pick<HeldDelivery, 'id' | 'attempt'>) {
-  await db.delete(pushDeliveries).where(held(worker, d));
+/** Sent: the deliveries are done with (one statement for a claim's batch). */
+export async function deliveriesDone(
+  db: Database,
+  worker: string,
+  sent: Array<Pick<HeldDelivery, 'id' | 'attempt'>>,
+) {
+  if (sent.length === 0) return;
+  await db.delete(pushDeliveries).where(or(...sent.map((d) => held(worker, d))));
 }
 
 /** Not sent this time: queued again after `notBefore`, or given up. */

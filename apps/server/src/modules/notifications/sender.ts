@@ -37,14 +37,19 @@ export interface SendResult {
   failed: number;
 }
 
+/** A VAPID token lives 12 hours (RFC 8292 allows up to 24) and is made anew an hour before its end. */
+const TOKEN_LIFETIME_MS = 12 * 3_600_000;
+const TOKEN_RENEW_MS = 3_600_000;
+
 /** Backoff after a push service's 429 or 5xx without Retry-After. */
 const RETRY_MS = 30_000;
 
 /**
  * Sends queued pushes (RFC 8030) to the push services, under leases (platform/lease-queue.ts):
  * each claim takes a batch, sends it a few at a time, and runs until the queue is empty. The
- * payload is encrypted to the browser's keys (RFC 8291, aes128gcm) and the request signed with
- * the server's VAPID key (RFC 8292) by `web-push`; the request itself goes out with fetch. A 404
+ * payload is encrypted to the browser's keys (RFC 8291, aes128gcm) and the VAPID token (RFC 8292)
+ * signed with the server's key by `web-push`, the token once per push service and 12 hours; the
+ * request itself goes out with fetch. A 404
  * or 410 means the subscription is gone: it is removed with its other pushes. A 429 or 5xx waits
  * (the service's Retry-After) and counts as a failure; after the last the push is given up.
  */
@@ -53,7 +58,30 @@ export function createPushSender(deps: PushSenderDeps) {
   const doFetch = deps.fetchImpl ?? fetch;
   const worker = `${hostname()}:${process.pid}:push-${randomBytes(3).toString('hex')}`;
 
-  async function sendOne(d: q.HeldDelivery, result: SendResult) {
+  /**
+   * The VAPID `Authorization` for a push service (its origin is the token's audience), signed once
+   * and reused until an hour before it expires: an ES256 signature per push would cost as much
+   * as the encryption.
+   */
+  const tokens = new Map<string, { header: string; expiresAt: number }>();
+  function vapidAuthorization(audience: string) {
+    const now = clock().getTime();
+    const cached = tokens.get(audience);
+    if (cached && cached.expiresAt - now > TOKEN_RENEW_MS) return cached.header;
+    const expiresAt = now + TOKEN_LIFETIME_MS;
+    const { Authorization } = webPush.getVapidHeaders(
+      audience,
+      settings.subject,
+      settings.vapid.publicKey,
+      settings.vapid.privateKey,
+      'aes128gcm',
+      Math.floor(expiresAt / 1000),
+    ) as { Authorization: string };
+    tokens.set(audience, { header: Authorization, expiresAt });
+    return Authorization;
+  }
+
+  async function sendOne(d: q.HeldDelivery, result: SendResult, sent: q.HeldDelivery[]) {
     const payload: PushPayload = {
       id: String(d.notification.id),
       kind: d.notification.kind,
@@ -61,15 +89,14 @@ export function createPushSender(deps: PushSenderDeps) {
       body: d.notification.body,
       url: d.notification.url,
     };
+    // Encrypted here (aes128gcm); the VAPID token is added below, made once per push service.
     const request = webPush.generateRequestDetails(
       { endpoint: d.endpoint, keys: { p256dh: d.p256dh, auth: d.auth } },
       JSON.stringify(payload),
-      {
-        vapidDetails: { subject: settings.subject, ...settings.vapid },
-        TTL: settings.ttlSeconds,
-        contentEncoding: 'aes128gcm',
-        urgency: 'normal',
-      },
+      { TTL: settings.ttlSeconds, contentEncoding: 'aes128gcm', urgency: 'normal' },
+    );
+    (request.headers as Record<string, string>).Authorization = vapidAuthorization(
+      new URL(d.endpoint).origin,
     );
     let status: number;
     let retryAfter: string | null = null;
@@ -88,7 +115,7 @@ export function createPushSender(deps: PushSenderDeps) {
       deps.log.warn({ err, endpoint: new URL(d.endpoint).origin }, 'a push service did not answer');
     }
     if (status >= 200 && status < 300) {
-      await q.deliveryDone(db, worker, d);
+      sent.push(d);
       result.sent++;
       return;
     }
@@ -123,15 +150,17 @@ export function createPushSender(deps: PushSenderDeps) {
         );
         if (batch.length === 0) return result;
         let next = 0;
+        const sent: q.HeldDelivery[] = [];
         const lanes = Array.from({ length: Math.min(settings.concurrency, batch.length) }, async () => {
           while (next < batch.length) {
             const delivery = batch[next++]!;
-            await sendOne(delivery, result).catch((err: unknown) =>
+            await sendOne(delivery, result, sent).catch((err: unknown) =>
               deps.log.warn({ err, delivery: delivery.id }, 'a push could not be sent'),
             );
           }
         });
         await Promise.all(lanes);
+        await q.deliveriesDone(db, worker, sent);
       }
     },
   };
