@@ -142,6 +142,8 @@ async function main() {
   const idle = await p99(`${baseUrl}/api/notifications`, cookie, 5);
   // Queued as the changes come (each its own transaction), then sent by the notify task meanwhile.
   const queueStarted = performance.now();
+  // The API while notifications are queued and sent (the first 10 s of it).
+  const loaded = p99(`${baseUrl}/api/notifications`, cookie, 10);
   for (let i = 0; i < PUSHES; i++) {
     await built.services.notifications.notify(`bench${1 + (i % USERS)}`, {
       kind: 'update-ready',
@@ -150,11 +152,12 @@ async function main() {
       body: 'Install it on your iPhone.',
       url: '/my?tab=updates',
     });
+    // Changes come from requests and events, with I/O between them; PGlite's in-process queries
+    // alone would never give the event loop back (the sender's fetches, the bus) until the end.
+    await new Promise((resolve) => setImmediate(resolve));
   }
   const queueMs = performance.now() - queueStarted;
   const sentWhileQueueing = push.received.length;
-  // The API while the rest is sent.
-  const loaded = p99(`${baseUrl}/api/notifications`, cookie, 5);
   while (push.received.length + push.refused.length < PUSHES) await new Promise((r) => setTimeout(r, 50));
   const allSentMs = performance.now() - queueStarted;
   const sendingMs = allSentMs - queueMs;
@@ -169,7 +172,7 @@ async function main() {
         refused: push.refused.length,
         queuedToAllSent: seconds(allSentMs),
         sendingAfterQueued: seconds(sendingMs),
-        sentPerSecond: Math.round((push.received.length - sentWhileQueueing) / (sendingMs / 1000)),
+        sentPerSecond: Math.round(push.received.length / (allSentMs / 1000)),
         apiIdle: idle,
         apiWhileSending: underLoad,
       },
