@@ -30,6 +30,8 @@ import { decryptRoutes } from './modules/decrypt/routes.js';
 import { signRoutes } from './modules/sign/routes.js';
 import { capabilityRoutes } from './modules/versions/capabilities/routes.js';
 import { eventRoutes } from './modules/events/routes.js';
+import { notificationRoutes } from './modules/notifications/routes.js';
+import { updateRoutes } from './modules/updates/routes.js';
 import { streamCapFor } from './modules/events/stream-limits.js';
 import { periodicTasks, stopServices } from './lifecycle.js';
 import { createServices } from './services.js';
@@ -159,6 +161,8 @@ export async function buildApp({ config, database, clock = () => new Date(), log
     decrypt,
     sign,
     checklist,
+    updates,
+    notifications,
   } = services;
   // The periodic work (lease sweeps, the file sweep, device registration, the session purge).
   const scheduler = createScheduler(periodicTasks(config, { role: 'api', services }), app.log);
@@ -209,6 +213,8 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   });
   await app.register(decryptRoutes, { decrypt, guards, files, urls, publicUrl: config.PUBLIC_URL });
   await app.register(signRoutes, { sign, guards, files, urls, publicUrl: config.PUBLIC_URL });
+  await app.register(updateRoutes, { guards, updates });
+  await app.register(notificationRoutes, { guards, notifications });
   await app.register(agentRoutes, { agents, jobs, uploadIdleTimeoutMs: config.AGENT_UPLOAD_IDLE_TIMEOUT_MS });
   await app.register(adminRoutes, { guards, agents, jobs, audit, checklist });
   await app.register(capabilityRoutes, { guards, db: database.db });

@@ -1,4 +1,5 @@
 import type { Config } from './platform/config.js';
+import type { BusEvent } from './platform/events.js';
 import type { PeriodicTask, Scheduler } from './platform/scheduler.js';
 import type { CoreServices, Services } from './services.js';
 
@@ -9,6 +10,17 @@ import type { CoreServices, Services } from './services.js';
 
 /** How often every process returns the decrypt jobs and signs whose holder went quiet. */
 const LEASE_SWEEP_MS = 5000;
+/** How often pushes put off (a push service's Retry-After) are looked at without an event. */
+const NOTIFY_MS = 15_000;
+
+/** How often updates under way are looked at without an event (a missed one, another process's). */
+const UPDATE_ADVANCE_MS = 30_000;
+
+/** A version that became Done or Not, or a sign that ended: an update may wait on it. */
+const isUpdateStep = (event: BusEvent) =>
+  (event.kind === 'live' && event.event.type === 'version' && ['Done', 'Not'].includes(event.event.status)) ||
+  event.kind === 'sign-settled';
+
 /** Ended sessions and the sign-in counters of ended windows. */
 const SESSION_PURGE_MS = 3_600_000;
 
@@ -48,7 +60,7 @@ export function periodicTasks(
       : []),
   ];
   if (process.role === 'worker') return everyProcess;
-  const { jobs, registration, auth } = process.services;
+  const { jobs, registration, auth, updates, bus, notificationSources, pushSender } = process.services;
   return [
     { name: 'decrypt-lease-sweep', intervalMs: LEASE_SWEEP_MS, run: () => jobs.sweepExpiredLeases() },
     ...everyProcess,
@@ -64,6 +76,40 @@ export function periodicTasks(
         ]
       : []),
     { name: 'session-purge', intervalMs: SESSION_PURGE_MS, run: () => auth.purgeExpiredSessions() },
+    // New store versions of installed apps, each app once per interval for all its users, then automatic updates.
+    ...(config.UPDATE_CHECK_MINUTES > 0
+      ? [
+          {
+            name: 'update-check',
+            intervalMs: config.UPDATE_CHECK_MINUTES * 60_000,
+            runAtStart: true,
+            run: () => updates.runPass(),
+          },
+        ]
+      : []),
+    // Notifications of what changed, then their pushes (a lease queue), as soon as either is heard of.
+    {
+      name: 'notify',
+      intervalMs: NOTIFY_MS,
+      run: async () => {
+        await notificationSources.drain();
+        await pushSender.run();
+      },
+      wakeOn: (wake: () => void) =>
+        bus.subscribe((event) => {
+          if (notificationSources.hear(event) || event.kind === 'push-queued') wake();
+        }),
+    },
+    // Updates under way move on when a decryption or a sign of theirs changes, and periodically.
+    {
+      name: 'update-advance',
+      intervalMs: UPDATE_ADVANCE_MS,
+      run: () => updates.advance(),
+      wakeOn: (wake: () => void) =>
+        bus.subscribe((event) => {
+          if (isUpdateStep(event)) wake();
+        }),
+    },
   ];
 }
 

@@ -35,6 +35,13 @@ import { createSignService, dropSignsOfVersions } from './modules/sign/service.j
 import { createSignCache } from './modules/sign/sign-cache.js';
 import { createSignWorkers, dupSuffix } from './modules/sign/worker.js';
 import { createComponentReader } from './modules/versions/capabilities/reader.js';
+import { createPushSender } from './modules/notifications/sender.js';
+import { createNotificationsService } from './modules/notifications/service.js';
+import { createNotificationSources } from './modules/notifications/sources.js';
+import { loadVapidKeys } from './modules/notifications/vapid.js';
+import { createUpdateRuns } from './modules/updates/runs.js';
+import { createUpdatesService } from './modules/updates/service.js';
+import { createStoreCheck } from './modules/updates/store-check.js';
 import { createVersionReadModel } from './modules/versions/read-model.js';
 import { withHeldDeletes } from './platform/backup.js';
 import type { Config } from './platform/config.js';
@@ -315,7 +322,7 @@ export function createPeopleServices(
 
 /** 4. What only the API serves. */
 export async function createApiServices(
-  { config, database, clock, faults }: ServiceDeps,
+  { config, database, clock, faults, log }: ServiceDeps,
   core: CoreServices,
   { billing, billingProvider }: PeopleServices,
 ) {
@@ -380,8 +387,93 @@ export async function createApiServices(
     storage: files,
     ...(faults ? { faults } : {}),
   });
-  return { urls, versions, decrypt, sign, checklist };
+  // Notifications: the VAPID key pair made at first start and kept sealed with the other secrets.
+  const vapid = await loadVapidKeys(db, secrets);
+  const notifications = createNotificationsService({
+    db,
+    clock,
+    bus,
+    vapidPublicKey: vapid.publicKey,
+    allowHttpEndpoints: config.PUSH_ALLOW_HTTP,
+  });
+  const notificationSources = createNotificationSources({ db, notifications, log });
+  const pushSender = createPushSender({
+    db,
+    clock,
+    log,
+    settings: {
+      vapid,
+      subject:
+        config.VAPID_SUBJECT ??
+        (config.PUBLIC_URL?.startsWith('https:') ? config.PUBLIC_URL : 'mailto:operator@sideport.invalid'),
+      ttlSeconds: PUSH_TTL_SECONDS,
+      batchSize: PUSH_BATCH,
+      concurrency: PUSH_CONCURRENCY,
+      leaseSeconds: PUSH_LEASE_SECONDS,
+      limits: { maxFailures: PUSH_MAX_ATTEMPTS, maxLostLeases: PUSH_MAX_ATTEMPTS * 2 },
+      timeoutMs: PUSH_TIMEOUT_MS,
+    },
+  });
+  const updates = createUpdatesService({
+    db,
+    clock,
+    check: createStoreCheck({
+      db,
+      clock,
+      catalog,
+      settings: {
+        intervalMs: config.UPDATE_CHECK_MINUTES * 60_000,
+        batchSize: UPDATE_LOOKUP_BATCH,
+        passLimit: UPDATE_PASS_LIMIT,
+      },
+    }),
+    runs: createUpdateRuns({
+      db,
+      clock,
+      bus,
+      decrypt,
+      sign,
+      log,
+      onReady: async (run) => {
+        await notifications.notify(run.userId, {
+          kind: 'update-ready',
+          key: `update-ready:${run.id}:${run.toAppVerId}`,
+          title: `The update to ${run.toVersion} is ready to install`,
+          body: run.inPlace ? 'Install it on your iPhone: iOS updates the app in place.' : (run.reason ?? ''),
+          url: '/my?tab=updates',
+        });
+      },
+    }),
+    billing,
+    autoDailyCap: config.AUTO_UPDATE_DAILY_CAP,
+    log,
+  });
+  return {
+    urls,
+    versions,
+    decrypt,
+    sign,
+    checklist,
+    updates,
+    notifications,
+    notificationSources,
+    pushSender,
+  };
 }
+
+/** A day: how long a push service keeps a push for a browser that is offline. */
+const PUSH_TTL_SECONDS = 86_400;
+/** Pushes one claim takes, and how many are sent at once. */
+const PUSH_BATCH = 200;
+const PUSH_CONCURRENCY = 32;
+const PUSH_LEASE_SECONDS = 120;
+const PUSH_MAX_ATTEMPTS = 5;
+const PUSH_TIMEOUT_MS = 15_000;
+
+/** Apps per Lookup call of the update check (Apple's Lookup answers up to 200 ids at once). */
+const UPDATE_LOOKUP_BATCH = 100;
+/** Apps one update check pass asks about; the rest wait for the next pass. */
+const UPDATE_PASS_LIMIT = 20_000;
 
 /** Everything the API process serves with, and its metrics. */
 export async function createServices(given: ServiceDeps) {

@@ -1,6 +1,8 @@
 import * as z from 'zod/mini';
 import { appEntry, decryptStatus } from './catalog.js';
 import { signType } from './sign-modes.js';
+import { notificationEvent } from './notifications.js';
+import { updateEvent } from './updates.js';
 
 /**
  * Answer of GET /api/decrypt/{country}/{app_id}[/{app_ver_id}] and its PATCH: where the request
@@ -64,5 +66,11 @@ export type SignEvent = z.infer<typeof signEvent>;
 export const deviceEvent = z.object({ type: z.literal('device') });
 export type DeviceEvent = z.infer<typeof deviceEvent>;
 
-export const liveEvent = z.discriminatedUnion('type', [versionEvent, signEvent, deviceEvent]);
+export const liveEvent = z.discriminatedUnion('type', [
+  versionEvent,
+  signEvent,
+  deviceEvent,
+  updateEvent,
+  notificationEvent,
+]);
 export type LiveEvent = z.infer<typeof liveEvent>;

@@ -11,3 +11,5 @@ export * from './devices.js';
 export * from './setup.js';
 export * from './developer-accounts.js';
 export * from './no-content.js';
+export * from './updates.js';
+export * from './notifications.js';

@@ -246,6 +246,32 @@ const schema = z.object({
     .min(0, 'must be 0 or more')
     .max(1440, 'must be at most 1440')
     .default(5),
+  /**
+   * How often this process looks for new store versions of installed apps (an app is asked of the
+   * store at most once in this long, for all its users); 0: never (another process must).
+   */
+  UPDATE_CHECK_MINUTES: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(10080, 'must be at most 10080')
+    .default(360),
+  /**
+   * VAPID's contact (RFC 8292 `sub`), a mailto: or https: URL push services may write to about
+   * this server's pushes; unset: PUBLIC_URL when it is https, else mailto:operator@sideport.invalid.
+   */
+  VAPID_SUBJECT: z
+    .string()
+    .regex(/^(mailto:\S+@\S+|https:\/\/\S+)$/, 'must be a mailto: or https: URL')
+    .optional(),
+  /** Accept Web Push subscriptions whose push service is plain http (a local push service, as the tests run one). */
+  PUSH_ALLOW_HTTP: bool.default(false),
+  /** Automatic updates started per UTC day, for all users together; 0: none. */
+  AUTO_UPDATE_DAILY_CAP: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .default(200),
   /** Sign workers in each API process (0: none; `sideport worker` processes sign instead). */
   SIGN_WORKERS: z.coerce
     .number({ error: 'must be a number' })

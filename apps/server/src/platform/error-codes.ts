@@ -172,6 +172,8 @@ export const ERRORS = {
   NOT_DECRYPTED: { status: 404, sentence: 'This version is not decrypted yet.' },
   VERSION_GONE: { status: 404, sentence: 'This version is no longer available.' },
   ALREADY_DECRYPTED: { status: 409, sentence: 'This version is already decrypted.' },
+  /** An Update asked of an app whose installed version is the store's (modules/updates). */
+  UPDATE_CURRENT: { status: 409, sentence: "This app is already at the store's version." },
   ALREADY_REQUESTED: {
     status: 409,
     sentence: 'This app is already requested again; that request is in the queue.',

@@ -16,6 +16,8 @@ export type BusEvent =
   | { kind: 'sign-queued' }
   /** A sign job ended (Done, or given up): a request waiting on it (Feather install) answers. */
   | { kind: 'sign-settled'; id: number }
+  /** Push deliveries were queued: idle push senders claim them (modules/notifications). */
+  | { kind: 'push-queued' }
   /** A session ended (sign-out): its event streams close. `session` is its key, the token's hash. */
   | { kind: 'session-ended'; session: string }
   /** Every session of a user ended (a new password): their event streams close. */

@@ -195,6 +195,50 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     bodyless: true,
     example: '/api/team-move/acknowledge',
   },
+  // Updates of installed apps (modules/updates)
+  'GET /api/updates': { access: 'user', example: '/api/updates' },
+  'POST /api/updates/:app_id/:type': {
+    access: 'owner',
+    bodyless: true,
+    example: (fx) => `/api/updates/${fx.signed.appId}/${fx.signed.type}`,
+  },
+  'GET /api/updates/auto': { access: 'user', example: '/api/updates/auto' },
+  'PUT /api/updates/auto': {
+    access: 'user',
+    example: { url: '/api/updates/auto', payload: { app_id: null, enabled: false } },
+  },
+  'GET /api/admin/updates': { access: 'admin', example: '/api/admin/updates' },
+  'POST /api/admin/updates/check': { access: 'admin', bodyless: true, example: '/api/admin/updates/check' },
+  // Notifications (modules/notifications)
+  'GET /api/notifications': { access: 'user', example: '/api/notifications' },
+  'POST /api/notifications/read': { access: 'user', bodyless: true, example: '/api/notifications/read' },
+  'GET /api/notifications/choices': { access: 'user', example: '/api/notifications/choices' },
+  'PUT /api/notifications/choices': {
+    access: 'user',
+    example: { url: '/api/notifications/choices', payload: { 'plan-ending': false } },
+  },
+  'GET /api/notifications/vapid-key': { access: 'user', example: '/api/notifications/vapid-key' },
+  'POST /api/notifications/subscriptions': {
+    access: 'user',
+    example: {
+      url: '/api/notifications/subscriptions',
+      payload: {
+        endpoint: 'https://push.example/subscription/1',
+        keys: {
+          p256dh: 'BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM',
+          auth: 'tBHItJI5svbpez7KI4CCXg',
+        },
+      },
+    },
+  },
+  'DELETE /api/notifications/subscriptions': {
+    access: 'user',
+    example: {
+      url: '/api/notifications/subscriptions',
+      payload: { endpoint: 'https://push.example/subscription/1' },
+    },
+  },
+
   // Both sign or export for the caller's devices: refused cross-site like a POST.
   'GET /api/feather/install': { access: 'user', changesState: true, example: '/api/feather/install' },
   'GET /api/feather/cert': { access: 'user', changesState: true, example: '/api/feather/cert' },

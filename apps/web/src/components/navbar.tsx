@@ -3,6 +3,7 @@ import { Link, NavLink } from 'react-router';
 import { usePublicConfig } from '../lib/config';
 import { useClientStore } from '../lib/store';
 import { useSignOut } from '../features/auth/use-sign-out';
+import { NotificationBell } from '../features/notifications/bell';
 import { SearchForm } from './search-form';
 import { SideMenu } from './side-menu';
 
@@ -38,6 +39,9 @@ export function AppNavbar() {
         <Link to="/latest" className="navbar-brand" aria-label="Sideport home">
           Sideport
         </Link>
+        <div className="ms-auto ms-md-0 order-md-last d-flex align-items-center">
+          <NotificationBell />
+        </div>
         <button
           type="button"
           className="navbar-toggler"

@@ -8,7 +8,7 @@ import {
   type VersionEvent,
 } from '@sideport/contracts';
 import { editEntryCaches, type CachedEntry, type EntryCache, type EntryEdit } from './entry-caches';
-import { accountKeys, adminKeys, catalogKeys, versionKeys } from './query-keys';
+import { accountKeys, adminKeys, catalogKeys, notificationKeys, updateKeys, versionKeys } from './query-keys';
 
 type EntryRef = Pick<CachedEntry, 'country' | 'app_id' | 'app_ver_id'>;
 
@@ -233,6 +233,11 @@ export function applyLiveEvent(queryClient: QueryClient, event: LiveEvent) {
     remember(event);
     applyVersionEvent(queryClient, event);
   } else if (event.type === 'sign') applySignEvent(queryClient, event);
+  // One of the person's updates moved on (Decrypting, Signing, Ready): My page's list and the badges.
+  else if (event.type === 'update') void queryClient.invalidateQueries({ queryKey: updateKeys.all });
+  // A notification was made for the person: the bell's count and list.
+  else if (event.type === 'notification')
+    void queryClient.invalidateQueries({ queryKey: notificationKeys.list });
   else {
     // A device changed: the user's own list, and for an admin the devices waiting and the
     // developer accounts' slots (a registration, or a move to another account).
@@ -251,6 +256,8 @@ export function refreshAfterGap(queryClient: QueryClient) {
     versionKeys.lists,
     adminKeys.all,
     accountKeys.info,
+    updateKeys.all,
+    notificationKeys.list,
   ]) {
     void queryClient.invalidateQueries({ queryKey });
   }

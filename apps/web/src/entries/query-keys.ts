@@ -42,3 +42,17 @@ export const adminKeys = {
 export const accountKeys = {
   info: ['info'] as const,
 };
+
+/** The signed-in person's updates of installed apps (My page's Updates, the app cards' badge). */
+export const updateKeys = {
+  all: ['updates'] as const,
+  list: ['updates', 'list'] as const,
+  auto: ['updates', 'auto'] as const,
+};
+
+/** The signed-in person's notifications: the bell's list and the per-kind choices. */
+export const notificationKeys = {
+  all: ['notifications'] as const,
+  list: ['notifications', 'list'] as const,
+  choices: ['notifications', 'choices'] as const,
+};

@@ -9,3 +9,5 @@ export * from './sign.js';
 export * from './identity.js';
 export * from './capabilities.js';
 export * from './team-moves.js';
+export * from './updates.js';
+export * from './notifications.js';

@@ -148,6 +148,9 @@ export function createItunesClient(options: ItunesClientOptions) {
       }),
     lookup: (country: string, appId: number) =>
       get('lookup', { id: String(appId), country: country.toLowerCase() }),
+    /** Several apps of one storefront in one call (Lookup takes ids comma-separated): the update check's batches. */
+    lookupMany: (country: string, appIds: readonly number[]) =>
+      get('lookup', { id: appIds.join(','), country: country.toLowerCase() }),
     lookupBundle: (country: string, bundleId: string) =>
       get('lookup', { bundleId, country: country.toLowerCase() }),
   };

@@ -14,7 +14,7 @@ import * as q from './queries.js';
 
 export interface CatalogServiceDeps {
   db: Database;
-  itunes: Pick<ItunesClient, 'search' | 'lookup' | 'lookupBundle'>;
+  itunes: Pick<ItunesClient, 'search' | 'lookup' | 'lookupBundle' | 'lookupMany'>;
   clock: () => Date;
   cacheTtlMs: number;
   /** DECRYPT_ALLOW_PAID: false shows paid apps Not before anyone asks (the request would be refused). */
@@ -236,6 +236,19 @@ export function createCatalogService(deps: CatalogServiceDeps) {
       if (!app) throw notFound('This app');
       await q.upsertApps(db, country, [app], clock());
       return (await q.findApp(db, country, appId))!;
+    },
+
+    /**
+     * The store's current records of these apps in one storefront, in one Lookup call, kept as the
+     * cached records (the update check: a newer version shows on the app's pages at once). An app
+     * the store no longer lists is simply absent from the answer.
+     */
+    async refreshApps(country: string, appIds: readonly number[]): Promise<StoreApp[]> {
+      if (appIds.length === 0) return [];
+      const wanted = new Set(appIds);
+      const found = (await itunes.lookupMany(country, appIds)).filter((a) => wanted.has(a.appId));
+      if (found.length > 0) await q.upsertApps(db, country, found, clock());
+      return found;
     },
 
     /** The store's app of a bundle id (an operator's IPA import); 404 with a sentence when the store has none. */

@@ -9,11 +9,20 @@ import { alertFailure } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
 import { goToCheckout, ProductTab } from './product-tab';
 import { DeviceTab } from './device-tab';
-import { billingPortal, infoQuery } from './queries';
+import { billingPortal, infoQuery, updatesQuery } from './queries';
+import { UpdatesTab } from './updates-tab';
+import { NotificationsTab } from '../notifications/notifications-tab';
 
-/** /my: titled with the user's id; 'Billing Portal' and the Product (default) and Device (`?tab=device`) tabs. */
+const TABS = ['product', 'device', 'updates', 'notifications'] as const;
+
+/**
+ * /my: titled with the user's id; 'Billing Portal' and the Product (default), Device (`?tab=device`)
+ * Updates (`?tab=updates`, with the count of updates waiting) and Notifications (`?tab=notifications`) tabs.
+ */
 export function MyPage() {
   const info = useQuery(infoQuery);
+  const updates = useQuery(updatesQuery);
+  const waiting = updates.data?.filter((u) => u.state === 'Available' || u.state === 'Ready').length ?? 0;
   usePageTitle(info.data ? `${info.data.Id} · Mypage` : 'Mypage');
   // Checkout returns here with ?checkout=success|canceled; the state shown is fetched fresh.
   const [params, setParams] = useSearchParams();
@@ -43,7 +52,7 @@ export function MyPage() {
         </Alert>
       )}
       <Tabs
-        defaultActiveKey={params.get('tab') === 'device' ? 'device' : 'product'}
+        defaultActiveKey={TABS.find((tab) => tab === params.get('tab')) ?? 'product'}
         id="my-tabs"
         className="mb-3"
       >
@@ -52,6 +61,24 @@ export function MyPage() {
         </Tab>
         <Tab eventKey="device" title="Device">
           <DeviceTab info={info.data} />
+        </Tab>
+        <Tab
+          eventKey="updates"
+          title={
+            <span>
+              Updates
+              {waiting > 0 && (
+                <span className="badge rounded-pill text-bg-warning ms-1" data-testid="updates-count">
+                  {waiting}
+                </span>
+              )}
+            </span>
+          }
+        >
+          <UpdatesTab info={info.data} />
+        </Tab>
+        <Tab eventKey="notifications" title="Notifications">
+          <NotificationsTab />
         </Tab>
       </Tabs>
     </section>

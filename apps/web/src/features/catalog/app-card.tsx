@@ -1,3 +1,4 @@
+import { Link } from 'react-router';
 import type { AppEntry } from '@sideport/contracts';
 import { AppIcon } from '../../components/app-icon';
 import { Flag } from '../../components/flag';
@@ -14,6 +15,8 @@ export interface AppCardProps {
   list: ListKind;
   isAdmin: boolean;
   onAction: (action: CardAction, entry: AppEntry) => unknown;
+  /** The person installed this app and the store has a newer version (My page, Updates). */
+  hasUpdate?: boolean;
 }
 
 /** Where a queue entry stands: its place in line (while it waits) and its lane. */
@@ -24,7 +27,7 @@ function queuePlace(entry: AppEntry) {
 }
 
 /** One app of a list (docs/product.md, Screens, App card). */
-export function AppCard({ entry, list, isAdmin, onAction }: AppCardProps) {
+export function AppCard({ entry, list, isAdmin, onAction, hasUpdate = false }: AppCardProps) {
   const facts = entryFacts(entry);
   return (
     <article className="card h-100 app-card" data-testid="app-card" data-app-id={entry.app_id}>
@@ -34,6 +37,15 @@ export function AppCard({ entry, list, isAdmin, onAction }: AppCardProps) {
           <h2 className="card-title fs-6 mb-1 d-flex align-items-center gap-2 min-w-0">
             <Flag country={entry.country} />
             <span className="app-name text-truncate">{entry.name}</span>
+            {hasUpdate && (
+              <Link
+                to="/my?tab=updates"
+                className="badge rounded-pill text-bg-warning text-decoration-none app-update-badge"
+                title="A newer version of the app you installed is in the store"
+              >
+                Update
+              </Link>
+            )}
           </h2>
           <div className="small text-body-secondary text-truncate app-developer">{entry.developer}</div>
           <div className="small">

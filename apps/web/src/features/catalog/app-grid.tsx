@@ -1,9 +1,11 @@
 import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
 import { useLocation, useNavigate } from 'react-router';
+import { useQuery } from '@tanstack/react-query';
 import type { AppEntry } from '@sideport/contracts';
 import { useClientStore } from '../../lib/store';
 import type { VersionTarget } from '../versions/version-target';
 import { AppCard } from './app-card';
+import { updatesBadgeQuery } from './queries';
 import type { ListKind } from './status-buttons';
 import { useCardActions } from './use-card-actions';
 
@@ -23,6 +25,11 @@ const isModalEntry = (state: unknown) => typeof state === 'object' && state !== 
  */
 export function AppGrid({ entries, list }: { entries: AppEntry[]; list: ListKind }) {
   const isAdmin = useClientStore((s) => s.grade > 0);
+  const isLogin = useClientStore((s) => s.isLogin);
+  const updates = useQuery(updatesBadgeQuery(isLogin));
+  const updatable = new Set(
+    (updates.data ?? []).filter((u) => u.state !== 'Ready').map((u) => `${u.country}-${u.app_id}`),
+  );
   const [versions, setVersions] = useState<VersionTarget | null>(null);
   const location = useLocation();
   const navigate = useNavigate();
@@ -48,7 +55,13 @@ export function AppGrid({ entries, list }: { entries: AppEntry[]; list: ListKind
       <div className="row row-cols-1 row-cols-md-2 row-cols-lg-3 g-3 app-grid">
         {entries.map((entry) => (
           <div className="col" key={`${entry.country}-${entry.app_id}-${entry.app_ver_id ?? 'app'}`}>
-            <AppCard entry={entry} list={list} isAdmin={isAdmin} onAction={onAction} />
+            <AppCard
+              entry={entry}
+              list={list}
+              isAdmin={isAdmin}
+              onAction={onAction}
+              hasUpdate={updatable.has(`${entry.country}-${entry.app_id}`)}
+            />
           </div>
         ))}
       </div>

@@ -1,6 +1,6 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
-import { appList, queueStatus, type AppEntry } from '@sideport/contracts';
-import { catalogKeys, type PagedList } from '../../entries/query-keys';
+import { appList, appUpdates, queueStatus, type AppEntry } from '@sideport/contracts';
+import { catalogKeys, updateKeys, type PagedList } from '../../entries/query-keys';
 import { api, apiFetch } from '../../lib/api';
 
 /** How often the queue asks whether an agent works it: agents come and go without an event. */
@@ -49,3 +49,15 @@ export const queueStatusQuery = queryOptions({
   refetchInterval: QUEUE_STATUS_EVERY_MS,
   retry: false,
 });
+
+/**
+ * GET /api/updates, the same cache as My page's Updates: a card of an app the person installed
+ * shows a badge while the store has a newer version (live 'update' events refetch it).
+ */
+export const updatesBadgeQuery = (isLogin: boolean) =>
+  queryOptions({
+    queryKey: updateKeys.list,
+    queryFn: () => api('/api/updates', appUpdates),
+    enabled: isLogin,
+    staleTime: 60_000,
+  });
