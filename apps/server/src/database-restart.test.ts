@@ -89,6 +89,7 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL stopped and started under a ru
     expect((await app.inject({ url: '/readyz' })).json()).toEqual({
       status: 'ready',
       database: 'postgres',
+      storage: 'local',
       parts_down: [],
     });
     // Nothing lost, nothing half-made: the account made before is there, the refused sign-up
