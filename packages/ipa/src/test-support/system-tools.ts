@@ -40,7 +40,14 @@ export function missingTools(...tools: SystemTool[]): string | false {
   const missing = tools.filter((tool) => !hasTool(tool));
   if (missing.length === 0) return false;
   const packages = [...new Set(missing.map((tool) => TOOLS[tool].apt))].join(' ');
-  const why = `${missing.join(', ')} not installed (apt-get install ${packages})`;
+  return cannotRun(`${missing.join(', ')} not installed (apt-get install ${packages})`);
+}
+
+/**
+ * For what this machine lacks (`why`, with how to get it): outside CI, the one-line reason the
+ * tests that need it skip with (printed once); in CI, throws, so they can never be skipped there.
+ */
+export function cannotRun(why: string): string {
   if (process.env.CI) throw new Error(`${why}: CI runs the tests that need it, it cannot skip them.`);
   const reason = `${why}: the tests that need it are skipped on this machine.`;
   if (!warned.has(reason)) {
