@@ -4,7 +4,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type Built } from './app.js';
 import { openDatabase, type DatabaseHandle } from './db/client.js';
+import { sql } from 'drizzle-orm';
 import { waitForEvent } from './platform/events.js';
+import { isDatabaseFault } from './platform/faults.js';
 import { loadConfig } from './platform/config.js';
 import { until } from './test/agent-process.js';
 import type { ItunesServer } from './dev/itunes-server.js';
@@ -62,6 +64,32 @@ describe.skipIf(noPostgresBinaries)('PostgreSQL stopped and started under a runn
     await store?.close();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
+
+  it('fails a transaction whose connection PostgreSQL closes between two queries, and the process carries on', async () => {
+    // A client checked out and idle inside a transaction when the server stops: the chaos run's
+    // dependencies scenario found an API process ending on that connection's unhandled 'error'.
+    const failed = await database.db
+      .transaction(async (tx) => {
+        await tx.execute(sql`select 1`);
+        await cluster.stop();
+        // Once the server is seen gone, its end has reached the idle client too.
+        await until('/readyz to answer 503', async () =>
+          (await built.app.inject({ url: '/readyz' })).statusCode === 503 ? true : undefined,
+        );
+        await tx.execute(sql`select 1`);
+      })
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    expect(isDatabaseFault(failed), String(failed)).toBe(true);
+    await cluster.start();
+    await until(
+      'the database to answer again',
+      async () => ((await built.app.inject({ url: '/readyz' })).statusCode === 200 ? true : undefined),
+      60_000,
+    );
+  }, 120_000);
 
   it('answers 503 with a sentence and Retry-After while it is down, and serves again by itself once it is back', async () => {
     const { app, services } = built;
