@@ -13,7 +13,10 @@
  * test-mode checkout and registered with the dev identity, before the first kill.
  *
  * Then CHAOS_DECRYPTS app-level decrypt requests, and CHAOS_SIGNS signs (mode 0) asked as their
- * versions become Done, while CHAOS_KILLS times a random process is SIGKILLed and restarted.
+ * versions become Done, while the scenario (CHAOS_SCENARIO, chaos/disruptions.ts) disrupts the
+ * topology: `kills` (the default) SIGKILLs a random process CHAOS_KILLS times and restarts it;
+ * `dependencies` stops PostgreSQL (a cluster of the run's own, pg_ctl) and then the S3 store under
+ * it; `rolling` replaces each API process and sign worker in turn with SIGTERM and a start.
  * Afterwards, once the work has settled and every process has swept its files, it reports:
  *   lost        decrypts not Done, signs not Done
  *   duplicated  a version or sign accepted more than once (the processes' own log lines)
@@ -23,6 +26,8 @@
  *               spools left after the sweep
  *   stuck       work neither finished nor given up once settled
  *   settle      seconds from the last restart until every request was final
+ *   unanswered  5xx answers without a sentence and Retry-After (503s with both are counted apart)
+ *   resume      per part or process back: seconds until a decrypt and a sign finished after it
  * and exits 1 when any count is not 0.
  */
 import { randomBytes } from 'node:crypto';
@@ -37,8 +42,10 @@ import { parsePlistDict } from '@sideport/ipa';
 import { startItunesServer } from '../apps/server/src/dev/itunes-server.js';
 import { createSimulatedDevice } from '../apps/server/src/modules/devices/simulated-device.js';
 import { createFileStore } from '../apps/server/src/platform/storage.js';
+import { startPgCluster, type PgCluster } from '../apps/server/src/test/pg-cluster.js';
 import { chaosAppId, chaosAppVerId, chaosBundleId, chaosDisplayName } from './apps.js';
 import { filesUnder, foldersIn, readIpa, unnamedStoredFiles, wrongDecrypted, wrongSigned } from './checks.js';
+import { disrupt, KILLS, SCENARIOS, type Disrupted, type Part, type Scenario } from './disruptions.js';
 import { managedProcess, type LogLine, type Managed } from './processes.js';
 import { createSite, type Site } from './site.js';
 
@@ -51,11 +58,8 @@ const int = (name: string, fallback: number) => {
 const DECRYPTS = int('CHAOS_DECRYPTS', 16);
 const USERS = Math.max(1, int('CHAOS_USERS', 3));
 const SIGNS = Math.min(int('CHAOS_SIGNS', 16), DECRYPTS * USERS);
-const KILLS = int('CHAOS_KILLS', 10);
 /** Decrypt requests come this far apart; the kills fall at random times while they come. */
 const REQUEST_EVERY_MS = int('CHAOS_REQUEST_EVERY_MS', 3000);
-/** A killed process is started again after a pause drawn between these. */
-const RESTART_MS = [500, 2000] as const;
 const STEP_MS = int('CHAOS_STEP_MS', 1000);
 const SETTLE_TIMEOUT_MS = int('CHAOS_SETTLE_TIMEOUT_S', 300) * 1000;
 const STORAGE = process.env.CHAOS_STORAGE === 'local' ? 'local' : 's3';
@@ -64,7 +68,12 @@ const KEEP = process.env.CHAOS_KEEP === '1';
 const LEASE_SECONDS = 10;
 const ORPHAN_MINUTES = 1;
 
-const adminUrl = process.env.CHAOS_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+const SCENARIO = (process.env.CHAOS_SCENARIO ?? 'kills') as Scenario;
+if (!SCENARIOS.includes(SCENARIO))
+  throw new Error(`CHAOS_SCENARIO must be one of ${SCENARIOS.join(', ')}, not ${SCENARIO}`);
+/** The dependencies scenario stops PostgreSQL, so it runs a cluster of its own (PG_FAULT_PORT). */
+const ownCluster: PgCluster | undefined = SCENARIO === 'dependencies' ? await startPgCluster() : undefined;
+const adminUrl = ownCluster?.url ?? process.env.CHAOS_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 if (!adminUrl)
   throw new Error('Set CHAOS_DATABASE_URL (or run through scripts/with-postgres.sh: npm run chaos).');
 const root = path.resolve(import.meta.dirname, '..');
@@ -82,7 +91,6 @@ const random = () => {
   t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 };
-const between = ([low, high]: readonly [number, number]) => low + Math.floor(random() * (high - low + 1));
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -181,25 +189,37 @@ const signPlan = Array.from({ length: SIGNS }, (_, j) => ({
 
 async function main() {
   say(
-    `chaos: ${DECRYPTS} decrypts, ${SIGNS} signs, ${USERS} users, ${KILLS} kills, storage ${STORAGE}, seed ${seed}; work in ${work}`,
+    `chaos: ${SCENARIO}, ${DECRYPTS} decrypts, ${SIGNS} signs, ${USERS} users${SCENARIO === 'kills' ? `, ${KILLS} kills` : ''}, storage ${STORAGE}, seed ${seed}; work in ${work}`,
   );
   const database = await createDatabase();
   const db = new pg.Pool({ connectionString: database.url, max: 3 });
+  // A connection PostgreSQL closes while idle (its restart in the dependencies scenario) is
+  // replaced on the next query; the pool would otherwise end the run with an unhandled error.
+  db.on('error', (err) => say(`the run's own database connection dropped (${err.message})`));
   const itunes = await startItunesServer({ records: storeRecords() });
   let s3: S3rver | undefined;
+  let storagePart: Part | undefined;
   let storageEnv: Record<string, string> = {};
   const sharedDataDir = path.join(work, 'data');
   if (STORAGE === 's3') {
     const s3Dir = path.join(work, 's3');
     mkdirSync(s3Dir);
-    s3 = new S3rver({
-      port: 0,
-      address: '127.0.0.1',
-      directory: s3Dir,
-      silent: true,
-      configureBuckets: [{ name: 'chaos', configs: [] }],
-    });
-    const { port } = await s3.run();
+    const startS3 = async (on: number) => {
+      s3 = new S3rver({
+        port: on,
+        address: '127.0.0.1',
+        directory: s3Dir,
+        silent: true,
+        configureBuckets: [{ name: 'chaos', configs: [] }],
+      });
+      return (await s3.run()).port;
+    };
+    const port = await startS3(0);
+    // Stopped and started again on the same port and folder, as an outage of the store.
+    storagePart = {
+      stop: async () => void (await s3?.close()),
+      start: async () => void (await startS3(port)),
+    };
     // s3rver's fixed credentials, found by the AWS SDK the usual way (here and in every process).
     process.env.AWS_ACCESS_KEY_ID = 'S3RVER';
     process.env.AWS_SECRET_ACCESS_KEY = 'S3RVER';
@@ -244,6 +264,8 @@ async function main() {
       REGISTRATION_INTERVAL_SECONDS: '2',
       ORPHAN_SWEEP_MINUTES: String(ORPHAN_MINUTES),
       ORPHAN_MIN_AGE_MINUTES: String(ORPHAN_MINUTES),
+      // A rolling upgrade's stop leaves readiness first, still serving meanwhile (README, Upgrades).
+      ...(SCENARIO === 'rolling' ? { SHUTDOWN_DRAIN_DELAY_MS: '2000' } : {}),
       FREE_DAILY_LIMIT: '100000',
       SIGN_IN_LIMIT_PER_ADDRESS: '100000',
       SIGN_IN_LIMIT_PER_ID: '100000',
@@ -336,25 +358,42 @@ async function main() {
     })();
     requesting.catch(() => {}); // awaited below, where a failure ends the run
 
-    // Each kill at a random moment of the requests' span, one at a time (a process restarts first).
-    const killTimes = Array.from({ length: KILLS }, () => between([2000, DECRYPTS * REQUEST_EVERY_MS])).sort(
-      (a, b) => a - b,
-    );
-    const kills: Array<{ at: string; victim: string }> = [];
+    // The scenario's disruptions, spread over the requests' span (chaos/disruptions.ts).
     let lastRestartAt = Date.now();
     let lastKillAt = Date.now();
-    const killing = (async () => {
-      for (let k = 0; k < KILLS; k++) {
-        await sleep(Math.max(0, workStartedAt + killTimes[k]! - Date.now()));
-        const victim = all()[Math.floor(random() * all().length)]!;
-        lastKillAt = Date.now();
-        await victim.kill();
-        kills.push({ at: elapsed().trim(), victim: victim.name });
-        say(`kill ${k + 1}/${KILLS}: ${victim.name} (SIGKILL)`);
-        await sleep(between(RESTART_MS));
-        await victim.start();
-        lastRestartAt = Date.now();
-        say(`           ${victim.name} restarted`);
+    let disrupted: Disrupted = { events: [], returns: [] };
+    const disrupting = disrupt(SCENARIO, {
+      apis,
+      workers,
+      all,
+      database: ownCluster,
+      storage: storagePart,
+      workStartedAt,
+      spanMs: DECRYPTS * REQUEST_EVERY_MS,
+      random,
+      say,
+      elapsed,
+    }).then((d) => {
+      disrupted = d;
+      lastRestartAt = lastKillAt = d.returns.at(-1)?.at ?? Date.now();
+    });
+
+    // A steady read load beside the work, as people browsing: the latest list and one's own page,
+    // each through whichever API answers, until the disruptions are over.
+    const reads = { made: 0, failed: [] as string[] };
+    let disruptionsOver = false;
+    const reading = (async () => {
+      for (let i = 0; !disruptionsOver; i++) {
+        const pathname = i % 2 === 0 ? '/api/latest/0' : '/api/info';
+        try {
+          const res = await site.call(pathname, { cookie: users[i % USERS]!.cookie });
+          await res.arrayBuffer();
+          reads.made++;
+          if (res.status !== 200) reads.failed.push(`GET ${pathname}: ${res.status}`);
+        } catch (err) {
+          reads.failed.push(`GET ${pathname}: ${(err as Error).message}`);
+        }
+        await sleep(250);
       }
     })();
 
@@ -378,15 +417,26 @@ async function main() {
 
     // ---- settling ----
     let killsDone = false;
-    void killing.then(
+    void disrupting.then(
       () => (killsDone = true),
       () => (killsDone = true),
     );
     let settledAt: number | undefined;
+    let checkFailing = false;
     const deadline = () => (killsDone ? lastRestartAt + SETTLE_TIMEOUT_MS : Infinity);
     for (;;) {
-      const allAsked = await askSigns();
-      const final = await isFinal(db, appIds, allAsked);
+      // While PostgreSQL is away the run's own queries fail too: it asks again a second later.
+      const final = await askSigns()
+        .then((allAsked) => isFinal(db, appIds, allAsked))
+        .then((isDone) => {
+          checkFailing = false;
+          return isDone;
+        })
+        .catch((err: Error) => {
+          if (!checkFailing) say(`settle check failed (${err.message}); trying again each second`);
+          checkFailing = true;
+          return false;
+        });
       if (killsDone && final) {
         settledAt = Date.now();
         break;
@@ -394,7 +444,9 @@ async function main() {
       if (Date.now() > deadline()) break;
       await sleep(1000);
     }
-    await killing;
+    await disrupting;
+    disruptionsOver = true;
+    await reading;
     await requesting;
     const settleSeconds =
       settledAt === undefined ? undefined : Math.max(0, (settledAt - lastRestartAt) / 1000);
@@ -428,6 +480,7 @@ async function main() {
 
     // ---- the counts ----
     const report = await account({ db, site, appIds, users, admin, caPem, asked, store });
+    const resumes = await resumeTimes(db, disrupted.returns);
     const orphans = orphanedLocal(servers, agentWorkDir, sharedDataDir);
     const duplicates = duplicated(servers.flatMap((p) => p.lines()));
     const counts = {
@@ -439,13 +492,35 @@ async function main() {
       orphaned_agent_folders: orphans.agentFolders.length,
       orphaned_tmp: orphans.tmp.length,
       stuck: report.stuck.length,
+      unanswered_5xx: site.tally.withoutSentence.length,
+      failed_reads: reads.failed.length,
     };
     console.log('\n==== chaos run ====');
     console.log(
-      `ran: ${DECRYPTS} decrypts, ${SIGNS} signs (${USERS} users), 2 API + 2 sign workers + 3 agents, storage ${STORAGE}, seed ${seed}`,
+      `ran: ${SCENARIO}, ${DECRYPTS} decrypts, ${SIGNS} signs (${USERS} users), 2 API + 2 sign workers + 3 agents, storage ${STORAGE}, seed ${seed}`,
     );
-    console.log(`kills: ${kills.length}: ${summarise(kills.map((k) => k.victim))}`);
+    console.log(
+      SCENARIO === 'kills'
+        ? `kills: ${disrupted.events.length}: ${summarise(disrupted.events.map((k) => k.what))}`
+        : `${SCENARIO}: ${disrupted.events.map((e) => `${e.what} at ${e.at}`).join(', ')}`,
+    );
     console.log(`settle: ${settleText}`);
+    console.log(
+      `answers: ${site.tally.refusedWithSentence} 503s with a sentence and Retry-After, ${site.tally.withoutSentence.length} 5xx without; ${site.tally.unreachable} calls found a process gone (retried on the other, as a load balancer does)`,
+    );
+    console.log(
+      `reads: ${reads.made} GETs of /api/latest/0 and /api/info beside the work, ${reads.failed.length} failed`,
+    );
+    if (SCENARIO === 'rolling') {
+      const during = await finishedBetween(db, disrupted.began ?? workStartedAt, lastRestartAt);
+      console.log(
+        `during the roll: ${during.decrypts} decrypts and ${during.signs} signs finished while processes were replaced`,
+      );
+    } else
+      for (const r of resumes)
+        console.log(
+          `resume after ${r.what}: decrypts ${seconds(r.decryptSeconds)}, signs ${seconds(r.signSeconds)}`,
+        );
     console.log(`sweeps removed ${removedBySweeps} files in all; after them:`);
     for (const [name, count] of Object.entries(counts)) console.log(`  ${name.padEnd(24)} ${count}`);
     for (const line of [
@@ -457,6 +532,8 @@ async function main() {
       ...orphans.agentFolders.map((f) => `orphaned agent folder ${f}`),
       ...orphans.tmp.map((f) => `orphaned temporary file ${f}`),
       ...report.stuck,
+      ...site.tally.withoutSentence.map((a) => `5xx without a sentence: ${a}`),
+      ...reads.failed.map((r) => `read failed: ${r}`),
     ])
       console.log(`  - ${line}`);
     console.log(
@@ -468,8 +545,12 @@ async function main() {
           seed,
           decrypts: DECRYPTS,
           signs: SIGNS,
-          kills: kills.length,
+          scenario: SCENARIO,
+          disruptions: disrupted.events.length,
           settleSeconds,
+          refusedWithSentence: site.tally.refusedWithSentence,
+          reads: reads.made,
+          resumes,
           afterRequestSeconds,
           counts,
         },
@@ -482,6 +563,7 @@ async function main() {
     await itunes.close();
     await s3?.close();
     await database.drop();
+    await ownCluster?.dispose();
     if (!KEEP) rmSync(work, { recursive: true, force: true });
   }
 }
@@ -669,6 +751,54 @@ function duplicated(lines: LogLine[]): string[] {
     ...[...decrypts].filter(([, n]) => n > 1).map(([app, n]) => `app ${app}'s upload accepted ${n} times`),
     ...[...signs].filter(([, n]) => n > 1).map(([sign, n]) => `sign ${sign} signed ${n} times`),
   ];
+}
+
+const seconds = (value: number | undefined) =>
+  value === undefined
+    ? 'none finished before the next disruption (or none was left)'
+    : `${value.toFixed(1)} s`;
+
+/**
+ * For each part or process that came back: seconds until the first decrypt (a version Done) and
+ * the first sign (signed) finished after it, before the next disruption; undefined where none
+ * did (no work was left, or the next disruption came first).
+ */
+async function resumeTimes(db: pg.Pool, returns: Disrupted['returns']) {
+  const firstAfter = async (
+    table: 'versions' | 'sign_requests',
+    column: string,
+    from: number,
+    until: number,
+  ) => {
+    const { rows } = await db.query<{ first: Date | null }>(
+      `select min(${column}) as first from ${table} where ${column} >= $1 and ${column} < $2`,
+      [new Date(from), new Date(until)],
+    );
+    const first = rows[0]?.first;
+    return first ? Math.max(0, (first.getTime() - from) / 1000) : undefined;
+  };
+  const out: Array<{ what: string; decryptSeconds?: number; signSeconds?: number }> = [];
+  for (const r of returns) {
+    const until = r.until ?? Date.now();
+    const decryptSeconds = await firstAfter('versions', 'done_at', r.at, until);
+    const signSeconds = await firstAfter('sign_requests', 'signed_at', r.at, until);
+    out.push({
+      what: r.what,
+      ...(decryptSeconds !== undefined ? { decryptSeconds } : {}),
+      ...(signSeconds !== undefined ? { signSeconds } : {}),
+    });
+  }
+  return out;
+}
+
+/** Decrypts (versions Done) and signs (signed) that finished between two moments. */
+async function finishedBetween(db: pg.Pool, from: number, until: number) {
+  const { rows } = await db.query<{ decrypts: number; signs: number }>(
+    `select (select count(*)::int from versions where done_at >= $1 and done_at < $2) as decrypts,
+            (select count(*)::int from sign_requests where signed_at >= $1 and signed_at < $2) as signs`,
+    [new Date(from), new Date(until)],
+  );
+  return rows[0]!;
 }
 
 function summarise(names: string[]) {

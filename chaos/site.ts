@@ -18,7 +18,20 @@ export interface CallOptions {
   patienceMs?: number;
 }
 
+/**
+ * What the site answered that was not the work's own answer: a 503 with a sentence and
+ * Retry-After (a part away, a process draining) is what a user may read and the web app retries;
+ * any other 5xx (or a 503 without them) is a finding; a process that could not be reached is what
+ * a load balancer hides by sending the call elsewhere.
+ */
+export interface Tally {
+  refusedWithSentence: number;
+  withoutSentence: string[];
+  unreachable: number;
+}
+
 export function createSite(origins: string[]) {
+  const tally: Tally = { refusedWithSentence: 0, withoutSentence: [], unreachable: 0 };
   async function call(pathname: string, options: CallOptions = {}): Promise<Response> {
     const deadline = Date.now() + (options.patienceMs ?? 90_000);
     let last = '';
@@ -40,9 +53,18 @@ export function createSite(origins: string[]) {
           ...(options.body ? { body: options.body } : {}),
         });
         if (res.status < 500) return res;
-        last = `${res.status} ${await res.text()}`;
+        const text = await res.text();
+        last = `${res.status} ${text}`;
+        const isSentence =
+          res.status === 503 &&
+          res.headers.get('retry-after') !== null &&
+          res.headers.get('content-type')?.startsWith('text/plain') === true &&
+          /^[A-Z].*\.$/.test(text.trim());
+        if (isSentence) tally.refusedWithSentence++;
+        else tally.withoutSentence.push(`${options.method ?? 'GET'} ${pathname}: ${last}`);
       } catch (err) {
         last = (err as Error).message;
+        tally.unreachable++;
       }
       if (Date.now() > deadline)
         throw new Error(`${options.method ?? 'GET'} ${pathname}: no API answered (${last})`);
@@ -90,7 +112,7 @@ export function createSite(origins: string[]) {
     return Buffer.from(await res.arrayBuffer());
   }
 
-  return { call, expect, session, download };
+  return { call, expect, session, download, tally };
 }
 
 export type Site = ReturnType<typeof createSite>;

@@ -31,12 +31,19 @@ describe('the first start', () => {
     const link = await printedLink();
     const s = await openSession(browser, server.url);
     await s.page.goto(link);
+    // A second tab on the same link, its form open before the account exists.
+    const other = await openSession(browser, server.url);
+    await other.page.goto(link);
+    await other.page.getByRole('button', { name: 'Create admin account' }).waitFor();
     await s.page.getByLabel('Id', { exact: true }).fill('operator');
     await s.page.getByLabel('Password', { exact: true }).fill('short');
     await s.page.getByLabel('Password confirm').fill('short');
     await s.page.getByRole('button', { name: 'Create admin account' }).click();
-    // The sign-up rules apply before anything is sent.
-    await expect.poll(() => s.dialogs).toEqual(['Please enter at least 8 characters for Password']);
+    // The sign-up rules apply before anything is sent, in an alert region a screen reader reads out.
+    await expect
+      .poll(() => s.page.getByRole('alert').allInnerTexts())
+      .toEqual(['Please enter at least 8 characters for Password']);
+    expect(s.dialogs).toEqual([]);
 
     await s.page.getByLabel('Password', { exact: true }).fill('a long password');
     await s.page.getByLabel('Password confirm').fill('a long password');
@@ -47,6 +54,17 @@ describe('the first start', () => {
     expect(await agent.innerText()).toContain('No agent online (none seen yet)');
     expect(await s.page.getByTestId('setup-billing').innerText()).toContain('STRIPE_SECRET_KEY');
     await s.context.close();
+
+    // The tab opened before reads the server's refusal in the same region.
+    await other.page.getByLabel('Id', { exact: true }).fill('another');
+    await other.page.getByLabel('Password', { exact: true }).fill('a long password');
+    await other.page.getByLabel('Password confirm').fill('a long password');
+    await other.page.getByRole('button', { name: 'Create admin account' }).click();
+    await expect
+      .poll(() => other.page.getByRole('alert').allInnerTexts())
+      .toEqual(['An admin account exists, so this setup link no longer works. Sign in instead.']);
+    expect(other.dialogs).toEqual([]);
+    await other.context.close();
 
     // The link worked once: a second visitor is told so and creates nothing.
     const later = await openSession(browser, server.url);

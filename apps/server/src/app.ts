@@ -42,7 +42,7 @@ import { createSiteCheck, decodedPath, isApiPath, registerCrossSiteGuard } from 
 import { registerErrorHandler } from './platform/error-handler.js';
 import { createFaultTracker } from './platform/faults.js';
 import { registerHostCheck } from './platform/public-origin.js';
-import { registerReadiness } from './platform/readiness.js';
+import { READINESS_PROBE_KEY, registerReadiness } from './platform/readiness.js';
 import { loggerOptions } from './platform/logger.js';
 import { readOpenFileLimit } from './platform/open-files.js';
 import { hasControlCharacters } from './platform/params.js';
@@ -123,6 +123,13 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   registerErrorHandler(app, faults);
   const readiness = registerReadiness(app, {
     ping: () => database.ping(),
+    // The services are made below; the route asks the store only once requests arrive.
+    storage: {
+      get kind() {
+        return services.files.kind;
+      },
+      ping: async () => void (await services.files.sizeOf(READINESS_PROBE_KEY)),
+    },
     faults,
     databaseKind: database.kind,
   });

@@ -32,7 +32,7 @@ describe('a server process asked to stop', () => {
       const ready = await fetch(`${url}/readyz`);
       expect([ready.status, await ready.json()]).toEqual([
         200,
-        { status: 'ready', database: 'pglite', parts_down: [] },
+        { status: 'ready', database: 'pglite', storage: 'local', parts_down: [] },
       ]);
 
       const signUp = await fetch(`${url}/api/sign-up`, {

@@ -5,6 +5,7 @@ import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItunesServer } from './dev/itunes-server.js';
 import { buildIpa, makeAgent, storeApp, storeWith, type AgentClient } from './test/decrypt-support.js';
+import { until } from './test/agent-process.js';
 import { createTestApp, signedInUser, WEB_CLIENT, type TestApp } from './test/harness.js';
 
 /**
@@ -20,6 +21,7 @@ describe('the S3 store stopped and started under a running server', () => {
   let store: ItunesServer;
   let t: TestApp;
   let user: string;
+  let admin: string;
   let agent: AgentClient;
   const startS3 = async (on: number) => {
     s3 = new S3rver({
@@ -46,7 +48,8 @@ describe('the S3 store stopped and started under a running server', () => {
       },
     });
     user = await signedInUser(t, 's3_user');
-    agent = await makeAgent(t, await signedInUser(t, 's3_admin', 1));
+    admin = await signedInUser(t, 's3_admin', 1);
+    agent = await makeAgent(t, admin);
   });
   afterAll(async () => {
     await t?.close();
@@ -76,11 +79,39 @@ describe('the S3 store stopped and started under a running server', () => {
     ]);
     // The job is still the agent's: the attempt is not counted, nothing is lost.
     expect((await agent.call('POST', `/api/agent/jobs/${job!.id}/heartbeat`, {})).statusCode).toBe(200);
-    expect(await t.services.metrics.render()).toMatch(
-      /sideport_dependency_faults_total\{part="storage"\} [1-9]/,
-    );
+    const metrics = await t.services.metrics.render();
+    expect(metrics).toMatch(/sideport_dependency_faults_total\{part="storage"\} [1-9]/);
+    expect(metrics).toContain('sideport_dependency_up{part="storage"} 0');
+    // This process cannot serve files: out of readiness, with the store's sentence.
+    const ready = await t.app.inject({ url: '/readyz' });
+    expect([ready.statusCode, ready.headers['retry-after'], ready.body]).toEqual([
+      503,
+      '30',
+      'The file store is not answering right now. Please retry in a minute.',
+    ]);
+    // The operator's checklist names the part that is down, first.
+    const checklist = await t.app.inject({
+      url: '/api/admin/setup',
+      headers: { ...WEB_CLIENT, cookie: admin },
+    });
+    const items = checklist.json() as Array<{ key: string; state: string; detail: string }>;
+    expect(items[0]).toMatchObject({
+      key: 'parts',
+      state: 'todo',
+      detail: expect.stringMatching(/^The file store is failing since /),
+    });
 
     await startS3(port);
+    // Back in readiness by itself, the store named again as answering.
+    await until('/readyz to answer 200', async () =>
+      (await t.app.inject({ url: '/readyz' })).statusCode === 200 ? true : undefined,
+    );
+    expect((await t.app.inject({ url: '/readyz' })).json()).toEqual({
+      status: 'ready',
+      database: 'pglite',
+      storage: 's3',
+      parts_down: [],
+    });
     const accepted = await upload();
     expect(accepted.statusCode, accepted.body).toBe(200);
     const versions = (

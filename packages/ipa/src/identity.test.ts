@@ -3,12 +3,16 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type forge from 'node-forge';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nameOf } from './chain.js';
 import { IpaError } from './errors.js';
 import { loadIdentity, withNativePbkdf2 } from './identity.js';
 import { fixturesDir } from './test-support/fixtures.js';
 import { createTestChain } from './test-support/pki.js';
+import { missingTools } from './test-support/system-tools.js';
+
+/** Outside CI a machine without these skips this file with one line saying so. */
+const skip = missingTools('openssl');
 
 // Real exports made by OpenSSL: its default (AES-256-CBC, PBKDF2, SHA-256 MAC) and -legacy
 // (RC2/3DES, SHA-1 MAC, what older Keychain exports use).
@@ -18,70 +22,73 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const openssl = (...args: string[]): void => {
   execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
 };
-openssl(
-  'req',
-  '-x509',
-  '-newkey',
-  'rsa:2048',
-  '-nodes',
-  '-keyout',
-  'key.pem',
-  '-out',
-  'cert.pem',
-  '-days',
-  '30',
-  '-subj',
-  '/CN=Apple Development: Test (ABCDE12345)/OU=TEAM123456',
-);
-openssl(
-  'req',
-  '-x509',
-  '-newkey',
-  'rsa:2048',
-  '-nodes',
-  '-keyout',
-  'ca-key.pem',
-  '-out',
-  'ca.pem',
-  '-days',
-  '30',
-  '-subj',
-  '/CN=Test CA',
-);
-openssl(
-  'pkcs12',
-  '-export',
-  '-in',
-  'cert.pem',
-  '-inkey',
-  'key.pem',
-  '-certfile',
-  'ca.pem',
-  '-out',
-  'modern.p12',
-  '-passout',
-  'pass:secret',
-);
-// An Apple-shaped hierarchy: root, a WWDR-like intermediate, and a developer certificate it issued.
-const chain = createTestChain(dir);
-openssl(
-  'pkcs12',
-  '-export',
-  '-legacy',
-  '-in',
-  'cert.pem',
-  '-inkey',
-  'key.pem',
-  '-out',
-  'legacy.p12',
-  '-passout',
-  'pass:secret',
-);
+let chain: ReturnType<typeof createTestChain>;
+beforeAll(() => {
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'key.pem',
+    '-out',
+    'cert.pem',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=Apple Development: Test (ABCDE12345)/OU=TEAM123456',
+  );
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca-key.pem',
+    '-out',
+    'ca.pem',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=Test CA',
+  );
+  openssl(
+    'pkcs12',
+    '-export',
+    '-in',
+    'cert.pem',
+    '-inkey',
+    'key.pem',
+    '-certfile',
+    'ca.pem',
+    '-out',
+    'modern.p12',
+    '-passout',
+    'pass:secret',
+  );
+  // An Apple-shaped hierarchy: root, a WWDR-like intermediate, and a developer certificate it issued.
+  chain = createTestChain(dir);
+  openssl(
+    'pkcs12',
+    '-export',
+    '-legacy',
+    '-in',
+    'cert.pem',
+    '-inkey',
+    'key.pem',
+    '-out',
+    'legacy.p12',
+    '-passout',
+    'pass:secret',
+  );
+});
 const file = (name: string): Buffer => readFileSync(join(dir, name));
 const subjectOf = (identity: ReturnType<typeof loadIdentity>): string =>
   identity.certificate.subject.getField('CN').value as string;
 
-describe('loadIdentity', () => {
+describe.skipIf(skip)('loadIdentity', () => {
   it('opens an OpenSSL 3 default PKCS#12 and separates the leaf from the chain', () => {
     const identity = loadIdentity({ p12: file('modern.p12'), password: 'secret' });
     expect(subjectOf(identity)).toBe('Apple Development: Test (ABCDE12345)');
@@ -188,7 +195,7 @@ describe('loadIdentity', () => {
   });
 });
 
-describe('withNativePbkdf2', () => {
+describe.skipIf(skip)('withNativePbkdf2', () => {
   it("derives forge's own keys, with OpenSSL doing the rounds", async () => {
     const { default: realForge } = await import('node-forge');
     const js = realForge.pkcs5.pbkdf2;

@@ -136,6 +136,11 @@ function markConnectionFailures(pool: pg.Pool) {
   const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
   pool.connect = ((...args: unknown[]) => tagged(connect(...args))) as typeof pool.connect;
   pool.on('connect', (client) => {
+    // A client checked out for a transaction loses its connection between two queries when the
+    // server restarts: pg emits that on the client, where the pool's idle listener is not, and an
+    // 'error' nobody listens to ends the process. The transaction's next query fails instead (the
+    // client is no longer queryable, marked below) and the pool drops the client on release.
+    client.on('error', () => {});
     const clientQuery = client.query.bind(client) as (...args: unknown[]) => unknown;
     client.query = ((...args: unknown[]) => tagged(clientQuery(...args))) as typeof client.query;
   });

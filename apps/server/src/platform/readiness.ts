@@ -1,10 +1,18 @@
 import type { FastifyInstance } from 'fastify';
-import { fail, failWith } from './errors.js';
+import { AppError, fail, failWith } from './errors.js';
 import type { FaultTracker } from './faults.js';
+
+/** The key `/readyz` asks the file store about: a metadata read, of a file Sideport never stores. */
+export const READINESS_PROBE_KEY = 'readyz-probe';
 
 export interface ReadinessDeps {
   /** Whether the database answers (one `select 1`). */
   ping: () => Promise<void>;
+  /**
+   * Whether the file store answers (one metadata read of a key nothing stores); throws
+   * STORAGE_UNAVAILABLE when it is away. Its kind (`local`, `s3`) is in the answer.
+   */
+  storage: { kind: string; ping: () => Promise<void> };
   faults: Pick<FaultTracker, 'fault' | 'ok' | 'down'>;
   databaseKind: string;
 }
@@ -22,8 +30,8 @@ export interface Readiness {
 
 /**
  * `GET /readyz` (docs/architecture.md, Upgrades without downtime): 200 while this process can
- * serve (its database answers and it is not stopping), 503 with a sentence and `Retry-After`
- * otherwise. `/healthz` stays the liveness check. Once the server closes, a request that still
+ * serve (its database and its file store answer and it is not stopping), 503 with a sentence and
+ * `Retry-After` otherwise (the first of those that fails). `/healthz` stays the liveness check. Once the server closes, a request that still
  * arrives on an open connection is answered 503 'This server is restarting.' with
  * `Connection: close`, so the client's next try goes to another process.
  */
@@ -43,7 +51,7 @@ export function registerReadiness(app: FastifyInstance, deps: ReadinessDeps): Re
   const schema = {
     summary: 'Whether this process can serve (readiness)',
     description:
-      '200 `{"status":"ready","database","parts_down"}` while the database answers and the process is not stopping; ' +
+      '200 `{"status":"ready","database","storage","parts_down"}` while the database and the file store answer and the process is not stopping; ' +
       '503 with a sentence and Retry-After otherwise. GET /healthz is the liveness check.',
   };
   const route = () =>
@@ -55,9 +63,18 @@ export function registerReadiness(app: FastifyInstance, deps: ReadinessDeps): Re
         throw failWith('DATABASE_UNAVAILABLE', { cause: err });
       }
       deps.faults.ok('database');
+      try {
+        await deps.storage.ping();
+      } catch (err) {
+        // Counted and named on the checklist like a request's refusal; the sentence is the store's.
+        deps.faults.fault('storage', err);
+        throw err instanceof AppError ? err : failWith('STORAGE_UNAVAILABLE', { cause: err });
+      }
+      deps.faults.ok('storage');
       return {
         status: 'ready',
         database: deps.databaseKind,
+        storage: deps.storage.kind,
         // What this process last found failing: it still serves, but requests needing these wait.
         parts_down: deps.faults.down().map((d) => d.part),
       };

@@ -4,12 +4,20 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { cannotRun } from '@sideport/ipa/test-support/system-tools';
 
 const run = promisify(execFile);
 
 /** Debian's PostgreSQL 15, as scripts/with-postgres.sh uses (PG_BIN changes it). */
 export const PG_BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
 export const hasPostgresBinaries = existsSync(path.join(PG_BIN, 'pg_ctl'));
+/**
+ * Why the tests that stop PostgreSQL cannot run here (and skip, outside CI), or false: they need
+ * its binaries, which `npm install` does not bring.
+ */
+export const noPostgresBinaries =
+  !hasPostgresBinaries &&
+  cannotRun(`PostgreSQL's pg_ctl is not in ${PG_BIN} (apt-get install postgresql-15, or set PG_BIN)`);
 
 /** A throwaway PostgreSQL cluster of one test's own, which it may stop and start (a restart, a failover). */
 export interface PgCluster {
@@ -41,7 +49,8 @@ export async function startPgCluster(): Promise<PgCluster> {
     asRoot
       ? run('runuser', ['-u', 'postgres', '--', path.join(PG_BIN, tool), ...args])
       : run(path.join(PG_BIN, tool), args);
-  const port = await freePort();
+  // PG_FAULT_PORT keeps it on a port of the caller's choosing, clear of other clusters.
+  const port = Number(process.env.PG_FAULT_PORT) || (await freePort());
   const data = path.join(dir, 'data');
   await pg('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C.UTF-8']);
   const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;

@@ -157,9 +157,14 @@ export async function openWithToken(path: string) {
   window.location.assign(`${path}?nav_token=${encodeURIComponent(token)}`);
 }
 
+/** The sentence a failure shows: the server's, or 'Please retry later.'; null for a 401 already handled. */
+export function failureSentence(error: unknown): string | null {
+  if (error instanceof ApiError && error.isHandled) return null;
+  return error instanceof ApiError && error.message ? error.message : RETRY_LATER;
+}
+
 /** docs/product.md, Errors: show the server's sentence, or 'Please retry later.'; a 401 was already handled. */
 export function alertFailure(error: unknown) {
-  if (error instanceof ApiError && error.isHandled) return;
-  const message = error instanceof ApiError && error.message ? error.message : RETRY_LATER;
-  window.alert(message);
+  const message = failureSentence(error);
+  if (message !== null) window.alert(message);
 }

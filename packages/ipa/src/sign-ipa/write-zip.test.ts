@@ -7,6 +7,10 @@ import { openZip, type ZipArchive } from '../zip/index.js';
 import { createSignedZipWriter } from '../zip/writer.js';
 import { copyUnchanged } from './write-zip.js';
 import { fixtureIpa } from '../test-support/fixtures.js';
+import { missingTools } from '../test-support/system-tools.js';
+
+/** Outside CI a machine without these skips this file with one line saying so. */
+const skip = missingTools('unzip');
 
 /** What signIpa does with its writer: unchanged entries copied raw, then the changed ones added. */
 async function writeSignedZip(
@@ -25,7 +29,7 @@ async function writeSignedZip(
   }
 }
 
-describe('copyUnchanged with the signed zip writer', () => {
+describe.skipIf(skip)('copyUnchanged with the signed zip writer', () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(path.join(tmpdir(), 'ipa-write-'));

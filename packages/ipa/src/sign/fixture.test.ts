@@ -7,10 +7,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as plist from 'plist';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadIdentity } from '../identity.js';
 import { parseMachO } from '../macho/parse.js';
-import { createTestPki } from '../test-support/pki.js';
+import { createTestPki, type TestPki } from '../test-support/pki.js';
 import { objdumpHeaders } from '../test-support/toolchain.js';
 import {
   opensslVerifies,
@@ -23,17 +23,29 @@ import { createCmsSigner } from './cms.js';
 import { signMachO, type CodeSignInput } from './macho-sign.js';
 import { readEmbeddedEntitlements } from './read-signature.js';
 import { fixtureIpa } from '../test-support/fixtures.js';
+import { missingTools } from '../test-support/system-tools.js';
+
+/** Outside CI a machine without these skips this file with one line saying so. */
+const skip = missingTools('openssl', 'unzip', 'llvm-objdump');
 
 const dir = mkdtempSync(join(tmpdir(), 'ipa-fixture-sign-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-execFileSync('unzip', ['-q', fixtureIpa, '-d', dir]);
-const appDir = join(dir, 'Payload', 'very-capable-app.app');
-const original = readFileSync(join(appDir, 'very-capable-app'));
-const infoPlist = readFileSync(join(appDir, 'Info.plist'));
-const codeResources = readFileSync(join(appDir, '_CodeSignature', 'CodeResources'));
+let appDir: string;
+let original: Buffer;
+let infoPlist: Buffer;
+let codeResources: Buffer;
+let pki: TestPki;
+let identity: ReturnType<typeof loadIdentity>;
+beforeAll(() => {
+  execFileSync('unzip', ['-q', fixtureIpa, '-d', dir]);
+  appDir = join(dir, 'Payload', 'very-capable-app.app');
+  original = readFileSync(join(appDir, 'very-capable-app'));
+  infoPlist = readFileSync(join(appDir, 'Info.plist'));
+  codeResources = readFileSync(join(appDir, '_CodeSignature', 'CodeResources'));
 
-const pki = createTestPki(dir);
-const identity = loadIdentity({ p12: pki.p12, password: pki.password });
+  pki = createTestPki(dir);
+  identity = loadIdentity({ p12: pki.p12, password: pki.password });
+});
 
 /** The cdhashes plist (attribute 1.2.840.113635.100.9.1) lies in the CMS DER as plain XML. */
 function cmsPlistCdHashes(cms: Buffer): string[] {
@@ -67,7 +79,7 @@ function resign(bytes: Buffer, options: { appNeedsSha1?: boolean } = {}): Buffer
   return signMachO(bytes, 'very-capable-app', input).bytes;
 }
 
-describe('the Xcode-signed fixture executable', () => {
+describe.skipIf(skip)('the Xcode-signed fixture executable', () => {
   it('has cdhashes that match the ones Xcode listed in its CMS', () => {
     const [xcode] = readSignatures(original);
     const [slice] = codeDirectoryHashes(original);

@@ -3,29 +3,39 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import forge from 'node-forge';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCodeSignature } from '../macho/code-signature.js';
 import { parseMachO } from '../macho/parse.js';
 import { buildRequirementsBlob, requirementSubjectFor, requirementText } from './requirements.js';
 import { fixtureIpa } from '../test-support/fixtures.js';
+import { missingTools } from '../test-support/system-tools.js';
+
+/** Outside CI a machine without these skips this file with one line saying so. */
+const skip = missingTools('openssl', 'unzip');
 
 const executablePath = 'Payload/very-capable-app.app/very-capable-app';
 const dir = mkdtempSync(join(tmpdir(), 'ipa-requirements-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-execFileSync('unzip', ['-q', fixtureIpa, executablePath, '-d', dir]);
-const executable = readFileSync(join(dir, executablePath));
-const signature = readCodeSignature(executable, parseMachO(executable).slices[0]!)!;
-const blob = (slot: number): Buffer => {
-  const entry = signature.blobs.find((b) => b.slot === slot)!;
-  return signature.bytes.subarray(entry.offset, entry.offset + entry.length);
-};
-// The CMS blob (slot 0x10000) wraps the DER after its 8-byte header; openssl lists its certificates.
-const xcodeCertificate = forge.pki.certificateFromPem(
-  execFileSync('openssl', ['pkcs7', '-inform', 'DER', '-print_certs'], {
-    input: blob(0x10000).subarray(8),
-    encoding: 'utf8',
-  }),
-);
+let executable: Buffer;
+let signature: NonNullable<ReturnType<typeof readCodeSignature>>;
+let blob: (slot: number) => Buffer;
+let xcodeCertificate: forge.pki.Certificate;
+beforeAll(() => {
+  execFileSync('unzip', ['-q', fixtureIpa, executablePath, '-d', dir]);
+  executable = readFileSync(join(dir, executablePath));
+  signature = readCodeSignature(executable, parseMachO(executable).slices[0]!)!;
+  blob = (slot: number): Buffer => {
+    const entry = signature.blobs.find((b) => b.slot === slot)!;
+    return signature.bytes.subarray(entry.offset, entry.offset + entry.length);
+  };
+  // The CMS blob (slot 0x10000) wraps the DER after its 8-byte header; openssl lists its certificates.
+  xcodeCertificate = forge.pki.certificateFromPem(
+    execFileSync('openssl', ['pkcs7', '-inform', 'DER', '-print_certs'], {
+      input: blob(0x10000).subarray(8),
+      encoding: 'utf8',
+    }),
+  );
+});
 
 function selfSigned(organization: string, commonName: string): forge.pki.Certificate {
   const keys = forge.pki.rsa.generateKeyPair(512);
@@ -41,7 +51,7 @@ function selfSigned(organization: string, commonName: string): forge.pki.Certifi
   return cert;
 }
 
-describe('designated requirement', () => {
+describe.skipIf(skip)('designated requirement', () => {
   it("compiles to the bytes Xcode wrote for the fixture's self-signed identity", () => {
     const subject = requirementSubjectFor('org.fastlane.very-capable-app', {
       certificate: xcodeCertificate,

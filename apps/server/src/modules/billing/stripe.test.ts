@@ -237,6 +237,24 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       const res = await get('/api/pay/service/0', cookie);
       expect(res.statusCode).toBe(503);
       expect(res.body).toBe('Payments are unavailable right now. Please retry later.');
+      expect(res.headers['retry-after']).toBe('30');
+    });
+
+    it('answers 503 with Retry-After while Stripe fails (5xx), counts it, and opens the checkout once it answers', async () => {
+      const cookie = await signedInUser(t, uid('user'));
+      stripe.failNext(500, 'api_error', 'An unknown error occurred.');
+      const refused = await get('/api/pay/service/0', cookie);
+      expect([refused.statusCode, refused.headers['retry-after'], refused.body]).toEqual([
+        503,
+        '30',
+        'Payments are unavailable right now. Please retry later.',
+      ]);
+      expect(await t.services.metrics.render()).toMatch(
+        /sideport_dependency_faults_total\{part="stripe"\} [1-9]/,
+      );
+      const again = await get('/api/pay/service/0', cookie);
+      expect(again.statusCode, again.body).toBe(200);
+      expect((again.json() as { url: string }).url).toMatch(/^http/);
     });
 
     it('opens the Billing Portal for the user’s customer, returning to /my', async () => {

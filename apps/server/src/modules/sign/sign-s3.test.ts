@@ -9,13 +9,17 @@ import type { ItunesServer } from '../../dev/itunes-server.js';
 import { buildIpa, storeApp, storeWith } from '../../test/decrypt-support.js';
 import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import * as devices from '../devices/queries.js';
+import { missingTools } from '@sideport/ipa/test-support/system-tools';
+
+/** Outside CI a machine without these skips this file with one line saying so. */
+const skip = missingTools('unzip');
 
 const APP_ID = 6300;
 const APP_VER_ID = 863000001;
 const UDID = '00008110-000A1B2C3D4E5F61';
 
 /** With S3 storage, where sign workers may run on other machines than the one a version arrived on. */
-describe.each(databaseKinds)('sign service with S3 storage on %s', (kind) => {
+describe.skipIf(skip).each(databaseKinds)('sign service with S3 storage on %s', (kind) => {
   let s3: S3rver;
   let s3Dir: string;
   let store: ItunesServer;

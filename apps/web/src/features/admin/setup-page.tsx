@@ -6,7 +6,8 @@ import Form from 'react-bootstrap/Form';
 import { Link, useNavigate, useParams } from 'react-router';
 import { useQuery } from '@tanstack/react-query';
 import { md5 } from 'js-md5';
-import { alertFailure, ApiError } from '../../lib/api';
+import { FormAlert } from '../../components/form-alert';
+import { ApiError, failureSentence } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
 import { useClientStore } from '../../lib/store';
 import { validateAuthForm } from '../auth/validate';
@@ -25,20 +26,23 @@ export function SetupPage() {
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
   const [busy, setBusy] = useState(false);
+  // A broken rule or the server's refusal, read out by a screen reader (role=alert).
+  const [refusal, setRefusal] = useState<string | null>(null);
   const link = useQuery(setupLinkQuery(token));
 
-  // Alerts its own failures: the form fires it and forgets it (`void`).
+  // Shows its own failures: the form fires it and forgets it (`void`).
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     const problem = validateAuthForm('sign-up', id, password, confirm);
-    if (problem) return window.alert(problem);
+    setRefusal(problem);
+    if (problem) return;
     setBusy(true);
     try {
       const { grade } = await createFirstAdmin(token, { id, pw: md5(password) });
       useClientStore.getState().signedIn(grade);
       void navigate('/admin', { replace: true });
     } catch (error) {
-      alertFailure(error);
+      setRefusal(failureSentence(error));
     } finally {
       setBusy(false);
     }
@@ -87,6 +91,7 @@ export function SetupPage() {
               onChange={(e) => setConfirm(e.target.value)}
             />
           </Form.Group>
+          <FormAlert message={refusal} />
           <Button type="submit" disabled={busy}>
             Create admin account
           </Button>

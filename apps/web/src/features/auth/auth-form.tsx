@@ -4,7 +4,8 @@ import Card from 'react-bootstrap/Card';
 import Form from 'react-bootstrap/Form';
 import { useNavigate } from 'react-router';
 import { md5 } from 'js-md5';
-import { alertFailure } from '../../lib/api';
+import { FormAlert } from '../../components/form-alert';
+import { failureSentence } from '../../lib/api';
 import { usePageTitle } from '../../lib/page-title';
 import { afterSignInPath, useClientStore } from '../../lib/store';
 import { signInOrUp } from './queries';
@@ -32,15 +33,18 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
   const [busy, setBusy] = useState(false);
   // Sign-up says its rules under each field before anything is submitted, and a broken one there.
   const [problem, setProblem] = useState<string | null>(null);
+  // What sign-in's rules or the server refused, read out by a screen reader (role=alert).
+  const [refusal, setRefusal] = useState<string | null>(null);
   const isSignUp = mode === 'sign-up';
   usePageTitle(isSignUp ? 'Sign up' : 'Sign in');
 
-  // Alerts its own failures: the form fires it and forgets it (`void`).
+  // Shows its own failures: the form fires it and forgets it (`void`).
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     const broken = validateAuthForm(mode, id, password, confirm);
     setProblem(isSignUp ? broken : null);
-    if (broken) return isSignUp ? undefined : window.alert(broken);
+    setRefusal(isSignUp ? null : broken);
+    if (broken) return;
     setBusy(true);
     try {
       const { grade } = await signInOrUp(mode, { id, pw: md5(password) });
@@ -48,7 +52,7 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
       store.signedIn(grade);
       void navigate(afterSignInPath(store.last_page), { replace: true });
     } catch (error) {
-      alertFailure(error);
+      setRefusal(failureSentence(error));
     } finally {
       setBusy(false);
     }
@@ -115,6 +119,7 @@ export function AuthForm({ mode }: { mode: AuthMode }) {
               />
             </Form.Group>
           )}
+          <FormAlert message={refusal} />
           <div className="d-flex gap-2">
             <Button type="submit" disabled={busy}>
               {isSignUp ? 'Sign up' : 'Sign in'}
