@@ -9,6 +9,8 @@ import type { CoreServices, Services } from './services.js';
 
 /** How often every process returns the decrypt jobs and signs whose holder went quiet. */
 const LEASE_SWEEP_MS = 5000;
+/** How often an API process looks for devices whose check of Apple's wait is due. */
+const APPLE_WAIT_CHECK_MS = 60_000;
 /** Ended sessions and the sign-in counters of ended windows. */
 const SESSION_PURGE_MS = 3_600_000;
 
@@ -63,6 +65,13 @@ export function periodicTasks(
           },
         ]
       : []),
+    // Devices Apple left out of a new profile are checked again when due (each backs off on its own).
+    {
+      name: 'apple-wait-recheck',
+      intervalMs: APPLE_WAIT_CHECK_MS,
+      run: async () =>
+        void (await process.services.appleWait.recheck(process.services.signing.signingMaterial)),
+    },
     { name: 'session-purge', intervalMs: SESSION_PURGE_MS, run: () => auth.purgeExpiredSessions() },
   ];
 }

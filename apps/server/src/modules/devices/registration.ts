@@ -268,7 +268,8 @@ export function createRegistrationService({
       reason: row.reason,
       attempts: row.attempts,
       retry_at: row.reason !== null && row.retryAt !== null ? row.retryAt.toISOString() : null,
-      awaiting_confirmation: row.status === 'Process' && row.leaseExpiresAt === null,
+      awaiting_confirmation:
+        row.status === 'Process' && row.leaseExpiresAt === null && row.appleWaitUntil === null,
       expired_date: row.expiresAt?.toISOString() ?? null,
       created_at: row.createdAt.toISOString(),
     };
