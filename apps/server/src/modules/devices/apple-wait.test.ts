@@ -11,7 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devices, signRequests } from '../../db/schema/index.js';
 import { startAscServer, type AscServer } from '../../test/asc-server.js';
 import { deviceInfo, enrollDevice, payForDevice } from '../../test/device-flow.js';
-import { createTestApp, databaseKinds, signedInUser, type TestApp } from '../../test/harness.js';
+import type { ItunesServer } from '../../dev/itunes-server.js';
+import { buildIpa, storeApp, storeWith } from '../../test/decrypt-support.js';
+import { createTestApp, databaseKinds, signedInUser, WEB_CLIENT, type TestApp } from '../../test/harness.js';
 import { claimNextSign } from '../sign/queries.js';
 import { APPLE_WAIT_REASON, DeviceWaitsForApple } from './apple-wait.js';
 
@@ -21,17 +23,22 @@ const keyPem = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
   .privateKey.export({ type: 'pkcs8', format: 'pem' })
   .toString();
 const MINUTE = 60_000;
+const APP_ID = 7700001;
+const APP_VER_ID = 7700002;
 
 describe.each(databaseKinds)("Apple's wait after a registration on %s", (kind) => {
   let asc: AscServer;
+  let store: ItunesServer;
   let t: TestApp;
   let now = new Date(Math.floor(Date.now() / 1000) * 1000);
   let seq = 0;
 
   beforeAll(async () => {
     asc = await startAscServer({ keyId: KEY_ID, issuerId: ISSUER_ID, keyPem, clock: () => now });
+    store = await storeWith([storeApp(APP_ID, 'com.example.waits')]);
     t = await createTestApp(kind, {
       env: {
+        ITUNES_BASE_URL: store.url,
         ASC_KEY_ID: KEY_ID,
         ASC_ISSUER_ID: ISSUER_ID,
         ASC_PRIVATE_KEY: keyPem.replace(/\n/g, '\\n'),
@@ -41,10 +48,17 @@ describe.each(databaseKinds)("Apple's wait after a registration on %s", (kind) =
       },
       clock: () => now,
     });
+    const ipa = await buildIpa({
+      bundleId: 'com.example.waits',
+      version: '1.0',
+      appVerId: String(APP_VER_ID),
+    });
+    await t.services.jobs.importIpa(ipa, { country: 'KR', appId: APP_ID });
   });
   afterAll(async () => {
     await t.close();
     await asc.close();
+    await store.close();
   });
 
   const rowOf = async (udid: string) =>
@@ -87,18 +101,16 @@ describe.each(databaseKinds)("Apple's wait after a registration on %s", (kind) =
     // Nor does a registration pass take it over.
     expect((await t.services.registration.runPass()).registered).toBe(0);
 
-    await t.database.db.insert(signRequests).values({
-      userId: user,
-      source: 'version',
-      appId: 1,
-      appVerId: 1,
-      signType: 1,
-      status: 'Pending',
-      state: 'queued',
-      title: 'Test App',
-      requestedAt: now,
-      updatedAt: now,
+    // Asked for now, the sign is accepted and waits with the device, neither refused nor failed.
+    const asked = await t.app.inject({
+      method: 'PUT',
+      url: `/api/sign/${APP_ID}/${APP_VER_ID}`,
+      payload: { type: 0 },
+      headers: { cookie, ...WEB_CLIENT },
     });
+    expect([asked.statusCode, asked.json()]).toEqual([200, expect.objectContaining({ status: 'Pending' })]);
+    const [sign] = await t.database.db.select().from(signRequests).where(eq(signRequests.userId, user));
+    expect(sign).toMatchObject({ state: 'queued', attempts: 0 });
     expect(await claim()).toBeUndefined();
 
     // Not due yet: nothing is checked.

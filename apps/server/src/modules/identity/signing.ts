@@ -43,7 +43,7 @@ export interface SigningServiceDeps {
   /** The identity in use: the dev identity, or the first account of the pool. */
   identity: SigningIdentityProvider;
   /** Whose Registered devices a profile lists. */
-  devices: Pick<DeviceService, 'registeredDevices'>;
+  devices: Pick<DeviceService, 'registeredDevices' | 'listDevices'>;
   /** Holds a device Apple left out of a new profile (optional: tests of signing alone). */
   appleWait?: Pick<AppleWait, 'hold' | 'listed'>;
   /** The certificates signed with and their OCSP status. */
@@ -349,6 +349,11 @@ export function createSigningService({
     /** The dev identity's CA certificate (PEM), which checks its signatures; undefined for Apple's. */
     async identityCaPem(): Promise<string | undefined> {
       return defaultIdentity.caCertificatePem ? defaultIdentity.caCertificatePem() : undefined;
+    },
+
+    /** Whether a device of the user waits for Apple to list it in profiles (a sign asked for then waits with it). */
+    async waitsForApple(userId: string): Promise<boolean> {
+      return (await devices.listDevices(userId)).some((d) => d.appleWaitReason !== null);
     },
 
     /** The user's Registered devices and when each became so (check-sign compares an artifact with them). */
