@@ -98,6 +98,13 @@ describe.each(databaseKinds)("Apple's wait after a registration on %s", (kind) =
     expect(await deviceInfo(t, cookie)).toEqual([
       expect.objectContaining({ status: 'Process', reason: APPLE_WAIT_REASON }),
     ]);
+    const [listed] = await t.services.registration.waiting();
+    expect(listed).toMatchObject({
+      status: 'Process',
+      reason: APPLE_WAIT_REASON,
+      awaiting_confirmation: false,
+      retry_at: held.appleWaitUntil!.toISOString(),
+    });
     // Nor does a registration pass take it over.
     expect((await t.services.registration.runPass()).registered).toBe(0);
 
