@@ -191,6 +191,10 @@ describe('paying for a device', () => {
       await s.page.getByRole('tab', { name: 'Device' }).click();
       const row = s.page.getByRole('row', { name: /MacBookPro18,1/ });
       await expect.poll(() => row.innerText()).toContain('00008103-000A1B2C3D4E5F60');
+      // The buyer is told before paying that Apple may take a while (docs/sign-service.md, Apple's wait).
+      expect(await row.innerText()).toContain(
+        'Registration can take a while: Apple usually accepts a device within minutes, but on some accounts it takes a few hours before apps install on it.',
+      );
       s.answers.push(false);
       await row.getByRole('button', { name: 'Register $19.99/year' }).click();
       await expectDialog(

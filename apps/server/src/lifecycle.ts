@@ -21,6 +21,8 @@ const isUpdateStep = (event: BusEvent) =>
   (event.kind === 'live' && event.event.type === 'version' && ['Done', 'Not'].includes(event.event.status)) ||
   event.kind === 'sign-settled';
 
+/** How often an API process looks for devices whose check of Apple's wait is due. */
+const APPLE_WAIT_CHECK_MS = 60_000;
 /** Ended sessions and the sign-in counters of ended windows. */
 const SESSION_PURGE_MS = 3_600_000;
 
@@ -75,6 +77,13 @@ export function periodicTasks(
           },
         ]
       : []),
+    // Devices Apple left out of a new profile are checked again when due (each backs off on its own).
+    {
+      name: 'apple-wait-recheck',
+      intervalMs: APPLE_WAIT_CHECK_MS,
+      run: async () =>
+        void (await process.services.appleWait.recheck(process.services.signing.signingMaterial)),
+    },
     { name: 'session-purge', intervalMs: SESSION_PURGE_MS, run: () => auth.purgeExpiredSessions() },
     // New store versions of installed apps, each app once per interval for all its users, then automatic updates.
     ...(config.UPDATE_CHECK_MINUTES > 0

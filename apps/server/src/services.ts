@@ -16,6 +16,7 @@ import { createCatalogService } from './modules/catalog/service.js';
 import { createJobService } from './modules/decrypt/jobs.js';
 import { createDecryptService, dropDecryptedFiles } from './modules/decrypt/service.js';
 import { createEnrollmentService, enrollmentSettings } from './modules/devices/enrollment-service.js';
+import { createAppleWait } from './modules/devices/apple-wait.js';
 import { createRegistrationService } from './modules/devices/registration.js';
 import { createDeviceService, type DeviceService } from './modules/devices/service.js';
 import type { DeviceRegistrar } from './modules/devices/registration.js';
@@ -209,11 +210,14 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     log,
     ...(deps.faults ? { faults: deps.faults } : {}),
   });
+  // Devices Apple leaves out of new profiles wait in Process, checked again by a periodic task.
+  const appleWait = createAppleWait({ db, clock, bus, log });
   const signing = createSigningService({
     db,
     clock,
     identity: signingIdentity,
     devices,
+    appleWait,
     certificates,
     renewBeforeMs,
     pool: accountPool,
@@ -274,6 +278,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     agents,
     secrets,
     devices,
+    appleWait,
     signingIdentity,
     registrar,
     accountPool,

@@ -14,6 +14,8 @@ export const device = z.object({
   expired_date: z.optional(z.string()),
   /** DEVICE_NAME as the device sent it at enrollment ('Ana’s iPhone'); null when it sent none. */
   name: z.nullable(z.string()),
+  /** Why it is held in Process, in a sentence for its owner (Apple has not listed it in profiles yet); only then. */
+  reason: z.optional(z.string()),
 });
 export type Device = z.infer<typeof device>;
 

@@ -295,6 +295,12 @@ export interface AscServerAccount {
   deviceLimit: number;
   /** From now on every token of this account is refused (401), as after its key is revoked or the membership ends. */
   revokeKey(): void;
+  /**
+   * Apple's wait after a registration (iloader #312, SideStore #1564, as operators report it): the
+   * profiles made from now on leave this registered device out, and one left with no device is
+   * refused, until it is called with `left` false.
+   */
+  leaveOutOfProfiles(udid: string, left?: boolean): void;
   /** The issuing CA's key (PEM), for an OCSP responder that answers for its certificates. */
   readonly caKeyPem: string;
   /** Certificates issued from now on name this OCSP responder in their AIA (Apple's name ocsp.apple.com). */
@@ -688,6 +694,15 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
           'There are no current ios devices on this team matching the provided device IDs.',
         );
       }
+      // Apple's wait after a registration: a device left out is missing from the profile, and a
+      // profile left with none is refused as if none were on the team.
+      const included = listed.filter((d) => d === undefined || !leftOut.has(d.udid.toUpperCase()));
+      if (profileType === 'IOS_APP_ADHOC' && included.length === 0) {
+        return errors.relationshipInvalid(
+          '/data/relationships/devices',
+          'There are no current ios devices on this team matching the provided device IDs.',
+        );
+      }
       const now = new Date(Math.floor(clock().getTime() / 1000) * 1000);
       const expirationDate = new Date(
         Math.min(now.getTime() + 365 * DAY_MS, ...certs.map((c) => c!.expirationDate.getTime())),
@@ -701,7 +716,7 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
         bundleIdentifier: bundleId.identifier,
         teamId,
         teamName: 'Sideport Test Team',
-        devices: listed.map((d) => d!.udid),
+        devices: included.map((d) => d!.udid),
         developerCertificates: certs.map((c) => c!.der),
         creationDate: now,
         expirationDate,
@@ -716,7 +731,7 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
         content,
         bundleIdId: bundleId.id,
         certificateIds: certs.map((c) => c!.id),
-        deviceIds: listed.map((d) => d!.id),
+        deviceIds: included.map((d) => d!.id),
       };
       profiles.push(profile);
       return [201, document(profileResource(profile), new URL(self('profiles', profile.id)))];
@@ -774,6 +789,8 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
   let ocspUrl: string | undefined;
   const issuerServed = { value: true };
   const invalidProfiles = new Set<string>();
+  /** UDIDs (upper case) Apple leaves out of the profiles made now: its wait after a registration. */
+  const leftOut = new Set<string>();
   const revocation = {
     caKeyPem: ca.keyPem,
     /** Certificates issued from now on name this OCSP responder in their AIA. */
@@ -820,6 +837,10 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
     },
     revokeKey() {
       revoked = true;
+    },
+    leaveOutOfProfiles(udid: string, left = true) {
+      if (left) leftOut.add(udid.toUpperCase());
+      else leftOut.delete(udid.toUpperCase());
     },
     addDevice,
     handlers,
@@ -1084,6 +1105,7 @@ export async function startAscServer(options: AscServerOptions): Promise<AscServ
       first.deviceLimit = value;
     },
     revokeKey: () => first.revokeKey(),
+    leaveOutOfProfiles: (udid, left) => first.leaveOutOfProfiles(udid, left),
     addDevice: (device) => first.addDevice(device),
     caKeyPem: first.caKeyPem,
     setOcspResponder: (responder) => first.setOcspResponder(responder),

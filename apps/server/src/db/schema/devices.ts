@@ -67,6 +67,13 @@ export const devices = pgTable(
     accountId: bigint('account_id', { mode: 'number' }).references(() => developerAccounts.id, {
       onDelete: 'set null',
     }),
+    /**
+     * While Process because a profile made after its registration did not list it (Apple's wait,
+     * modules/devices/apple-wait.ts): when it is checked again; null otherwise.
+     */
+    appleWaitUntil: timestamp('apple_wait_until', { withTimezone: true }),
+    /** Checks of Apple's wait that found it still left out since it was last listed (the backoff counts them). */
+    appleWaitChecks: integer('apple_wait_checks').notNull().default(0),
   },
   (t) => [
     index('devices_user_idx').on(t.userId, t.id),

@@ -233,7 +233,14 @@ export async function confirmWaitingMac(db: Database, id: number, now: Date): Pr
   const [row] = await db
     .update(devices)
     .set({ confirmedAt: now, leaseExpiresAt: now })
-    .where(and(eq(devices.id, id), eq(devices.status, 'Process'), isNull(devices.leaseExpiresAt)))
+    .where(
+      and(
+        eq(devices.id, id),
+        eq(devices.status, 'Process'),
+        isNull(devices.leaseExpiresAt),
+        isNull(devices.appleWaitUntil),
+      ),
+    )
     .returning();
   return row;
 }

@@ -267,8 +267,12 @@ export function createRegistrationService({
       paid_years: row.paidYears,
       reason: row.reason,
       attempts: row.attempts,
-      retry_at: row.reason !== null && row.retryAt !== null ? row.retryAt.toISOString() : null,
-      awaiting_confirmation: row.status === 'Process' && row.leaseExpiresAt === null,
+      // A device waiting for Apple to list it (apple-wait.ts) is checked again by itself then.
+      retry_at:
+        row.appleWaitUntil?.toISOString() ??
+        (row.reason !== null && row.retryAt !== null ? row.retryAt.toISOString() : null),
+      awaiting_confirmation:
+        row.status === 'Process' && row.leaseExpiresAt === null && row.appleWaitUntil === null,
       expired_date: row.expiresAt?.toISOString() ?? null,
       created_at: row.createdAt.toISOString(),
     };

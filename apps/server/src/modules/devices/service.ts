@@ -22,6 +22,8 @@ export interface UserDevice {
   paidYears: number;
   /** DEVICE_NAME from enrollment. */
   name: string | null;
+  /** Why it waits in Process for Apple to list it in profiles (apple-wait.ts); null otherwise. */
+  appleWaitReason: string | null;
 }
 
 /** A Registered device, as the signing identity (modules/identity) lists it in a profile. */
@@ -79,6 +81,7 @@ export function createDeviceService({ db, bus }: DeviceServiceDeps) {
       expiresAt: row.expiresAt,
       paidYears: row.paidYears,
       name: row.deviceName,
+      appleWaitReason: row.appleWaitUntil === null ? null : row.reason,
     }));
   }
 
@@ -146,6 +149,8 @@ export function createDeviceService({ db, bus }: DeviceServiceDeps) {
         status: d.status,
         ...(d.status === 'Registered' && d.expiresAt ? { expired_date: d.expiresAt.toISOString() } : {}),
         name: d.name,
+        // Apple's wait (apple-wait.ts) is told to the owner; registration's other reasons are the admin's.
+        ...(d.status === 'Process' && d.appleWaitReason ? { reason: d.appleWaitReason } : {}),
       }));
     },
 

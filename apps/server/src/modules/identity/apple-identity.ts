@@ -17,6 +17,7 @@ import {
 import type { Database } from '../../db/client.js';
 import { fail } from '../../platform/errors.js';
 import type { SecretBox } from '../../platform/secrets.js';
+import { DeviceWaitsForApple } from '../devices/apple-wait.js';
 import type { DeviceService } from '../devices/service.js';
 import { canonicalUdid } from '../devices/udid.js';
 import type { AscClient } from './asc-client.js';
@@ -26,6 +27,12 @@ import { createKeptIssuerFetcher } from './ca-issuers.js';
 import * as q from './queries.js';
 import { certificateDetails, chainDetails, describeCertificate } from './certificate-details.js';
 import type { CertificateReplacement, IdentityDetails, SigningIdentityProvider } from './ports.js';
+
+/** Apple's refusal of a profile's devices: 'There are no current ios devices on this team matching ...'. */
+const refusesDevices = (err: unknown) =>
+  isAscError(err) &&
+  err.apple?.code === 'ENTITY_ERROR.RELATIONSHIP.INVALID' &&
+  /\bdevices\b/i.test(err.apple.detail ?? '');
 
 /** The App ID every profile is for: a wildcard, so any bundle id (DUP copies included) signs. */
 export const WILDCARD_BUNDLE_ID = { identifier: '*', name: 'Sideport Wildcard' } as const;
@@ -389,12 +396,17 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
         asc.ensureBundleId(WILDCARD_BUNDLE_ID),
         appleDeviceIds(userId, udids),
       ]);
-      const made = await asc.createAdHocProfile({
-        name: profileName(userId, clock()),
-        bundleIdId,
-        certificateIds: [cert.id],
-        deviceIds,
-      });
+      const made = await asc
+        .createAdHocProfile({
+          name: profileName(userId, clock()),
+          bundleIdId,
+          certificateIds: [cert.id],
+          deviceIds,
+        })
+        .catch((err: unknown) => {
+          // Apple refuses, for now, every device the profile would list (its wait after a registration).
+          throw refusesDevices(err) ? new DeviceWaitsForApple(udids) : err;
+        });
       const parsed = parseProfile(made.content);
       return {
         bytes: made.content,

@@ -6,6 +6,7 @@ import { X509Certificate } from 'node:crypto';
 import { loadIdentity, parseProfile, type IdentitySource } from '@sideport/ipa';
 import type { Database } from '../../db/client.js';
 import { certificateDer } from '../../platform/pki.js';
+import { DeviceWaitsForApple, isDeviceWaitingForApple, type AppleWait } from '../devices/apple-wait.js';
 import type { DeviceService } from '../devices/service.js';
 import { canonicalUdid } from '../devices/udid.js';
 import { certificateFingerprint } from './certificate-details.js';
@@ -42,7 +43,9 @@ export interface SigningServiceDeps {
   /** The identity in use: the dev identity, or the first account of the pool. */
   identity: SigningIdentityProvider;
   /** Whose Registered devices a profile lists. */
-  devices: Pick<DeviceService, 'registeredDevices'>;
+  devices: Pick<DeviceService, 'registeredDevices' | 'listDevices'>;
+  /** Holds a device Apple left out of a new profile (optional: tests of signing alone). */
+  appleWait?: Pick<AppleWait, 'hold' | 'listed'>;
   /** The certificates signed with and their OCSP status. */
   certificates: CertificateRegistry;
   /** RENEW_BEFORE_DAYS: a profile expiring sooner than this is made again at its next use. */
@@ -64,6 +67,17 @@ export interface Signer {
 /** Fingerprints of a profile's DeveloperCertificates. */
 const profileCertificatesOf = (profile: Buffer) =>
   parseProfile(profile).developerCertificates.map((c) => certificateFingerprint(c.der));
+
+/**
+ * The UDIDs asked for that a made profile does not list (Apple's wait after a registration). A
+ * profile that lists no device at all (one for every device) leaves none out.
+ */
+function leftOut(profile: Buffer, udids: readonly string[]): string[] {
+  const provisioned = parseProfile(profile).provisionedDevices;
+  if (provisioned.length === 0) return [];
+  const listed = new Set(provisioned.map(canonicalUdid));
+  return udids.filter((udid) => !listed.has(udid));
+}
 
 // A .p12 is opened once per process to learn which certificate it holds.
 const p12Fingerprints = new WeakMap<Buffer, string>();
@@ -93,6 +107,7 @@ export function createSigningService({
   certificates,
   renewBeforeMs,
   pool,
+  appleWait,
 }: SigningServiceDeps) {
   // One profile made at a time per user in this process: two sign jobs of a user need only one.
   const making = new Map<string, Promise<SigningMaterial | undefined>>();
@@ -171,7 +186,19 @@ export function createSigningService({
       if (listed.includes(certificate.fingerprint))
         return material(bytes, stored.uuid, stored.expiresAt, listed);
     }
-    const made = await identity.makeProfile({ userId, udids });
+    const made = await identity.makeProfile({ userId, udids }).catch(async (err: unknown) => {
+      if (isDeviceWaitingForApple(err)) await appleWait?.hold(userId, err.udids);
+      throw err;
+    });
+    const left = leftOut(made.bytes, udids);
+    if (left.length > 0 && appleWait) {
+      // Apple registered them but lists them in no profile yet: whatever this signs would not
+      // install there. They wait in Process; the sign goes back to the queue.
+      if (made.appleProfileId) await identity.dropProfile?.(made.appleProfileId).catch(() => {});
+      await appleWait.hold(userId, left);
+      throw new DeviceWaitsForApple(left);
+    }
+    await appleWait?.listed(userId);
     const listed = profileCertificatesOf(made.bytes);
     // Made for a certificate that was replaced meanwhile: the next use makes one for the new one.
     if (!listed.includes(certificate.fingerprint))
@@ -322,6 +349,11 @@ export function createSigningService({
     /** The dev identity's CA certificate (PEM), which checks its signatures; undefined for Apple's. */
     async identityCaPem(): Promise<string | undefined> {
       return defaultIdentity.caCertificatePem ? defaultIdentity.caCertificatePem() : undefined;
+    },
+
+    /** Whether a device of the user waits for Apple to list it in profiles (a sign asked for then waits with it). */
+    async waitsForApple(userId: string): Promise<boolean> {
+      return (await devices.listDevices(userId)).some((d) => d.appleWaitReason !== null);
     },
 
     /** The user's Registered devices and when each became so (check-sign compares an artifact with them). */

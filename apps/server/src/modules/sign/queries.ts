@@ -1,7 +1,7 @@
 import type { SignType } from '@sideport/contracts';
 import { and, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Database } from '../../db/client.js';
-import { signRequests, type SignJobState, type SignSource } from '../../db/schema/index.js';
+import { devices, signRequests, type SignJobState, type SignSource } from '../../db/schema/index.js';
 import { leasedTable, type AttemptOutcome } from '../../platform/lease-queue.js';
 
 export type SignRow = typeof signRequests.$inferSelect;
@@ -92,6 +92,14 @@ const givenUpStatus = sql<SignRow['status']>`case when ${signRequests.fileKey} i
  * served longest ago (their latest claim turn; never served first) goes first, so one user's many
  * signs do not hold another's one; a user's own signs go oldest first.
  */
+/**
+ * A sign of a user with a device Apple has not listed in a profile yet (devices/apple-wait.ts):
+ * it stays queued, since what it made would not install there.
+ */
+const waitsForApple = sql`exists (
+  select 1 from ${devices} d
+  where d.user_id = ${signRequests}.user_id and d.status = 'Process' and d.apple_wait_until is not null)`;
+
 export async function claimNextSign(
   db: Database,
   claim: { worker: string; now: Date; leaseSeconds: number; maxLostLeases: number; lostReason: string },
@@ -99,7 +107,8 @@ export async function claimNextSign(
   const limits = { maxLostLeases: claim.maxLostLeases };
   const next = sql`(
     select id from ${signRequests}
-    where state = 'queued' or (${leases.expired(claim.now)} and not ${leases.isLastLostLease(limits)})
+    where (state = 'queued' or (${leases.expired(claim.now)} and not ${leases.isLastLostLease(limits)}))
+      and not ${waitsForApple}
     order by resigning, case when resigning then coalesce(last_used_at, signed_at) end desc nulls last,
       (select max(turns.claim_turn) from ${signRequests} turns where turns.user_id = ${signRequests}.user_id) nulls first,
       requested_at, id

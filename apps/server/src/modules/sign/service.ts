@@ -58,7 +58,7 @@ export interface SignServiceDeps {
   secrets: SecretBox;
   signing: Pick<
     SigningService,
-    'signingMaterial' | 'featherMaterial' | 'registeredDevices' | 'certificateStatus'
+    'signingMaterial' | 'featherMaterial' | 'registeredDevices' | 'certificateStatus' | 'waitsForApple'
   >;
   /** Told when a preflight finds an artifact revoked, expired or about to expire. */
   recovery: Pick<Recovery, 'notice'>;
@@ -185,7 +185,9 @@ export function createSignService(deps: SignServiceDeps) {
     fields: { sourceKey: string | null; title: string; sourceTag?: string | null },
   ) {
     const devices = await signing.registeredDevices(key.userId);
-    if (devices.length === 0) throw noDevice();
+    // A device Apple has not listed yet counts: the sign waits for it in the queue.
+    const waitsForApple = devices.length === 0 && (await signing.waitsForApple(key.userId));
+    if (devices.length === 0 && !waitsForApple) throw noDevice();
     // An artifact iOS would refuse (revoked, expired) is signed again, whatever devices it lists.
     const before = await q.findSign(db, key);
     const refusedArtifact = before?.fileKey && (await problemOf(before)) ? before.artifactId : undefined;
@@ -196,7 +198,8 @@ export function createSignService(deps: SignServiceDeps) {
         if (existing && existing.state !== 'idle') return existing;
         const sameSource = fields.sourceTag === undefined || existing?.sourceTag === fields.sourceTag;
         const isRefused = refusedArtifact !== undefined && existing?.artifactId === refusedArtifact;
-        if (existing && isCurrent(existing, devices) && sameSource && !isRefused) return existing;
+        if (existing && !waitsForApple && isCurrent(existing, devices) && sameSource && !isRefused)
+          return existing;
         const queued = {
           status: 'Pending' as const,
           state: 'queued' as const,

@@ -9,6 +9,7 @@ import { waitForEvent, type EventBus } from '../../platform/events.js';
 import { faultPartOf, isDatabaseFault, isDependencyFault } from '../../platform/faults.js';
 import { endOfAttempt } from '../../platform/lease-queue.js';
 import type { DiskGuard } from '../../platform/disk-space.js';
+import { isDeviceWaitingForApple } from '../devices/apple-wait.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SigningService } from '../identity/signing.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
@@ -243,6 +244,16 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         if (stopped.signal.aborted)
           await q.releaseLease(db, lease, clock()).then((r) => r && publishSign(bus, r));
         log.info({ sign: row.id, worker }, `sign ${row.id}: stopped`);
+        return;
+      }
+      if (isDeviceWaitingForApple(err)) {
+        // A device of the user waits for Apple to list it: the sign was not tried, so it goes back
+        // to the queue uncounted, and claims pass it by until the device is Registered again.
+        log.info(
+          { sign: row.id, worker, udids: err.udids },
+          `sign ${row.id}: waits for Apple to list a device`,
+        );
+        await releaseSoon(lease);
         return;
       }
       if (isDependencyFault(err)) {

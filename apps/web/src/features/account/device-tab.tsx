@@ -7,7 +7,7 @@ import { copyText } from '../../lib/copy-text';
 import { isIosDevice } from '../../lib/device';
 import { modelName } from './device-models';
 import { FeatherButtons } from './feather-buttons';
-import { ADD_DEVICE_NOTICE, MAC_WARNING } from './messages';
+import { ADD_DEVICE_NOTICE, MAC_WARNING, REGISTRATION_WAIT_NOTICE } from './messages';
 import { When } from '../../lib/dates';
 import { goToCheckout } from './product-tab';
 import { deviceCheckout } from './queries';
@@ -44,7 +44,11 @@ function DeviceAction({ device, index }: { device: Device; index: number }) {
       >
         {state.label}
       </button>
-      <div className="small text-body-secondary mt-1 device-hint">{state.hint}</div>
+      {/* Held for Apple's wait: the server's sentence says why, in place of the status's line. */}
+      <div className="small text-body-secondary mt-1 device-hint">{device.reason ?? state.hint}</div>
+      {canPay && (
+        <div className="small text-body-secondary mt-1 device-pay-note">{REGISTRATION_WAIT_NOTICE}</div>
+      )}
     </div>
   );
 }
