@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { LiveEvent } from '@sideport/contracts';
@@ -7,6 +7,7 @@ import { buildApp } from '../../app.js';
 import { openDatabase } from '../../db/client.js';
 import type { ItunesServer } from '../../dev/itunes-server.js';
 import { loadConfig } from '../../platform/config.js';
+import { SECRET_KEY_FILE } from '../../platform/secrets.js';
 import {
   createTestApp,
   databaseKinds,
@@ -147,9 +148,11 @@ describe.each(databaseKinds)('live status on %s', (kind) => {
     'carries a change made through one API process to a tab on another',
     async () => {
       // A second API process on the same database: a load balancer may put the tab on either.
+      // Processes of one deployment share its SECRET_KEY (the secrets they read are sealed with it).
       const dataDir = mkdtempSync(path.join(tmpdir(), 'sideport-second-'));
       const config = loadConfig({
         LOG_LEVEL: 'silent',
+        SECRET_KEY: readFileSync(path.join(t.dataDir, SECRET_KEY_FILE), 'utf8').trim(),
         DATA_DIR: dataDir,
         WEB_DIST_DIR: dataDir,
         DATABASE_URL: t.database.url!,
