@@ -224,7 +224,9 @@ describe('accounts in the browser', () => {
     await submitSignUp(s, freshId());
     await s.page.waitForURL((u) => u.pathname === '/');
     await s.context.clearCookies(); // the server no longer knows this browser
-    await s.page.getByRole('link', { name: 'Mypage' }).click();
+    // A background request (the bell's list) may meet the 401 first; opening a page that needs
+    // the session meets it for sure.
+    await s.page.goto('/my');
     await s.page.waitForURL('**/sign-in');
     expect(await storedState(s.page)).toMatchObject({ isLogin: false, grade: -1, last_page: '/my' });
     await expect.poll(() => navLinks(s)).toContain('Sign In');

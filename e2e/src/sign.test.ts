@@ -121,7 +121,7 @@ describe('the sign service in the browser', () => {
         'iPhone15,2\niPhone 14 Pro · Ana’s iPhone',
         IPHONE.UDID,
         '-',
-        'Register $19.99/year\nNot registered: installs need a registration.',
+        'Register $19.99/year\nNot registered: installs need a registration.\nRegistration can take a while: Apple usually accepts a device within minutes, but on some accounts it takes a few hours before apps install on it.',
       ]);
 
     await row.getByRole('button', { name: 'Register $19.99/year' }).click();
