@@ -11,5 +11,7 @@ export default defineConfig({
     // Vitest defaults to one worker on a 2-core machine; the suites are I/O-bound enough
     // (PGlite, openssl, child servers) that two files at a time halve the wall time.
     maxWorkers: 2,
+    // Tests that only wait on the server's timeouts run side by side (it.concurrent).
+    maxConcurrency: 16,
   },
 });

@@ -41,9 +41,15 @@ export interface DatabaseHandle {
   dumpDataDir?(): Promise<Blob>;
 }
 
-const migrationsFolder = path.resolve(import.meta.dirname, '../../drizzle');
+export const migrationsFolder = path.resolve(import.meta.dirname, '../../drizzle');
 
-export type DatabaseOptions = { url: string; connectTimeoutMs?: number } | { pgliteDir: string | null };
+export type DatabaseOptions =
+  | { url: string; connectTimeoutMs?: number }
+  | {
+      pgliteDir: string | null;
+      /** In memory only: start from this dumpDataDir tarball instead of an empty cluster (test databases). */
+      image?: Blob;
+    };
 
 /** How long a new PostgreSQL connection may take before the pool gives up (a failover's dead address). */
 const CONNECT_TIMEOUT_MS = 5000;
@@ -89,7 +95,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   let client: PGlite;
   try {
     // A restore unpacks dumpDataDir's tarball into the folder itself (platform/backup.ts), streaming.
-    client = dir ? await PGlite.create({ fs: ownerOnlyFs(dir) }) : await PGlite.create();
+    client = dir
+      ? await PGlite.create({ fs: ownerOnlyFs(dir) })
+      : await PGlite.create(options.image ? { loadDataDir: options.image } : {});
     // What PGlite made before its modes were masked (a folder an older version left) is put right too.
     if (dir) restrictToOwner(dir);
   } catch (err) {

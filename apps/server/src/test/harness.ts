@@ -9,6 +9,7 @@ import { buildApp } from '../app.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { payments } from '../db/schema/index.js';
 import { loadConfig } from '../platform/config.js';
+import { migratedPgliteImage, migratedPostgresTemplate } from './database-images.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
 
@@ -16,6 +17,13 @@ export type DatabaseKind = 'pglite' | 'postgres';
 export const databaseKinds: DatabaseKind[] = process.env.TEST_DATABASE_URL
   ? ['pglite', 'postgres']
   : ['pglite'];
+
+/**
+ * One database for suites about the HTTP surface (who may call a route, cross-site requests, links
+ * made from the request, bodies that stop arriving): their answers are decided before or beside any
+ * query, and every query those routes make runs on both databases in its module's own suite.
+ */
+export const httpSuiteDatabase: DatabaseKind = 'pglite';
 
 export interface TestDatabase extends DatabaseHandle {
   /** PostgreSQL: the URL of this test's own database (another API process can open it too). */
@@ -26,11 +34,11 @@ export interface TestDatabase extends DatabaseHandle {
 /** A fresh, migrated database: in-memory PGlite, or a new PostgreSQL database dropped afterwards. */
 export async function openTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
   if (kind === 'pglite') {
-    const handle = await openDatabase({ pgliteDir: null });
+    const handle = await openDatabase({ pgliteDir: null, image: await migratedPgliteImage() });
     await handle.migrate();
     return { ...handle, dispose: () => handle.close() };
   }
-  const created = await createPostgresDatabase();
+  const created = await createPostgresDatabase({ migrated: true });
   const handle = await openDatabase({ url: created.url });
   await handle.migrate();
   return {
@@ -43,15 +51,24 @@ export async function openTestDatabase(kind: DatabaseKind): Promise<TestDatabase
   };
 }
 
-/** A new, empty PostgreSQL database on TEST_DATABASE_URL's server, for tests that open it themselves. */
-export async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+/**
+ * A new PostgreSQL database on TEST_DATABASE_URL's server: empty, for tests that open it themselves,
+ * or a copy of the migrated template (`migrated`).
+ */
+export async function createPostgresDatabase(
+  options: { migrated?: boolean } = {},
+): Promise<{ url: string; drop(): Promise<void> }> {
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) throw new Error('TEST_DATABASE_URL is not set');
   const name = `sideport_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
+  try {
+    const template = options.migrated ? await migratedPostgresTemplate(admin, adminUrl) : undefined;
+    await admin.query(`create database ${name}${template ? ` template ${template}` : ''}`);
+  } finally {
+    await admin.end();
+  }
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
