@@ -15,11 +15,15 @@
  * Then CHAOS_DECRYPTS app-level decrypt requests, and CHAOS_SIGNS signs (mode 0) asked as their
  * versions become Done, while the scenario (CHAOS_SCENARIO, chaos/disruptions.ts) disrupts the
  * topology: `kills` (the default) SIGKILLs a random process CHAOS_KILLS times and restarts it;
- * `dependencies` stops PostgreSQL (a cluster of the run's own, pg_ctl) and then the S3 store under
- * it; `rolling` replaces each API process and sign worker in turn with SIGTERM and a start.
+ * `dependencies` stops PostgreSQL (a cluster of the run's own, pg_ctl), then the S3 store, fills
+ * the servers' size-limited data disk (chaos/small-disk.ts) and has App Store Connect and Stripe
+ * (chaos/outside-apis.ts: devices registered and paid through them in this scenario) answer 429
+ * and 5xx while late users pay; `rolling` replaces each API process and sign worker in turn with
+ * SIGTERM and a start.
  * Afterwards, once the work has settled and every process has swept its files, it reports:
- *   lost        decrypts not Done, signs not Done
- *   duplicated  a version or sign accepted more than once (the processes' own log lines)
+ *   lost        decrypts not Done, signs not Done, payments or registrations missing (dependencies)
+ *   duplicated  a version or sign accepted more than once (the processes' own log lines), a
+ *               payment recorded or a device registered at Apple twice
  *   wrong       a Done IPA that is not the one its job produced (bundle id, store version, job),
  *               a signed artifact that does not verify or is not for its user's device
  *   orphaned    stored files no row names, agent job folders, DATA_DIR/tmp files and signing
@@ -27,7 +31,8 @@
  *   stuck       work neither finished nor given up once settled
  *   settle      seconds from the last restart until every request was final
  *   unanswered  5xx answers without a sentence and Retry-After (503s with both are counted apart)
- *   resume      per part or process back: seconds until a decrypt and a sign finished after it
+ *   resume      per part or process back: seconds until a decrypt and a sign finished after it,
+ *               and until every device that waited was registered
  * and exits 1 when any count is not 0.
  */
 import { randomBytes } from 'node:crypto';
