@@ -54,9 +54,13 @@ export async function createSmallDisk(work: string): Promise<SmallDisk> {
     dir,
     kind,
     minFreeMb,
-    /** Fills the disk to half the reserve from full: every upload and sign is refused before writing. */
+    /**
+     * Fills the disk until less than the reserve is free (half of it on the tmpfs, 64 MB under it
+     * on the machine's disk): every upload and sign is refused before writing.
+     */
     async stop() {
-      const room = (await freeBytes(dir)) - (minFreeMb * MB) / 2;
+      const target = minFreeMb * MB - Math.min((minFreeMb * MB) / 2, 64 * MB);
+      const room = Math.max(0, (await freeBytes(dir)) - target);
       // In steps, so the filler never holds one buffer of the whole size.
       const step = Buffer.alloc(16 * MB);
       writeFileSync(filler, '');
