@@ -2,9 +2,11 @@
  * What the chaos run does to the topology while the work goes on (CHAOS_SCENARIO):
  *
  *   kills         a random process SIGKILLed and started again, CHAOS_KILLS times
- *   dependencies  the parts Sideport does not run fail under it: PostgreSQL stopped with pg_ctl
- *                 for CHAOS_PG_DOWN_S and started at the same address, then the S3 store stopped
- *                 for CHAOS_S3_DOWN_S and started on the same port and folder
+ *   dependencies  the parts Sideport does not run fail under it, one after the other: PostgreSQL
+ *                 stopped with pg_ctl for CHAOS_PG_DOWN_S and started at the same address, the S3
+ *                 store stopped for CHAOS_S3_DOWN_S and started on the same port and folder, the
+ *                 data disk filled for CHAOS_DISK_FULL_S, then App Store Connect and Stripe
+ *                 answering 429 with Retry-After and then 5xx for CHAOS_API_DOWN_S
  *   rolling       a rolling upgrade: each API process in turn, then each sign worker, asked to
  *                 stop (SIGTERM: it drains and exits) and started again, CHAOS_ROLLS times over
  *
@@ -30,6 +32,10 @@ export interface DisruptionContext {
   all: () => Managed[];
   database?: Part | undefined;
   storage?: Part | undefined;
+  /** The size-limited folder the server processes' DATA_DIRs are in (chaos/small-disk.ts). */
+  disk?: Part | undefined;
+  /** App Store Connect and Stripe (chaos/outside-apis.ts). */
+  outsideApis?: Part | undefined;
   /** When the work started, and how long the requests go on. */
   workStartedAt: number;
   spanMs: number;
@@ -60,9 +66,15 @@ const int = (name: string, fallback: number) => {
 export const KILLS = int('CHAOS_KILLS', 10);
 export const PG_DOWN_MS = int('CHAOS_PG_DOWN_S', 30) * 1000;
 export const S3_DOWN_MS = int('CHAOS_S3_DOWN_S', 60) * 1000;
+export const DISK_FULL_MS = int('CHAOS_DISK_FULL_S', 30) * 1000;
+export const API_DOWN_MS = int('CHAOS_API_DOWN_S', 40) * 1000;
 export const ROLLS = int('CHAOS_ROLLS', 2);
 /** Between one part's return and the next outage: time for the queues to move on their own. */
 export const GAP_MS = int('CHAOS_GAP_S', 30) * 1000;
+/** The dependencies scenario's first outage, this long into the work. */
+const LEAD_MS = 15_000;
+/** From the work's start to the dependencies scenario's last return: the requests span it. */
+export const DEPENDENCIES_MS = LEAD_MS + PG_DOWN_MS + S3_DOWN_MS + DISK_FULL_MS + API_DOWN_MS + 3 * GAP_MS;
 /** A killed process is started again after a pause drawn between these. */
 const RESTART_MS = [500, 2000] as const;
 
@@ -94,15 +106,17 @@ async function kills(ctx: DisruptionContext): Promise<Disrupted> {
 }
 
 /**
- * PostgreSQL away a third of the way into the requests, the S3 store CHAOS_GAP_S after it is back
- * (so each return is measured alone): each while agents hold jobs, workers hold signs and users
- * keep asking.
+ * PostgreSQL away LEAD_MS into the requests, then the S3 store, the data disk, and App Store
+ * Connect with Stripe, each CHAOS_GAP_S after the previous part is back (so each return is
+ * measured alone): each while agents hold jobs, workers hold signs and users keep asking.
  */
 async function dependencies(ctx: DisruptionContext): Promise<Disrupted> {
   const done: Disrupted = { events: [], returns: [] };
   const outages: Array<{ name: string; part: Part | undefined; downMs: number; at: number }> = [
-    { name: 'PostgreSQL', part: ctx.database, downMs: PG_DOWN_MS, at: ctx.spanMs / 3 },
-    { name: 'the S3 store', part: ctx.storage, downMs: S3_DOWN_MS, at: 0 },
+    { name: 'PostgreSQL', part: ctx.database, downMs: PG_DOWN_MS, at: LEAD_MS },
+    { name: 'the S3 store', part: ctx.storage, downMs: S3_DOWN_MS, at: LEAD_MS },
+    { name: 'the data disk', part: ctx.disk, downMs: DISK_FULL_MS, at: LEAD_MS },
+    { name: 'App Store Connect and Stripe', part: ctx.outsideApis, downMs: API_DOWN_MS, at: LEAD_MS },
   ];
   for (const outage of outages) {
     if (!outage.part) {
@@ -116,13 +130,13 @@ async function dependencies(ctx: DisruptionContext): Promise<Disrupted> {
     if (previous) previous.until = Date.now();
     done.began ??= Date.now();
     await outage.part.stop();
-    done.events.push({ at: ctx.elapsed().trim(), what: `${outage.name} stopped` });
-    ctx.say(`${outage.name} stopped for ${outage.downMs / 1000} s`);
+    done.events.push({ at: ctx.elapsed().trim(), what: `${outage.name} away` });
+    ctx.say(`${outage.name} away for ${outage.downMs / 1000} s`);
     await sleep(outage.downMs);
     await outage.part.start();
     done.returns.push({ what: outage.name, at: Date.now() });
     done.events.push({ at: ctx.elapsed().trim(), what: `${outage.name} back` });
-    ctx.say(`${outage.name} started again`);
+    ctx.say(`${outage.name} back`);
   }
   return done;
 }

@@ -15,11 +15,15 @@
  * Then CHAOS_DECRYPTS app-level decrypt requests, and CHAOS_SIGNS signs (mode 0) asked as their
  * versions become Done, while the scenario (CHAOS_SCENARIO, chaos/disruptions.ts) disrupts the
  * topology: `kills` (the default) SIGKILLs a random process CHAOS_KILLS times and restarts it;
- * `dependencies` stops PostgreSQL (a cluster of the run's own, pg_ctl) and then the S3 store under
- * it; `rolling` replaces each API process and sign worker in turn with SIGTERM and a start.
+ * `dependencies` stops PostgreSQL (a cluster of the run's own, pg_ctl), then the S3 store, fills
+ * the servers' size-limited data disk (chaos/small-disk.ts) and has App Store Connect and Stripe
+ * (chaos/outside-apis.ts: devices registered and paid through them in this scenario) answer 429
+ * and 5xx while late users pay; `rolling` replaces each API process and sign worker in turn with
+ * SIGTERM and a start.
  * Afterwards, once the work has settled and every process has swept its files, it reports:
- *   lost        decrypts not Done, signs not Done
- *   duplicated  a version or sign accepted more than once (the processes' own log lines)
+ *   lost        decrypts not Done, signs not Done, payments or registrations missing (dependencies)
+ *   duplicated  a version or sign accepted more than once (the processes' own log lines), a
+ *               payment recorded or a device registered at Apple twice
  *   wrong       a Done IPA that is not the one its job produced (bundle id, store version, job),
  *               a signed artifact that does not verify or is not for its user's device
  *   orphaned    stored files no row names, agent job folders, DATA_DIR/tmp files and signing
@@ -27,7 +31,8 @@
  *   stuck       work neither finished nor given up once settled
  *   settle      seconds from the last restart until every request was final
  *   unanswered  5xx answers without a sentence and Retry-After (503s with both are counted apart)
- *   resume      per part or process back: seconds until a decrypt and a sign finished after it
+ *   resume      per part or process back: seconds until a decrypt and a sign finished after it,
+ *               and until every device that waited was registered
  * and exits 1 when any count is not 0.
  */
 import { randomBytes } from 'node:crypto';
@@ -45,9 +50,20 @@ import { createFileStore } from '../apps/server/src/platform/storage.js';
 import { startPgCluster, type PgCluster } from '../apps/server/src/test/pg-cluster.js';
 import { chaosAppId, chaosAppVerId, chaosBundleId, chaosDisplayName } from './apps.js';
 import { filesUnder, foldersIn, readIpa, unnamedStoredFiles, wrongDecrypted, wrongSigned } from './checks.js';
-import { disrupt, KILLS, SCENARIOS, type Disrupted, type Part, type Scenario } from './disruptions.js';
+import {
+  API_DOWN_MS,
+  DEPENDENCIES_MS,
+  disrupt,
+  KILLS,
+  SCENARIOS,
+  type Disrupted,
+  type Part,
+  type Scenario,
+} from './disruptions.js';
+import { startOutsideApis, type OutsideApis } from './outside-apis.js';
 import { managedProcess, type LogLine, type Managed } from './processes.js';
 import { createSite, type Site } from './site.js';
+import { createSmallDisk, type SmallDisk } from './small-disk.js';
 
 const int = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
@@ -58,8 +74,8 @@ const int = (name: string, fallback: number) => {
 const DECRYPTS = int('CHAOS_DECRYPTS', 16);
 const USERS = Math.max(1, int('CHAOS_USERS', 3));
 const SIGNS = Math.min(int('CHAOS_SIGNS', 16), DECRYPTS * USERS);
-/** Decrypt requests come this far apart; the kills fall at random times while they come. */
-const REQUEST_EVERY_MS = int('CHAOS_REQUEST_EVERY_MS', 3000);
+/** Users who enroll and pay while App Store Connect and Stripe are away (dependencies). */
+const LATE_USERS = int('CHAOS_LATE_USERS', 2);
 const STEP_MS = int('CHAOS_STEP_MS', 1000);
 const SETTLE_TIMEOUT_MS = int('CHAOS_SETTLE_TIMEOUT_S', 300) * 1000;
 const STORAGE = process.env.CHAOS_STORAGE === 'local' ? 'local' : 's3';
@@ -71,6 +87,14 @@ const ORPHAN_MINUTES = 1;
 const SCENARIO = (process.env.CHAOS_SCENARIO ?? 'kills') as Scenario;
 if (!SCENARIOS.includes(SCENARIO))
   throw new Error(`CHAOS_SCENARIO must be one of ${SCENARIOS.join(', ')}, not ${SCENARIO}`);
+/**
+ * Decrypt requests come this far apart; the kills fall at random times while they come. The
+ * dependencies scenario spreads them over its outages, so every part fails under work.
+ */
+const REQUEST_EVERY_MS = int(
+  'CHAOS_REQUEST_EVERY_MS',
+  SCENARIO === 'dependencies' ? Math.ceil(DEPENDENCIES_MS / DECRYPTS) : 3000,
+);
 /** The dependencies scenario stops PostgreSQL, so it runs a cluster of its own (PG_FAULT_PORT). */
 const ownCluster: PgCluster | undefined = SCENARIO === 'dependencies' ? await startPgCluster() : undefined;
 const adminUrl = ownCluster?.url ?? process.env.CHAOS_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
@@ -145,8 +169,16 @@ interface User {
   udid: string;
 }
 
-/** A user with a simulated iPhone enrolled, paid on the test-mode checkout and Registered. */
-async function userWithDevice(site: Site, id: string): Promise<User> {
+/**
+ * A user with a simulated iPhone enrolled, paid (on the test-mode checkout, or through Stripe's
+ * checkout and webhook when `apis` run) and Registered.
+ */
+async function userWithDevice(site: Site, id: string, apis?: OutsideApis): Promise<User> {
+  return (await openCheckout(site, id)).pay(apis);
+}
+
+/** A user with a simulated iPhone enrolled and its checkout opened; `pay` pays and waits for Registered. */
+async function openCheckout(site: Site, id: string) {
   const cookie = await site.session(id, `${id}-password`, true);
   const profile = await site.call('/api/udid/profile', { cookie });
   if (profile.status !== 200) throw new Error(`profile for ${id}: ${profile.status}`);
@@ -168,17 +200,24 @@ async function userWithDevice(site: Site, id: string): Promise<User> {
     ).device_info;
   const index = (await info()).findIndex((d) => d.UDID === device.udid);
   const checkout = await site.expect<{ url: string }>(200, `/api/pay/device/${index}`, { cookie });
-  await site.expect(303, `${new URL(checkout.url).pathname}/pay`, {
-    method: 'POST',
-    cookie,
-    body: new Uint8Array(),
-    contentType: 'application/x-www-form-urlencoded',
-  });
-  for (let i = 0; !(await info()).some((d) => d.UDID === device.udid && d.status === 'Registered'); i++) {
-    if (i > 240) throw new Error(`${id}'s device was not Registered within two minutes`);
-    await sleep(500);
-  }
-  return { id, cookie, udid: device.udid };
+  return {
+    async pay(apis: OutsideApis | undefined): Promise<User> {
+      if (apis) await apis.pay(site, id);
+      else
+        await site.expect(303, `${new URL(checkout.url).pathname}/pay`, {
+          method: 'POST',
+          cookie,
+          body: new Uint8Array(),
+          contentType: 'application/x-www-form-urlencoded',
+        });
+      // Through App Store Connect, a registration may wait out its outage first.
+      for (let i = 0; !(await info()).some((d) => d.UDID === device.udid && d.status === 'Registered'); i++) {
+        if (i > 600) throw new Error(`${id}'s device was not Registered within five minutes`);
+        await sleep(500);
+      }
+      return { id, cookie, udid: device.udid };
+    },
+  };
 }
 
 /** Sign j: the version j % DECRYPTS, for a user no other sign of that version has. */
@@ -197,10 +236,18 @@ async function main() {
   // replaced on the next query; the pool would otherwise end the run with an unhandled error.
   db.on('error', (err) => say(`the run's own database connection dropped (${err.message})`));
   const itunes = await startItunesServer({ records: storeRecords() });
+  // The dependencies scenario's other parts: a disk it can fill, App Store Connect and Stripe.
+  const disk: SmallDisk | undefined = SCENARIO === 'dependencies' ? await createSmallDisk(work) : undefined;
+  const outside: OutsideApis | undefined =
+    SCENARIO === 'dependencies' ? await startOutsideApis(root) : undefined;
+  if (disk)
+    say(
+      `data disk: ${disk.kind === 'tmpfs' ? 'a 64 MB tmpfs' : `the machine's, reserve ${disk.minFreeMb} MB`}`,
+    );
   let s3: S3rver | undefined;
   let storagePart: Part | undefined;
   let storageEnv: Record<string, string> = {};
-  const sharedDataDir = path.join(work, 'data');
+  const sharedDataDir = path.join(disk?.dir ?? work, 'data');
   if (STORAGE === 's3') {
     const s3Dir = path.join(work, 's3');
     mkdirSync(s3Dir);
@@ -240,7 +287,7 @@ async function main() {
   const adminPassword = randomBytes(12).toString('base64url');
   /** Each server process's own DATA_DIR (one shared on local disk) and temp folder. */
   const folders = (name: string) => {
-    const dataDir = STORAGE === 's3' ? path.join(work, name) : sharedDataDir;
+    const dataDir = dataDirOf(name, disk, sharedDataDir);
     const osTmp = path.join(work, `${name}-os-tmp`);
     mkdirSync(dataDir, { recursive: true });
     mkdirSync(osTmp, { recursive: true });
@@ -266,6 +313,8 @@ async function main() {
       ORPHAN_MIN_AGE_MINUTES: String(ORPHAN_MINUTES),
       // A rolling upgrade's stop leaves readiness first, still serving meanwhile (README, Upgrades).
       ...(SCENARIO === 'rolling' ? { SHUTDOWN_DRAIN_DELAY_MS: '2000' } : {}),
+      ...(disk ? { DISK_MIN_FREE_MB: String(disk.minFreeMb) } : {}),
+      ...outside?.env,
       FREE_DAILY_LIMIT: '100000',
       SIGN_IN_LIMIT_PER_ADDRESS: '100000',
       SIGN_IN_LIMIT_PER_ID: '100000',
@@ -308,7 +357,10 @@ async function main() {
     say('2 API processes and 2 sign workers started');
 
     const admin = await site.session('chaos-admin', adminPassword, false);
-    const caPem = await site.expect<string>(200, '/api/admin/identity/ca.pem', { cookie: admin });
+    // What a signature chains to: the dev CA, or the (stand-in) Apple account's root.
+    const caPem =
+      outside?.asc.rootPem ??
+      (await site.expect<string>(200, '/api/admin/identity/ca.pem', { cookie: admin }));
     // tsx by its own address: the command runs in the job's folder, where no node_modules is.
     const command = `"${process.execPath}" --import "${import.meta.resolve('tsx')}" "${path.join(root, 'chaos/decrypt-command.ts')}"`;
     agents = [];
@@ -341,8 +393,13 @@ async function main() {
     say('3 agents started (one work dir)');
 
     const users: User[] = [];
-    for (let u = 0; u < USERS; u++) users.push(await userWithDevice(site, `chaos-user-${u}`));
+    for (let u = 0; u < USERS; u++) users.push(await userWithDevice(site, `chaos-user-${u}`, outside));
     say(`${USERS} users with a Registered simulated iPhone each`);
+
+    let lateUsers: Promise<Array<{ user?: User; failed?: string }>> = Promise.resolve([]);
+    let opened: Awaited<ReturnType<typeof openCheckout>> | undefined;
+    /** Whether the late users' enrollments are over (or there are none to wait for). */
+    let lateOver = outside === undefined || LATE_USERS === 0;
 
     // ---- the work, and the kills ----
     const appIds = Array.from({ length: DECRYPTS }, (_, i) => chaosAppId(i));
@@ -368,6 +425,24 @@ async function main() {
       all,
       database: ownCluster,
       storage: storagePart,
+      disk,
+      // Users pay while App Store Connect and Stripe are away: the first opened its checkout just
+      // before (its payment is recorded, its registration waits for Apple), the others open theirs
+      // meanwhile (refused 503 until Stripe is back).
+      outsideApis: outside?.part(API_DOWN_MS, {
+        before: async () => {
+          if (LATE_USERS > 0) opened = await openCheckout(site, 'chaos-late-0');
+        },
+        during: () => {
+          const late = (u: number) =>
+            (u === 0 && opened ? opened.pay(outside) : userWithDevice(site, `chaos-late-${u}`, outside)).then(
+              (user) => ({ user }),
+              (err: Error) => ({ failed: `late user chaos-late-${u}: ${err.message}` }),
+            );
+          lateUsers = Promise.all(Array.from({ length: LATE_USERS }, (_, u) => late(u)));
+          void lateUsers.then(() => (lateOver = true));
+        },
+      }),
       workStartedAt,
       spanMs: DECRYPTS * REQUEST_EVERY_MS,
       random,
@@ -437,7 +512,7 @@ async function main() {
           checkFailing = true;
           return false;
         });
-      if (killsDone && final) {
+      if (killsDone && final && lateOver) {
         settledAt = Date.now();
         break;
       }
@@ -448,6 +523,7 @@ async function main() {
     disruptionsOver = true;
     await reading;
     await requesting;
+    const late = await lateUsers;
     const settleSeconds =
       settledAt === undefined ? undefined : Math.max(0, (settledAt - lastRestartAt) / 1000);
     /** From the last request: the work that came after the last restart. */
@@ -481,11 +557,17 @@ async function main() {
     // ---- the counts ----
     const report = await account({ db, site, appIds, users, admin, caPem, asked, store });
     const resumes = await resumeTimes(db, disrupted.returns);
-    const orphans = orphanedLocal(servers, agentWorkDir, sharedDataDir);
-    const duplicates = duplicated(servers.flatMap((p) => p.lines()));
+    const orphans = orphanedLocal(servers, agentWorkDir, disk, sharedDataDir);
+    // Each user paid once and registered once at Apple (payments and enrollments through Stripe and ASC).
+    const enrolled = outside
+      ? await outside.account(db, [...users, ...late.flatMap((l) => (l.user ? [l.user] : []))])
+      : { lost: [], duplicated: [] };
+    const lostEnrollments = [...late.flatMap((l) => (l.failed ? [l.failed] : [])), ...enrolled.lost];
+    const duplicates = [...duplicated(servers.flatMap((p) => p.lines())), ...enrolled.duplicated];
     const counts = {
       lost_decrypts: report.lostDecrypts.length,
       lost_signs: report.lostSigns.length,
+      lost_enrollments: lostEnrollments.length,
       duplicated: duplicates.length,
       wrong_files: report.wrong.length,
       orphaned_stored: report.orphanStored.length,
@@ -519,13 +601,14 @@ async function main() {
     } else
       for (const r of resumes)
         console.log(
-          `resume after ${r.what}: decrypts ${seconds(r.decryptSeconds)}, signs ${seconds(r.signSeconds)}`,
+          `resume after ${r.what}: decrypts ${seconds(r.decryptSeconds)}, signs ${seconds(r.signSeconds)}${r.registrationSeconds === undefined ? '' : `, every waiting device registered ${seconds(r.registrationSeconds)}`}`,
         );
     console.log(`sweeps removed ${removedBySweeps} files in all; after them:`);
     for (const [name, count] of Object.entries(counts)) console.log(`  ${name.padEnd(24)} ${count}`);
     for (const line of [
       ...report.lostDecrypts,
       ...report.lostSigns,
+      ...lostEnrollments,
       ...duplicates,
       ...report.wrong,
       ...report.orphanStored.map((f) => `orphaned stored file ${f.key} (${f.sizeBytes} bytes)`),
@@ -564,6 +647,8 @@ async function main() {
     await s3?.close();
     await database.drop();
     await ownCluster?.dispose();
+    await outside?.close();
+    disk?.dispose();
     if (!KEEP) rmSync(work, { recursive: true, force: true });
   }
 }
@@ -722,9 +807,19 @@ async function account(options: {
   return { lostDecrypts, lostSigns, wrong, stuck, orphanStored };
 }
 
+/** A server process's DATA_DIR: its own (on the run's small disk when there is one), or the shared one. */
+function dataDirOf(name: string, disk: SmallDisk | undefined, sharedDataDir: string) {
+  return STORAGE === 's3' ? path.join(disk?.dir ?? work, name) : sharedDataDir;
+}
+
 /** Agent job folders, and files in the servers' DATA_DIR/tmp and temp folders, after the sweeps. */
-function orphanedLocal(servers: Managed[], agentWorkDir: string, sharedDataDir: string) {
-  const dataDirs = STORAGE === 's3' ? servers.map((p) => path.join(work, p.name)) : [sharedDataDir];
+function orphanedLocal(
+  servers: Managed[],
+  agentWorkDir: string,
+  disk: SmallDisk | undefined,
+  sharedDataDir: string,
+) {
+  const dataDirs = [...new Set(servers.map((p) => dataDirOf(p.name, disk, sharedDataDir)))];
   return {
     agentFolders: foldersIn(agentWorkDir, 'job-'),
     tmp: [
@@ -760,32 +855,41 @@ const seconds = (value: number | undefined) =>
 
 /**
  * For each part or process that came back: seconds until the first decrypt (a version Done) and
- * the first sign (signed) finished after it, before the next disruption; undefined where none
- * did (no work was left, or the next disruption came first).
+ * the first sign (signed) finished after it, and the last device registration, before the next
+ * disruption; undefined where none did (no work was left, or the next disruption came first).
  */
 async function resumeTimes(db: pg.Pool, returns: Disrupted['returns']) {
   const firstAfter = async (
-    table: 'versions' | 'sign_requests',
+    table: 'versions' | 'sign_requests' | 'devices',
     column: string,
     from: number,
     until: number,
+    which: 'min' | 'max' = 'min',
   ) => {
     const { rows } = await db.query<{ first: Date | null }>(
-      `select min(${column}) as first from ${table} where ${column} >= $1 and ${column} < $2`,
+      `select ${which}(${column}) as first from ${table} where ${column} >= $1 and ${column} < $2`,
       [new Date(from), new Date(until)],
     );
     const first = rows[0]?.first;
     return first ? Math.max(0, (first.getTime() - from) / 1000) : undefined;
   };
-  const out: Array<{ what: string; decryptSeconds?: number; signSeconds?: number }> = [];
+  const out: Array<{
+    what: string;
+    decryptSeconds?: number;
+    signSeconds?: number;
+    registrationSeconds?: number;
+  }> = [];
   for (const r of returns) {
     const until = r.until ?? Date.now();
     const decryptSeconds = await firstAfter('versions', 'done_at', r.at, until);
     const signSeconds = await firstAfter('sign_requests', 'signed_at', r.at, until);
+    // The last: every device that waited out the part is registered by then.
+    const registrationSeconds = await firstAfter('devices', 'registered_at', r.at, until, 'max');
     out.push({
       what: r.what,
       ...(decryptSeconds !== undefined ? { decryptSeconds } : {}),
       ...(signSeconds !== undefined ? { signSeconds } : {}),
+      ...(registrationSeconds !== undefined ? { registrationSeconds } : {}),
     });
   }
   return out;

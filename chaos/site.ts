@@ -14,6 +14,8 @@ export interface CallOptions {
   json?: unknown;
   body?: Uint8Array<ArrayBuffer>;
   contentType?: string;
+  /** More headers (a webhook's signature). */
+  headers?: Record<string, string>;
   /** How long to keep trying before giving up (an API restarts in seconds). */
   patienceMs?: number;
 }
@@ -48,6 +50,7 @@ export function createSite(origins: string[]) {
             ...(options.cookie ? { cookie: options.cookie } : {}),
             ...(options.json !== undefined ? { 'content-type': 'application/json' } : {}),
             ...(options.contentType ? { 'content-type': options.contentType } : {}),
+            ...options.headers,
           },
           ...(options.json !== undefined ? { body: JSON.stringify(options.json) } : {}),
           ...(options.body ? { body: options.body } : {}),

@@ -168,6 +168,8 @@ const schema = z.object({
   STRIPE_PRICE_YEARLY_50: z.string().optional(),
   STRIPE_PRICE_RESET: z.string().optional(),
   STRIPE_PRICE_DEVICE: z.string().optional(),
+  /** Longest wait for one answer of Stripe's API; a call is tried 3 times before the user reads a 503. */
+  STRIPE_TIMEOUT_MS: positiveInt(20_000),
   BILLING_DEV_ALLOWED: bool.default(false),
   // Decrypt pipeline (docs/architecture.md, Data and state machines and Operator policy; docs/agent-protocol.md).
   /** s3://bucket[/prefix]?endpoint=...&region=...&forcePathStyle=true; files under DATA_DIR/files when unset. */

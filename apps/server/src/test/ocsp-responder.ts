@@ -24,6 +24,10 @@ export interface OcspResponder {
   ): Promise<void>;
   /** Requests answered so far. */
   requestCount(): number;
+  /** The responder goes away (an outage): its port refuses every request until `start`. */
+  stop(): Promise<void>;
+  /** Back on the same port, answering from the same index. */
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -130,6 +134,10 @@ export async function startOcspResponder(options: OcspResponderOptions): Promise
       await start();
     },
     requestCount: () => answered,
+    stop,
+    async start() {
+      if (!child) await start();
+    },
     async close() {
       await stop();
       rmSync(dir, { recursive: true, force: true });

@@ -46,29 +46,58 @@ export interface StripeServer {
   subscriptions: Map<string, { customer: string; status: string }>;
   /** The next request is answered with this Stripe error instead. */
   failNext(status: number, type: string, message: string): void;
+  /**
+   * Every request is answered with this Stripe error (with `Retry-After` when `retryAfterS` is
+   * given, as Stripe's rate limiter sends a 429) until called with undefined: an outage.
+   */
+  failAll(failure: StripeFailure | undefined): void;
+  /**
+   * Each answer waits this long first (Stripe slow); the request is recorded, and acted on, when
+   * it arrives, as Stripe does with a request whose client gave up waiting. 0 answers at once.
+   */
+  delayMs: number;
   close(): Promise<void>;
+}
+
+export interface StripeFailure {
+  status: number;
+  type: string;
+  message: string;
+  retryAfterS?: number;
 }
 
 export async function startStripeServer(options: { secretKey: string }): Promise<StripeServer> {
   const requests: RecordedRequest[] = [];
   const subscriptions = new Map<string, { customer: string; status: string }>();
   const byIdempotencyKey = new Map<string, unknown>();
-  let failure: { status: number; type: string; message: string } | undefined;
+  let failure: StripeFailure | undefined;
+  let lasting: StripeFailure | undefined;
   let seq = 0;
   const now = () => Math.floor(Date.now() / 1000);
 
-  function send(res: ServerResponse, status: number, body: unknown) {
+  function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
     const json = JSON.stringify(body);
-    res.writeHead(status, {
-      'content-type': 'application/json',
-      'request-id': `req_test_${++seq}`,
-      // Tells the client not to retry our simulated failures.
-      'stripe-should-retry': 'false',
-    });
-    res.end(json);
+    const write = () => {
+      if (res.destroyed) return;
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'request-id': `req_test_${++seq}`,
+        // Tells the client not to retry our simulated failures.
+        'stripe-should-retry': 'false',
+        ...headers,
+      });
+      res.end(json);
+    };
+    if (state.delayMs > 0) setTimeout(write, state.delayMs);
+    else write();
   }
-  const error = (res: ServerResponse, status: number, type: string, message: string) =>
-    send(res, status, { error: { type, message } });
+  const error = (res: ServerResponse, f: StripeFailure) =>
+    send(
+      res,
+      f.status,
+      { error: { type: f.type, message: f.message } },
+      f.retryAfterS === undefined ? {} : { 'retry-after': String(f.retryAfterS) },
+    );
 
   function answer(req: IncomingMessage, form: Record<string, string>): [number, unknown] {
     const url = req.url?.split('?')[0] ?? '';
@@ -199,12 +228,16 @@ export async function startStripeServer(options: { secretKey: string }): Promise
       const idempotencyKey = req.headers['idempotency-key'] as string | undefined;
       requests.push({ method: req.method ?? '', path: req.url ?? '', form, idempotencyKey });
       if (req.headers.authorization !== `Bearer ${options.secretKey}`) {
-        return error(res, 401, 'invalid_request_error', 'Invalid API Key provided.');
+        return error(res, {
+          status: 401,
+          type: 'invalid_request_error',
+          message: 'Invalid API Key provided.',
+        });
       }
-      if (failure) {
-        const f = failure;
+      if (failure ?? lasting) {
+        const f = (failure ?? lasting)!;
         failure = undefined;
-        return error(res, f.status, f.type, f.message);
+        return error(res, f);
       }
       // Stripe answers a repeated idempotency key with the first answer.
       const key = idempotencyKey ? `${req.url} ${idempotencyKey}` : undefined;
@@ -216,12 +249,16 @@ export async function startStripeServer(options: { secretKey: string }): Promise
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return {
+  const state: StripeServer = {
     url: `http://127.0.0.1:${port}`,
     requests,
     subscriptions,
+    delayMs: 0,
     failNext(status, type, message) {
       failure = { status, type, message };
+    },
+    failAll(f) {
+      lasting = f;
     },
     close: () =>
       new Promise<void>((resolve, reject) => {
@@ -229,4 +266,5 @@ export async function startStripeServer(options: { secretKey: string }): Promise
         server.closeAllConnections();
       }),
   };
+  return state;
 }

@@ -20,6 +20,8 @@ export interface StripeProviderDeps {
   webhookSecret: string;
   /** A local server speaking Stripe's wire format (tests, staging); Stripe itself when unset. */
   apiUrl?: string | undefined;
+  /** Longest wait for one answer (STRIPE_TIMEOUT_MS); 20 s, the client's own default is 80 s. */
+  timeoutMs?: number | undefined;
   prices: PriceIds;
   customers: CustomerStore;
   log: { warn(obj: object, msg: string): void };
@@ -29,8 +31,8 @@ export const invalidSignature = () => fail('INVALID_SIGNATURE');
 const paymentsUnavailable = (cause: unknown) => failWith('PAYMENTS_UNAVAILABLE', { cause });
 
 /** Options that point the official client at `apiUrl` (host, port and protocol are all it takes). */
-export function stripeClientOptions(apiUrl: string | undefined): Stripe.StripeConfig {
-  const base: Stripe.StripeConfig = { maxNetworkRetries: 2, timeout: 20_000 };
+export function stripeClientOptions(apiUrl: string | undefined, timeoutMs = 20_000): Stripe.StripeConfig {
+  const base: Stripe.StripeConfig = { maxNetworkRetries: 2, timeout: timeoutMs };
   if (!apiUrl) return base;
   const url = new URL(apiUrl);
   const protocol = url.protocol === 'http:' ? 'http' : 'https';
@@ -39,7 +41,7 @@ export function stripeClientOptions(apiUrl: string | undefined): Stripe.StripeCo
 
 export function createStripeProvider(deps: StripeProviderDeps): BillingProvider {
   const { prices, customers, log } = deps;
-  const stripe = new Stripe(deps.secretKey, stripeClientOptions(deps.apiUrl));
+  const stripe = new Stripe(deps.secretKey, stripeClientOptions(deps.apiUrl, deps.timeoutMs));
 
   async function ensureCustomer(userId: string): Promise<string> {
     const known = await customers.findCustomerId(userId);

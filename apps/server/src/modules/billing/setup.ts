@@ -16,6 +16,7 @@ type BillingConfig = Pick<
   | 'STRIPE_PRICE_YEARLY_50'
   | 'STRIPE_PRICE_RESET'
   | 'STRIPE_PRICE_DEVICE'
+  | 'STRIPE_TIMEOUT_MS'
 >;
 
 /** Stripe when STRIPE_SECRET_KEY is set (loadConfig has checked the rest is there), else the dev provider. */
@@ -33,6 +34,7 @@ export function createBillingProvider(
     secretKey: config.STRIPE_SECRET_KEY,
     webhookSecret: need(config.STRIPE_WEBHOOK_SECRET, 'STRIPE_WEBHOOK_SECRET'),
     apiUrl: config.STRIPE_API_URL,
+    timeoutMs: config.STRIPE_TIMEOUT_MS,
     prices: {
       plans: {
         0: need(config.STRIPE_PRICE_MONTHLY_20, 'STRIPE_PRICE_MONTHLY_20'),

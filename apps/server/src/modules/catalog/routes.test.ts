@@ -254,6 +254,33 @@ describe.each(databaseKinds)('catalogue on %s', (kind) => {
       expect(Date.now() - started).toBeLessThan(3000);
     });
 
+    it('answers a sentence with Retry-After while the store answers after the timeout, and searches again once it is quick', async () => {
+      // Slower than ITUNES_TIMEOUT_MS (400 ms): the answer comes, but after the server stopped waiting.
+      store.fault = { kind: 'slow', delayMs: 2000 };
+      const late = await search('in', 'rock');
+      expect([late.statusCode, late.headers['retry-after'], late.body]).toEqual([
+        503,
+        '30',
+        'The App Store did not answer in time. Please retry later.',
+      ]);
+      expect(late.headers['content-type']).toMatch(/^text\/plain/);
+      // An error page (5xx) from the store: a sentence too, and a search of another country meanwhile.
+      store.fault = { kind: 'down' };
+      const failing = await search('ru', 'rock');
+      expect([failing.statusCode, failing.headers['retry-after'], failing.body]).toEqual([
+        503,
+        '30',
+        'The App Store is having trouble right now. Please retry later.',
+      ]);
+      expect(await t.services.metrics.render()).toMatch(
+        /sideport_dependency_faults_total\{part="store"\} [1-9]/,
+      );
+      store.fault = { kind: 'none' };
+      const back = await search('in', 'rock');
+      expect(back.statusCode, back.body).toBe(200);
+      expect(appList.parse(back.json()).map((e) => e.app_id)).toEqual(['1003']);
+    });
+
     it('backs off when the store throttles, then answers stale results from the cache', async () => {
       const fresh = await search('au', 'rock');
       expect(fresh.json()).toHaveLength(1);

@@ -525,6 +525,44 @@ onEachDatabase('install preflight and recovery with the dev identity on %s', (ki
     const [entry] = (await audit()).filter((e) => e.action === 'rotate-feather-cert');
     expect(entry).toMatchObject({ actor: `admin_${kind}`, subject: { serial: next.serial } });
   });
+
+  // Last in the block: the revocation it ends with has every artifact of the certificate signed again.
+  it('installs while the OCSP responder is down, counting the fault and naming it on the checklist, and finds a revocation once it is back', async () => {
+    const user = await userWithSigns([0]);
+    const certificate = await h.t.services.signing.currentCertificate();
+    expect((await checkSign(user, 0)).statusCode).toBe(200);
+
+    // The responder goes away, and the kept answer runs out (OCSP_CACHE_MINUTES, 30).
+    await h.responder.stop();
+    h.advance(31 * 60_000);
+    // Unanswered counts as good, as on iOS: the install is not held up by the responder.
+    const during = await checkSign(user, 0);
+    expect(during.statusCode, during.body).toBe(200);
+    expect(await h.t.services.metrics.render()).toMatch(
+      /sideport_dependency_faults_total\{part="ocsp"\} [1-9]/,
+    );
+    const setup = (await get('/api/admin/setup', `admin_${kind}`)).json() as Array<{
+      key: string;
+      state: string;
+      detail: string;
+    }>;
+    expect(setup.find((i) => i.key === 'parts')).toMatchObject({
+      state: 'todo',
+      detail: expect.stringMatching(/^Apple's OCSP responder is failing since /),
+    });
+    expect(await identityInfo()).toMatchObject({ certificate_serial: certificate.serial });
+
+    // Back, and the certificate was revoked meanwhile: the next check past the kept answer finds it.
+    await h.responder.start();
+    const revokedAt = new Date(h.now() - DAY_MS);
+    await h.responder.setStatus(certificate.pem, 'revoked', revokedAt);
+    h.advance(31 * 60_000);
+    const after = await checkSign(user, 0);
+    expect([after.statusCode, after.body]).toEqual([
+      409,
+      `The certificate that signed this app was revoked by the dev identity's CA on ${day(revokedAt)}; it is being signed again.`,
+    ]);
+  });
 });
 
 onEachDatabase('renewal before expiry with the dev identity on %s', (kind) => {
