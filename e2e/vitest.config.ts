@@ -6,8 +6,9 @@ export default defineConfig({
   test: {
     include: ['src/**/*.test.ts'],
     globalSetup: ['src/global-setup.ts'],
-    // One Chromium and one server at a time: the machine has 2 cores.
-    fileParallelism: false,
+    // Two files at a time, each with its own server and Chromium: much of a browser test is waiting
+    // for a page or a server's answer, which the other file's work fills.
+    maxWorkers: 2,
     testTimeout: 180_000,
     // A page that waits for a lazily loaded part and an answer can take more than a second on a
     // busy machine; a poll that succeeds returns at once, so only failures wait this long.
