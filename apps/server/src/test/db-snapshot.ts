@@ -37,20 +37,29 @@ export function changedTables(before: DatabaseSnapshot, after: DatabaseSnapshot)
 
 /**
  * A digest of each table's rows, in one query: cheap enough to take around every request of a
- * fuzz run, and enough to tell which tables a request changed.
+ * fuzz run, and enough to tell which tables a request changed. The query is kept as a function in
+ * a schema of its own (not `public`, so no snapshot sees it): PostgreSQL then parses and plans its
+ * forty-odd selects once rather than on every call, about eight times faster on PGlite.
  */
 export async function createTableDigest(db: Database) {
   const tables = await tableNames(db);
-  const query = sql.join(
+  const digests = sql.join(
     tables.map(
       (table) =>
-        sql`select ${table} as name, md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as digest from ${sql.identifier(table)} t`,
+        sql`select ${sql.raw(`'${table}'`)}::text, md5(coalesce(string_agg(t::text, '|' order by t::text), '')) from ${sql.identifier(table)} t`,
     ),
     sql` union all `,
   );
+  await db.execute(sql`create schema if not exists sideport_test`);
+  await db.execute(
+    sql`create or replace function sideport_test.table_digest() returns table(name text, digest text)
+        language sql stable as $body$ ${digests} $body$`,
+  );
   return async (): Promise<Record<string, string>> =>
     Object.fromEntries(
-      (await queryRows<{ name: string; digest: string }>(db, query)).map((r) => [r.name, r.digest]),
+      (
+        await queryRows<{ name: string; digest: string }>(db, sql`select * from sideport_test.table_digest()`)
+      ).map((r) => [r.name, r.digest]),
     );
 }
 
