@@ -465,6 +465,7 @@ export async function createApiServices(
     }),
     billing,
     autoDailyCap: config.AUTO_UPDATE_DAILY_CAP,
+    audit: core.audit.record,
     log,
   });
   return {
