@@ -24,7 +24,9 @@ const toDate = (v: Date | string | null) => (v === null ? null : new Date(v));
 
 /**
  * Done artifacts nobody is signing again (state idle) whose certificate is revoked, or whose
- * certificate or profile ends before `horizon`, oldest end first.
+ * certificate or profile ends before `horizon`, oldest end first. An artifact of an app another
+ * version of which the user installed (or signed) later in the same mode is left out: iOS keeps
+ * one app per bundle id, and that later one is what the phone holds.
  */
 export async function threatenedArtifacts(db: Database, horizon: Date): Promise<ThreatenedArtifact[]> {
   const rows = await queryRows<{
@@ -55,6 +57,11 @@ export async function threatenedArtifacts(db: Database, horizon: Date): Promise<
       left join ${apps} a on a.country = v.country and a.app_id = s.app_id
       where s.file_key is not null and s.artifact_id is not null and s.status = 'Done' and s.state = 'idle'
         and (c.ocsp_status = 'revoked' or s.cert_not_after < ${horizon} or s.profile_expires_at < ${horizon})
+        and not exists (
+          select 1 from ${signRequests} later
+          where later.user_id = s.user_id and later.app_id = s.app_id and later.sign_type = s.sign_type
+            and later.id <> s.id and later.file_key is not null
+            and coalesce(later.last_used_at, later.signed_at) > coalesce(s.last_used_at, s.signed_at))
       order by least(s.cert_not_after, s.profile_expires_at), s.id`,
   );
   return rows.map((r) => ({

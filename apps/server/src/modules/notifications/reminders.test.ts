@@ -12,6 +12,7 @@ import { reminderFor } from './reminders.js';
 
 const APP_ID = 7500;
 const APP_VER_ID = 875000001;
+const APP_VER_ID_2 = 875000002;
 const BUNDLE_ID = 'com.example.remindme';
 const DAY_MS = 86_400_000;
 
@@ -54,14 +55,20 @@ describe.each(databaseKinds)('reminders on %s', (kind) => {
     );
   }
   /** A Done sign of the app for the user's Registered device: the artifact's row. */
-  async function installedApp(user: { id: string; cookie: string }) {
-    const res = await send('PUT', `/api/sign/${APP_ID}/${APP_VER_ID}`, user.cookie, { type: 0 });
+  async function installedApp(user: { id: string; cookie: string }, appVerId = APP_VER_ID) {
+    const res = await send('PUT', `/api/sign/${APP_ID}/${appVerId}`, user.cookie, { type: 0 });
     expect(res.statusCode, res.body).toBe(200);
     return until(`${user.id}'s sign to be Done`, async () => {
       const [row] = await t.database.db
         .select()
         .from(signRequests)
-        .where(and(eq(signRequests.userId, user.id), eq(signRequests.status, 'Done')));
+        .where(
+          and(
+            eq(signRequests.userId, user.id),
+            eq(signRequests.appVerId, appVerId),
+            eq(signRequests.status, 'Done'),
+          ),
+        );
       return row?.profileExpiresAt ? row : undefined;
     });
   }
@@ -92,8 +99,13 @@ describe.each(databaseKinds)('reminders on %s', (kind) => {
       },
       clock: () => new Date(now),
     });
-    const ipa = await buildIpa({ bundleId: BUNDLE_ID, version: '1.0', appVerId: String(APP_VER_ID) });
-    await t.services.jobs.importIpa(ipa, { country: 'KR', appId: APP_ID });
+    for (const [version, appVerId] of [
+      ['1.0', APP_VER_ID],
+      ['1.1', APP_VER_ID_2],
+    ] as const) {
+      const ipa = await buildIpa({ bundleId: BUNDLE_ID, version, appVerId: String(appVerId) });
+      await t.services.jobs.importIpa(ipa, { country: 'KR', appId: APP_ID });
+    }
   });
   afterAll(async () => {
     await t?.close();
@@ -108,6 +120,7 @@ describe.each(databaseKinds)('reminders on %s', (kind) => {
     const dan = await newUser('dan'); // plan-ending
     const eve = await newUser('eve'); // a plan that renews: nothing
     const fay = await newUser('fay'); // plan-ending, turned off
+    const gus = await newUser('gus'); // needs-sign of the version he holds, not of the one it replaced
     const dansPhone = await subscribe(dan.cookie);
     for (const [user, off] of [
       [ben, 'needs-sign'],
@@ -137,9 +150,12 @@ describe.each(databaseKinds)('reminders on %s', (kind) => {
     expect(await listOf(eve, 'plan-ending')).toEqual([]);
     expect(await listOf(fay, 'plan-ending')).toEqual([]);
 
-    for (const user of [ana, ben, cleo]) await registeredDevice(user);
+    for (const user of [ana, ben, cleo, gus]) await registeredDevice(user);
     const anas = await installedApp(ana);
     await installedApp(ben);
+    await installedApp(gus);
+    now += DAY_MS;
+    await installedApp(gus, APP_VER_ID_2);
     // Cleo signs later: her profile ends after her device's year does.
     now += 6 * DAY_MS;
     const cleos = await installedApp(cleo);
@@ -161,6 +177,8 @@ describe.each(databaseKinds)('reminders on %s', (kind) => {
     });
     expect(await listOf(ben, 'needs-sign')).toEqual([]);
     expect(await listOf(cleo, 'needs-sign')).toEqual([]);
+    // Gus's two versions end together; the phone holds the later one, the one he is told of.
+    expect(await listOf(gus, 'needs-sign')).toHaveLength(1);
 
     // A year after the devices were paid: they expire, and Cleo's profile ends within the week.
     const [cleosDevice] = await t.database.db.select().from(devices).where(eq(devices.userId, cleo.id));
