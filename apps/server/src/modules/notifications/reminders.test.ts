@@ -120,11 +120,13 @@ describe.each(databaseKinds)('reminders on %s', (kind) => {
     const dan = await newUser('dan'); // plan-ending
     const eve = await newUser('eve'); // a plan that renews: nothing
     const fay = await newUser('fay'); // plan-ending, turned off
+    const hal = await newUser('hal'); // as Cleo, with expiring turned off
     const gus = await newUser('gus'); // needs-sign of the version he holds, not of the one it replaced
     const dansPhone = await subscribe(dan.cookie);
     for (const [user, off] of [
       [ben, 'needs-sign'],
       [fay, 'plan-ending'],
+      [hal, 'expiring'],
     ] as const) {
       const res = await send('PUT', '/api/notifications/choices', user.cookie, { [off]: false });
       expect(res.statusCode, res.body).toBe(200);
@@ -150,7 +152,7 @@ describe.each(databaseKinds)('reminders on %s', (kind) => {
     expect(await listOf(eve, 'plan-ending')).toEqual([]);
     expect(await listOf(fay, 'plan-ending')).toEqual([]);
 
-    for (const user of [ana, ben, cleo, gus]) await registeredDevice(user);
+    for (const user of [ana, ben, cleo, hal, gus]) await registeredDevice(user);
     const anas = await installedApp(ana);
     await installedApp(ben);
     await installedApp(gus);
@@ -159,6 +161,7 @@ describe.each(databaseKinds)('reminders on %s', (kind) => {
     // Cleo signs later: her profile ends after her device's year does.
     now += 6 * DAY_MS;
     const cleos = await installedApp(cleo);
+    await installedApp(hal);
 
     // Three days before Ana's profile ends: recovery (14 days before) should have signed it again and did not.
     now = anas.profileExpiresAt!.getTime() - 3 * DAY_MS;
@@ -197,6 +200,8 @@ describe.each(databaseKinds)('reminders on %s', (kind) => {
         url: '/my?tab=device',
       },
     ]);
+    expect(await listOf(hal, 'expiring')).toEqual([]);
+    for (const other of [ana, ben, dan, gus]) expect(await listOf(other, 'expiring')).toEqual([]);
     // Ana's artifact has ended by now: still the one notification of it.
     expect(await listOf(ana, 'needs-sign')).toHaveLength(1);
     expect(await listOf(ben, 'needs-sign')).toEqual([]);
