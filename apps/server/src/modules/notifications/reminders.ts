@@ -75,11 +75,11 @@ export function reminderFor(
     .sort((x, y) => x.endsAt.getTime() - y.endsAt.getTime());
   const first = ends[0];
   const recoveryDueBy = now.getTime() + renewBeforeMs - RECOVERY_GRACE_MS;
-  const isRecoverys =
+  const isLeftToRecovery =
     canSign &&
     a.lastReason === null &&
     (a.certRevoked || (first !== undefined && first.endsAt.getTime() > recoveryDueBy));
-  if (isRecoverys) return undefined;
+  if (isLeftToRecovery) return undefined;
   const hasEnded = first !== undefined && first.endsAt <= now;
   if (a.certRevoked) return { kind: 'needs-sign', why: 'Its signing certificate was revoked.' };
   if (hasEnded) return { kind: 'needs-sign', why: `Its ${first.subject} expired on ${day(first.endsAt)}.` };
