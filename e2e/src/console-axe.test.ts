@@ -30,6 +30,7 @@ const TABS = [
   ['Setup', '/admin'],
   ['Agents', '/admin/agents'],
   ['Queue', '/admin/queue'],
+  ['Updates', '/admin/updates'],
   ['Devices', '/admin/devices'],
   ['Accounts', '/admin/accounts'],
   ['Audit log', '/admin/audit'],

@@ -1,6 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppUpdate, UpdateCheckResult } from '@sideport/contracts';
+import type { AppUpdate, UpdateCheckResult, UpdatesOverview } from '@sideport/contracts';
 import { startItunesServer, type ItunesServer } from '../../apps/server/src/dev/itunes-server.js';
 import {
   agentClient,
@@ -126,5 +126,53 @@ describe('updates of installed apps', () => {
       ana.json<{ udids: string[] }>('GET', `/api/check/sign/${APP.id}/${V2.appVerId}/0`),
     ]);
     expect(after2.udids).toEqual(before1.udids);
+  });
+
+  it('shows the operator how many updates wait and lets them set the daily cap of automatic ones, on an iPhone and a desktop', async () => {
+    record.version = V2.version;
+    await caller(server, admin).json('POST', '/api/admin/updates/check');
+    const overview = () => caller(server, admin).json<UpdatesOverview>('GET', '/api/admin/updates');
+    const { waiting, automatic_daily_cap_default: configured } = await overview();
+    expect(waiting).toBeGreaterThan(0);
+
+    for (const [viewport, cap] of [
+      [IPHONE_VIEWPORT, '5'],
+      [{ width: 1280, height: 800 }, '7'],
+    ] as const) {
+      const s = await openSession(browser, server.url, viewport, undefined, {
+        ...(viewport === IPHONE_VIEWPORT ? { userAgent: IPHONE_USER_AGENT } : {}),
+      });
+      await submitSignIn(s, ADMIN.id, ADMIN.password);
+      await s.page.waitForURL((u) => u.pathname === '/');
+      await s.page.goto('/admin/updates');
+      await expect.poll(() => s.page.getByTestId('updates-waiting').innerText()).toBe(String(waiting));
+      expect(await s.page.getByTestId('updates-automatic').innerText()).toMatch(
+        new RegExp(`^0 of ${configured} automatic updates started today \\(UTC\\)`),
+      );
+      expect(await s.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+        viewport.width,
+      );
+
+      // A bad cap is refused in the form; a good one is kept by the server.
+      const field = s.page.getByLabel('Automatic updates a day');
+      await field.fill('-3');
+      await s.page.getByRole('button', { name: 'Save' }).click();
+      await expect
+        .poll(() => s.page.getByRole('alert').innerText())
+        .toBe('Give a whole number of automatic updates a day (0: none).');
+      await field.fill(cap);
+      await s.page.getByRole('button', { name: 'Save' }).click();
+      await expect.poll(async () => (await overview()).automatic_daily_cap).toBe(Number(cap));
+      expect((await overview()).automatic_daily_cap_is_set).toBe(true);
+      await expect
+        .poll(() => s.page.getByTestId('updates-automatic').innerText())
+        .toMatch(new RegExp(`^0 of ${cap} automatic`));
+
+      // Back to the configured default.
+      await s.page.getByRole('button', { name: `Use the default (${configured})` }).click();
+      await expect.poll(async () => (await overview()).automatic_daily_cap_is_set).toBe(false);
+      expect((await overview()).automatic_daily_cap).toBe(configured);
+      await s.context.close();
+    }
   });
 });

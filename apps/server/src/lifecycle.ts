@@ -13,6 +13,9 @@ const LEASE_SWEEP_MS = 5000;
 /** How often pushes put off (a push service's Retry-After) are looked at without an event. */
 const NOTIFY_MS = 15_000;
 
+/** How often apps needing a new sign, ends nothing renews and plans ending are looked for. */
+const REMINDER_MS = 3_600_000;
+
 /** How often updates under way are looked at without an event (a missed one, another process's). */
 const UPDATE_ADVANCE_MS = 30_000;
 
@@ -108,6 +111,13 @@ export function periodicTasks(
         bus.subscribe((event) => {
           if (notificationSources.hear(event) || event.kind === 'push-queued') wake();
         }),
+    },
+    // What time brings (reminders.ts): told once per subject and end, whichever process finds it first.
+    {
+      name: 'reminders',
+      intervalMs: REMINDER_MS,
+      runAtStart: true,
+      run: async () => void (await process.services.reminders.runPass()),
     },
     // Updates under way move on when a decryption or a sign of theirs changes, and periodically.
     {

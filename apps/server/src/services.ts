@@ -38,6 +38,7 @@ import { createSignWorkers, dupSuffix } from './modules/sign/worker.js';
 import { createComponentReader } from './modules/versions/capabilities/reader.js';
 import { createPushSender } from './modules/notifications/sender.js';
 import { createNotificationsService } from './modules/notifications/service.js';
+import { createReminders } from './modules/notifications/reminders.js';
 import { createNotificationSources } from './modules/notifications/sources.js';
 import { loadVapidKeys } from './modules/notifications/vapid.js';
 import { createUpdateRuns } from './modules/updates/runs.js';
@@ -402,6 +403,19 @@ export async function createApiServices(
     allowHttpEndpoints: config.PUSH_ALLOW_HTTP,
   });
   const notificationSources = createNotificationSources({ db, notifications, log });
+  // What time brings: apps needing a new sign, ends nothing renews, plans ending (reminders.ts).
+  const reminders = createReminders({
+    db,
+    clock,
+    notifications,
+    signing,
+    settings: {
+      expiryNoticeMs: config.EXPIRY_NOTICE_DAYS * 86_400_000,
+      planEndingMs: config.PLAN_ENDING_NOTICE_DAYS * 86_400_000,
+      renewBeforeMs: config.RENEW_BEFORE_DAYS * 86_400_000,
+    },
+    log,
+  });
   const pushSender = createPushSender({
     db,
     clock,
@@ -451,6 +465,7 @@ export async function createApiServices(
     }),
     billing,
     autoDailyCap: config.AUTO_UPDATE_DAILY_CAP,
+    audit: core.audit.record,
     log,
   });
   return {
@@ -462,6 +477,7 @@ export async function createApiServices(
     updates,
     notifications,
     notificationSources,
+    reminders,
     pushSender,
   };
 }

@@ -67,14 +67,37 @@ export const updatesOverview = z.object({
   waiting: z.int(),
   /** Updates being decrypted or signed now. */
   running: z.int(),
-  /** Automatic updates started today (UTC), and the operator's cap (AUTO_UPDATE_DAILY_CAP). */
+  /** Automatic updates started today (UTC), and the operator's cap in force. */
   automatic_today: z.int(),
   automatic_daily_cap: z.int(),
+  /** The cap when the operator set none: AUTO_UPDATE_DAILY_CAP. */
+  automatic_daily_cap_default: z.int(),
+  /** Whether the cap in force is one the operator set in the admin console (it outlives restarts). */
+  automatic_daily_cap_is_set: z.boolean(),
   /** Apps (country and app) the update check follows, and when it last looked at one (ISO) or null. */
   tracked_apps: z.int(),
   last_checked_at: z.nullable(z.string()),
 });
 export type UpdatesOverview = z.infer<typeof updatesOverview>;
+
+/** The largest daily cap of automatic updates an operator may set. */
+export const AUTO_UPDATE_CAP_MAX = 100_000;
+
+/** PUT /api/admin/updates/cap: automatic updates a UTC day may start; null: back to AUTO_UPDATE_DAILY_CAP. */
+export const autoUpdateCapChange = z.object(
+  {
+    cap: z.nullable(
+      z
+        .int('cap must be a whole number, or null for the configured default.')
+        .check(
+          z.minimum(0, 'cap must be 0 (no automatic updates) or more.'),
+          z.maximum(AUTO_UPDATE_CAP_MAX, `cap must be at most ${AUTO_UPDATE_CAP_MAX}.`),
+        ),
+    ),
+  },
+  { error: 'Send {cap}: a whole number of automatic updates a day, or null for the configured default.' },
+);
+export type AutoUpdateCapChange = z.infer<typeof autoUpdateCapChange>;
 
 /** POST /api/admin/updates/check: what an update check run now did. */
 export const updateCheckResult = z.object({

@@ -274,6 +274,23 @@ const schema = z.object({
     .int('must be a whole number')
     .min(0, 'must be 0 or more')
     .default(200),
+  /**
+   * Days before a certificate or profile that installed apps depend on expires, with nothing to
+   * renew it, that their owner is told (and an app recovery will not sign again needs a new sign).
+   */
+  EXPIRY_NOTICE_DAYS: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(90, 'must be at most 90')
+    .default(7),
+  /** Days before a premium plan that will not renew ends that its owner is told. */
+  PLAN_ENDING_NOTICE_DAYS: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(30, 'must be at most 30')
+    .default(3),
   /** Sign workers in each API process (0: none; `sideport worker` processes sign instead). */
   SIGN_WORKERS: z.coerce
     .number({ error: 'must be a number' })

@@ -209,6 +209,10 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   },
   'GET /api/admin/updates': { access: 'admin', example: '/api/admin/updates' },
   'POST /api/admin/updates/check': { access: 'admin', bodyless: true, example: '/api/admin/updates/check' },
+  'PUT /api/admin/updates/cap': {
+    access: 'admin',
+    example: { url: '/api/admin/updates/cap', payload: { cap: null } },
+  },
   // Notifications (modules/notifications)
   'GET /api/notifications': { access: 'user', example: '/api/notifications' },
   'POST /api/notifications/read': { access: 'user', bodyless: true, example: '/api/notifications/read' },

@@ -35,6 +35,7 @@ export const adminKeys = {
   accounts: ['admin', 'accounts'] as const,
   capabilities: ['admin', 'capabilities'] as const,
   setup: ['admin', 'setup'] as const,
+  updates: ['admin', 'updates'] as const,
   setupLink: (token: string) => ['setup-link', token] as const,
 };
 

@@ -1,5 +1,6 @@
 import {
   bigserial,
+  boolean,
   date,
   index,
   integer,
@@ -52,6 +53,8 @@ export const subscriptions = pgTable(
     status: text('status').notNull(),
     statusAt: timestamp('status_at', { withTimezone: true }).notNull(),
     currentPeriodEnd: timestamp('current_period_end', { withTimezone: true }),
+    /** The provider said it ends with its paid period (Stripe's cancel_at_period_end): nothing renews it. */
+    endsAtPeriodEnd: boolean('ends_at_period_end').notNull().default(false),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
   (t) => [index('subscriptions_user_idx').on(t.userId)],

@@ -258,6 +258,7 @@ export function toBillingEvent(raw: unknown, prices: PriceIds): BillingEvent {
         // A deleted subscription is over, whatever status the object still shows.
         status: type === 'customer.subscription.deleted' ? 'canceled' : sub.status,
         periodEnd: end === undefined ? undefined : seconds(end),
+        endsAtPeriodEnd: sub.cancel_at_period_end === true || typeof sub.cancel_at === 'number',
       };
     }
 

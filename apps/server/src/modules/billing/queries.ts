@@ -80,7 +80,8 @@ export async function insertSubscription(db: Database, row: typeof subscriptions
 export async function updateSubscription(
   db: Database,
   subscriptionId: string,
-  set: Pick<SubscriptionRow, 'plan' | 'status' | 'statusAt' | 'currentPeriodEnd' | 'updatedAt'>,
+  set: Pick<SubscriptionRow, 'plan' | 'status' | 'statusAt' | 'currentPeriodEnd' | 'updatedAt'> &
+    Partial<Pick<SubscriptionRow, 'endsAtPeriodEnd'>>,
 ) {
   await db.update(subscriptions).set(set).where(eq(subscriptions.subscriptionId, subscriptionId));
 }

@@ -106,6 +106,8 @@ export type BillingEvent =
       payment?: { amountCents: number | null } | undefined;
       /** A checkout of ours completed (paid): this subscription replaces the user's others. */
       isNewPlan?: boolean | undefined;
+      /** The subscription ends with its paid period (Stripe's cancel_at_period_end); undefined: not said. */
+      endsAtPeriodEnd?: boolean | undefined;
     }
   | {
       kind: 'purchase';
@@ -175,6 +177,10 @@ export const stripeSubscription = z.object({
   metadata,
   /** Before API version 2025-03-31; later versions carry it on each item. */
   current_period_end: z.number().int().nullish(),
+  /** Canceled by its customer (the Billing Portal) to end with the period already paid: it will not renew. */
+  cancel_at_period_end: z.boolean().nullish(),
+  /** A set end (Stripe's newer way of the same, and a subscription set to end on a date). */
+  cancel_at: z.number().int().nullish(),
   items: z.object({
     data: z.array(
       z.object({

@@ -180,11 +180,14 @@ export function createBillingService(deps: BillingServiceDeps) {
           updatedAt: now,
         });
         const locked = await q.lockSubscription(tx, event.subscriptionId);
-        if (locked)
-          await q.updateSubscription(tx, event.subscriptionId, {
-            ...mergeSubscription(locked, obs, plan!),
-            updatedAt: now,
-          });
+        const merged = locked ? mergeSubscription(locked, obs, plan!) : undefined;
+        // Whether it renews is said by the newest observation that says it (the one whose status was kept).
+        const ends =
+          event.endsAtPeriodEnd !== undefined && merged?.statusAt.getTime() === event.at.getTime()
+            ? { endsAtPeriodEnd: event.endsAtPeriodEnd }
+            : {};
+        if (merged)
+          await q.updateSubscription(tx, event.subscriptionId, { ...merged, ...ends, updatedAt: now });
         if (event.payment) {
           await q.insertPayment(tx, {
             userId,

@@ -110,6 +110,7 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
     end: number;
     plan?: number;
     created?: number;
+    cancelAtPeriodEnd?: boolean;
   }) {
     const e = stripeFixture('stripe-ruby-mock_customer.subscription.updated.json');
     e.id = uid('evt');
@@ -117,6 +118,7 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
     e.created = o.created ?? nowS();
     const s = e.data.object;
     Object.assign(s, { id: o.sub, customer: o.customer, status: o.status, current_period_end: o.end });
+    if (o.cancelAtPeriodEnd !== undefined) s.cancel_at_period_end = o.cancelAtPeriodEnd;
     s.items.data[0].price.id = PLAN_PRICE[o.plan ?? 0];
     s.items.data[0].plan.id = PLAN_PRICE[o.plan ?? 0];
     return e;
@@ -383,6 +385,29 @@ describe.each(databaseKinds)('Stripe billing on %s', (kind) => {
       await deliver(invoicePaid({ sub, customer, end: first, plan: 1 }));
       await deliver(invoicePaid({ sub, customer, end: first + 365 * DAY_S, plan: 1 }));
       expect(await premiumOf(cookie)).toBe(new Date((first + 365 * DAY_S) * 1000).toISOString());
+    });
+
+    it('records a subscription canceled at its period end as one that will not renew, and one resumed as renewing', async () => {
+      const { id, customer } = await userWithCheckout(0);
+      const sub = uid('sub');
+      const end = nowS() + 30 * DAY_S;
+      const endsAtPeriodEnd = async () =>
+        (
+          await t.database.db
+            .select({ ends: subscriptions.endsAtPeriodEnd })
+            .from(subscriptions)
+            .where(eq(subscriptions.userId, id))
+        ).map((r) => r.ends);
+      await deliver(subscriptionEvent({ sub, customer, status: 'active', end, created: nowS() - 20 }));
+      expect(await endsAtPeriodEnd()).toEqual([false]);
+      const canceled = { sub, customer, status: 'active', end, cancelAtPeriodEnd: true };
+      await deliver(subscriptionEvent({ ...canceled, created: nowS() - 10 }));
+      expect(await endsAtPeriodEnd()).toEqual([true]);
+      // An older event delivered late does not undo the newer one.
+      await deliver(subscriptionEvent({ ...canceled, cancelAtPeriodEnd: false, created: nowS() - 15 }));
+      expect(await endsAtPeriodEnd()).toEqual([true]);
+      await deliver(subscriptionEvent({ ...canceled, cancelAtPeriodEnd: false, created: nowS() }));
+      expect(await endsAtPeriodEnd()).toEqual([false]);
     });
 
     it('a replayed event is applied once', async () => {

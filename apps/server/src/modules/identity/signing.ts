@@ -351,6 +351,19 @@ export function createSigningService({
       return defaultIdentity.caCertificatePem ? defaultIdentity.caCertificatePem() : undefined;
     },
 
+    /**
+     * Whether an identity signs for the user now (a Registered device, on an account in use): a
+     * certificate or profile of theirs can be renewed. Never calls Apple; an account whose key
+     * another process holds counts as one that signs.
+     */
+    async canSignFor(userId: string): Promise<boolean> {
+      try {
+        return (await signerOf(userId)) !== undefined;
+      } catch {
+        return true;
+      }
+    },
+
     /** Whether a device of the user waits for Apple to list it in profiles (a sign asked for then waits with it). */
     async waitsForApple(userId: string): Promise<boolean> {
       return (await devices.listDevices(userId)).some((d) => d.appleWaitReason !== null);

@@ -6,6 +6,7 @@ import {
   appUpdates,
   autoUpdateDays,
   autoUpdates,
+  settings,
   signingCertificates,
   signRequests,
   storeChecks,
@@ -287,6 +288,8 @@ export async function autoFor(db: Database, appIds: number[]) {
 
 /** Takes one of today's automatic updates if the cap leaves one; false when the cap is reached. */
 export async function takeAutoSlot(db: Database, day: string, cap: number): Promise<boolean> {
+  // A cap of 0 takes nothing, and counts nothing as started.
+  if (cap <= 0) return false;
   const rows = await queryRows<{ started: number }>(
     db,
     sql`
@@ -295,7 +298,29 @@ export async function takeAutoSlot(db: Database, day: string, cap: number): Prom
       where ${autoUpdateDays}.started < ${cap}
       returning started`,
   );
-  return cap > 0 && rows.length > 0;
+  return rows.length > 0;
+}
+
+/** The settings row of the daily cap of automatic updates the operator set in the admin console. */
+const AUTO_CAP_KEY = 'auto_update_daily_cap';
+
+/** The cap the operator set, or undefined when they set none (AUTO_UPDATE_DAILY_CAP applies). */
+export async function operatorCap(db: Database): Promise<number | undefined> {
+  const [row] = await db.select().from(settings).where(eq(settings.key, AUTO_CAP_KEY));
+  const cap = row ? Number(row.value) : Number.NaN;
+  return Number.isInteger(cap) && cap >= 0 ? cap : undefined;
+}
+
+/** Sets the operator's cap, or removes it (null). */
+export async function setOperatorCap(db: Database, cap: number | null) {
+  if (cap === null) {
+    await db.delete(settings).where(eq(settings.key, AUTO_CAP_KEY));
+    return;
+  }
+  await db
+    .insert(settings)
+    .values({ key: AUTO_CAP_KEY, value: String(cap) })
+    .onConflictDoUpdate({ target: settings.key, set: { value: String(cap) } });
 }
 
 export async function autoStarted(db: Database, day: string) {

@@ -5,6 +5,7 @@ import {
   appUpdate,
   appUpdates,
   autoUpdateChange,
+  autoUpdateCapChange,
   autoUpdateSettings,
   updateCheckResult,
   updatesOverview,
@@ -57,6 +58,15 @@ export async function updateRoutes(app: FastifyInstance, { guards, updates }: Up
     '/api/admin/updates',
     { schema: { response: { 200: updatesOverview } }, onRequest: guards.requireAdmin },
     async () => updates.overview(),
+  );
+
+  r.put(
+    '/api/admin/updates/cap',
+    {
+      schema: { body: autoUpdateCapChange, response: { 200: updatesOverview } },
+      onRequest: guards.requireAdmin,
+    },
+    async (request) => updates.setAutoCap(request.body.cap, currentUser(request).id),
   );
 
   // The operator's 'check now': the periodic pass, at once (apps checked within the interval are not asked again).

@@ -20,8 +20,13 @@ export interface UpdatesServiceDeps {
   check: StoreCheck;
   runs: UpdateRuns;
   billing: Pick<BillingService, 'entitlement'>;
-  /** AUTO_UPDATE_DAILY_CAP: automatic updates started per UTC day, for all users together. */
+  /**
+   * AUTO_UPDATE_DAILY_CAP: automatic updates started per UTC day, for all users together, unless
+   * the operator set another in the admin console (kept in settings, read at each pass).
+   */
   autoDailyCap: number;
+  /** Writes the audit log (the operator's change of the cap). */
+  audit(actor: string, action: string, subject: object): Promise<void>;
   log: { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
 }
 
@@ -104,6 +109,9 @@ export function createUpdatesService(deps: UpdatesServiceDeps) {
     return row;
   }
 
+  /** The operator's cap when they set one, else AUTO_UPDATE_DAILY_CAP. */
+  const capInForce = async () => (await q.operatorCap(db)) ?? deps.autoDailyCap;
+
   /**
    * Starts the automatic updates that wait: for each premium user who turned them on, each
    * installed app whose store version is newer and whose update to it was not started, while
@@ -127,14 +135,15 @@ export function createUpdatesService(deps: UpdatesServiceDeps) {
       ]),
     );
     const premium = new Map<string, boolean>();
+    const cap = await capInForce();
     let started = 0;
     for (const row of installed) {
       const run = startedRuns.get(runKey(row.userId, row.appId, row.signType));
       if (run && run.toVersion === row.storeVersion) continue;
       if (!premium.has(row.userId)) premium.set(row.userId, (await billing.entitlement(row.userId)).premium);
       if (!premium.get(row.userId)) continue;
-      if (!(await q.takeAutoSlot(db, utcDay(clock()), deps.autoDailyCap))) {
-        deps.log.warn({ cap: deps.autoDailyCap }, 'automatic updates reached the daily cap');
+      if (!(await q.takeAutoSlot(db, utcDay(clock()), cap))) {
+        deps.log.warn({ cap }, 'automatic updates reached the daily cap');
         break;
       }
       try {
@@ -197,12 +206,13 @@ export function createUpdatesService(deps: UpdatesServiceDeps) {
 
     /** GET /api/admin/updates. */
     async overview(): Promise<UpdatesOverview> {
-      const [rows, allRuns, running, tracked, today] = await Promise.all([
+      const [rows, allRuns, running, tracked, today, set] = await Promise.all([
         q.installedWithStoreVersion(db),
         q.runsOf(db, {}),
         q.countRunning(db),
         q.trackedSummary(db),
         q.autoStarted(db, utcDay(clock())),
+        q.operatorCap(db),
       ]);
       const runByKey = new Map(allRuns.map((r) => [runKey(r.userId, r.appId, r.signType), r]));
       const waiting = newestPerApp(rows).filter((row) => {
@@ -214,10 +224,27 @@ export function createUpdatesService(deps: UpdatesServiceDeps) {
         waiting,
         running,
         automatic_today: today,
-        automatic_daily_cap: deps.autoDailyCap,
+        automatic_daily_cap: set ?? deps.autoDailyCap,
+        automatic_daily_cap_default: deps.autoDailyCap,
+        automatic_daily_cap_is_set: set !== undefined,
         tracked_apps: tracked.tracked,
         last_checked_at: tracked.lastCheckedAt?.toISOString() ?? null,
       };
+    },
+
+    /**
+     * PUT /api/admin/updates/cap: the automatic updates a UTC day may start from now on (those
+     * started today count against it), or null for AUTO_UPDATE_DAILY_CAP again; in the audit log.
+     */
+    async setAutoCap(cap: number | null, actor: string): Promise<UpdatesOverview> {
+      await q.setOperatorCap(db, cap);
+      await deps.audit(actor, 'set-auto-update-cap', { cap: cap ?? `default (${deps.autoDailyCap})` });
+      // A higher cap lets the updates that waited for today's start now.
+      if (cap === null || cap > 0)
+        await startAutomatic().catch((err: unknown) =>
+          deps.log.warn({ err }, 'automatic updates could not start'),
+        );
+      return this.overview();
     },
 
     /** The periodic pass: the store check, then the automatic updates it made possible. */

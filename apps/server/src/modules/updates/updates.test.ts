@@ -234,7 +234,56 @@ describe.each(databaseKinds)('updates of installed apps on %s', (kind) => {
       waiting: 2,
       automatic_today: 1,
       automatic_daily_cap: 1,
+      automatic_daily_cap_default: 1,
+      automatic_daily_cap_is_set: false,
     });
+
+    // The operator raises the cap in the admin console: dave's update starts at once, unasked.
+    const raised = await send('PUT', '/api/admin/updates/cap', admin, { cap: 2 });
+    expect(raised.statusCode, raised.body).toBe(200);
+    expect(raised.json()).toMatchObject({
+      automatic_daily_cap: 2,
+      automatic_daily_cap_default: 1,
+      automatic_daily_cap_is_set: true,
+    });
+    const daveReady = await until("dave's automatic update to be Ready", async () =>
+      (await updatesOf(users.dave!)).find((e) => e.state === 'Ready'),
+    );
+    expect(daveReady).toMatchObject({ automatic: true, app_ver_id: String(V2.appVerId) });
+    expect((await get('/api/admin/updates', admin)).json()).toMatchObject({
+      waiting: 1,
+      automatic_today: 2,
+      automatic_daily_cap: 2,
+    });
+  });
+
+  it("keeps the operator's cap, refuses a bad one with a sentence, and null gives AUTO_UPDATE_DAILY_CAP back", async () => {
+    const capOf = async () =>
+      ((await get('/api/admin/updates', admin)).json() as UpdatesOverview).automatic_daily_cap;
+    const before = await capOf();
+    for (const [cap, sentence] of [
+      [-1, 'cap must be 0 (no automatic updates) or more.'],
+      [100_001, 'cap must be at most 100000.'],
+      [1.5, 'cap must be a whole number, or null for the configured default.'],
+      ['ten', 'cap must be a whole number, or null for the configured default.'],
+    ] as const) {
+      const res = await send('PUT', '/api/admin/updates/cap', admin, { cap });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.body).toContain(sentence);
+    }
+    expect(await capOf()).toBe(before);
+
+    // 0: no automatic update starts, and none is counted as started.
+    const none = await send('PUT', '/api/admin/updates/cap', admin, { cap: 0 });
+    expect(none.json()).toMatchObject({ automatic_daily_cap: 0, automatic_daily_cap_is_set: true });
+    const today = (none.json() as UpdatesOverview).automatic_today;
+    await live.services.updates.runPass();
+    expect(((await get('/api/admin/updates', admin)).json() as UpdatesOverview).automatic_today).toBe(today);
+
+    const reset = await send('PUT', '/api/admin/updates/cap', admin, { cap: null });
+    expect(reset.json()).toMatchObject({ automatic_daily_cap: 1, automatic_daily_cap_is_set: false });
+    const audit = (await get('/api/admin/audit/0', admin)).json() as Array<{ action: string }>;
+    expect(audit.filter((e) => e.action === 'set-auto-update-cap')).toHaveLength(3);
   });
 
   it('refuses bad input and updates of what the caller did not install, changing nothing', async () => {

@@ -9,14 +9,15 @@ import { CapabilitiesPanel } from './capabilities-panel';
 import { DevicesPanel } from './devices-panel';
 import { QueuePanel } from './queue-panel';
 import { SetupPanel } from './setup-panel';
+import { UpdatesPanel } from './updates-panel';
 
-const TABS = ['setup', 'agents', 'queue', 'devices', 'accounts', 'capabilities', 'audit'] as const;
+const TABS = ['setup', 'agents', 'queue', 'updates', 'devices', 'accounts', 'capabilities', 'audit'] as const;
 type AdminTab = (typeof TABS)[number];
 const isTab = (tab: string | undefined): tab is AdminTab => TABS.includes(tab as AdminTab);
 
 /**
  * /admin (grade above 0; the server checks every call): the setup checklist it opens on, agents,
- * the queue, devices waiting for registration with the signing identity, the developer accounts
+ * the queue, updates waiting and the daily cap of automatic ones, devices waiting for registration with the signing identity, the developer accounts
  * devices are registered on, what signing loses of the apps' capabilities, and the audit log. Each tab is its own address (/admin/agents ...):
  * a tab can be linked, and Back returns to the one before.
  */
@@ -48,6 +49,9 @@ export function AdminPage() {
         </Tab>
         <Tab eventKey="queue" title="Queue">
           <QueuePanel />
+        </Tab>
+        <Tab eventKey="updates" title="Updates">
+          <UpdatesPanel />
         </Tab>
         <Tab eventKey="devices" title="Devices">
           <DevicesPanel />

@@ -14,6 +14,8 @@ import {
   noContent,
   setupChecklist,
   signingIdentityInfo,
+  updateCheckResult,
+  updatesOverview,
   type AddDeveloperAccountRequest,
   type Credentials,
 } from '@sideport/contracts';
@@ -116,6 +118,22 @@ export const setupLinkQuery = (token: string) =>
     retry: false,
     staleTime: Infinity,
   });
+
+/** Updates waiting, under way and started automatically today against the cap (issue 33). */
+export const updatesOverviewQuery = queryOptions({
+  queryKey: adminKeys.updates,
+  queryFn: () => api('/api/admin/updates', updatesOverview),
+  retry: false,
+  // Updates start and end while the panel is open; no event tells the admin of them.
+  refetchInterval: 30_000,
+});
+
+/** PUT /api/admin/updates/cap: automatic updates a day may start (null: AUTO_UPDATE_DAILY_CAP again). */
+export const setAutoUpdateCap = (cap: number | null) =>
+  api('/api/admin/updates/cap', updatesOverview, { method: 'PUT', body: { cap } });
+
+/** POST /api/admin/updates/check: the store check now, for apps not checked within its interval. */
+export const checkUpdatesNow = () => api('/api/admin/updates/check', updateCheckResult, { method: 'POST' });
 
 /** POST /api/admin/agents: a new agent, with its token (shown once: the server keeps a hash). */
 export const createAgent = (name: string) =>

@@ -1,0 +1,1 @@
+ALTER TABLE "subscriptions" ADD COLUMN "ends_at_period_end" boolean DEFAULT false NOT NULL;
