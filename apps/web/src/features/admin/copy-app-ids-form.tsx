@@ -36,6 +36,7 @@ export function CopyAppIdsForm() {
     <div className="mb-3" data-testid="copy-app-ids">
       <Form.Check
         type="switch"
+        role="switch"
         id="copy-app-ids"
         label="Give each DUP copy an explicit App ID with its capabilities (App Store Connect)"
         checked={data.enabled}
