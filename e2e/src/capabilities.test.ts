@@ -112,6 +112,12 @@ describe('what an app keeps, on an iPhone', () => {
     expect(text).toContain('Push notifications');
     expect(text).toContain('PUSH_NOTIFICATIONS');
     expect(text).toMatch(/It cannot create iCloud container identifiers/);
+    // The setting that gives DUP copies explicit App IDs needs App Store Connect: off and disabled here.
+    const setting = s.page.getByTestId('copy-app-ids');
+    expect(await setting.getByRole('switch').isDisabled()).toBe(true);
+    expect(await setting.innerText()).toMatch(
+      /Needs App Store Connect keys.*The API cannot create App groups: app group identifiers \(group\.…\); iCloud: iCloud container identifiers/s,
+    );
     expect(await s.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
       IPHONE_VIEWPORT.width,
     );

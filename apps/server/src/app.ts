@@ -224,7 +224,12 @@ export async function buildApp({ config, database, clock = () => new Date(), log
   await app.register(notificationRoutes, { guards, notifications });
   await app.register(agentRoutes, { agents, jobs, uploadIdleTimeoutMs: config.AGENT_UPLOAD_IDLE_TIMEOUT_MS });
   await app.register(adminRoutes, { guards, agents, jobs, audit, checklist });
-  await app.register(capabilityRoutes, { guards, db: database.db });
+  await app.register(capabilityRoutes, {
+    guards,
+    db: database.db,
+    copyAppIds: services.copyAppIds,
+    audit,
+  });
   // Each stream holds a connection (a file): the process's cap stays below its open-file limit.
   const openFiles = readOpenFileLimit();
   const streamLimits = {

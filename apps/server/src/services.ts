@@ -35,6 +35,7 @@ import { runInSignProcess } from './modules/sign/run-task.js';
 import { createSignService, dropSignsOfVersions } from './modules/sign/service.js';
 import { createSignCache } from './modules/sign/sign-cache.js';
 import { createSignWorkers, dupSuffix } from './modules/sign/worker.js';
+import { createCopyAppIds } from './modules/versions/capabilities/copy-app-ids.js';
 import { createComponentReader } from './modules/versions/capabilities/reader.js';
 import { createPushSender } from './modules/notifications/sender.js';
 import { createNotificationsService } from './modules/notifications/service.js';
@@ -234,6 +235,8 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     renewBeforeMs,
     log,
   });
+  // The operator's choice of explicit App IDs for DUP copies, which only App Store Connect can make.
+  const copyAppIds = createCopyAppIds({ db, available: signingIdentity.makesExplicitAppIds === true });
   // Made here, started by the caller: the server runs SIGN_WORKERS of them, `sideport worker` its own count.
   const signWorkers = createSignWorkers({
     db,
@@ -255,6 +258,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     log,
     metrics,
     disk,
+    copyAppIds,
   });
   const fileSweep = createFileSweep({
     db,
@@ -286,6 +290,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
     resign,
     recovery,
     signing,
+    copyAppIds,
     signWorkers,
     fileSweep,
   };
@@ -346,6 +351,7 @@ export async function createApiServices(
       components: core.components,
       teamOf: signing.teamOf,
       dupSuffix,
+      copyAppIds: core.copyAppIds,
       ...(core.accountPool ? { pendingTeamMove: core.accountPool.teamMoves.pending } : {}),
     },
   });

@@ -79,3 +79,21 @@ export const adminCapabilityEntry = z.object({
 });
 export type AdminCapabilityEntry = z.infer<typeof adminCapabilityEntry>;
 export const adminCapabilities = z.array(adminCapabilityEntry);
+
+/**
+ * GET and PUT /api/admin/capabilities/copy-app-ids: whether a DUP copy is signed for an explicit
+ * App ID that App Store Connect makes with the capabilities the app claims, instead of the wildcard.
+ */
+export const adminCopyAppIds = z.object({
+  /** The operator's choice (off unless turned on). */
+  enabled: z.boolean(),
+  /** Whether this server can act on it: it signs through App Store Connect, not the dev identity. */
+  available: z.boolean(),
+  /** What App Store Connect's API cannot create, so a copy still loses it: 'App groups: app group identifiers (group.…)'. */
+  cannot_create: z.array(z.string()),
+});
+export type AdminCopyAppIds = z.infer<typeof adminCopyAppIds>;
+
+/** PUT /api/admin/capabilities/copy-app-ids. */
+export const adminCopyAppIdsRequest = z.object({ enabled: z.boolean() });
+export type AdminCopyAppIdsRequest = z.infer<typeof adminCopyAppIdsRequest>;

@@ -114,6 +114,66 @@ describe('the App Store Connect test server', () => {
   });
 });
 
+describe('bundle ids and their capabilities', () => {
+  const create = (identifier: string) =>
+    ask('POST', '/v1/bundleIds', {
+      data: { type: 'bundleIds', attributes: { identifier, name: 'Copy', platform: 'IOS' } },
+    });
+  const enable = (id: string, capabilityType: string) =>
+    ask('POST', '/v1/bundleIdCapabilities', {
+      data: {
+        type: 'bundleIdCapabilities',
+        attributes: { capabilityType },
+        relationships: { bundleId: { data: { type: 'bundleIds', id } } },
+      },
+    });
+
+  it("gives a new explicit App ID Apple's defaults, enables a capability once, and answers 409 after", async () => {
+    const made = await create('com.example.copy.dup1');
+    expect(made.status).toBe(201);
+    const id = (made.json as unknown as { data: { id: string } }).data.id;
+    const listed = await ask('GET', `/v1/bundleIds/${id}/bundleIdCapabilities`);
+    expect(listed.status).toBe(200);
+    const types = (json: unknown) =>
+      (json as { data: { id: string; attributes: { capabilityType: string } }[] }).data.map(
+        (c) => c.attributes.capabilityType,
+      );
+    expect(types(listed.json)).toEqual(['GAME_CENTER', 'IN_APP_PURCHASE']);
+    const push = await enable(id, 'PUSH_NOTIFICATIONS');
+    expect(push.status).toBe(201);
+    expect((push.json as unknown as { data: { id: string } }).data.id).toBe(`${id}_PUSH_NOTIFICATIONS`);
+    const again = await enable(id, 'PUSH_NOTIFICATIONS');
+    expect(again.status).toBe(409);
+    expect(again.json.errors![0]!.code).toBe('ENTITY_ERROR.ATTRIBUTE.INVALID.DUPLICATE');
+    expect(types((await ask('GET', `/v1/bundleIds/${id}/bundleIdCapabilities`)).json)).toContain(
+      'PUSH_NOTIFICATIONS',
+    );
+    expect(server.violations).toEqual([]);
+  });
+
+  it('answers 409 for an identifier already taken, and for push on a wildcard App ID', async () => {
+    expect((await create('com.example.copy.dup2')).status).toBe(201);
+    const taken = await create('com.example.copy.dup2');
+    expect(taken.status).toBe(409);
+    expect(taken.json.errors![0]!.detail).toBe(
+      "An App ID with Identifier 'com.example.copy.dup2' is not available. Please enter a different string.",
+    );
+    const wildcard = await create('com.example.*');
+    const id = (wildcard.json as unknown as { data: { id: string } }).data.id;
+    expect((await ask('GET', `/v1/bundleIds/${id}/bundleIdCapabilities`)).json).toMatchObject({ data: [] });
+    expect((await enable(id, 'PUSH_NOTIFICATIONS')).status).toBe(409);
+    expect((await enable('NOSUCHID', 'PUSH_NOTIFICATIONS')).status).toBe(409);
+    expect(server.violations).toEqual([]);
+  });
+
+  it('refuses a capability type the document does not list', async () => {
+    const made = await create('com.example.copy.dup3');
+    const id = (made.json as unknown as { data: { id: string } }).data.id;
+    expect((await enable(id, 'TELEPATHY')).status).toBe(422);
+    expect(server.violations.pop()).toMatch(/bundleIdCapabilities_createInstance's schema/);
+  });
+});
+
 describe('several accounts on one server', () => {
   const second = {
     keyId: 'KEY2222222',

@@ -1,6 +1,6 @@
 /**
  * A local server speaking App Store Connect's API for the calls Sideport makes (devices, bundle
- * ids, profiles, certificates), for tests.
+ * ids and their capabilities, profiles, certificates), for tests.
  *
  * It holds every request to Apple's published OpenAPI document (fixtures/appstoreconnect): the
  * path and method must exist, query parameters must be the operation's own with allowed values,
@@ -20,6 +20,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import * as ajvFormats from 'ajv-formats';
 import { decodeProtectedHeader, importSPKI, jwtVerify } from 'jose';
 import forge from 'node-forge';
+import type { PlistObject } from '@sideport/ipa';
 import { buildProvisioningProfile } from '../modules/identity/dev-identity.js';
 import { generateRsaKeyPair, uuidFrom } from '../platform/pki.js';
 import { fixturesDir } from './fixtures.js';
@@ -211,6 +212,14 @@ export interface AscServerBundleId {
   name: string;
   platform: string;
   seedId: string;
+  /** Its enabled capabilities: a new explicit App ID comes with Apple's defaults, a wildcard with none. */
+  capabilities: AscServerCapability[];
+}
+export interface AscServerCapability {
+  /** '<bundle id's id>_<capabilityType>', as Apple names them. */
+  id: string;
+  capabilityType: string;
+  settings?: unknown[];
 }
 export interface AscServerCertificate {
   id: string;
@@ -345,6 +354,47 @@ export interface AscServer extends AscServerAccount {
   close(): Promise<void>;
 }
 
+/** What Apple enables on every new explicit App ID (fastlane_asc_bundle_id.json lists them). */
+const DEFAULT_CAPABILITIES = ['GAME_CENTER', 'IN_APP_PURCHASE'];
+/** What a wildcard App ID may have enabled: Apple's developer site offers these alone for one. */
+const WILDCARD_CAPABILITIES = new Set(['GAME_CENTER', 'IN_APP_PURCHASE', 'DATA_PROTECTION']);
+/**
+ * The entitlements an ad-hoc (distribution) profile carries for each enabled capability, as
+ * Apple-signed profiles decoded with `security cms -D` show them; the ones whose identifiers the API
+ * cannot make (app groups, iCloud containers, merchant ids) grant nothing here, as on an App ID
+ * with none assigned.
+ */
+const PROFILE_ENTITLEMENTS: Record<string, (team: string) => PlistObject> = {
+  PUSH_NOTIFICATIONS: () => ({ 'aps-environment': 'production' }),
+  ASSOCIATED_DOMAINS: () => ({ 'com.apple.developer.associated-domains': '*' }),
+  APPLE_ID_AUTH: () => ({ 'com.apple.developer.applesignin': ['Default'] }),
+  HEALTHKIT: () => ({ 'com.apple.developer.healthkit': true, 'com.apple.developer.healthkit.access': [] }),
+  HOMEKIT: () => ({ 'com.apple.developer.homekit': true }),
+  SIRIKIT: () => ({ 'com.apple.developer.siri': true }),
+  WALLET: (team) => ({ 'com.apple.developer.pass-type-identifiers': [`${team}.*`] }),
+  GAME_CENTER: () => ({ 'com.apple.developer.game-center': true }),
+  NETWORK_EXTENSIONS: () => ({
+    'com.apple.developer.networking.networkextension': [
+      'app-proxy-provider',
+      'content-filter-provider',
+      'packet-tunnel-provider',
+      'dns-proxy',
+      'dns-settings',
+      'relay',
+    ],
+  }),
+  PERSONAL_VPN: () => ({ 'com.apple.developer.networking.vpn.api': ['allow-vpn'] }),
+  HOT_SPOT: () => ({ 'com.apple.developer.networking.HotspotConfiguration': true }),
+  MULTIPATH: () => ({ 'com.apple.developer.networking.multipath': true }),
+  ACCESS_WIFI_INFORMATION: () => ({ 'com.apple.developer.networking.wifi-info': true }),
+  NFC_TAG_READING: () => ({ 'com.apple.developer.nfc.readersession.formats': ['NDEF', 'TAG'] }),
+  WIRELESS_ACCESSORY_CONFIGURATION: () => ({ 'com.apple.external-accessory.wireless-configuration': true }),
+  AUTOFILL_CREDENTIAL_PROVIDER: () => ({
+    'com.apple.developer.authentication-services.autofill-credential-provider': true,
+  }),
+  INTER_APP_AUDIO: () => ({ 'inter-app-audio': true }),
+};
+
 const DAY_MS = 86_400_000;
 const MAX_BODY_BYTES = 1024 * 1024;
 // What Apple accepts as a UDID: 40 hex digits, 8-16 hex digits with a dash, or a Mac's UUID.
@@ -414,6 +464,12 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
       bundleIdCapabilities: relationship('bundleIds', b.id, 'bundleIdCapabilities'),
     },
     links: { self: self('bundleIds', b.id) },
+  });
+  const capabilityResource = (c: AscServerCapability) => ({
+    type: 'bundleIdCapabilities',
+    id: c.id,
+    attributes: { capabilityType: c.capabilityType, ...(c.settings ? { settings: c.settings } : {}) },
+    links: { self: self('bundleIdCapabilities', c.id) },
   });
   const certificateResource = (c: AscServerCertificate) => ({
     type: 'certificates',
@@ -568,15 +624,63 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
           source: { pointer: '/data/attributes/identifier' },
         };
       }
-      const bundleId = {
-        id: newId(),
+      const id = newId();
+      const explicit = !attributes.identifier.endsWith('*');
+      const bundleId: AscServerBundleId = {
+        id,
         identifier: attributes.identifier,
         name: attributes.name,
         platform: attributes.platform,
         seedId: teamId,
+        // As fastlane's recording of a new explicit App ID shows: Game Center and In-App Purchase on.
+        capabilities: explicit
+          ? DEFAULT_CAPABILITIES.map((capabilityType) => ({ id: `${id}_${capabilityType}`, capabilityType }))
+          : [],
       };
       bundleIds.push(bundleId);
       return [201, document(bundleIdResource(bundleId), new URL(self('bundleIds', bundleId.id)))];
+    },
+    bundleIds_bundleIdCapabilities_getToManyRelated({ url: u, id }) {
+      const bundleId = bundleIds.find((b) => b.id === id);
+      return bundleId
+        ? [200, page(bundleId.capabilities, capabilityResource, u)]
+        : errors.notFound('bundleIds', id!);
+    },
+    bundleIdCapabilities_createInstance({ body }) {
+      const data = body['data'] as {
+        attributes: { capabilityType: string; settings?: unknown[] };
+        relationships: { bundleId: { data: { id: string } } };
+      };
+      const { capabilityType, settings } = data.attributes;
+      const bundleId = bundleIds.find((b) => b.id === data.relationships.bundleId.data.id);
+      if (!bundleId)
+        return errors.relationshipInvalid(
+          '/data/relationships/bundleId',
+          `There is no resource of type 'bundleIds' with id '${data.relationships.bundleId.data.id}'`,
+        );
+      if (bundleId.identifier.endsWith('*') && !WILDCARD_CAPABILITIES.has(capabilityType))
+        return errors.attributeInvalid(
+          '/data/attributes/capabilityType',
+          `The capability '${capabilityType}' cannot be enabled for a wildcard App ID.`,
+        );
+      if (bundleId.capabilities.some((c) => c.capabilityType === capabilityType))
+        return {
+          status: 409,
+          code: 'ENTITY_ERROR.ATTRIBUTE.INVALID.DUPLICATE',
+          title: 'The provided entity includes an attribute with a value that has already been used',
+          detail: `The capability '${capabilityType}' is already enabled for the App ID '${bundleId.identifier}'.`,
+          source: { pointer: '/data/attributes/capabilityType' },
+        };
+      const capability: AscServerCapability = {
+        id: `${bundleId.id}_${capabilityType}`,
+        capabilityType,
+        ...(settings ? { settings } : {}),
+      };
+      bundleId.capabilities.push(capability);
+      return [
+        201,
+        document(capabilityResource(capability), new URL(self('bundleIdCapabilities', capability.id))),
+      ];
     },
     certificates_getCollection({ url: u }) {
       const [type, id] = ['certificateType', 'id'].map((f) => filterValues(u, f));
@@ -714,6 +818,10 @@ async function openAccount(options: AscServerAccountOptions, shared: Shared) {
         uuid,
         appIdName: bundleId.name,
         bundleIdentifier: bundleId.identifier,
+        entitlements: Object.assign(
+          {},
+          ...bundleId.capabilities.map((c) => PROFILE_ENTITLEMENTS[c.capabilityType]?.(teamId) ?? {}),
+        ) as PlistObject,
         teamId,
         teamName: 'Sideport Test Team',
         devices: included.map((d) => d!.udid),

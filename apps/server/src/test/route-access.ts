@@ -189,6 +189,14 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
     example: (fx) => `/api/install/${fx.signed.appId}/${fx.signed.appVerId}/${fx.signed.type}`,
   },
   'GET /api/admin/capabilities': { access: 'admin', example: '/api/admin/capabilities' },
+  'GET /api/admin/capabilities/copy-app-ids': {
+    access: 'admin',
+    example: '/api/admin/capabilities/copy-app-ids',
+  },
+  'PUT /api/admin/capabilities/copy-app-ids': {
+    access: 'admin',
+    example: { url: '/api/admin/capabilities/copy-app-ids', payload: { enabled: false } },
+  },
   // After the install's 409 TEAM_MOVED (issue 30): the caller read what a move of team means.
   'POST /api/team-move/acknowledge': {
     access: 'user',

@@ -34,6 +34,7 @@ export const adminKeys = {
   identity: ['admin', 'identity'] as const,
   accounts: ['admin', 'accounts'] as const,
   capabilities: ['admin', 'capabilities'] as const,
+  copyAppIds: ['admin', 'capabilities', 'copy-app-ids'] as const,
   setup: ['admin', 'setup'] as const,
   updates: ['admin', 'updates'] as const,
   setupLink: (token: string) => ['setup-link', token] as const,

@@ -21,7 +21,14 @@ export interface Capability {
   readonly ascCapability?: string;
   /** What App Store Connect's API cannot make for it, when something is needed besides the capability. */
   readonly ascCannotCreate?: string;
+  /**
+   * What an ad-hoc profile of an explicit App ID with `ascCapability` enabled grants for it (the
+   * profile's Entitlements), for a team; absent when the capability alone grants nothing usable.
+   */
+  readonly granted?: (team: string) => Record<string, PlistValue>;
 }
+
+import type { PlistValue } from '../plist.js';
 
 const cap = (c: Capability): Capability => c;
 
@@ -33,6 +40,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'Push notifications will not arrive.',
     explicitOnly: true,
     ascCapability: 'PUSH_NOTIFICATIONS',
+    granted: () => ({ 'aps-environment': 'production' }),
   }),
   cap({
     id: 'app-groups',
@@ -70,6 +78,7 @@ export const CAPABILITIES: readonly Capability[] = [
       "Links to the app's website open in Safari instead of the app, and passwords saved for the website are not offered in it.",
     explicitOnly: true,
     ascCapability: 'ASSOCIATED_DOMAINS',
+    granted: () => ({ 'com.apple.developer.associated-domains': '*' }),
   }),
   cap({
     id: 'sign-in-with-apple',
@@ -78,6 +87,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'Sign in with Apple will not work.',
     explicitOnly: true,
     ascCapability: 'APPLE_ID_AUTH',
+    granted: () => ({ 'com.apple.developer.applesignin': ['Default'] }),
   }),
   cap({
     id: 'keychain-sharing',
@@ -102,6 +112,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'It cannot read or write Health data.',
     explicitOnly: true,
     ascCapability: 'HEALTHKIT',
+    granted: () => ({ 'com.apple.developer.healthkit': true, 'com.apple.developer.healthkit.access': [] }),
   }),
   cap({
     id: 'homekit',
@@ -110,6 +121,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'It cannot control HomeKit accessories.',
     explicitOnly: true,
     ascCapability: 'HOMEKIT',
+    granted: () => ({ 'com.apple.developer.homekit': true }),
   }),
   cap({
     id: 'siri',
@@ -118,6 +130,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'Siri and Shortcuts cannot use it.',
     explicitOnly: true,
     ascCapability: 'SIRIKIT',
+    granted: () => ({ 'com.apple.developer.siri': true }),
   }),
   cap({
     id: 'wallet',
@@ -126,6 +139,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'It cannot add passes to Wallet.',
     explicitOnly: true,
     ascCapability: 'WALLET',
+    granted: (team) => ({ 'com.apple.developer.pass-type-identifiers': [`${team}.*`] }),
   }),
   cap({
     id: 'game-center',
@@ -134,6 +148,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'Game Center will not sign in.',
     explicitOnly: true,
     ascCapability: 'GAME_CENTER',
+    granted: () => ({ 'com.apple.developer.game-center': true }),
   }),
   cap({
     id: 'network-extensions',
@@ -142,6 +157,16 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'Its VPN, content filter or proxy will not start.',
     explicitOnly: true,
     ascCapability: 'NETWORK_EXTENSIONS',
+    granted: () => ({
+      'com.apple.developer.networking.networkextension': [
+        'app-proxy-provider',
+        'content-filter-provider',
+        'packet-tunnel-provider',
+        'dns-proxy',
+        'dns-settings',
+        'relay',
+      ],
+    }),
   }),
   cap({
     id: 'personal-vpn',
@@ -150,6 +175,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'Its VPN will not connect.',
     explicitOnly: true,
     ascCapability: 'PERSONAL_VPN',
+    granted: () => ({ 'com.apple.developer.networking.vpn.api': ['allow-vpn'] }),
   }),
   cap({
     id: 'hotspot',
@@ -158,6 +184,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'It cannot join Wi-Fi networks for you.',
     explicitOnly: true,
     ascCapability: 'HOT_SPOT',
+    granted: () => ({ 'com.apple.developer.networking.HotspotConfiguration': true }),
   }),
   cap({
     id: 'multipath',
@@ -166,6 +193,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'It cannot use Wi-Fi and cellular data at once.',
     explicitOnly: true,
     ascCapability: 'MULTIPATH',
+    granted: () => ({ 'com.apple.developer.networking.multipath': true }),
   }),
   cap({
     id: 'wifi-info',
@@ -174,6 +202,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => "It cannot read the Wi-Fi network's name.",
     explicitOnly: true,
     ascCapability: 'ACCESS_WIFI_INFORMATION',
+    granted: () => ({ 'com.apple.developer.networking.wifi-info': true }),
   }),
   cap({
     id: 'nfc',
@@ -182,6 +211,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'It cannot read NFC tags.',
     explicitOnly: true,
     ascCapability: 'NFC_TAG_READING',
+    granted: () => ({ 'com.apple.developer.nfc.readersession.formats': ['NDEF', 'TAG'] }),
   }),
   cap({
     id: 'wireless-accessory',
@@ -190,6 +220,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'It cannot set up wireless accessories.',
     explicitOnly: true,
     ascCapability: 'WIRELESS_ACCESSORY_CONFIGURATION',
+    granted: () => ({ 'com.apple.external-accessory.wireless-configuration': true }),
   }),
   cap({
     id: 'autofill',
@@ -198,6 +229,9 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'It cannot fill its passwords into other apps.',
     explicitOnly: true,
     ascCapability: 'AUTOFILL_CREDENTIAL_PROVIDER',
+    granted: () => ({
+      'com.apple.developer.authentication-services.autofill-credential-provider': true,
+    }),
   }),
   cap({
     id: 'inter-app-audio',
@@ -206,6 +240,7 @@ export const CAPABILITIES: readonly Capability[] = [
     lost: () => 'It cannot send audio to or take audio from other music apps.',
     explicitOnly: true,
     ascCapability: 'INTER_APP_AUDIO',
+    granted: () => ({ 'inter-app-audio': true }),
   }),
   cap({
     id: 'app-clip-link',

@@ -3,7 +3,14 @@ export { readSignedComponents } from './components.js';
 export type { ComponentKind, EntitlementValue, Entitlements, SignedComponent } from './components.js';
 export { CAPABILITIES, capabilityOf, componentLabel } from './catalog.js';
 export type { Capability } from './catalog.js';
-export { capabilityReport, wildcardProfile } from './report.js';
+export {
+  APPLE_DEFAULT_CAPABILITIES,
+  capabilityReport,
+  creatableCapabilities,
+  explicitAppIdProfile,
+  fitsOneAppId,
+  wildcardProfile,
+} from './report.js';
 export type {
   CapabilityOutcome,
   CapabilityReport,

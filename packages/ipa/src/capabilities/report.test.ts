@@ -24,7 +24,14 @@ import { PLAIN_MAIN_SOURCE, buildDylib, buildExecutable } from '../test-support/
 import { openZip, openZipFromBuffer } from '../zip/index.js';
 import { capabilityOf } from './catalog.js';
 import { readSignedComponents, type SignedComponent } from './components.js';
-import { capabilityReport, wildcardProfile, type CapabilityReport } from './report.js';
+import {
+  capabilityReport,
+  creatableCapabilities,
+  explicitAppIdProfile,
+  fitsOneAppId,
+  wildcardProfile,
+  type CapabilityReport,
+} from './report.js';
 
 const APP = 'Payload/Chat.app';
 const APP_ID = 'com.example.chat';
@@ -329,6 +336,27 @@ describe.skipIf(skip)('in every mode', () => {
     const groups = part(copy, '').capabilities.find((c) => c.id === 'app-groups')!;
     expect(groups.status).toBe('changed');
     expect(groups.sentence).toMatch(/does not share data with the original app/);
+  });
+});
+
+describe.skipIf(skip)("a DUP copy's explicit App ID made through App Store Connect", () => {
+  it('enables what the API can, keeps it for the app alone, and still loses app groups and iCloud', () => {
+    const app = components.filter((c) => c.path === '');
+    expect(fitsOneAppId(components)).toBe(false);
+    expect(fitsOneAppId(app)).toBe(true);
+    expect(creatableCapabilities(app)).toEqual(['APPLE_ID_AUTH', 'ASSOCIATED_DOMAINS', 'PUSH_NOTIFICATIONS']);
+    const newAppId = `${APP_ID}.dupabc`;
+    const profile = explicitAppIdProfile(TEAM, newAppId, creatableCapabilities(app));
+    expect(profile.applicationIdentifier).toBe(`${TEAM}.${newAppId}`);
+    const copy = capabilityReport({ components: app, profile, newAppId });
+    for (const id of ['push', 'associated-domains', 'sign-in-with-apple'])
+      expect(statusOf(copy, '', id), id).toBe('kept');
+    for (const id of ['app-groups', 'icloud']) expect(statusOf(copy, '', id), id).toBe('lost');
+    expect(part(copy, '').outcome).toBe('signed');
+    expect(part(copy, '').capabilities.find((c) => c.id === 'icloud')!.operator).toMatch(
+      /cannot create iCloud container identifiers/,
+    );
+    expect(copy.summary).toBe('Loses app groups and iCloud.');
   });
 });
 

@@ -256,3 +256,51 @@ export function wildcardProfile(teamId: string): ReportProfile {
     },
   };
 }
+
+/** What Apple enables on every new explicit App ID (the capabilities a bundle id made through the API lists at once). */
+export const APPLE_DEFAULT_CAPABILITIES: readonly string[] = ['GAME_CENTER', 'IN_APP_PURCHASE'];
+
+/**
+ * Whether one explicit App ID can sign the whole app: it names one bundle id, and a profile is for
+ * one App ID, so an app with extensions, a watch app or an App Clip needs the wildcard's.
+ */
+export function fitsOneAppId(components: readonly SignedComponent[]): boolean {
+  return components.filter((c) => MAIN_KINDS.has(c.kind)).length === 1;
+}
+
+/**
+ * The App Store Connect capability types to enable on an explicit App ID for the app's own claims:
+ * those the API enables with nothing else to make. App groups, iCloud and Apple Pay are left out:
+ * their identifiers (group.…, iCloud.…, merchant.…) cannot be created through the API.
+ */
+export function creatableCapabilities(components: readonly SignedComponent[]): string[] {
+  const app = components.find((c) => c.path === '') ?? components[0];
+  const types = Object.keys(app?.entitlements ?? {})
+    .filter((key) => !IDENTITY_KEYS.has(key))
+    .map(capabilityOf)
+    .filter((c) => c.explicitOnly && c.ascCapability !== undefined && c.ascCannotCreate === undefined)
+    .map((c) => c.ascCapability!);
+  return [...new Set(types)].sort();
+}
+
+/**
+ * What an ad-hoc profile for an explicit App ID grants, with these App Store Connect capability
+ * types enabled besides Apple's defaults: the wildcard's keys for this bundle id, plus each
+ * capability's entitlements (catalog.ts, `granted`).
+ */
+export function explicitAppIdProfile(
+  teamId: string,
+  bundleId: string,
+  capabilityTypes: readonly string[],
+): ReportProfile {
+  const base = wildcardProfile(teamId);
+  const entitlements: PlistObject = {
+    ...base.entitlements,
+    'application-identifier': `${teamId}.${bundleId}`,
+  };
+  const enabled = new Set([...APPLE_DEFAULT_CAPABILITIES, ...capabilityTypes]);
+  for (const capability of CAPABILITIES)
+    if (capability.ascCapability !== undefined && enabled.has(capability.ascCapability))
+      Object.assign(entitlements, capability.granted?.(teamId) ?? {});
+  return { teamId, applicationIdentifier: `${teamId}.${bundleId}`, entitlements };
+}

@@ -26,7 +26,12 @@ import type { AscCertificate } from './asc-resources.js';
 import { createKeptIssuerFetcher } from './ca-issuers.js';
 import * as q from './queries.js';
 import { certificateDetails, chainDetails, describeCertificate } from './certificate-details.js';
-import type { CertificateReplacement, IdentityDetails, SigningIdentityProvider } from './ports.js';
+import type {
+  CertificateReplacement,
+  ExplicitAppId,
+  IdentityDetails,
+  SigningIdentityProvider,
+} from './ports.js';
 
 /** Apple's refusal of a profile's devices: 'There are no current ios devices on this team matching ...'. */
 const refusesDevices = (err: unknown) =>
@@ -94,6 +99,10 @@ const normalSerial = (serial: string) => serial.toUpperCase().replace(/^0+/, '')
 /** Apple's profile names: letters, digits and spaces are safe everywhere it shows them. */
 const profileName = (userId: string, now: Date) =>
   `Sideport ${userId.replace(/[^A-Za-z0-9]+/g, ' ').trim() || 'user'} ${now.toISOString().replace(/\D/g, '').slice(0, 14)} ${randomBytes(2).toString('hex')}`;
+
+/** Apple's App ID names: letters, digits and spaces, at most 255; the copy's id says whose it is. */
+const appIdName = (identifier: string) =>
+  `Sideport ${identifier.replace(/[^A-Za-z0-9]+/g, ' ').trim()}`.slice(0, 255);
 
 export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIdentityProvider {
   const { db, secrets, clock, asc, devices, p12 } = deps;
@@ -328,6 +337,13 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
     return ids;
   }
 
+  /** A DUP copy's explicit App ID, made on first use, with the capabilities it claims enabled. */
+  async function explicitBundleId(appId: ExplicitAppId): Promise<string> {
+    const id = await asc.ensureBundleId({ identifier: appId.identifier, name: appIdName(appId.identifier) });
+    await asc.ensureCapabilities(id, appId.capabilityTypes);
+    return id;
+  }
+
   return {
     kind: 'apple',
     description: `The operator's Apple developer account (App Store Connect key ${deps.keyId}), signing with ${
@@ -390,10 +406,12 @@ export function createAppleIdentityProvider(deps: AppleIdentityDeps): SigningIde
       return result.replacement;
     },
 
-    async makeProfile({ userId, udids }) {
+    makesExplicitAppIds: true,
+
+    async makeProfile({ userId, udids, appId }) {
       const [cert, bundleIdId, deviceIds] = await Promise.all([
         useCertificate(),
-        asc.ensureBundleId(WILDCARD_BUNDLE_ID),
+        appId === undefined ? asc.ensureBundleId(WILDCARD_BUNDLE_ID) : explicitBundleId(appId),
         appleDeviceIds(userId, udids),
       ]);
       const made = await asc

@@ -1,6 +1,7 @@
 /**
  * App Store Connect API client for what the sign service needs from the operator's Apple developer
- * account: devices, one wildcard bundle id, ad-hoc profiles, distribution certificates. How it
+ * account: devices, the wildcard bundle id (and DUP copies' explicit ones with their capabilities),
+ * ad-hoc profiles, distribution certificates. How it
  * talks to Apple (the token, the timeouts, the pages) is asc-transport.ts; what it reads,
  * asc-resources.ts; how Apple's refusals read, asc-errors.ts.
  */
@@ -10,6 +11,8 @@ import { generateRsaKeyPair } from '../../platform/pki.js';
 import { isSameUdid } from '../devices/udid.js';
 import { AscError, isAlreadyExists } from './asc-errors.js';
 import {
+  parseBundleIdCapabilitiesResponse,
+  parseBundleIdCapabilityResponse,
   parseBundleIdResponse,
   parseBundleIdsResponse,
   parseCertificateResponse,
@@ -45,6 +48,12 @@ export interface AscClient {
   listDevices(filter?: { platform?: AscPlatform; status?: 'ENABLED' | 'DISABLED' }): Promise<AscDevice[]>;
   /** The bundle id resource with this identifier ('*' or 'com.example.*'), made on first use; returns its id. */
   ensureBundleId(bundleId: { identifier: string; name: string; platform?: AscPlatform }): Promise<string>;
+  /**
+   * Enables these capability types (Apple's CapabilityType) on an explicit bundle id, those not
+   * enabled yet; one another process enabled meanwhile (Apple's 409) counts as enabled. Returns
+   * every type the bundle id has then.
+   */
+  ensureCapabilities(bundleIdId: string, capabilityTypes: readonly string[]): Promise<string[]>;
   /** An IOS_APP_ADHOC profile; profiles cannot be edited, so a change of devices means a new one. */
   createAdHocProfile(profile: {
     name: string;
@@ -150,6 +159,33 @@ export function createAscClient(options: AscClientOptions): AscClient {
       return pending;
     },
 
+    async ensureCapabilities(bundleIdId, capabilityTypes) {
+      const path = `/v1/bundleIds/${encodeURIComponent(bundleIdId)}/bundleIdCapabilities`;
+      const enabled = new Set(
+        (await listAll(path, {}, parseBundleIdCapabilitiesResponse)).map((c) => c.capabilityType),
+      );
+      for (const capabilityType of capabilityTypes) {
+        if (enabled.has(capabilityType)) continue;
+        try {
+          parseBundleIdCapabilityResponse(
+            await call('POST', '/v1/bundleIdCapabilities', {
+              body: {
+                data: {
+                  type: 'bundleIdCapabilities',
+                  attributes: { capabilityType, ...CAPABILITY_SETTINGS[capabilityType] },
+                  relationships: { bundleId: { data: { type: 'bundleIds', id: bundleIdId } } },
+                },
+              },
+            }),
+          );
+        } catch (err) {
+          if (!isAlreadyExists(err)) throw err;
+        }
+        enabled.add(capabilityType);
+      }
+      return [...enabled].sort();
+    },
+
     async createAdHocProfile({ name, bundleIdId, certificateIds, deviceIds }) {
       const profile = parseProfileResponse(
         await call('POST', '/v1/profiles', {
@@ -235,6 +271,16 @@ export function createAscClient(options: AscClientOptions): AscClient {
     },
   };
 }
+
+/**
+ * The settings a capability is enabled with, where it takes one: Sign in with Apple as the app's
+ * own primary App ID (as fastlane's `produce` enables it).
+ */
+const CAPABILITY_SETTINGS: Record<string, { settings: unknown[] }> = {
+  APPLE_ID_AUTH: {
+    settings: [{ key: 'APPLE_ID_AUTH_APP_CONSENT', options: [{ key: 'PRIMARY_APP_CONSENT' }] }],
+  },
+};
 
 /** An RSA 2048 key (as Apple's code-signing certificates use) and a CSR for it, signed SHA-256. */
 function makeCsr(commonName: string) {

@@ -1,5 +1,6 @@
 /**
- * The App Store Connect resources Sideport reads (devices, bundle ids, profiles, certificates) and
+ * The App Store Connect resources Sideport reads (devices, bundle ids and their capabilities,
+ * profiles, certificates) and
  * their parsers: JSON:API documents and pages, read leniently where Apple's recorded answers
  * differ from its schema (fastlane's recordings carry values outside the documented enums),
  * strictly on what the client relies on.
@@ -24,6 +25,13 @@ export interface AscBundleId {
   readonly name: string;
   readonly platform: string;
   readonly seedId?: string;
+}
+
+/** A capability enabled on a bundle id (an App ID). */
+export interface AscBundleIdCapability {
+  readonly id: string;
+  /** Apple's CapabilityType: 'PUSH_NOTIFICATIONS', 'ASSOCIATED_DOMAINS' ... */
+  readonly capabilityType: string;
 }
 
 export interface AscProfile {
@@ -88,6 +96,10 @@ const bundleIdResource = resource('bundleIds', {
   platform: z.string(),
   seedId: text,
 }).transform(({ id, attributes: a }): AscBundleId => dropUndefined({ id, ...a }));
+
+const capabilityResource = resource('bundleIdCapabilities', {
+  capabilityType: z.string().min(1),
+}).transform(({ id, attributes: a }): AscBundleIdCapability => ({ id, capabilityType: a.capabilityType }));
 
 const profileResource = resource('profiles', {
   name: z.string(),
@@ -154,6 +166,8 @@ export const parseDeviceResponse = documentParser(deviceResource);
 export const parseDevicesResponse = pageParser(deviceResource);
 export const parseBundleIdResponse = documentParser(bundleIdResource);
 export const parseBundleIdsResponse = pageParser(bundleIdResource);
+export const parseBundleIdCapabilityResponse = documentParser(capabilityResource);
+export const parseBundleIdCapabilitiesResponse = pageParser(capabilityResource);
 export const parseProfileResponse = documentParser(profileResource);
 export const parseProfilesResponse = pageParser(profileResource);
 export const parseCertificateResponse = documentParser(certificateResource);

@@ -209,6 +209,8 @@ export interface ProvisioningProfileContent {
   readonly platforms?: readonly string[];
   /** The App ID's identifier after the team prefix; '*' (a wildcard) unless told otherwise. */
   readonly bundleIdentifier?: string;
+  /** What the App ID's enabled capabilities grant, besides the keys every profile carries. */
+  readonly entitlements?: PlistObject;
 }
 
 /**
@@ -232,6 +234,7 @@ export function buildProvisioningProfile(content: ProvisioningProfileContent): B
       'keychain-access-groups': [`${content.teamId}.*`],
       'get-task-allow': false,
       'com.apple.developer.team-identifier': content.teamId,
+      ...content.entitlements,
     },
     ExpirationDate: expirationDate,
     Name: content.name,

@@ -18,12 +18,18 @@ export interface SigningIdentityProvider extends DeviceRegistrar {
   /** For the admin console and the start-up line. */
   readonly description: string;
   source(): Promise<IdentitySource>;
-  makeProfile(request: { userId: string; udids: readonly string[] }): Promise<{
+  /**
+   * A profile listing the user's devices: for the wildcard App ID, or with `appId` for an explicit
+   * one made for it (only where `makesExplicitAppIds`).
+   */
+  makeProfile(request: { userId: string; udids: readonly string[]; appId?: ExplicitAppId }): Promise<{
     bytes: Buffer;
     uuid: string;
     expiresAt: Date;
     appleProfileId?: string;
   }>;
+  /** Whether it makes explicit App IDs with capabilities (App Store Connect's API; not the dev identity). */
+  readonly makesExplicitAppIds?: boolean;
   /** Deletes a profile that a new one replaced (Apple's; nothing to do for the dev identity). */
   dropProfile?(appleProfileId: string): Promise<void>;
   /** What the admin console shows; never calls Apple. */
@@ -55,6 +61,15 @@ export interface SigningIdentityProvider extends DeviceRegistrar {
   rotateFeatherCertificate(): Promise<FeatherCertificate>;
   /** A profile for the Feather certificate listing `udids` (Feather signs with both). */
   makeFeatherProfile(request: { userId: string; udids: readonly string[] }): Promise<Buffer>;
+}
+
+/**
+ * An explicit App ID a DUP copy is signed for: its bundle id and the App Store Connect capability
+ * types to enable on it (packages/ipa, creatableCapabilities).
+ */
+export interface ExplicitAppId {
+  readonly identifier: string;
+  readonly capabilityTypes: readonly string[];
 }
 
 /** The Feather certificate and its key. */

@@ -1,6 +1,6 @@
 import { and, eq, isNull, lt, ne, notInArray, or, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.js';
-import { settings, signingCertificates, userProfiles } from '../../db/schema/index.js';
+import { copyProfiles, settings, signingCertificates, userProfiles } from '../../db/schema/index.js';
 
 // ---- each user's provisioning profile ----
 
@@ -14,6 +14,29 @@ export async function findUserProfile(db: Database, userId: string): Promise<Use
 export async function saveUserProfile(db: Database, row: UserProfileRow) {
   const { userId: _key, ...set } = row;
   await db.insert(userProfiles).values(row).onConflictDoUpdate({ target: userProfiles.userId, set });
+}
+
+export type CopyProfileRow = typeof copyProfiles.$inferSelect;
+
+/** The profile of a DUP copy's explicit App ID for this user (modules/identity/signing.ts). */
+export async function findCopyProfile(
+  db: Database,
+  userId: string,
+  bundleId: string,
+): Promise<CopyProfileRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(copyProfiles)
+    .where(and(eq(copyProfiles.userId, userId), eq(copyProfiles.bundleId, bundleId)));
+  return row;
+}
+
+export async function saveCopyProfile(db: Database, row: CopyProfileRow) {
+  const { userId: _user, bundleId: _bundle, ...set } = row;
+  await db
+    .insert(copyProfiles)
+    .values(row)
+    .onConflictDoUpdate({ target: [copyProfiles.userId, copyProfiles.bundleId], set });
 }
 
 /** Users whose profile names none of the certificates `fingerprints`, or expires before `before`. */

@@ -14,6 +14,7 @@ import type { CertificateRegistry, CertificateStatus } from './certificates.js';
 import type {
   CertificateReplacement,
   CurrentCertificate,
+  ExplicitAppId,
   IdentityDetails,
   IdentityPlacement,
   SigningIdentityProvider,
@@ -33,9 +34,16 @@ export interface SigningMaterial {
   profileExpiresAt: Date;
   /** SHA-256 fingerprints of the profile's DeveloperCertificates (it names `certificate` among them). */
   profileCertificates: string[];
+  /** The explicit App ID the profile is for (a DUP copy's); absent for the wildcard's. */
+  appId?: ExplicitAppId;
 }
 
 const DAY_MS = 86_400_000;
+
+const sortedTypes = (appId: ExplicitAppId) => [...new Set(appId.capabilityTypes)].sort();
+const storedTypes = (row: object) => ('capabilityTypes' in row ? (row.capabilityTypes as string[]) : []);
+const sameList = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((v, i) => v === b[i]);
 
 export interface SigningServiceDeps {
   db: Database;
@@ -143,12 +151,16 @@ export function createSigningService({
     return { identity: placed?.provider ?? defaultIdentity, accountId, udids };
   }
 
-  async function materialFor(userId: string): Promise<SigningMaterial | undefined> {
+  async function materialFor(userId: string, wanted?: ExplicitAppId): Promise<SigningMaterial | undefined> {
     const signer = await signerOf(userId);
     if (!signer) return undefined;
     const { identity, accountId, udids } = signer;
+    // An identity that makes no explicit App IDs (the dev identity) signs the copy with the wildcard's.
+    const appId = identity.makesExplicitAppIds ? wanted : undefined;
     const { certificate, source } = await currentSigner(identity);
-    const stored = await q.findUserProfile(db, userId);
+    const stored = appId
+      ? await q.findCopyProfile(db, userId, appId.identifier)
+      : await q.findUserProfile(db, userId);
     const material = (
       profile: Buffer,
       uuid: string,
@@ -167,6 +179,7 @@ export function createSigningService({
       },
       profileExpiresAt: expiresAt,
       profileCertificates,
+      ...(appId ? { appId } : {}),
     });
     // A profile cannot outlast its certificate: one that expires with it is as fresh as can be.
     const freshUntil =
@@ -176,7 +189,8 @@ export function createSigningService({
       stored.accountId === accountId &&
       stored.expiresAt.getTime() >= freshUntil &&
       stored.udids.length === udids.length &&
-      stored.udids.every((udid, i) => udid === udids[i])
+      stored.udids.every((udid, i) => udid === udids[i]) &&
+      (!appId || sameList(storedTypes(stored), sortedTypes(appId)))
     ) {
       const bytes = Buffer.from(stored.profile, 'base64');
       const listed =
@@ -186,7 +200,10 @@ export function createSigningService({
       if (listed.includes(certificate.fingerprint))
         return material(bytes, stored.uuid, stored.expiresAt, listed);
     }
-    const made = await identity.makeProfile({ userId, udids }).catch(async (err: unknown) => {
+    const request = appId
+      ? { userId, udids, appId: { ...appId, capabilityTypes: sortedTypes(appId) } }
+      : { userId, udids };
+    const made = await identity.makeProfile(request).catch(async (err: unknown) => {
       if (isDeviceWaitingForApple(err)) await appleWait?.hold(userId, err.udids);
       throw err;
     });
@@ -203,7 +220,7 @@ export function createSigningService({
     // Made for a certificate that was replaced meanwhile: the next use makes one for the new one.
     if (!listed.includes(certificate.fingerprint))
       throw new Error('The signing certificate changed while the profile was made; sign again.');
-    await q.saveUserProfile(db, {
+    const row = {
       userId,
       profile: made.bytes.toString('base64'),
       uuid: made.uuid,
@@ -213,7 +230,14 @@ export function createSigningService({
       certificateFingerprint: certificate.fingerprint,
       createdAt: clock(),
       expiresAt: made.expiresAt,
-    });
+    };
+    if (appId)
+      await q.saveCopyProfile(db, {
+        ...row,
+        bundleId: appId.identifier,
+        capabilityTypes: sortedTypes(appId),
+      });
+    else await q.saveUserProfile(db, row);
     if (stored?.appleProfileId) {
       // Deleted where it was made: another account's, when the user's devices moved.
       const maker = stored.accountId === accountId ? identity : await pool?.providerOf(stored.accountId ?? 0);
@@ -222,11 +246,16 @@ export function createSigningService({
     return material(made.bytes, made.uuid, made.expiresAt, listed);
   }
 
-  function signingMaterial(userId: string): Promise<SigningMaterial | undefined> {
-    let pending = making.get(userId);
+  /**
+   * With `appId` (a DUP copy, when the operator has explicit App IDs made for copies), the profile
+   * is for that explicit App ID, where the identity makes them; the wildcard's otherwise.
+   */
+  function signingMaterial(userId: string, appId?: ExplicitAppId): Promise<SigningMaterial | undefined> {
+    const key = `${userId}\0${appId?.identifier ?? ''}`;
+    let pending = making.get(key);
     if (!pending) {
-      pending = materialFor(userId).finally(() => making.delete(userId));
-      making.set(userId, pending);
+      pending = materialFor(userId, appId).finally(() => making.delete(key));
+      making.set(key, pending);
     }
     return pending;
   }

@@ -12,6 +12,7 @@ import type { DiskGuard } from '../../platform/disk-space.js';
 import { isDeviceWaitingForApple } from '../devices/apple-wait.js';
 import type { FileStore } from '../../platform/storage.js';
 import type { SigningService } from '../identity/signing.js';
+import type { CopyAppIds } from '../versions/capabilities/copy-app-ids.js';
 import { noMetrics, type ServiceMetrics } from '../metrics/registry.js';
 import * as q from './queries.js';
 import type { Recovery } from './recovery.js';
@@ -52,6 +53,8 @@ export interface SignWorkerDeps {
   metrics?: ServiceMetrics;
   /** The data disk's free space: a sign that would fill it waits, its attempt not counted. */
   disk?: Pick<DiskGuard, 'ensureRoom'>;
+  /** The explicit App ID a DUP copy is signed for, when the operator has them made (versions/capabilities/copy-app-ids.ts). */
+  copyAppIds?: Pick<CopyAppIds, 'forSign'>;
 }
 
 const REASON_LEASE_EXPIRED = 'The sign worker stopped before it finished.';
@@ -168,7 +171,11 @@ export function createSignWorkers(deps: SignWorkerDeps) {
     const started = Date.now();
     try {
       await recovery?.ensureSignable();
-      const material = await signing.signingMaterial(row.userId);
+      const copyAppId =
+        row.source === 'version'
+          ? await deps.copyAppIds?.forSign({ ...row, dupSuffix: dupSuffix(row.userId, row.appId) })
+          : undefined;
+      const material = await signing.signingMaterial(row.userId, copyAppId);
       if (!material) return await endAttempt(lease, REASON_NO_DEVICE, true);
       // The devices the artifact is for are those of this moment: one registered later is not in it.
       const signedAt = clock();

@@ -8,6 +8,7 @@ import {
 import type { Database } from '../../db/client.js';
 import type { CatalogService } from '../catalog/service.js';
 import { capabilitiesAnswer } from './capabilities/answer.js';
+import type { CopyAppIds } from './capabilities/copy-app-ids.js';
 import type { ComponentReader, DoneVersion } from './capabilities/reader.js';
 import * as q from './queries.js';
 
@@ -21,6 +22,8 @@ export interface VersionReadModelDeps {
     teamOf(userId: string): Promise<string | null>;
     /** DUP's bundle id segment for a user and an app (modules/sign/worker.ts). */
     dupSuffix(userId: string, appId: number): string;
+    /** Whether DUP copies are signed for explicit App IDs now (capabilities/copy-app-ids.ts). */
+    copyAppIds?: Pick<CopyAppIds, 'enabled'>;
     /** With a pool: the user's move to another team not acknowledged yet (identity/pool/team-moves.ts). */
     pendingTeamMove?(userId: string): Promise<unknown>;
   };
@@ -44,10 +47,11 @@ export function createVersionReadModel({ db, catalog, capabilities }: VersionRea
     ): Promise<Map<number, VersionCapabilities | null>> {
       const result = new Map<number, VersionCapabilities | null>();
       if (!capabilities || versions.length === 0) return result;
-      const [found, teamId, moved] = await Promise.all([
+      const [found, teamId, moved, explicit] = await Promise.all([
         capabilities.components.componentsOf(versions),
         capabilities.teamOf(userId),
         capabilities.pendingTeamMove?.(userId),
+        capabilities.copyAppIds?.enabled(),
       ]);
       for (const v of versions) {
         const components = found.get(`${v.appId}/${v.appVerId}`);
@@ -59,6 +63,7 @@ export function createVersionReadModel({ db, catalog, capabilities }: VersionRea
                 teamId,
                 dupSuffix: capabilities.dupSuffix(userId, v.appId),
                 teamMoved: moved !== undefined,
+                copyAppIds: explicit === true,
               })
             : null,
         );

@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useFailureAlert } from '../../lib/use-failure-alert';
 import { AdminTable } from './admin-table';
+import { CopyAppIdsForm } from './copy-app-ids-form';
 import { capabilitiesQuery } from './queries';
 
 const COLUMNS = [{ label: 'App' }, { label: 'Loses' }, { label: 'What the operator could do' }];
@@ -16,6 +17,7 @@ export function CapabilitiesPanel() {
   const entries = list.data ?? [];
   return (
     <section aria-label="Capabilities">
+      <CopyAppIdsForm />
       <p className="small text-body-secondary">
         Apps signed here keep only what a wildcard App ID's profile grants. The newest decrypted versions that
         lose something:

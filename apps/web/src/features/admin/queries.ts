@@ -2,6 +2,7 @@ import { formatMoment } from '../../lib/dates';
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import {
   adminCapabilities,
+  adminCopyAppIds,
   adminDevice,
   adminDevices,
   adminQueuePage,
@@ -53,6 +54,17 @@ export const capabilitiesQuery = queryOptions({
   queryFn: () => api('/api/admin/capabilities', adminCapabilities),
   retry: false,
 });
+
+/** Whether DUP copies get explicit App IDs made through App Store Connect (issue 30). */
+export const copyAppIdsQuery = queryOptions({
+  queryKey: adminKeys.copyAppIds,
+  queryFn: () => api('/api/admin/capabilities/copy-app-ids', adminCopyAppIds),
+  retry: false,
+});
+
+/** PUT /api/admin/capabilities/copy-app-ids: the operator's choice, answered with the setting as it is now. */
+export const setCopyAppIds = (enabled: boolean) =>
+  api('/api/admin/capabilities/copy-app-ids', adminCopyAppIds, { method: 'PUT', body: { enabled } });
 
 /** Who did what, newest first. */
 export const auditQuery = infiniteQueryOptions({

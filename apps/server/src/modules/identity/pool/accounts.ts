@@ -94,6 +94,7 @@ export function createPoolAccounts(deps: PoolAccountsDeps) {
       registerDevice: (device) => watch(() => raw.registerDevice(device)),
       listDevices: (filter) => watch(() => raw.listDevices(filter)),
       ensureBundleId: (bundleId) => watch(() => raw.ensureBundleId(bundleId)),
+      ensureCapabilities: (id, types) => watch(() => raw.ensureCapabilities(id, types)),
       createAdHocProfile: (profile) => watch(() => raw.createAdHocProfile(profile)),
       listProfiles: (filter) => watch(() => raw.listProfiles(filter)),
       deleteProfile: (id) => watch(() => raw.deleteProfile(id)),

@@ -1,18 +1,28 @@
 /**
  * The team stays (issue 30): through the local App Store Connect with two accounts, a person's
- * devices stay on their team when a new device comes, even where the other account has more room;
- * they move only when their account is disabled, the move is kept per person and in the audit log
+ * devices stay on their team when a new device comes, even where the other account has more room,
+ * and through a recovery (their certificate revoked: a new one on the same account, profiles made
+ * again, their apps re-signed there); they move only when their account is disabled, the move is kept per person and in the audit log
  * with its reason, and before the first install from the new team the person reads, app by app,
  * what stays with the old one.
  */
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditLog, developerAccounts, devices, teamMoves } from '../../../db/schema/index.js';
+import { missingTools } from '@sideport/ipa/test-support/system-tools';
+import {
+  auditLog,
+  developerAccounts,
+  devices,
+  signRequests,
+  teamMoves,
+  userProfiles,
+} from '../../../db/schema/index.js';
 import { startAscServer, type AscServer } from '../../../test/asc-server.js';
+import { startOcspResponder, type OcspResponder } from '../../../test/ocsp-responder.js';
 import {
   createTestApp,
   databaseKinds,
@@ -34,8 +44,13 @@ const KEYS = [1, 2].map((n) => ({
   teamId: `STAYTEAM0${n}`,
 }));
 
-describe.each(databaseKinds)('the team stays on %s', (kind) => {
+/** Outside CI a machine without openssl (the OCSP responders) skips this file with one line. */
+const skip = missingTools('openssl');
+
+describe.skipIf(skip).each(databaseKinds)('the team stays on %s', (kind) => {
   let asc: AscServer;
+  /** Each account's OCSP responder, named in the AIA of the certificates it issues, by key id. */
+  const responders = new Map<string, OcspResponder>();
   let t: TestApp;
   let dir: string;
   let ids: Record<string, number>;
@@ -45,6 +60,11 @@ describe.each(databaseKinds)('the team stays on %s', (kind) => {
 
   beforeAll(async () => {
     asc = await startAscServer({ ...KEYS[0]!, clock: () => now, accounts: [{ ...KEYS[1]! }] });
+    for (const account of asc.accounts) {
+      const responder = await startOcspResponder({ caPem: account.caPem, caKeyPem: account.caKeyPem });
+      account.setOcspResponder(responder.url);
+      responders.set(account.keyId, responder);
+    }
     dir = mkdtempSync(path.join(tmpdir(), 'sideport-team-stays-'));
     writeFileSync(path.join(dir, `AuthKey_${KEYS[1]!.keyId}.p8`), KEYS[1]!.keyPem);
     writeFileSync(
@@ -68,6 +88,8 @@ describe.each(databaseKinds)('the team stays on %s', (kind) => {
         REGISTRATION_INTERVAL_SECONDS: '0',
         SIGN_WORKERS: '0',
         SIGN_IN_LIMIT_PER_ADDRESS: '100000',
+        // Asked at every look: the responder's index is the truth at once.
+        OCSP_CACHE_MINUTES: '0',
       },
       clock: () => now,
     });
@@ -77,6 +99,7 @@ describe.each(databaseKinds)('the team stays on %s', (kind) => {
   });
   afterAll(async () => {
     await t?.close();
+    for (const responder of responders.values()) await responder.close();
     await asc?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -184,5 +207,51 @@ describe.each(databaseKinds)('the team stays on %s', (kind) => {
     expect((await install(902)).statusCode).toBe(200);
     const [after] = await t.database.db.select().from(teamMoves).where(eq(teamMoves.userId, ana));
     expect(after!.acknowledgedAt).not.toBeNull();
+  });
+
+  it('keeps a person on their team through a recovery: a new certificate there, their profile made again there, their apps re-signed there', async () => {
+    const bo = `bo_${kind}`;
+    await signedInUser(t, bo);
+    await paidDevice(bo);
+    const rows = await settle();
+    const accountId = rows.find((d) => d.userId === bo)!.accountId!;
+    const keyId = Object.entries(ids).find(([, id]) => id === accountId)![0];
+    const account = asc.account(keyId);
+    const material = (await t.services.signing.signingMaterial(bo))!;
+    const [profileBefore] = await t.database.db
+      .select()
+      .from(userProfiles)
+      .where(eq(userProfiles.userId, bo));
+    expect(profileBefore!.accountId).toBe(accountId);
+    await doneSign(bo, 911, new Date(now.getTime() - 60_000));
+
+    // Apple revokes the certificate bo's apps are signed with.
+    const certificate = account.certificates.find(
+      (c) => createHash('sha256').update(c.der).digest('hex') === material.certificate.fingerprint,
+    )!;
+    await responders.get(keyId)!.setStatus(account.revokeCertificate(certificate.id), 'revoked', now);
+    const report = await t.services.recovery.runPass();
+    expect(report).toMatchObject({ replaced: true });
+
+    // The same team signs: a new certificate on the same account, the profile made again there.
+    const after = (await t.services.signing.signingMaterial(bo))!;
+    expect(after.certificate.fingerprint).not.toBe(material.certificate.fingerprint);
+    expect(account.certificates.map((c) => createHash('sha256').update(c.der).digest('hex'))).toContain(
+      after.certificate.fingerprint,
+    );
+    const [profileAfter] = await t.database.db.select().from(userProfiles).where(eq(userProfiles.userId, bo));
+    expect(profileAfter).toMatchObject({ accountId, certificateFingerprint: after.certificate.fingerprint });
+    expect(account.profiles.some((p) => p.uuid === profileAfter!.uuid)).toBe(true);
+    // Bo's app is signed again, and nothing moved: no device, no record, no move in the audit log.
+    const [resign] = await t.database.db.select().from(signRequests).where(eq(signRequests.userId, bo));
+    expect(resign!.resigning).toBe(true);
+    const devicesAfter = await t.database.db.select().from(devices).where(eq(devices.userId, bo));
+    expect(devicesAfter.map((d) => d.accountId)).toEqual([accountId]);
+    expect(await t.database.db.select().from(teamMoves).where(eq(teamMoves.userId, bo))).toEqual([]);
+    const audit = await t.database.db.select().from(auditLog);
+    expect(audit.map((a) => a.action)).toContain('certificate-replaced');
+    expect(
+      audit.filter((a) => a.action === 'move-devices' && (a.subject as { user?: string }).user === bo),
+    ).toEqual([]);
   });
 });

@@ -12,10 +12,13 @@ import {
 } from '@sideport/contracts';
 import {
   capabilityReport,
+  explicitAppIdProfile,
   wildcardProfile,
   type CapabilityReport,
   type SignedComponent,
 } from '@sideport/ipa';
+
+import { copyAppIdOf } from './copy-app-ids.js';
 
 /** Stands for the team in the entitlements computed before the viewer has one (only its keychain groups name it). */
 const UNKNOWN_TEAM = 'TEAMID';
@@ -27,6 +30,8 @@ export function capabilitiesAnswer(input: {
   dupSuffix: string;
   /** The viewer's devices moved to another team since their last install (identity/pool/team-moves.ts). */
   teamMoved?: boolean;
+  /** DUP copies are signed for explicit App IDs made through App Store Connect (copy-app-ids.ts). */
+  copyAppIds?: boolean;
 }): VersionCapabilities {
   const { components, teamId } = input;
   const profile = wildcardProfile(teamId ?? UNKNOWN_TEAM);
@@ -36,14 +41,17 @@ export function capabilitiesAnswer(input: {
   const modes: ModeCapabilities[] = [
     modeAnswer(keeping, capabilityReport({ components, profile }), input.teamMoved ? REPLACES : null),
   ];
-  if (renaming.length > 0)
+  if (renaming.length > 0) {
+    const newAppId = `${appId}.${input.dupSuffix}`;
+    // The copy's own App ID, when the operator has them made and one App ID signs the whole app.
+    const copy = input.copyAppIds ? copyAppIdOf(components, input.dupSuffix) : undefined;
+    const copyProfile = copy
+      ? explicitAppIdProfile(profile.teamId, copy.identifier, copy.capabilityTypes)
+      : profile;
     modes.push(
-      modeAnswer(
-        renaming,
-        capabilityReport({ components, profile, newAppId: `${appId}.${input.dupSuffix}` }),
-        BESIDE,
-      ),
+      modeAnswer(renaming, capabilityReport({ components, profile: copyProfile, newAppId }), BESIDE),
     );
+  }
   return { team_id: teamId, modes };
 }
 
