@@ -102,18 +102,7 @@ export async function hasAdmin(db: Database): Promise<boolean> {
   return row !== undefined;
 }
 
-/** Keeps `value` under `key`, replacing what was there. */
-export async function putSetting(db: Database, key: string, value: string) {
-  await db
-    .insert(settings)
-    .values({ key, value })
-    .onConflictDoUpdate({ target: settings.key, set: { value } });
-}
-
-export async function findSetting(db: Database, key: string): Promise<string | undefined> {
-  const [row] = await db.select({ value: settings.value }).from(settings).where(eq(settings.key, key));
-  return row?.value;
-}
+export { readSetting as findSetting, writeSetting as putSetting } from '../../db/settings.js';
 
 /** Deletes `key` only while it still holds `value`; true when this call deleted it (a use of a one-time value). */
 export async function takeSetting(db: Database, key: string, value: string): Promise<boolean> {

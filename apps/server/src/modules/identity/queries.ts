@@ -116,17 +116,7 @@ export async function markCertificateReplaced(db: Database, fingerprint: string,
 
 // ---- the settings the identities keep (sealed) ----
 
-export async function readSetting(db: Database, key: string): Promise<string | undefined> {
-  const [row] = await db.select().from(settings).where(eq(settings.key, key));
-  return row?.value;
-}
-
-export async function writeSetting(db: Database, key: string, value: string): Promise<void> {
-  await db
-    .insert(settings)
-    .values({ key, value })
-    .onConflictDoUpdate({ target: settings.key, set: { value } });
-}
+export { readSetting, writeSetting } from '../../db/settings.js';
 
 // ---- the distribution certificate Sideport had Apple issue ----
 

@@ -1,12 +1,12 @@
 import type { SignType } from '@sideport/contracts';
 import { and, desc, eq, inArray, isNotNull, or, sql } from 'drizzle-orm';
 import { queryRows, type Database } from '../../db/client.js';
+import { deleteSetting, readSetting, writeSetting } from '../../db/settings.js';
 import {
   apps,
   appUpdates,
   autoUpdateDays,
   autoUpdates,
-  settings,
   signingCertificates,
   signRequests,
   storeChecks,
@@ -306,21 +306,15 @@ const AUTO_CAP_KEY = 'auto_update_daily_cap';
 
 /** The cap the operator set, or undefined when they set none (AUTO_UPDATE_DAILY_CAP applies). */
 export async function operatorCap(db: Database): Promise<number | undefined> {
-  const [row] = await db.select().from(settings).where(eq(settings.key, AUTO_CAP_KEY));
-  const cap = row ? Number(row.value) : Number.NaN;
+  const value = await readSetting(db, AUTO_CAP_KEY);
+  const cap = value === undefined ? Number.NaN : Number(value);
   return Number.isInteger(cap) && cap >= 0 ? cap : undefined;
 }
 
 /** Sets the operator's cap, or removes it (null). */
 export async function setOperatorCap(db: Database, cap: number | null) {
-  if (cap === null) {
-    await db.delete(settings).where(eq(settings.key, AUTO_CAP_KEY));
-    return;
-  }
-  await db
-    .insert(settings)
-    .values({ key: AUTO_CAP_KEY, value: String(cap) })
-    .onConflictDoUpdate({ target: settings.key, set: { value: String(cap) } });
+  if (cap === null) await deleteSetting(db, AUTO_CAP_KEY);
+  else await writeSetting(db, AUTO_CAP_KEY, String(cap));
 }
 
 export async function autoStarted(db: Database, day: string) {

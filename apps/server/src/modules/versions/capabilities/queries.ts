@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import type { SignedComponent } from '@sideport/ipa';
 import type { Database } from '../../../db/client.js';
-import { apps, settings, versionComponents, versions } from '../../../db/schema/index.js';
+import { apps, versionComponents, versions } from '../../../db/schema/index.js';
 
 /** Every query of the components read from Done versions (version_components). */
 
@@ -63,14 +63,4 @@ export async function doneWithComponents(db: Database, limit: number) {
 }
 
 /** The operator's setting of explicit App IDs for DUP copies (copy-app-ids.ts); undefined when never set. */
-export async function readSetting(db: Database, key: string): Promise<string | undefined> {
-  const [row] = await db.select().from(settings).where(eq(settings.key, key));
-  return row?.value;
-}
-
-export async function writeSetting(db: Database, key: string, value: string): Promise<void> {
-  await db
-    .insert(settings)
-    .values({ key, value })
-    .onConflictDoUpdate({ target: settings.key, set: { value } });
-}
+export { readSetting, writeSetting } from '../../../db/settings.js';
