@@ -15,7 +15,11 @@ import path from 'node:path';
 import type pg from 'pg';
 import Stripe from 'stripe';
 import { startAscServer, type AscServer } from '../apps/server/src/test/asc-server.js';
-import { startStripeServer, type StripeServer } from '../apps/server/src/test/stripe-server.js';
+import {
+  startStripeServer,
+  STRIPE_TEST_PRICES,
+  type StripeServer,
+} from '../apps/server/src/test/stripe-server.js';
 import type { Part } from './disruptions.js';
 import type { Site } from './site.js';
 
@@ -74,12 +78,7 @@ export async function startOutsideApis(root: string): Promise<OutsideApis> {
       STRIPE_SECRET_KEY: STRIPE_KEY,
       STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
       STRIPE_API_URL: stripe.url,
-      STRIPE_PRICE_MONTHLY_20: 'price_monthly_20',
-      STRIPE_PRICE_YEARLY_20: 'price_yearly_20',
-      STRIPE_PRICE_MONTHLY_50: 'price_monthly_50',
-      STRIPE_PRICE_YEARLY_50: 'price_yearly_50',
-      STRIPE_PRICE_RESET: 'price_reset',
-      STRIPE_PRICE_DEVICE: 'price_device',
+      ...STRIPE_TEST_PRICES,
     },
 
     part(downMs, users) {

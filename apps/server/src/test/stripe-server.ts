@@ -66,6 +66,16 @@ export interface StripeFailure {
   retryAfterS?: number;
 }
 
+/** Price ids for the server's STRIPE_PRICE_* settings, as a deployment names its Stripe prices. */
+export const STRIPE_TEST_PRICES = {
+  STRIPE_PRICE_MONTHLY_20: 'price_monthly_20',
+  STRIPE_PRICE_YEARLY_20: 'price_yearly_20',
+  STRIPE_PRICE_MONTHLY_50: 'price_monthly_50',
+  STRIPE_PRICE_YEARLY_50: 'price_yearly_50',
+  STRIPE_PRICE_RESET: 'price_reset',
+  STRIPE_PRICE_DEVICE: 'price_device',
+};
+
 export async function startStripeServer(options: { secretKey: string }): Promise<StripeServer> {
   const requests: RecordedRequest[] = [];
   const subscriptions = new Map<string, { customer: string; status: string }>();

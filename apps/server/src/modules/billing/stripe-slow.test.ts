@@ -18,7 +18,7 @@ import {
   WEB_CLIENT,
   type TestApp,
 } from '../../test/harness.js';
-import { startStripeServer, type StripeServer } from '../../test/stripe-server.js';
+import { startStripeServer, STRIPE_TEST_PRICES, type StripeServer } from '../../test/stripe-server.js';
 
 const SECRET_KEY = 'sk_test_sideport_slow';
 const WEBHOOK_SECRET = 'whsec_test_sideport_slow';
@@ -37,12 +37,7 @@ describe.each(databaseKinds)('Stripe slower than the server waits, on %s', (kind
         STRIPE_API_URL: stripe.url,
         // A second per answer, so a call given up (tried 3 times) takes seconds, not a minute.
         STRIPE_TIMEOUT_MS: '1000',
-        STRIPE_PRICE_MONTHLY_20: 'price_monthly_20',
-        STRIPE_PRICE_YEARLY_20: 'price_yearly_20',
-        STRIPE_PRICE_MONTHLY_50: 'price_monthly_50',
-        STRIPE_PRICE_YEARLY_50: 'price_yearly_50',
-        STRIPE_PRICE_RESET: 'price_reset',
-        STRIPE_PRICE_DEVICE: 'price_device',
+        ...STRIPE_TEST_PRICES,
         SIGN_IN_LIMIT_PER_ADDRESS: '10000',
         // The payment's hand-over (Pending) is what this checks; registration has its own tests.
         REGISTRATION_INTERVAL_SECONDS: '0',

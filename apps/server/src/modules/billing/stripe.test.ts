@@ -13,18 +13,11 @@ import {
   WEB_CLIENT,
   type TestApp,
 } from '../../test/harness.js';
-import { startStripeServer, type StripeServer } from '../../test/stripe-server.js';
+import { startStripeServer, STRIPE_TEST_PRICES, type StripeServer } from '../../test/stripe-server.js';
 
 const SECRET_KEY = 'sk_test_sideport';
 const WEBHOOK_SECRET = 'whsec_test_sideport';
-const PRICES = {
-  STRIPE_PRICE_MONTHLY_20: 'price_monthly_20',
-  STRIPE_PRICE_YEARLY_20: 'price_yearly_20',
-  STRIPE_PRICE_MONTHLY_50: 'price_monthly_50',
-  STRIPE_PRICE_YEARLY_50: 'price_yearly_50',
-  STRIPE_PRICE_RESET: 'price_reset',
-  STRIPE_PRICE_DEVICE: 'price_device',
-};
+const PRICES = STRIPE_TEST_PRICES;
 const PLAN_PRICE: Record<number, string> = {
   0: PRICES.STRIPE_PRICE_MONTHLY_20,
   1: PRICES.STRIPE_PRICE_YEARLY_20,
