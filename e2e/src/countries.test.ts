@@ -72,11 +72,19 @@ describe('a version Done in one country', () => {
     expect(job).toMatchObject({ app_id: TALON.id });
     await agent.upload(job!, { bundleId: TALON.bundleId, version: '1.2', appVerId: TALON.appVerId });
 
-    // The open US page follows without a reload: Done (View), with the US store's name.
-    await expect.poll(() => card.getByRole('button', { name: 'View' }).count(), { timeout: 15_000 }).toBe(1);
+    // The open US page follows without a reload: Done (its Decrypt gone; View is always there),
+    // with the US store's name.
+    await expect.poll(() => card.getByRole('button', { name: 'Decrypt' }).count()).toBe(0);
     await card.getByRole('button', { name: 'View' }).click();
-    const version = s.page.getByRole('dialog').getByTestId('version-card');
-    await expect.poll(() => version.count()).toBe(1);
+    const modal = s.page.getByTestId('version-modal');
+    const version = modal.getByTestId('version-card');
+    try {
+      await expect.poll(() => version.count()).toBe(1);
+    } catch (err) {
+      // What the person saw instead: the modal's text (a spinner, 'No list now.') and any alert.
+      const shown = await modal.innerText().catch(() => '(no modal)');
+      throw new Error(`${(err as Error).message}\nmodal: ${shown}\nalerts: ${JSON.stringify(s.dialogs)}`);
+    }
     expect(await version.getByRole('button', { name: 'Download' }).count()).toBe(1);
     expect(await s.page.getByRole('dialog').locator('.modal-title').innerText()).toContain(US_NAME);
     await version.getByRole('button', { name: 'Close' }).click();
@@ -84,6 +92,7 @@ describe('a version Done in one country', () => {
     // After a reload it is still Done, and the latest list shows it with the US name.
     await s.page.reload();
     await expect.poll(() => cardOf(s.page, US_NAME).getByRole('button', { name: 'View' }).count()).toBe(1);
+    expect(await cardOf(s.page, US_NAME).getByRole('button', { name: 'Decrypt' }).count()).toBe(0);
     await s.page.getByLabel('Store country').selectOption('US');
     await s.page.goto('/latest');
     await expect.poll(() => cardOf(s.page, US_NAME).count()).toBe(1);

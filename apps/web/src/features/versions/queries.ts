@@ -20,7 +20,8 @@ export const versionsQuery = (country: string, appId: string) =>
   queryOptions({
     queryKey: versionKeys.list(country, appId),
     queryFn: (): Promise<LiveEntry[]> => api(`/api/version/${country}/${appId}`, appList),
-    retry: false,
+    // A busy server or a dropped connection is tried again (the modal shows its spinner meanwhile),
+    // as every read is (main.tsx); a 4xx is said at once.
     staleTime: 0,
   });
 
