@@ -7,6 +7,7 @@ import { describeBundle, findAppBundle, readInfoPlist, type BundleInfo } from '.
 import type { SigningIdentity } from '../identity.js';
 import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
 import { requirementSubjectFor, requirementText } from '../sign/requirements.js';
+import { entryTablesIn } from '../zip/entry-table.js';
 import { openZip, type ZipArchive } from '../zip/index.js';
 import type { SignedZipWriter } from '../zip/writer.js';
 import { createBinarySigner, type BinarySigner } from './binary-signer.js';
@@ -69,7 +70,11 @@ export async function signInMode(
   const now = options.now ?? new Date();
   const profile = parseProfile(options.profile);
   assertProfileUsable(profile, options.identity.certificate, now);
-  const archive = await openZip(options.input);
+  // A cache folder also keeps the input's entry table: the n-th sign of a version opens it at once.
+  const archive = await openZip(
+    options.input,
+    options.cacheDir === undefined ? {} : { entryTableDir: entryTablesIn(options.cacheDir) },
+  );
   let writer: SignedZipWriter | undefined;
   let binaries: BinarySigner | undefined;
   const stop = new AbortController();

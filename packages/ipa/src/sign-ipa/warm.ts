@@ -4,6 +4,7 @@
  * read whole anyway); the signature needs no identity or profile, only the archive.
  */
 import { digestEntriesCached, readCachedDigests, writeCachedDigests } from '../digest/index.js';
+import { entryTablesIn } from '../zip/entry-table.js';
 import { openZip } from '../zip/index.js';
 import { planSigning, resourceEntries } from './plan.js';
 
@@ -22,7 +23,8 @@ export async function warmDigestCache(
   input: string,
   options: WarmDigestOptions,
 ): Promise<{ fromCache: boolean; entries: number }> {
-  const archive = await openZip(input);
+  // The entry table is kept too: the version's first sign then opens its IPA at once.
+  const archive = await openZip(input, { entryTableDir: entryTablesIn(options.cacheDir) });
   try {
     const plan = await planSigning(archive);
     // Every mode gives the app and its extensions the new profile (edits.ts does the same).

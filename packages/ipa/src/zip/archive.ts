@@ -12,6 +12,7 @@ import {
   type CentralEntry as CentralEntryFields,
   type ReadRange,
 } from './layout.js';
+import { readEntryTable, tableKey, writeEntryTable, type EntryTable } from './entry-table.js';
 import { resolveZipLimits, type ZipLimits } from './limits.js';
 import {
   assertSafeEntryName,
@@ -147,6 +148,11 @@ export interface ZipArchive {
 
 export interface OpenZipOptions {
   limits?: Partial<ZipLimits>;
+  /**
+   * openZip: a folder where the file's entry table is kept once read and checked (entry-table.ts),
+   * so that opening the same file again reads neither its central directory nor its local headers.
+   */
+  entryTableDir?: string;
 }
 
 const UNIX_FILE_TYPE_MASK = 0o170000;
@@ -168,17 +174,33 @@ const yauzlOptions: yauzl.Options = {
 /** Opens an IPA from a path. Reads the central directory only; entries are streamed on demand. */
 export async function openZip(path: string, options: OpenZipOptions = {}): Promise<ZipArchive> {
   const head = await readHead(path);
-  const { size } = await stat(path);
+  const file = await stat(path);
   let readRange: ReadRange | undefined;
   const open = async (): Promise<yauzl.ZipFile> => {
     const reader = await openFileReader(path);
     readRange = reader.readRange;
-    return yauzl.fromRandomAccessReaderPromise(reader, size, yauzlOptions);
+    return yauzl.fromRandomAccessReaderPromise(reader, file.size, yauzlOptions);
   };
-  return {
-    ...(await openFrom(open, head, options, (position, length, into) => readRange!(position, length, into))),
-    path,
-  };
+  const tables =
+    options.entryTableDir === undefined
+      ? undefined
+      : { dir: options.entryTableDir, key: tableKey(file, resolveZipLimits(options.limits)) };
+  const kept = tables && (await readEntryTable(tables.dir, tables.key));
+  const archive = await openFrom(
+    open,
+    head,
+    options,
+    (position, length, into) => readRange!(position, length, into),
+    kept,
+  );
+  if (tables && !kept) {
+    await writeEntryTable(tables.dir, tables.key, {
+      centralStart: archive.centralStart,
+      entryCount: archive.entries.length,
+      entries: archive.entries as KeptEntry[],
+    });
+  }
+  return { ...archive, path };
 }
 
 /** The first bytes tell a truncated zip from something that is not a zip at all. */
@@ -239,7 +261,9 @@ async function openFrom(
   head: Buffer,
   options: OpenZipOptions,
   readRange: ReadRange,
-): Promise<ZipArchive> {
+  /** This file's entry table as an earlier opening checked it (openZip's entryTableDir). */
+  kept?: EntryTable,
+): Promise<ZipArchive & { centralStart: number }> {
   let zip: yauzl.ZipFile;
   try {
     zip = await openYauzl();
@@ -250,12 +274,23 @@ async function openFrom(
     const limits = resolveZipLimits(options.limits);
     // yauzl reads the central directory from here on; typed as a boolean by @types/yauzl.
     const centralStart = (zip as unknown as { readEntryCursor: number }).readEntryCursor;
+    if (kept && kept.centralStart === centralStart && kept.entryCount === zip.entryCount) {
+      const entries = kept.entries.map((entry) =>
+        Object.assign(Object.create(entryPrototype) as KeptEntry, entry),
+      );
+      return {
+        ...createArchive(zip, entries, readRange),
+        entries,
+        find: createFinder(entries),
+        centralStart,
+      };
+    }
     const listed = await listEntries(zip, limits);
     const dataStarts = await verifyLayout(readRange, zip.fileSize, listed.map(layoutFieldsOf), centralStart);
     const entries = listed.map((entry, i) => Object.assign(entry, { dataStart: dataStarts[i]! }));
     const archive = createArchive(zip, entries, readRange);
     const withTargets = await readSymlinkTargets(archive, entries, limits);
-    return { ...archive, entries: withTargets, find: createFinder(withTargets) };
+    return { ...archive, entries: withTargets, find: createFinder(withTargets), centralStart };
   } catch (err) {
     zip.close();
     throw toZipError(err);
