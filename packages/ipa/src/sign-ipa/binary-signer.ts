@@ -10,7 +10,7 @@ import { mergeEntitlements } from '../sign/entitlements.js';
 import { readEmbeddedEntitlements } from '../sign/read-signature.js';
 import type { ZipEntry } from '../zip/index.js';
 import type { DupRenaming } from './edits.js';
-import { openKeptCode, recordCode } from './code-cache.js';
+import { openKeptCode, recordCode, type KeptCode } from './code-cache.js';
 import type { MachOSigner, MachOSignRequest } from './signer.js';
 import type { SigningFiles } from './signing-files.js';
 import { signBinaryStreaming, spoolBinary, type SpooledBinary } from './stream-binary.js';
@@ -20,7 +20,10 @@ export interface BinarySigner {
   spoolAhead(name: string): void;
   /** Signs a file (its replacement when the mode changed it) and writes it; answers its cdhash. */
   sign(name: string, request: MachOSignRequest, isMain?: boolean): Promise<Buffer>;
-  /** Removes the spools of binaries never signed (the sign failed first). */
+  /**
+   * Removes the spools of binaries never signed (the sign failed first), and closes the kept code
+   * the output copies from when it is joined: call it once the writer is closed.
+   */
   close(): Promise<void>;
 }
 
@@ -36,6 +39,8 @@ export function createBinarySigner(options: {
   const { files, signer, profile, dup, streamAboveBytes, codeCacheDir } = options;
   const { archive } = files;
   const spools = new Map<string, Promise<SpooledBinary>>();
+  /** Kept code whose body the output reads when it is joined (output-file.ts, writeFrom). */
+  const keptOpen: KeptCode[] = [];
   /** Binaries to stream are inflated to temporary files one after another. */
   let lastSpool: Promise<unknown> = Promise.resolve();
   const spoolOf = (entry: ZipEntry): Promise<SpooledBinary> => {
@@ -107,7 +112,7 @@ export function createBinarySigner(options: {
           );
           return cdhash;
         } finally {
-          await kept.close();
+          keptOpen.push(kept);
           // A spool made ahead (or here, after all) goes with the sign.
           const made = spools.get(name);
           spools.delete(name);
@@ -147,14 +152,15 @@ export function createBinarySigner(options: {
     },
 
     async close() {
-      await Promise.all(
-        [...spools.values()].map((spooled) =>
+      await Promise.all([
+        ...[...spools.values()].map((spooled) =>
           spooled.then(
             (s) => s.close(),
             () => undefined,
           ),
         ),
-      );
+        ...keptOpen.splice(0).map((kept) => kept.close().catch(() => undefined)),
+      ]);
     },
   };
 }

@@ -3,7 +3,9 @@
  * complete. When the output starts with a kept stretch (sign-ipa/copy-template.ts), the kernel
  * copies that stretch into the temporary file while the writer writes what follows it to a second
  * file; closing joins the two. The copy and the signing then overlap, and the writer never waits
- * for the stretch, which is most of the output.
+ * for the stretch, which is most of the output. What the tail takes from another file as it is (a
+ * kept executable's deflated body, tens of MB) is not written to the second file: it is copied
+ * from its own file when the two are joined, once.
  */
 import { copyFile, open, rename, rm, type FileHandle } from 'node:fs/promises';
 
@@ -11,6 +13,12 @@ import { copyFile, open, rename, rm, type FileHandle } from 'node:fs/promises';
 export interface PositionalWriter {
   write(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesWritten: number }>;
   writev(buffers: Buffer[], position: number): Promise<{ bytesWritten: number }>;
+  /**
+   * Writes `length` bytes of `source` from `offset` at `position`. Behind a kept stretch this is
+   * only noted, and the bytes are copied once, when the file is joined: `source` must stay open
+   * until then.
+   */
+  writeFrom(source: FileHandle, offset: number, length: number, position: number): Promise<void>;
 }
 
 export interface OutputFile extends PositionalWriter {
@@ -31,6 +39,8 @@ export async function openOutputFile(
     return {
       write: (buffer, offset, length, position) => handle.write(buffer, offset, length, position),
       writev: (buffers, position) => handle.writev(buffers, position),
+      writeFrom: (source, offset, length, position) =>
+        copyRange(source, offset, length, handle, position, Buffer.allocUnsafe(blockFor(length))),
       async finish(output) {
         await handle.close();
         await rename(temporary, output);
@@ -57,22 +67,30 @@ export async function openOutputFile(
     if (position < base) throw new Error(`zip writer: a write at ${position}, inside the kept stretch`);
     return position - base;
   };
+  // Ranges of other files that belong in the tail (a kept executable's body): copied straight into
+  // the joined file, never written to the tail and read back.
+  const borrowed: Array<{ at: number; source: FileHandle; offset: number; length: number }> = [];
   return {
     write: (buffer, offset, length, position) => tail.write(buffer, offset, length, below(position)),
     writev: (buffers, position) => tail.writev(buffers, below(position)),
+    async writeFrom(source, offset, length, position) {
+      borrowed.push({ at: below(position), source, offset, length });
+    },
     async finish(output) {
       await copying;
       const joined = await open(temporary, 'r+');
       try {
         const { size } = await tail.stat();
-        const block = Buffer.allocUnsafe(Math.min(JOIN_BLOCK_BYTES, Math.max(1, size)));
-        for (let at = 0; at < size;) {
-          const { bytesRead } = await tail.read(block, 0, Math.min(block.length, size - at), at);
-          if (bytesRead === 0) throw new Error('zip writer: the tail ended early');
-          for (let done = 0; done < bytesRead;)
-            done += (await joined.write(block, done, bytesRead - done, base + at + done)).bytesWritten;
-          at += bytesRead;
+        const ranges = [...borrowed].sort((a, b) => a.at - b.at);
+        const end = Math.max(size, ...ranges.map((r) => r.at + r.length));
+        const block = Buffer.allocUnsafe(blockFor(end));
+        let at = 0;
+        for (const range of ranges) {
+          await copyRange(tail, at, range.at - at, joined, base + at, block);
+          await copyRange(range.source, range.offset, range.length, joined, base + range.at, block);
+          at = range.at + range.length;
         }
+        await copyRange(tail, at, end - at, joined, base + at, block);
       } finally {
         await joined.close();
       }
@@ -87,4 +105,24 @@ export async function openOutputFile(
       await rm(temporary, { force: true });
     },
   };
+}
+
+const blockFor = (length: number) => Math.min(JOIN_BLOCK_BYTES, Math.max(1, length));
+
+/** Copies `length` bytes of `from` at `fromOffset` to `to` at `toOffset`, through `block`. */
+async function copyRange(
+  from: FileHandle,
+  fromOffset: number,
+  length: number,
+  to: FileHandle,
+  toOffset: number,
+  block: Buffer,
+): Promise<void> {
+  for (let at = 0; at < length;) {
+    const { bytesRead } = await from.read(block, 0, Math.min(block.length, length - at), fromOffset + at);
+    if (bytesRead === 0) throw new Error(`zip writer: a file ended ${length - at} bytes early`);
+    for (let done = 0; done < bytesRead;)
+      done += (await to.write(block, done, bytesRead - done, toOffset + at + done)).bytesWritten;
+    at += bytesRead;
+  }
 }

@@ -366,6 +366,16 @@ function createRegion({ out, input, level, claim, limit, modified }: RegionConte
     }
     position += bytes.length;
   };
+  /** Writes a range of another file next (output-file.ts: behind a kept stretch, copied when joined). */
+  const writeFrom = async (source: FileHandle, offset: number, length: number): Promise<void> => {
+    if (position + length > limit) throw tooLarge(limit, position + length);
+    // What is buffered goes first: the range follows it.
+    await flush();
+    const at = flushedTo;
+    flushedTo += length;
+    position += length;
+    await out.writeFrom(source, offset, length, at);
+  };
   const writeEntry = async (
     record: Omit<CentralRecord, 'offset'>,
     data: Buffer | ((sink: (chunk: Buffer) => Promise<void>) => Promise<void>),
@@ -537,15 +547,7 @@ function createRegion({ out, input, level, claim, limit, modified }: RegionConte
         uncompressedSize += run.uncompressedBytes;
         compressedSize += run.compressedBytes;
         written++;
-        const block = Buffer.allocUnsafe(Math.min(COPY_BLOCK_BYTES, run.compressedBytes));
-        for (let at = 0; at < run.compressedBytes;) {
-          const length = Math.min(block.length, run.compressedBytes - at);
-          const { bytesRead } = await run.file.read(block, 0, length, run.offset + at);
-          if (bytesRead !== length)
-            throw new Error(`zip writer: a deflated run ends ${length - bytesRead} bytes early`);
-          await write(block.subarray(0, length));
-          at += length;
-        }
+        await writeFrom(run.file, run.offset, run.compressedBytes);
       };
       try {
         await produce(async (chunk) => {
