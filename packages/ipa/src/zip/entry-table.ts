@@ -12,6 +12,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { CentralFields, ZipEntry } from './entry.js';
 import type { ZipLimits } from './limits.js';
 
 const FORMAT = 1;
@@ -20,30 +21,9 @@ const FORMAT = 1;
 export const entryTablesIn = (cacheDir: string) => join(cacheDir, 'entry-tables');
 
 /** An entry as openZip keeps it (archive.ts, KeptEntry), without its prototype. */
-export interface TableEntry {
-  readonly name: string;
-  readonly isDirectory: boolean;
-  readonly isSymlink: boolean;
-  readonly symlinkTarget?: string;
-  readonly unixMode?: number;
-  readonly compressedSizeBytes: number;
-  readonly uncompressedSizeBytes: number;
-  readonly compressionMethod: number;
-  readonly crc32: number;
+export interface TableEntry extends Omit<ZipEntry, 'source'> {
   readonly dataStart: number;
-  readonly central: {
-    readonly versionMadeBy: number;
-    readonly versionNeededToExtract: number;
-    readonly generalPurposeBitFlag: number;
-    readonly lastModFileTime: number;
-    readonly lastModFileDate: number;
-    readonly internalFileAttributes: number;
-    readonly externalFileAttributes: number;
-    readonly relativeOffsetOfLocalHeader: number;
-    readonly fileNameRaw?: Buffer;
-    readonly extraFieldRaw?: Buffer;
-    readonly fileCommentRaw?: Buffer;
-  };
+  readonly central: CentralFields;
 }
 
 export interface EntryTable {
