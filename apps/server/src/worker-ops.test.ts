@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { ItunesServer } from './dev/itunes-server.js';
 import { buildIpa, storeApp, storeWith } from './test/decrypt-support.js';
 import { deviceInfo, enrollDevice, payForDevice } from './test/device-flow.js';
@@ -149,6 +149,8 @@ describe.each(databaseKinds)('sideport worker logs and metrics on %s', (kind) =>
         workerEnv({ SECRET_KEY: 'not-the-key-that-sealed-the-identity-0123', SIGN_MAX_ATTEMPTS: '1' }),
       );
       workers.push(worker);
+      // A worker left running would take the next test's sign with this wrong key.
+      onTestFailed(() => void worker.child.kill('SIGKILL'));
       const started = await until('start-up line', worker, () =>
         worker.lines().find((l) => l.msg.startsWith('Sign worker started')),
       );

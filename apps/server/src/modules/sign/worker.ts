@@ -270,10 +270,11 @@ export function createSignWorkers(deps: SignWorkerDeps) {
         await releaseSoon(lease);
         throw err;
       }
-      log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`);
+      // Recorded (and counted on /metrics) first: the log line says what is already so.
       await endAttempt(lease, 'The sign failed on the server. Please retry later.').catch((e: unknown) =>
         log.warn({ err: e, sign: row.id }, 'could not record a failed sign'),
       );
+      log.warn({ err, sign: row.id, worker }, `sign ${row.id}: failed`);
     } finally {
       clearInterval(renew);
       clearTimeout(stuck);
