@@ -154,7 +154,8 @@ export async function openZip(path: string, options: OpenZipOptions = {}): Promi
     (position, length, into) => readRange!(position, length, into),
     kept,
   );
-  if (tables && !kept) {
+  // A table kept for another reading of the file (none there, or one that no longer fits) is replaced.
+  if (tables && !archive.fromTable) {
     await writeEntryTable(tables.dir, tables.key, {
       centralStart: archive.centralStart,
       entryCount: archive.entries.length,
@@ -224,7 +225,7 @@ async function openFrom(
   readRange: ReadRange,
   /** This file's entry table as an earlier opening checked it (openZip's entryTableDir). */
   kept?: EntryTable,
-): Promise<ZipArchive & { centralStart: number }> {
+): Promise<ZipArchive & { centralStart: number; fromTable: boolean }> {
   let zip: yauzl.ZipFile;
   try {
     zip = await openYauzl();
@@ -244,6 +245,7 @@ async function openFrom(
         entries,
         find: createFinder(entries),
         centralStart,
+        fromTable: true,
       };
     }
     const listed = await listEntries(zip, limits);
@@ -251,7 +253,13 @@ async function openFrom(
     const entries = listed.map((entry, i) => Object.assign(entry, { dataStart: dataStarts[i]! }));
     const archive = createArchive(zip, entries, readRange);
     const withTargets = await readSymlinkTargets(archive, entries, limits);
-    return { ...archive, entries: withTargets, find: createFinder(withTargets), centralStart };
+    return {
+      ...archive,
+      entries: withTargets,
+      find: createFinder(withTargets),
+      centralStart,
+      fromTable: false,
+    };
   } catch (err) {
     zip.close();
     throw toZipError(err);

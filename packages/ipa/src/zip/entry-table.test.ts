@@ -96,6 +96,13 @@ describe('the entry table kept for a file', () => {
     expect(after).toHaveLength(1);
     expect(after[0]).not.toBe(before);
 
+    // A table that no longer fits the file's end record is read past, and replaced by one that does.
+    const kept = join(tables, after[0]!);
+    const table = JSON.parse(await readFile(kept, 'utf8')) as { centralStart: number };
+    await writeFile(kept, JSON.stringify({ ...table, centralStart: table.centralStart - 1 }));
+    expect(await opened(path, tables, async (a) => described(a))).toEqual(first);
+    expect(JSON.parse(await readFile(kept, 'utf8'))).toMatchObject({ centralStart: table.centralStart });
+
     // A table that is not one (a crash mid-write cannot leave one: it is renamed into place whole).
     await writeFile(join(tables, after[0]!), '{"format":1,"rows":[');
     expect(await opened(path, tables, async (a) => described(a))).toEqual(first);
