@@ -102,7 +102,7 @@ export async function hasAdmin(db: Database): Promise<boolean> {
   return row !== undefined;
 }
 
-export { readSetting as findSetting, writeSetting as putSetting } from '../../db/settings.js';
+export { readSetting, writeSetting } from '../../db/settings.js';
 
 /** Deletes `key` only while it still holds `value`; true when this call deleted it (a use of a one-time value). */
 export async function takeSetting(db: Database, key: string, value: string): Promise<boolean> {

@@ -39,7 +39,7 @@ export function createSetupLinkService({ db, clock, auth, limits, random = rando
   async function check(token: string): Promise<string> {
     if (await q.hasAdmin(db)) throw used();
     const tokenHash = hashToken(token);
-    const kept = await q.findSetting(db, SETUP_SETTING);
+    const kept = await q.readSetting(db, SETUP_SETTING);
     if (
       kept === undefined ||
       kept.length !== tokenHash.length ||
@@ -60,7 +60,7 @@ export function createSetupLinkService({ db, clock, auth, limits, random = rando
         return undefined;
       }
       const token = random(32).toString('base64url');
-      await q.putSetting(db, SETUP_SETTING, hashToken(token));
+      await q.writeSetting(db, SETUP_SETTING, hashToken(token));
       return token;
     },
 
