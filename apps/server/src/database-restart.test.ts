@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type Built } from './app.js';
-import { openDatabase, type DatabaseHandle } from './db/client.js';
+import { openDatabase, queryRows, type DatabaseHandle } from './db/client.js';
 import { sql } from 'drizzle-orm';
 import { waitForEvent } from './platform/events.js';
 import { isDatabaseFault } from './platform/faults.js';
@@ -19,6 +19,7 @@ import { noPostgresBinaries, startPgCluster, type PgCluster } from './test/pg-cl
  * throwaway cluster is stopped with `pg_ctl stop -m fast`, which closes every connection as a
  * restart or a failover does, and started again at the same address (PG_FAULT_PORT, else a free
  * port). A decrypt an agent holds across the outage finishes after it, its attempt not counted.
+ * Last, a failover: the primary dies and a streaming replica is promoted at its address.
  */
 describe.skipIf(noPostgresBinaries)('PostgreSQL stopped and started under a running server', () => {
   let cluster: PgCluster;
@@ -173,6 +174,54 @@ describe.skipIf(noPostgresBinaries)('PostgreSQL stopped and started under a runn
     // tells of reaches every tab.
     await until(
       'an event to be heard again',
+      async () => {
+        const heard = waitForEvent(services.bus, (e) => e.kind === 'sign-queued', 1000);
+        await services.bus.publish({ kind: 'sign-queued' });
+        return await heard;
+      },
+      60_000,
+    );
+  }, 120_000);
+
+  it('after a failover to a promoted replica at the same address, serves and writes again by itself, nothing committed lost', async () => {
+    const { app, services } = built;
+    const made = await app.inject({
+      method: 'POST',
+      url: '/api/sign-up',
+      payload: { id: 'before_failover', pw: 'c'.repeat(32) },
+    });
+    expect(made.statusCode, made.body).toBe(200);
+    const madeCookie = sessionCookie(made);
+
+    await cluster.failover(async () => {
+      const info = await app.inject({ url: '/api/info', headers: { cookie: madeCookie, ...WEB_CLIENT } });
+      expect([info.statusCode, info.headers['retry-after'], info.body]).toEqual([
+        503,
+        '5',
+        'The database is not answering right now. Please retry in a few seconds.',
+      ]);
+    });
+
+    // The pool's connections to the dead primary are replaced by ones to the new primary.
+    await until(
+      '/readyz to answer 200 after the failover',
+      async () => ((await app.inject({ url: '/readyz' })).statusCode === 200 ? true : undefined),
+      60_000,
+    );
+    const promoted = await queryRows(database.db, sql`select pg_is_in_recovery() as standby`);
+    expect(promoted).toEqual([{ standby: false }]);
+    // What was committed before is there, and the promoted server takes writes.
+    const info = await app.inject({ url: '/api/info', headers: { cookie: madeCookie, ...WEB_CLIENT } });
+    expect(info.statusCode, info.body).toBe(200);
+    const after = await app.inject({
+      method: 'POST',
+      url: '/api/sign-up',
+      payload: { id: 'after_failover', pw: 'd'.repeat(32) },
+    });
+    expect(after.statusCode, after.body).toBe(200);
+    // LISTEN is made again on the new primary: live events reach every tab.
+    await until(
+      'an event to be heard after the failover',
       async () => {
         const heard = waitForEvent(services.bus, (e) => e.kind === 'sign-queued', 1000);
         await services.bus.publish({ kind: 'sign-queued' });

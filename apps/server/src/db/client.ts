@@ -350,7 +350,6 @@ async function lockDataFolder(dir: string): Promise<FolderLock> {
   };
 }
 
-/** Rows of a raw SQL query; both drivers answer `{ rows }`. */
 /** The unique-violation code of PostgreSQL (and PGlite): a concurrent request made the same row. */
 export const isUniqueViolation = (err: unknown) => {
   for (let e = err as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
@@ -359,6 +358,7 @@ export const isUniqueViolation = (err: unknown) => {
   return false;
 };
 
+/** Rows of a raw SQL query; both drivers answer `{ rows }`. */
 export async function queryRows<T>(db: Database, query: SQL): Promise<T[]> {
   const result = (await db.execute(query)) as unknown as { rows: T[] };
   return result.rows;

@@ -25,6 +25,13 @@ export interface PgCluster {
   /** `pg_ctl stop -m fast`: every connection is closed by the server, as in a restart. */
   stop(): Promise<void>;
   start(): Promise<void>;
+  /**
+   * A failover as a managed PostgreSQL or Patroni behind a moved address does one: a streaming
+   * replica (pg_basebackup -R) catches up, the primary dies (`pg_ctl stop -m immediate`, no
+   * shutdown checkpoint), and the replica is promoted at the primary's address, on a timeline of
+   * its own. `whileDown` runs between the primary's death and the promotion.
+   */
+  failover(whileDown?: () => Promise<void>): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -51,12 +58,16 @@ export async function startPgCluster(): Promise<PgCluster> {
       : run(path.join(PG_BIN, tool), args);
   // PG_FAULT_PORT keeps it on a port of the caller's choosing, clear of other clusters.
   const port = Number(process.env.PG_FAULT_PORT) || (await freePort());
-  const data = path.join(dir, 'data');
+  let data = path.join(dir, 'data');
   await pg('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C.UTF-8']);
-  const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
-  const start = async () =>
-    void (await pg('pg_ctl', ['-D', data, '-l', path.join(dir, 'log'), '-w', '-o', options, 'start']));
-  const stop = async () => void (await pg('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']));
+  const options = (at: number) =>
+    `-c listen_addresses=127.0.0.1 -p ${at} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+  const start = async (folder = data, at = port) =>
+    void (await pg('pg_ctl', ['-D', folder, '-l', `${folder}.log`, '-w', '-o', options(at), 'start']));
+  const stop = async (folder = data, mode = 'fast') =>
+    void (await pg('pg_ctl', ['-D', folder, '-m', mode, '-w', 'stop']));
+  const query = async (at: number, text: string) =>
+    (await pg('psql', ['-h', '127.0.0.1', '-p', String(at), '-U', 'postgres', '-Atc', text])).stdout.trim();
   await start();
   let isRunning = true;
   return {
@@ -67,6 +78,42 @@ export async function startPgCluster(): Promise<PgCluster> {
     },
     async start() {
       await start();
+      isRunning = true;
+    },
+    async failover(whileDown) {
+      const replica = path.join(dir, `replica-${Date.now()}`);
+      const replicaPort = await freePort();
+      await pg('pg_basebackup', [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-U',
+        'postgres',
+        '-D',
+        replica,
+        '-R',
+        '-X',
+        'stream',
+      ]);
+      await start(replica, replicaPort);
+      // Everything the primary committed has reached the replica before the primary dies.
+      const written = await query(port, 'select pg_current_wal_lsn()');
+      for (let tries = 0; ; tries++) {
+        const behind = await query(replicaPort, `select pg_last_wal_replay_lsn() < '${written}'::pg_lsn`);
+        if (behind === 'f') break;
+        if (tries > 300) throw new Error(`the replica did not catch up with ${written}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await stop(data, 'immediate');
+      isRunning = false;
+      await whileDown?.();
+      // The address moves to the replica, which is promoted there.
+      await stop(replica);
+      await start(replica, port);
+      await pg('pg_ctl', ['-D', replica, '-w', 'promote']);
+      rmSync(data, { recursive: true, force: true });
+      data = replica;
       isRunning = true;
     },
     async dispose() {
