@@ -41,9 +41,14 @@ export const RULES_V2: readonly ResourceRule[] = [
 ];
 
 const compiled = new Map<string, RegExp>();
+/**
+ * The pattern as a test: an unanchored pattern that starts with `.*` matches a path exactly when
+ * the rest matches somewhere in it, and without the `.*` the search stays linear in the path's
+ * length (with it, each start position scans to the end and back).
+ */
 const regex = (pattern: string) => {
   let re = compiled.get(pattern);
-  if (!re) compiled.set(pattern, (re = new RegExp(pattern)));
+  if (!re) compiled.set(pattern, (re = new RegExp(pattern.startsWith('.*') ? pattern.slice(2) : pattern)));
   return re;
 };
 
