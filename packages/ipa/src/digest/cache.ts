@@ -46,15 +46,19 @@ export async function digestEntriesCached(
   return { digests, fromCache: false };
 }
 
-const cacheFile = (cacheDir: string, entries: readonly ZipEntry[]): string =>
-  join(cacheDir, 'resource-digests', `${versionKey(entries)}.json`);
+const cacheFile = (cacheDir: string, key: string): string =>
+  join(cacheDir, 'resource-digests', `${key}.json`);
 
-/** The digests of exactly these entries, when a run before kept them; undefined otherwise. */
+/**
+ * The digests of exactly these entries, when a run before kept them; undefined otherwise. `key`
+ * is versionKey(entries), for a caller that has it already.
+ */
 export function readCachedDigests(
   cacheDir: string,
   entries: readonly ZipEntry[],
+  key = versionKey(entries),
 ): Promise<Map<string, FileDigests> | undefined> {
-  return readCache(cacheFile(cacheDir, entries), entries);
+  return readCache(cacheFile(cacheDir, key), entries);
 }
 
 /** Keeps the digests of these entries for the next run (a cache that cannot be written only costs time). */
@@ -62,8 +66,9 @@ export function writeCachedDigests(
   cacheDir: string,
   entries: readonly ZipEntry[],
   digests: Map<string, FileDigests>,
+  key = versionKey(entries),
 ): Promise<void> {
-  return writeCache(cacheFile(cacheDir, entries), digests);
+  return writeCache(cacheFile(cacheDir, key), digests);
 }
 
 async function readCache(

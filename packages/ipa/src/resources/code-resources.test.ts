@@ -5,7 +5,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildXmlPlist, parsePlist, type PlistObject } from '../plist.js';
-import { buildCodeResources, type SealedFile } from './code-resources.js';
+import {
+  buildCodeResources,
+  buildSealTemplate,
+  fillSealTemplate,
+  type SealedFile,
+  type SealedNested,
+} from './code-resources.js';
 import { rulesPlist, RULES_V1, RULES_V2 } from './rules.js';
 import { fixtureIpa } from '../test-support/fixtures.js';
 import { missingTools } from '../test-support/system-tools.js';
@@ -104,5 +110,71 @@ describe.skipIf(skip)('buildCodeResources', () => {
       rules2: rulesPlist(RULES_V2),
     });
     expect(buildCodeResources(files).toString('utf8')).toBe(expected);
+  });
+});
+
+describe('a seal template', () => {
+  const file = (p: string, salt = ''): SealedFile => ({
+    path: p,
+    sha1: digest('sha1', Buffer.from(p + salt)),
+    sha256: digest('sha256', Buffer.from(p + salt)),
+  });
+  const code = (p: string, requirement: string): SealedNested => ({
+    path: p,
+    cdhash: digest('sha1', Buffer.from(p + requirement)),
+    requirement,
+  });
+  const shared = [
+    'Assets.car',
+    '10',
+    'en.lproj/Main.strings',
+    'b&<>.bin',
+    'Frameworks/Foo.framework/Info.plist',
+  ];
+  const own = ['embedded.mobileprovision', '2', 'fr.lproj/Local.strings', 'Frameworks/Foo.framework/Foo'];
+  const changing = new Set([...own, 'Frameworks/Foo.framework']);
+
+  it("is filled with another sign's entries into the bytes a full layout of them gives", () => {
+    const first = buildSealTemplate(
+      [...shared, ...own].map((p) => file(p)),
+      [code('Frameworks/Foo.framework', 'identifier "foo" and anchor apple generic')],
+      changing,
+    );
+    expect(first.bytes).toEqual(
+      buildCodeResources(
+        [...shared, ...own].map((p) => file(p)),
+        [code('Frameworks/Foo.framework', 'identifier "foo" and anchor apple generic')],
+      ),
+    );
+    // Another user: another profile, other signed code, a requirement of another length.
+    const ownFiles = own.map((p) => file(p, 'user 2'));
+    const nested = [code('Frameworks/Foo.framework', 'identifier "foo" and certificate leaf = H"00ff"')];
+    const filled = fillSealTemplate(
+      first.template,
+      new Map(ownFiles.map((f) => [f.path, f])),
+      new Map(nested.map((n) => [n.path, n])),
+    );
+    expect(filled?.toString('utf8')).toBe(
+      buildCodeResources([...shared.map((p) => file(p)), ...ownFiles], nested).toString('utf8'),
+    );
+    // Only the changing entries are left out of what is kept.
+    expect(first.template.body.toString('utf8')).toContain('<key>Assets.car</key>');
+    expect(first.template.body.toString('utf8')).not.toContain('<key>embedded.mobileprovision</key>');
+  });
+
+  it('is not filled when one of its entries is missing', () => {
+    const { template } = buildSealTemplate(
+      [...shared, ...own].map((p) => file(p)),
+      [code('Frameworks/Foo.framework', '')],
+      changing,
+    );
+    const ownFiles = own.slice(1).map((p) => file(p, 'user 2'));
+    expect(
+      fillSealTemplate(
+        template,
+        new Map(ownFiles.map((f) => [f.path, f])),
+        new Map([['Frameworks/Foo.framework', code('Frameworks/Foo.framework', '')]]),
+      ),
+    ).toBeUndefined();
   });
 });

@@ -34,10 +34,119 @@ export function buildCodeResources(
   files: readonly SealedFile[],
   nested: readonly SealedNested[] = [],
 ): Buffer {
+  return writeCodeResources(files, nested).bytes;
+}
+
+/**
+ * CodeResources with the places of some paths' entries marked: the rest of the bytes stay the same
+ * from one sign of a version to the next (the same resources, the same digests), so the next sign
+ * fills in only the marked entries (fillSealTemplate) instead of laying out thousands again.
+ */
+export interface SealTemplate {
+  /** The bytes without the marked entries. */
+  body: Buffer;
+  /** Each marked entry: where in `body` it goes, in which seal, and whose. */
+  slots: SealSlot[];
+}
+
+export interface SealSlot {
+  at: number;
+  seal: 'files' | 'files2';
+  path: string;
+}
+
+/** CodeResources as buildCodeResources writes it, and its template with the `variable` paths' entries marked. */
+export function buildSealTemplate(
+  files: readonly SealedFile[],
+  nested: readonly SealedNested[],
+  variable: ReadonlySet<string>,
+): { bytes: Buffer; template: SealTemplate } {
+  const { bytes, slots } = writeCodeResources(files, nested, variable);
+  const body: Buffer[] = [];
+  const moved: SealSlot[] = [];
+  let from = 0;
+  let bodyBytes = 0;
+  for (const slot of slots) {
+    body.push(bytes.subarray(from, slot.start));
+    bodyBytes += slot.start - from;
+    moved.push({ at: bodyBytes, seal: slot.seal, path: slot.path });
+    from = slot.end;
+  }
+  body.push(bytes.subarray(from));
+  return { bytes, template: { body: Buffer.concat(body), slots: moved } };
+}
+
+/**
+ * The CodeResources the template was made for, with the marked entries written from `files` and
+ * `nested` (only those paths are read); undefined when one of them is not there.
+ */
+export function fillSealTemplate(
+  template: SealTemplate,
+  files: ReadonlyMap<string, SealedFile>,
+  nested: ReadonlyMap<string, SealedNested>,
+): Buffer | undefined {
+  const pieces: Buffer[] = [];
+  let from = 0;
+  for (const slot of template.slots) {
+    let entry: string | undefined;
+    if (slot.seal === 'files') {
+      const file = files.get(slot.path);
+      const rule = matchRule(RULES_V1, slot.path);
+      if (file !== undefined && rule !== undefined) entry = filesEntry(file, rule);
+    } else {
+      const code = nested.get(slot.path);
+      const file = files.get(slot.path);
+      const rule = matchRule(RULES_V2, slot.path);
+      if (code !== undefined) entry = files2Entry({ path: slot.path, code });
+      else if (file !== undefined && rule !== undefined) entry = files2Entry({ path: slot.path, file, rule });
+    }
+    if (entry === undefined) return undefined;
+    pieces.push(template.body.subarray(from, slot.at), Buffer.from(entry, 'utf8'));
+    from = slot.at;
+  }
+  pieces.push(template.body.subarray(from));
+  return Buffer.concat(pieces);
+}
+
+type Seal2 = { path: string; file?: SealedFile; rule?: ResourceRule; code?: SealedNested };
+
+const filesEntry = (file: SealedFile, v1: ResourceRule): string =>
+  v1.optional
+    ? `      <key>${escapeXmlText(file.path)}</key>\n      <dict>\n        <key>hash</key>\n        <data>${base64(file.sha1)}</data>\n        <key>optional</key>\n        <true/>\n      </dict>\n`
+    : `      <key>${escapeXmlText(file.path)}</key>\n      <data>${base64(file.sha1)}</data>\n`;
+
+function files2Entry(seal: Seal2): string {
+  let text = `      <key>${escapeXmlText(seal.path)}</key>\n      <dict>\n`;
+  if (seal.code !== undefined) {
+    const requirement = escapeXmlText(seal.code.requirement);
+    text += `        <key>cdhash</key>\n        <data>${base64(seal.code.cdhash)}</data>\n`;
+    text +=
+      requirement === ''
+        ? '        <key>requirement</key>\n        <string/>\n'
+        : `        <key>requirement</key>\n        <string>${requirement}</string>\n`;
+  } else {
+    text += `        <key>hash</key>\n        <data>${base64(seal.file!.sha1)}</data>\n        <key>hash2</key>\n        <data>${base64(seal.file!.sha256)}</data>\n`;
+    if (seal.rule!.optional) text += '        <key>optional</key>\n        <true/>\n';
+  }
+  return `${text}      </dict>\n`;
+}
+
+/** The whole layout; the byte ranges of the `variable` paths' entries are answered as slots. */
+function writeCodeResources(
+  files: readonly SealedFile[],
+  nested: readonly SealedNested[],
+  variable?: ReadonlySet<string>,
+): { bytes: Buffer; slots: Array<{ start: number; end: number; seal: SealSlot['seal']; path: string }> } {
+  const slots: Array<{ start: number; end: number; seal: SealSlot['seal']; path: string }> = [];
+  const out = createTextBuffer();
+  const entry = (seal: SealSlot['seal'], path: string, text: string) => {
+    const start = out.length;
+    out.write(text);
+    if (variable?.has(path)) slots.push({ start, end: out.length, seal, path });
+  };
   const sorted = inObjectKeyOrder(
     [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
   );
-  const out = createTextBuffer();
   out.write(`${XML_PLIST_HEADER}  <dict>\n    <key>files</key>\n`);
   let any = false;
   for (const file of sorted) {
@@ -45,17 +154,11 @@ export function buildCodeResources(
     if (!v1 || v1.omit) continue;
     if (!any) out.write('    <dict>\n');
     any = true;
-    out.write(`      <key>${escapeXmlText(file.path)}</key>\n`);
-    if (v1.optional)
-      out.write(
-        `      <dict>\n        <key>hash</key>\n        <data>${base64(file.sha1)}</data>\n        <key>optional</key>\n        <true/>\n      </dict>\n`,
-      );
-    else out.write(`      <data>${base64(file.sha1)}</data>\n`);
+    entry('files', file.path, filesEntry(file, v1));
   }
   out.write(any ? '    </dict>\n' : '    <dict/>\n');
 
   // files2: resources outside nested code, then nested code by cdhash, all in key order.
-  type Seal2 = { path: string; file?: SealedFile; rule?: ResourceRule; code?: SealedNested };
   const seals: Seal2[] = [];
   for (const file of files) {
     if (insideNested(file.path, nested)) continue;
@@ -70,28 +173,11 @@ export function buildCodeResources(
   const ordered = inObjectKeyOrder(seals2.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)));
   out.write('    <key>files2</key>\n');
   out.write(ordered.length === 0 ? '    <dict/>\n' : '    <dict>\n');
-  for (const seal of ordered) {
-    out.write(`      <key>${escapeXmlText(seal.path)}</key>\n      <dict>\n`);
-    if (seal.code !== undefined) {
-      const requirement = escapeXmlText(seal.code.requirement);
-      out.write(`        <key>cdhash</key>\n        <data>${base64(seal.code.cdhash)}</data>\n`);
-      out.write(
-        requirement === ''
-          ? '        <key>requirement</key>\n        <string/>\n'
-          : `        <key>requirement</key>\n        <string>${requirement}</string>\n`,
-      );
-    } else {
-      out.write(
-        `        <key>hash</key>\n        <data>${base64(seal.file!.sha1)}</data>\n        <key>hash2</key>\n        <data>${base64(seal.file!.sha256)}</data>\n`,
-      );
-      if (seal.rule!.optional) out.write('        <key>optional</key>\n        <true/>\n');
-    }
-    out.write('      </dict>\n');
-  }
+  for (const seal of ordered) entry('files2', seal.path, files2Entry(seal));
   if (ordered.length > 0) out.write('    </dict>\n');
   out.write(RULES_TEXT);
   out.write('  </dict>\n</plist>');
-  return out.done();
+  return { bytes: out.done(), slots };
 }
 
 // The rules never change: laid out once.
@@ -117,16 +203,21 @@ function inObjectKeyOrder<T extends { path: string }>(items: T[]): T[] {
   return [...indices, ...items.filter((item) => !isIndex(item.path))];
 }
 
-/** UTF-8 text gathered in 64 KiB pieces, joined once at the end. */
+/** UTF-8 text gathered in 64 KiB pieces, joined once at the end; `length` is the bytes so far. */
 function createTextBuffer() {
   const PIECE_BYTES = 64 * 1024;
   const pieces: Buffer[] = [];
   let current = Buffer.allocUnsafe(PIECE_BYTES);
   let used = 0;
+  let before = 0;
   return {
+    get length(): number {
+      return before + used;
+    },
     write(text: string): void {
       if (used + text.length * 3 > current.length) {
         pieces.push(current.subarray(0, used));
+        before += used;
         current = Buffer.allocUnsafe(Math.max(PIECE_BYTES, text.length * 3));
         used = 0;
       }

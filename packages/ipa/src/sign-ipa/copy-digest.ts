@@ -5,7 +5,13 @@
  * are ready, during the copy when no digest is missing.
  */
 import { assertMachOsDecrypted } from '../check.js';
-import { digestEntries, readCachedDigests, writeCachedDigests, type FileDigests } from '../digest/index.js';
+import {
+  digestEntries,
+  readCachedDigests,
+  versionKey,
+  writeCachedDigests,
+  type FileDigests,
+} from '../digest/index.js';
 import { isMachO } from '../macho/index.js';
 import type { ZipArchive, ZipEntry } from '../zip/index.js';
 import {
@@ -44,7 +50,7 @@ export interface SignedOutput {
    */
   copyAndSign(
     options: CopyOptions,
-    sign: (digests: ReadonlyMap<string, FileDigests>) => Promise<void>,
+    sign: (digests: ReadonlyMap<string, FileDigests>, digestsKey: string | undefined) => Promise<void>,
   ): Promise<void>;
 }
 
@@ -124,11 +130,15 @@ export async function openSignedOutput(job: {
       );
       // Every resource that signing leaves as it is: digested as it is copied, or read from the
       // cache (while the copy runs).
+      // The digests' key, which the kept seals are keyed by too (seal-cache.ts).
+      const digestsKey = options.cacheDir === undefined ? undefined : versionKey(resources);
       const cached =
-        options.cacheDir === undefined ? undefined : await readCachedDigests(options.cacheDir, resources);
+        options.cacheDir === undefined
+          ? undefined
+          : await readCachedDigests(options.cacheDir, resources, digestsKey);
       if (cached !== undefined) {
         keepCopies = kept === undefined;
-        const signing = assertCopiedDecrypted(cached).then(() => sign(cached));
+        const signing = assertCopiedDecrypted(cached).then(() => sign(cached, digestsKey));
         signing.catch((err: unknown) => stop.abort(err));
         await settleAll([copying, signing]);
         return;
@@ -144,8 +154,9 @@ export async function openSignedOutput(job: {
       options.whileDigesting();
       const [, digests] = await settleAll([copying, digesting]);
       await assertCopiedDecrypted(digests);
-      if (options.cacheDir !== undefined) await writeCachedDigests(options.cacheDir, resources, digests);
-      await sign(digests);
+      if (options.cacheDir !== undefined)
+        await writeCachedDigests(options.cacheDir, resources, digests, digestsKey);
+      await sign(digests, digestsKey);
     },
   };
 }

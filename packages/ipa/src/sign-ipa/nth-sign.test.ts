@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadIdentity, type SigningIdentity } from '../identity.js';
+import { parsePlist } from '../plist.js';
 import { EXECUTABLE_MODE, buildZip } from '../test-support/build-zip.js';
 import { readFixtureEntries } from '../test-support/read-fixture.js';
 import { createTestPki, type TestPki } from '../test-support/pki.js';
@@ -166,6 +167,16 @@ async function expectVerifies(output: string, owner: TestPki, profile: Buffer) {
   // The app supports iOS 14 only: SHA-256 alone (sign/digest-choice.ts).
   expect(signature!.codeDirectories.map((cd) => cd.teamId)).toEqual([owner.teamId]);
   expect(files.profile.equals(profile)).toBe(true);
+  // The seal names this user's profile (from a kept template, the entry written into it).
+  const seal = parsePlist(files.codeResources) as {
+    files: Record<string, Uint8Array>;
+    files2: Record<string, { hash2: Uint8Array }>;
+  };
+  const hex = (bytes: Uint8Array | undefined) => Buffer.from(bytes ?? []).toString('hex');
+  expect(hex(seal.files['embedded.mobileprovision'])).toBe(createHash('sha1').update(profile).digest('hex'));
+  expect(hex(seal.files2['embedded.mobileprovision']?.hash2)).toBe(
+    createHash('sha256').update(profile).digest('hex'),
+  );
 }
 
 describe.skipIf(skip)('the n-th sign of a version', () => {
@@ -180,6 +191,7 @@ describe.skipIf(skip)('the n-th sign of a version', () => {
     // The first sign keeps the executable's code and the digests; a version signed once costs no copy.
     expect(readdirSync(path.join(cacheDir, 'code')).filter((n) => n.endsWith('.json'))).toHaveLength(1);
     expect(existsSync(path.join(cacheDir, 'copies'))).toBe(false);
+    expect(readdirSync(path.join(cacheDir, 'seals'))).toHaveLength(1);
 
     // Another user's profile: from the kept code, and it keeps the copied stretch.
     const second = await signWith(a, profileB, cacheDir);
@@ -215,7 +227,7 @@ describe.skipIf(skip)('the n-th sign of a version', () => {
     const profileA = pki.profile();
     const first = await signWith(a, profileA, cacheDir);
     await signWith(a, pki.profile({ appId: `${pki.teamId}.other` }), cacheDir);
-    for (const folder of ['code', 'copies']) {
+    for (const folder of ['code', 'copies', 'seals']) {
       for (const name of readdirSync(path.join(cacheDir, folder)).filter((n) => !n.endsWith('.json')))
         truncateSync(path.join(cacheDir, folder, name), 100);
     }

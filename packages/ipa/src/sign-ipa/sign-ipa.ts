@@ -126,7 +126,7 @@ export async function signInMode(
               signer.spoolAhead(name);
         },
       },
-      async (digests) => {
+      async (digests, digestsKey) => {
         cdhashes = await signBundles(
           {
             plan,
@@ -135,6 +135,10 @@ export async function signInMode(
             teamId: profile.teamId,
             requirement: (identifier) => requirementText({ ...subject, identifier }),
             onProgress: options.onProgress,
+            seals:
+              options.cacheDir === undefined || digestsKey === undefined
+                ? undefined
+                : { cacheDir: options.cacheDir, digestsKey },
           },
           digests,
         );
