@@ -9,6 +9,7 @@ import {
   launchBrowser,
   newDataDir,
   openSession,
+  settled,
   startServer,
   submitSignIn,
   type RunningServer,
@@ -101,7 +102,7 @@ describe.each(SCREENS)('at $name', (screen) => {
       await s.page.getByRole('tab', { name: tab }).click();
       await s.page.waitForURL((u) => u.pathname === path);
       await expect.poll(() => s.page.getByRole('tab', { name: tab, selected: true }).count()).toBe(1);
-      await s.page.waitForLoadState('networkidle');
+      await settled(s.page);
       expect(await overflowsSideways(s.page), `${path} scrolls sideways`).toBe(false);
       found[path] = await axeViolations(s.page);
     }
@@ -178,7 +179,7 @@ describe.each(SCREENS)('at $name', (screen) => {
       '/udid',
     ]) {
       await s.page.goto(path);
-      await s.page.waitForLoadState('networkidle');
+      await settled(s.page);
       expect(await overflowsSideways(s.page), `${path} scrolls sideways`).toBe(false);
       found[path] = await axeViolations(s.page);
     }

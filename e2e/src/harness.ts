@@ -8,6 +8,7 @@ import {
   type BrowserContext,
   type Locator,
   type Page,
+  type Request,
   type Route,
 } from 'playwright-core';
 import { inject } from 'vitest';
@@ -158,6 +159,7 @@ export async function openSession(
     route.fulfill({ status: 200, contentType: 'image/png', body: TINY_PNG }),
   );
   const page = await context.newPage();
+  trackRequests(page);
   const session: Session = { context, page, dialogs: [], answers: [] };
   page.on('dialog', (dialog) => {
     session.dialogs.push(dialog.message());
@@ -193,6 +195,41 @@ export async function sendAsBrowserWithoutFetchMetadata(s: Session, serverUrl: s
   await s.context.route(`${serverUrl}/api/**`, handler);
   await s.context.route(`${serverUrl}/billing/**`, handler);
   return answered;
+}
+
+/** The requests each page has in flight, its live event stream aside, and when the last one ended. */
+const inFlight = new WeakMap<Page, { requests: Set<Request>; quietSince: number }>();
+
+function trackRequests(page: Page) {
+  const state = { requests: new Set<Request>(), quietSince: Date.now() };
+  inFlight.set(page, state);
+  const done = (request: Request) => {
+    if (state.requests.delete(request) && state.requests.size === 0) state.quietSince = Date.now();
+  };
+  page.on('request', (request) => {
+    // An EventSource never finishes: it would keep the page busy for ever.
+    if (request.resourceType() !== 'eventsource') state.requests.add(request);
+  });
+  page.on('requestfinished', done);
+  page.on('requestfailed', done);
+}
+
+/**
+ * Waits until the page has had no request in flight for `quietMs` (its live event stream aside),
+ * so what a call brings is on screen. Playwright's 'networkidle' is not used: it waits on the
+ * EventSource in some versions and can miss its moment for good (microsoft/playwright#42598).
+ */
+export async function settled(page: Page, quietMs = 500, timeoutMs = 30_000) {
+  const state = inFlight.get(page);
+  if (state === undefined) throw new Error('settled() needs a page opened with openSession()');
+  const started = Date.now();
+  while (state.requests.size > 0 || Date.now() - state.quietSince < quietMs) {
+    if (Date.now() - started > timeoutMs)
+      throw new Error(
+        `the page still has requests in flight after ${timeoutMs} ms: ${[...state.requests].map((r) => `${r.method()} ${r.url()}`).join(', ')}`,
+      );
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** Waits until a dialog with this message has been shown. */

@@ -9,6 +9,7 @@ import {
   launchBrowser,
   newDataDir,
   openSession,
+  settled,
   startServer,
   submitSignIn,
   TINY_PNG,
@@ -85,8 +86,6 @@ async function signedIn(screen: Screen): Promise<Session & { id: string }> {
 const cardOf = (page: Page, name: string) => page.getByTestId('app-card').filter({ hasText: name });
 const overflowsSideways = (page: Page) =>
   page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
-/** Lets a dialog that would come show up: the page's calls end first. */
-const settled = (page: Page) => page.waitForLoadState('networkidle');
 
 async function searchFor(s: Session, name: string) {
   await s.page.goto(`/search/KR/${encodeURIComponent(name)}`);
