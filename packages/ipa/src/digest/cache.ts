@@ -14,13 +14,16 @@ import { digestEntries, type DigestOptions, type FileDigests } from './pool.js';
 const FORMAT = 2;
 
 export function versionKey(entries: readonly ZipEntry[]): string {
-  const hash = createHash('sha256').update(`sideport-resource-digests-${FORMAT}\n`);
-  for (const entry of [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    hash.update(
-      `${entry.name}\0${entry.crc32}\0${entry.uncompressedSizeBytes}\0${entry.compressedSizeBytes}\0${entry.compressionMethod}\n`,
+  // One line per entry, hashed in one call: a call per entry costs more than the hashing.
+  const lines = [...entries]
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map(
+      (entry) =>
+        `${entry.name}\0${entry.crc32}\0${entry.uncompressedSizeBytes}\0${entry.compressedSizeBytes}\0${entry.compressionMethod}\n`,
     );
-  }
-  return hash.digest('hex');
+  return createHash('sha256')
+    .update(`sideport-resource-digests-${FORMAT}\n${lines.join('')}`)
+    .digest('hex');
 }
 
 export interface CachedDigestOptions extends DigestOptions {

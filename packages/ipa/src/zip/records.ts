@@ -34,14 +34,16 @@ export function dosDateTime(date: Date): { time: number; date: number } {
   };
 }
 
-/** Local file header (APPNOTE 4.3.7); sizes over 4 GiB go in a zip64 extra field. */
 /** The length of localHeader(r), without building it: 30 bytes, the name, a zip64 field when needed. */
-export function localHeaderLength(
-  r: Pick<CentralRecord, 'name' | 'compressedSize' | 'uncompressedSize'>,
-): number {
+export function localHeaderLength(r: {
+  name: { length: number };
+  compressedSize: number;
+  uncompressedSize: number;
+}): number {
   return 30 + r.name.length + (r.compressedSize >= MAX_32 || r.uncompressedSize >= MAX_32 ? 4 + 16 : 0);
 }
 
+/** Local file header (APPNOTE 4.3.7); sizes over 4 GiB go in a zip64 extra field. */
 export function localHeader(r: Omit<CentralRecord, 'offset'>): Buffer {
   const needs64 = r.compressedSize >= MAX_32 || r.uncompressedSize >= MAX_32;
   const extra = needs64 ? zip64Extra([r.uncompressedSize, r.compressedSize]) : Buffer.alloc(0);
@@ -62,30 +64,59 @@ export function localHeader(r: Omit<CentralRecord, 'offset'>): Buffer {
 
 /** Central directory header (APPNOTE 4.3.12); fields that overflow move to the zip64 extra field. */
 export function centralHeader(r: CentralRecord): Buffer {
-  const big: number[] = [];
-  if (r.uncompressedSize >= MAX_32) big.push(r.uncompressedSize);
-  if (r.compressedSize >= MAX_32) big.push(r.compressedSize);
-  if (r.offset >= MAX_32) big.push(r.offset);
-  const extra = big.length > 0 ? zip64Extra(big) : Buffer.alloc(0);
-  const header = Buffer.alloc(46);
-  header.writeUInt32LE(CENTRAL_SIGNATURE, 0);
-  header.writeUInt16LE(r.versionMadeBy, 4);
-  header.writeUInt16LE(big.length > 0 ? 45 : 20, 6);
-  header.writeUInt16LE(r.flags, 8);
-  header.writeUInt16LE(r.method, 10);
-  header.writeUInt16LE(r.dosTime, 12);
-  header.writeUInt16LE(r.dosDate, 14);
-  header.writeUInt32LE(r.crc, 16);
-  header.writeUInt32LE(r.compressedSize >= MAX_32 ? MAX_32 : r.compressedSize, 20);
-  header.writeUInt32LE(r.uncompressedSize >= MAX_32 ? MAX_32 : r.uncompressedSize, 24);
-  header.writeUInt16LE(r.name.length, 28);
-  header.writeUInt16LE(extra.length, 30);
-  header.writeUInt16LE(0, 32); // comment length
-  header.writeUInt16LE(0, 34); // disk number start
-  header.writeUInt16LE(0, 36); // internal attributes
-  header.writeUInt32LE(r.externalAttributes, 38);
-  header.writeUInt32LE(r.offset >= MAX_32 ? MAX_32 : r.offset, 42);
-  return Buffer.concat([header, r.name, extra]);
+  return centralDirectory([r]);
+}
+
+/**
+ * The central directory's records, in order, laid out in one buffer: an IPA's tens of thousands of
+ * records are written in place rather than each as its own header, name and extra field joined.
+ */
+export function centralDirectory(records: readonly CentralRecord[]): Buffer {
+  const extraOf = (r: CentralRecord) =>
+    (r.uncompressedSize >= MAX_32 ? 8 : 0) +
+    (r.compressedSize >= MAX_32 ? 8 : 0) +
+    (r.offset >= MAX_32 ? 8 : 0);
+  let total = 0;
+  for (const r of records) {
+    const extra = extraOf(r);
+    total += 46 + r.name.length + (extra > 0 ? 4 + extra : 0);
+  }
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const r of records) {
+    const extra = extraOf(r);
+    out.writeUInt32LE(CENTRAL_SIGNATURE, at);
+    out.writeUInt16LE(r.versionMadeBy, at + 4);
+    out.writeUInt16LE(extra > 0 ? 45 : 20, at + 6);
+    out.writeUInt16LE(r.flags, at + 8);
+    out.writeUInt16LE(r.method, at + 10);
+    out.writeUInt16LE(r.dosTime, at + 12);
+    out.writeUInt16LE(r.dosDate, at + 14);
+    out.writeUInt32LE(r.crc, at + 16);
+    out.writeUInt32LE(r.compressedSize >= MAX_32 ? MAX_32 : r.compressedSize, at + 20);
+    out.writeUInt32LE(r.uncompressedSize >= MAX_32 ? MAX_32 : r.uncompressedSize, at + 24);
+    out.writeUInt16LE(r.name.length, at + 28);
+    out.writeUInt16LE(extra > 0 ? 4 + extra : 0, at + 30);
+    out.writeUInt16LE(0, at + 32); // comment length
+    out.writeUInt16LE(0, at + 34); // disk number start
+    out.writeUInt16LE(0, at + 36); // internal attributes
+    out.writeUInt32LE(r.externalAttributes, at + 38);
+    out.writeUInt32LE(r.offset >= MAX_32 ? MAX_32 : r.offset, at + 42);
+    at += 46;
+    at += r.name.copy(out, at);
+    if (extra > 0) {
+      // The zip64 extra field: the overflowing values, in this order (APPNOTE 4.5.3).
+      out.writeUInt16LE(ZIP64_EXTRA_ID, at);
+      out.writeUInt16LE(extra, at + 2);
+      at += 4;
+      for (const value of [r.uncompressedSize, r.compressedSize, r.offset])
+        if (value >= MAX_32) {
+          out.writeBigUInt64LE(BigInt(value), at);
+          at += 8;
+        }
+    }
+  }
+  return out;
 }
 
 function zip64Extra(values: number[]): Buffer {

@@ -7,7 +7,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { EXECUTABLE_MODE, SYMLINK_MODE, buildZip } from '../test-support/build-zip.js';
 import { openZip } from './archive.js';
 import { createSignedZipWriter } from './writer.js';
-import { FLAG_UTF8, MADE_BY_UNIX, MAX_32, localHeader, localHeaderLength } from './records.js';
+import {
+  FLAG_UTF8,
+  MADE_BY_UNIX,
+  MAX_32,
+  centralDirectory,
+  localHeader,
+  localHeaderLength,
+} from './records.js';
 import { missingTools } from '../test-support/system-tools.js';
 
 /** Outside CI a machine without these skips this file with one line saying so. */
@@ -165,5 +172,75 @@ describe.skipIf(skip)('localHeaderLength', () => {
         localHeader({ ...record, compressedSize, uncompressedSize }).length,
       );
     }
+  });
+});
+
+describe('centralDirectory', () => {
+  it('lays out each record as APPNOTE 4.3.12 says, with zip64 values for what overflows, in order', () => {
+    const record = (name: string, compressedSize: number, uncompressedSize: number, offset: number) => ({
+      name: Buffer.from(name),
+      flags: FLAG_UTF8,
+      method: 8,
+      dosTime: 0x6000,
+      dosDate: 0x5a21,
+      crc: 0xdeadbeef,
+      compressedSize,
+      uncompressedSize,
+      offset,
+      externalAttributes: (0o100644 << 16) >>> 0,
+      versionMadeBy: MADE_BY_UNIX,
+    });
+    const records = [
+      record('small.txt', 10, 20, 0),
+      record('big/naïve.bin', 1000, MAX_32 + 5, MAX_32 + 7),
+      record('last', 3, 3, 4096),
+    ];
+    const bytes = centralDirectory(records);
+    const read: Array<Record<string, unknown>> = [];
+    for (let at = 0; at < bytes.length;) {
+      expect(bytes.readUInt32LE(at)).toBe(0x02014b50);
+      const nameLength = bytes.readUInt16LE(at + 28);
+      const extraLength = bytes.readUInt16LE(at + 30);
+      const extra = bytes.subarray(at + 46 + nameLength, at + 46 + nameLength + extraLength);
+      read.push({
+        needs: bytes.readUInt16LE(at + 6),
+        crc: bytes.readUInt32LE(at + 16),
+        compressed: bytes.readUInt32LE(at + 20),
+        uncompressed: bytes.readUInt32LE(at + 24),
+        name: bytes.subarray(at + 46, at + 46 + nameLength).toString('utf8'),
+        offset: bytes.readUInt32LE(at + 42),
+        zip64:
+          extraLength === 0
+            ? []
+            : [
+                extra.readUInt16LE(0),
+                extra.readUInt16LE(2),
+                ...[4, 12].map((i) => Number(extra.readBigUInt64LE(i))),
+              ],
+      });
+      at += 46 + nameLength + extraLength;
+    }
+    expect(read).toEqual([
+      {
+        needs: 20,
+        crc: 0xdeadbeef,
+        compressed: 10,
+        uncompressed: 20,
+        name: 'small.txt',
+        offset: 0,
+        zip64: [],
+      },
+      {
+        needs: 45,
+        crc: 0xdeadbeef,
+        compressed: 1000,
+        uncompressed: MAX_32,
+        name: 'big/naïve.bin',
+        offset: MAX_32,
+        // Extra field id 1, 16 bytes: the uncompressed size, then the offset (the compressed size fits).
+        zip64: [1, 16, MAX_32 + 5, MAX_32 + 7],
+      },
+      { needs: 20, crc: 0xdeadbeef, compressed: 3, uncompressed: 3, name: 'last', offset: 4096, zip64: [] },
+    ]);
   });
 });

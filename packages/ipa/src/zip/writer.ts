@@ -20,7 +20,7 @@ import {
   LOCAL_SIGNATURE,
   MADE_BY_UNIX,
   MAX_32,
-  centralHeader,
+  centralDirectory,
   dosDateTime,
   endRecords,
   localHeader,
@@ -201,7 +201,7 @@ export async function createSignedZipWriter(
       const last = regions.at(-1)!;
       const records = regions.flatMap((region) => region.records);
       const centralStart = last.position();
-      for (const record of records) await last.write(centralHeader(record));
+      await last.write(centralDirectory(records));
       await last.write(endRecords(records.length, centralStart, last.position() - centralStart));
       await last.settle();
       await input.close();
@@ -217,8 +217,17 @@ export async function createSignedZipWriter(
 
 /** The bytes `copy(entry)` (or, for a directory, `addDirectory`) writes for an entry of the source. */
 export function copiedSize(entry: ZipEntry): number {
-  if (entry.isDirectory) return localHeaderLength(copiedDirectoryRecord(entry));
-  return localHeaderLength(copyRecord(entry)) + entry.compressedSizeBytes;
+  // What copyRecord and copiedDirectoryRecord would give, without making them.
+  if (entry.isDirectory)
+    return 30 + Buffer.byteLength(entry.name.endsWith('/') ? entry.name : `${entry.name}/`, 'utf8');
+  const name = centralFieldsOf(entry).fileNameRaw;
+  return (
+    localHeaderLength({
+      name: { length: name?.length ?? Buffer.byteLength(entry.name, 'utf8') },
+      compressedSize: entry.compressedSizeBytes,
+      uncompressedSize: entry.uncompressedSizeBytes,
+    }) + entry.compressedSizeBytes
+  );
 }
 
 /** The central record of an entry copied from the source: its own name bytes, times and attributes. */
