@@ -88,15 +88,31 @@ async function readCache(
   const result = new Map<string, FileDigests>();
   for (const entry of entries) {
     const value = parsed.digests[entry.name];
-    const match = value === undefined ? null : /^([0-9a-f]{40}):([0-9a-f]{64})(:m)?$/.exec(value);
-    if (match === null) return undefined;
-    result.set(entry.name, {
-      sha1: Buffer.from(match[1]!, 'hex'),
-      sha256: Buffer.from(match[2]!, 'hex'),
-      isMachO: match[3] !== undefined,
-    });
+    if (value === undefined || !KEPT_DIGESTS.test(value)) return undefined;
+    result.set(entry.name, new KeptDigests(value));
   }
   return result;
+}
+
+const KEPT_DIGESTS = /^[0-9a-f]{40}:[0-9a-f]{64}(:m)?$/;
+
+/**
+ * One file's kept digests, turned into bytes only when asked: an n-th sign that finds its seals
+ * kept (sign-ipa/seal-cache.ts) reads whether each file is a Mach-O and never its hashes.
+ */
+class KeptDigests implements FileDigests {
+  #sha1: Buffer | undefined;
+  #sha256: Buffer | undefined;
+  constructor(private readonly text: string) {}
+  get sha1(): Buffer {
+    return (this.#sha1 ??= Buffer.from(this.text.slice(0, 40), 'hex'));
+  }
+  get sha256(): Buffer {
+    return (this.#sha256 ??= Buffer.from(this.text.slice(41, 105), 'hex'));
+  }
+  get isMachO(): boolean {
+    return this.text.length > 105;
+  }
 }
 
 async function writeCache(file: string, digests: Map<string, FileDigests>): Promise<void> {

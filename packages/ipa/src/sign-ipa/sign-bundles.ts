@@ -168,7 +168,8 @@ async function sealed(
       : (written.get(name) ??
         precomputed.get(name) ??
         (await digestStream(await archive.openEntryStream(archive.find(name)!))));
-    result.push({ path: relative(bundle, name), ...digests });
+    // Named, not spread: kept digests are read through getters (digest/cache.ts).
+    result.push({ path: relative(bundle, name), sha1: digests.sha1, sha256: digests.sha256 });
   }
   return result;
 }
