@@ -172,15 +172,7 @@ describe.skipIf(noPostgresBinaries)('PostgreSQL stopped and started under a runn
 
     // Live events (LISTEN on a connection of its own) are heard again: a change one process
     // tells of reaches every tab.
-    await until(
-      'an event to be heard again',
-      async () => {
-        const heard = waitForEvent(services.bus, (e) => e.kind === 'sign-queued', 1000);
-        await services.bus.publish({ kind: 'sign-queued' });
-        return await heard;
-      },
-      60_000,
-    );
+    await eventsHeardAgain(services, 'an event to be heard again');
   }, 120_000);
 
   it('after a failover to a promoted replica at the same address, serves and writes again by itself, nothing committed lost', async () => {
@@ -220,14 +212,19 @@ describe.skipIf(noPostgresBinaries)('PostgreSQL stopped and started under a runn
     });
     expect(after.statusCode, after.body).toBe(200);
     // LISTEN is made again on the new primary: live events reach every tab.
-    await until(
-      'an event to be heard after the failover',
-      async () => {
-        const heard = waitForEvent(services.bus, (e) => e.kind === 'sign-queued', 1000);
-        await services.bus.publish({ kind: 'sign-queued' });
-        return await heard;
-      },
-      60_000,
-    );
+    await eventsHeardAgain(services, 'an event to be heard after the failover');
   }, 120_000);
 });
+
+/** Waits until an event published on the bus comes back through the database's LISTEN. */
+async function eventsHeardAgain(services: Built['services'], what: string) {
+  await until(
+    what,
+    async () => {
+      const heard = waitForEvent(services.bus, (e) => e.kind === 'sign-queued', 1000);
+      await services.bus.publish({ kind: 'sign-queued' });
+      return await heard;
+    },
+    60_000,
+  );
+}
