@@ -62,14 +62,10 @@ export function localHeader(r: Omit<CentralRecord, 'offset'>): Buffer {
   return Buffer.concat([header, r.name, extra]);
 }
 
-/** Central directory header (APPNOTE 4.3.12); fields that overflow move to the zip64 extra field. */
-export function centralHeader(r: CentralRecord): Buffer {
-  return centralDirectory([r]);
-}
-
 /**
- * The central directory's records, in order, laid out in one buffer: an IPA's tens of thousands of
- * records are written in place rather than each as its own header, name and extra field joined.
+ * The central directory's headers (APPNOTE 4.3.12), in order, laid out in one buffer: an IPA's tens
+ * of thousands of records are written in place rather than each as its own header, name and extra
+ * field joined. Fields that overflow move to the zip64 extra field.
  */
 export function centralDirectory(records: readonly CentralRecord[]): Buffer {
   const extraOf = (r: CentralRecord) =>
