@@ -97,14 +97,11 @@ export async function startPgCluster(): Promise<PgCluster> {
         'stream',
       ]);
       await start(replica, replicaPort);
-      // Everything the primary committed has reached the replica before the primary dies.
+      // Everything the primary committed has reached the replica before the primary dies (the
+      // caller's test timeout bounds the wait, not a budget of our own that load could exceed).
       const written = await query(port, 'select pg_current_wal_lsn()');
-      for (let tries = 0; ; tries++) {
-        const behind = await query(replicaPort, `select pg_last_wal_replay_lsn() < '${written}'::pg_lsn`);
-        if (behind === 'f') break;
-        if (tries > 300) throw new Error(`the replica did not catch up with ${written}`);
+      while ((await query(replicaPort, `select pg_last_wal_replay_lsn() >= '${written}'::pg_lsn`)) !== 't')
         await new Promise((resolve) => setTimeout(resolve, 100));
-      }
       await stop(data, 'immediate');
       isRunning = false;
       await whileDown?.();
