@@ -21,9 +21,9 @@ import { CHUNK_BYTES, type SliceBody, type StreamOptions } from '../sign/macho-s
 import type { ZipEntry } from '../zip/index.js';
 import type { DeflatedRun, StreamEntryOptions } from '../zip/writer.js';
 
-const FORMAT = 1;
+export const FORMAT = 1;
 
-interface Meta {
+export interface Meta {
   format: number;
   codeLimit: number;
   headBytes: number;
@@ -71,14 +71,14 @@ export function codeKey(entry: ZipEntry): string {
     .digest('hex');
 }
 
-const paths = (cacheDir: string, entry: ZipEntry) => {
+export const keptPaths = (cacheDir: string, entry: ZipEntry) => {
   const base = join(cacheDir, 'code', codeKey(entry));
   return { front: `${base}.front`, deflated: `${base}.deflated`, meta: `${base}.json` };
 };
 
 /** The kept code of a binary entry, when a sign before kept it whole; undefined otherwise. */
 export async function openKeptCode(cacheDir: string, entry: ZipEntry): Promise<KeptCode | undefined> {
-  const kept = paths(cacheDir, entry);
+  const kept = keptPaths(cacheDir, entry);
   let meta: Meta;
   let front: Buffer;
   try {
@@ -134,7 +134,7 @@ export async function openKeptCode(cacheDir: string, entry: ZipEntry): Promise<K
  * off at the end.
  */
 export async function recordCode(cacheDir: string, entry: ZipEntry): Promise<CodeRecorder> {
-  const kept = paths(cacheDir, entry);
+  const kept = keptPaths(cacheDir, entry);
   await mkdir(join(cacheDir, 'code'), { recursive: true });
   const temporary = `${kept.deflated}.${randomBytes(6).toString('hex')}.tmp`;
   const body = await open(temporary, 'w');
@@ -205,19 +205,37 @@ export async function recordCode(cacheDir: string, entry: ZipEntry): Promise<Cod
           crc: bodyCrc >>> 0,
           entitlements: own === undefined ? null : buildXmlPlist(own),
         };
-        // The description goes last: a reader that finds it finds the rest complete.
-        await writeFile(`${temporary}.front`, Buffer.concat([head, sha1, sha256]));
-        await rename(`${temporary}.front`, kept.front);
-        await rename(temporary, kept.deflated);
-        await writeFile(`${temporary}.json`, JSON.stringify(meta));
-        await rename(`${temporary}.json`, kept.meta);
+        await putKept(kept, temporary, Buffer.concat([head, sha1, sha256]), meta);
       } catch {
-        await rm(`${temporary}.front`, { force: true });
-        await rm(`${temporary}.json`, { force: true });
+        // a cache that cannot be written only costs time
       } finally {
         await abandon();
       }
     },
     abandon,
   };
+}
+
+/**
+ * Puts a binary's kept code in place: the deflated body written to `temporary`, then the front
+ * (first chunk and page hashes), and the description last, so a reader that finds it finds the
+ * rest complete. A failure leaves no front or description of its own behind.
+ */
+export async function putKept(
+  kept: ReturnType<typeof keptPaths>,
+  temporary: string,
+  front: Buffer,
+  meta: Meta,
+): Promise<void> {
+  try {
+    await writeFile(`${temporary}.front`, front);
+    await rename(`${temporary}.front`, kept.front);
+    await rename(temporary, kept.deflated);
+    await writeFile(`${temporary}.json`, JSON.stringify(meta));
+    await rename(`${temporary}.json`, kept.meta);
+  } catch (err) {
+    await rm(`${temporary}.front`, { force: true });
+    await rm(`${temporary}.json`, { force: true });
+    throw err;
+  }
 }

@@ -32,6 +32,8 @@ import {
   specialSlotMatches,
 } from '../test-support/verify-signature.js';
 import { centralFieldsOf, openZip } from '../zip/index.js';
+import { DEFAULT_DEFLATE_LEVEL } from '../zip/writer.js';
+import { keepCodeAhead } from './code-ahead.js';
 import { createMachOSigner } from './engine.js';
 import { signIpa } from './sign-ipa.js';
 
@@ -90,8 +92,9 @@ let signs = 0;
 async function signWith(
   identity: SigningIdentity,
   profile: Buffer,
-  cacheDir: string,
+  cacheDir: string | undefined,
   from = input,
+  prepareCodeAhead = true,
 ): Promise<string> {
   const output = path.join(dir, `out-${signs++}.ipa`);
   await signIpa({
@@ -101,8 +104,9 @@ async function signWith(
     profile,
     signer: createMachOSigner(identity, () => NOW),
     now: NOW,
-    cacheDir,
+    ...(cacheDir === undefined ? {} : { cacheDir }),
     streamAboveBytes: 64 * 1024,
+    prepareCodeAhead,
   });
   return output;
 }
@@ -209,6 +213,48 @@ describe.skipIf(skip)('the n-th sign of a version', () => {
     // executable's code and every copied entry's bytes are gone from the input: none of them is read.
     const again = await signWith(a, profileA, cacheDir, await withDataZeroed(input));
     expect(sha256(again)).toBe(sha256(first));
+  });
+
+  it('prepares the executable while the resources are digested, writing what signing it in full writes', async () => {
+    const a = loadIdentity({ p12: pki.p12, password: pki.password });
+    const profile = pki.profile();
+    const leftovers = () => readdirSync(tmpdir()).filter((name) => name.startsWith('sideport-code-'));
+    const before = leftovers();
+    const prepared = await signWith(a, profile, undefined);
+    await expectVerifies(prepared, pki, profile);
+    // Without a cache folder, what was prepared goes with the sign.
+    expect(leftovers()).toEqual(before);
+    const inFull = await signWith(a, profile, undefined, input, false);
+    expect(sha256(prepared)).toBe(sha256(inFull));
+    // With one, it is what the next signs find kept: they read none of the executable's code.
+    const cacheDir = path.join(dir, 'ahead');
+    expect(sha256(await signWith(a, profile, cacheDir))).toBe(sha256(inFull));
+    expect(readdirSync(path.join(cacheDir, 'code')).filter((n) => n.endsWith('.json'))).toHaveLength(1);
+    expect(sha256(await signWith(a, profile, cacheDir))).toBe(sha256(inFull));
+    expect(sha256(await signWith(a, profile, cacheDir, await withDataZeroed(input)))).toBe(sha256(inFull));
+  });
+
+  it('prepares from the archive exactly what a full sign of the executable keeps', async () => {
+    const a = loadIdentity({ p12: pki.p12, password: pki.password });
+    const inFull = path.join(dir, 'kept-in-full');
+    await signWith(a, pki.profile(), inFull, input, false);
+    const ahead = path.join(dir, 'kept-ahead');
+    const archive = await openZip(input);
+    try {
+      const options = { appNeedsSha1: false, level: DEFAULT_DEFLATE_LEVEL };
+      expect(await keepCodeAhead(ahead, archive, archive.find(EXECUTABLE)!, options)).toBe(true);
+      // Code that ends within the signer's first chunk is left to the full sign.
+      expect(await keepCodeAhead(ahead, archive, archive.find(`${APP}/Info.plist`)!, options)).toBe(false);
+    } finally {
+      archive.close();
+    }
+    const files = (folder: string) => readdirSync(path.join(folder, 'code')).sort();
+    expect(files(ahead)).toEqual(files(inFull));
+    expect(files(ahead)).toHaveLength(3);
+    for (const name of files(ahead))
+      expect(readFileSync(path.join(ahead, 'code', name))).toEqual(
+        readFileSync(path.join(inFull, 'code', name)),
+      );
   });
 
   it('keeps one copied stretch when many users sign a version at once, and every output verifies', async () => {

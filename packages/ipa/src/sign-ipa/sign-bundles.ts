@@ -37,6 +37,12 @@ export interface BundleSigning {
 
 const relative = (bundle: BundlePlan, path: string) => path.slice(bundle.dir.length + 1);
 
+/** Every file of an app that supports an iOS before 11 keeps a SHA-1 CodeDirectory (digest-choice.ts). */
+export function appNeedsSha1(plan: SigningPlan): boolean {
+  const minimumOs = plan.app.info.MinimumOSVersion;
+  return appTargetsBeforeSha256(typeof minimumOs === 'string' ? minimumOs : undefined);
+}
+
 /** Signs every bundle; answers the cdhash of each bundle's executable, by bundle directory. */
 export async function signBundles(
   job: BundleSigning,
@@ -44,9 +50,7 @@ export async function signBundles(
 ): Promise<Map<string, Buffer>> {
   const { plan, files, binaries, teamId, requirement } = job;
   const cdhashes = new Map<string, Buffer>();
-  // Every file of an app that supports an iOS before 11 keeps a SHA-1 CodeDirectory (digest-choice.ts).
-  const minimumOs = plan.app.info.MinimumOSVersion;
-  const appNeedsSha1 = appTargetsBeforeSha256(typeof minimumOs === 'string' ? minimumOs : undefined);
+  const needsSha1 = appNeedsSha1(plan);
   let done = 0;
   for (const bundle of plan.inOrder) {
     const nested: SealedNested[] = [];
@@ -56,7 +60,7 @@ export async function signBundles(
         identifier,
         teamId,
         isMainExecutable: false,
-        appNeedsSha1,
+        appNeedsSha1: needsSha1,
       });
       nested.push({ path: relative(bundle, loose), cdhash, requirement: requirement(identifier) });
     }
@@ -77,7 +81,7 @@ export async function signBundles(
           identifier: bundle.bundleId,
           teamId,
           isMainExecutable: bundle.isMain,
-          appNeedsSha1,
+          appNeedsSha1: needsSha1,
           infoPlist: await files.read(`${bundle.dir}/Info.plist`),
           codeResources,
         },

@@ -160,16 +160,35 @@ export async function signBinaryStreaming(
   return { cdhash, ...(sha1 && sha256 ? { digests: { sha1: sha1.digest(), sha256: sha256.digest() } } : {}) };
 }
 
-/**
- * Writes an entry's content to `out`, inflated from its stored bytes in 1 MiB pieces (on libuv's
- * pool), checking its size and CRC-32 against its header.
- */
+/** Writes an entry's content to `out`, inflated from its stored bytes (inflateEntry). */
 async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Promise<void> {
+  let position = 0;
+  await inflateEntry(archive, entry, async (piece) => {
+    for (let done = 0; done < piece.length;)
+      done += (await out.write(piece, done, piece.length - done, position + done)).bytesWritten;
+    position += piece.length;
+  });
+}
+
+/**
+ * Hands an entry's content to `take` in pieces, inflated from its stored bytes in 1 MiB reads (on
+ * libuv's pool), checking its size and CRC-32 against its header; `take` is done with a piece
+ * once its promise resolves, and answers 'stop' to read no further (nothing is checked then).
+ */
+export async function inflateEntry(
+  archive: ZipArchive,
+  entry: ZipEntry,
+  take: (piece: Buffer) => Promise<void | 'stop'>,
+): Promise<void> {
   if (archive.path === undefined) {
     // An archive held in memory or behind another reader: its own entry stream.
-    let position = 0;
-    for await (const piece of await archive.openEntryStream(entry))
-      position += (await out.write(piece as Buffer, 0, (piece as Buffer).length, position)).bytesWritten;
+    const stream = await archive.openEntryStream(entry);
+    for await (const piece of stream) {
+      if ((await take(piece as Buffer)) === 'stop') {
+        stream.destroy();
+        return;
+      }
+    }
     return;
   }
   if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
@@ -184,23 +203,26 @@ async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Pro
     const start = await entryDataStart(block, entry);
     let crc = 0;
     let position = 0;
-    const take = async (piece: Buffer): Promise<void> => {
+    let stopped = false;
+    const checked = async (piece: Buffer): Promise<void> => {
       if (position + piece.length > entry.uncompressedSizeBytes)
         throw damaged(entry, `more than the ${entry.uncompressedSizeBytes} bytes it records`);
       crc = crc32(piece, crc);
-      for (let done = 0; done < piece.length;)
-        done += (await out.write(piece, done, piece.length - done, position + done)).bytesWritten;
       position += piece.length;
+      if ((await take(piece)) === 'stop') stopped = true;
     };
     if (entry.compressionMethod === 0) {
-      for (const [at, length] of gridChunks(start, start + entry.compressedSizeBytes))
-        await take(await block.read(at, length));
+      for (const [at, length] of gridChunks(start, start + entry.compressedSizeBytes)) {
+        await checked(await block.read(at, length));
+        if (stopped) return;
+      }
     } else {
       const inflater = createInflateRaw({ chunkSize: SPOOL_CHUNK_BYTES });
       const written = (async () => {
         for await (const piece of inflater) {
-          await take(piece as Buffer);
-          // A piece that ends zlib's output buffer is its last: the buffer is free once written.
+          if (stopped) continue; // what zlib still answers, until it is destroyed
+          await checked(piece as Buffer);
+          // A piece that ends zlib's output buffer is its last: the buffer is free once taken.
           if ((piece as Buffer).byteOffset + (piece as Buffer).length === (piece as Buffer).buffer.byteLength)
             discard(piece as Buffer);
         }
@@ -208,14 +230,21 @@ async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Pro
       written.catch(() => undefined); // handled below; a failure may come before it is awaited
       try {
         for (const [at, length] of gridChunks(start, start + entry.compressedSizeBytes)) {
+          if (stopped) break;
           const chunk = await block.read(at, length);
           // zlib reads the chunk until the write's callback; the block reader reuses it after.
           await new Promise<void>((resolve, reject) =>
             inflater.write(chunk, (err) => (err ? reject(err) : resolve())),
           );
         }
+        if (stopped) {
+          inflater.destroy();
+          await written.catch(() => undefined);
+          return;
+        }
         inflater.end();
         await written;
+        if (stopped) return;
       } catch (err) {
         inflater.destroy();
         // The reading side's failure says more than the write that then failed with it.
@@ -226,7 +255,7 @@ async function spool(archive: ZipArchive, entry: ZipEntry, out: FileHandle): Pro
         throw first instanceof IpaError ? first : damaged(entry, (first as Error).message);
       }
     }
-    // The pieces, discarded as they were written, go now: this thread may wait a while next.
+    // The pieces, discarded as they were taken, go now: this thread may wait a while next.
     collectYoung();
     if (position !== entry.uncompressedSizeBytes) throw damaged(entry, `${position} bytes`);
     if (crc >>> 0 !== entry.crc32 >>> 0)

@@ -119,6 +119,17 @@ export const NO_HASHES = Buffer.alloc(0);
  * Plans the signature of a slice from its first bytes (`bytes` holds at least the header, the load
  * commands and 16 bytes after them) and its size.
  */
+/**
+ * Where a slice's code ends and its new signature starts: where its old signature starts, or, for
+ * a slice never signed, after __LINKEDIT (16-byte aligned). Undefined without __LINKEDIT;
+ * planSlice checks the rest of what signing there takes.
+ */
+export function codeLimitOf(slice: MachOSlice): number | undefined {
+  const linkedit = slice.segments.find((s) => s.name === '__LINKEDIT');
+  if (linkedit === undefined) return undefined;
+  return slice.codeSignature?.dataOffset ?? alignUp(linkedit.fileOffset + linkedit.fileSize, 16);
+}
+
 export function planSlice(
   bytes: Buffer,
   sliceSizeBytes: number,
@@ -163,7 +174,7 @@ export function planSlice(
         `Expected the signature of ${where} (${slice.arch}) inside __LINKEDIT, found it at offset ${existing.dataOffset}.`,
       );
     }
-    codeLimit = existing.dataOffset;
+    codeLimit = codeLimitOf(slice)!;
   } else {
     const commandsEnd = slice.headerSizeBytes + slice.commandsSizeBytes;
     // The 16 bytes of linkedit_data_command go after the last load command; they must be padding.
@@ -173,7 +184,7 @@ export function planSlice(
         `Expected 16 free zero bytes after the load commands of ${where} (${slice.arch}) for LC_CODE_SIGNATURE, found ${slice.freeCommandBytes}.`,
       );
     }
-    codeLimit = alignUp(linkedit.fileOffset + linkedit.fileSize, 16);
+    codeLimit = codeLimitOf(slice)!;
     if (sliceSizeBytes > codeLimit) {
       throw new IpaError(
         'MACHO_UNSUPPORTED',

@@ -43,7 +43,9 @@ const COPY_BLOCK_BYTES = 2 * 1024 * 1024;
 const COPY_BLOCKS = 3;
 // The kernel takes at most 1024 pieces per call (IOV_MAX); libuv splits larger writes.
 const MAX_PIECES_PER_WRITE = 1024;
-const DEFLATES_IN_FLIGHT = 3;
+export const DEFLATES_IN_FLIGHT = 3;
+/** The level new entries deflate at unless the writer is told otherwise. */
+export const DEFAULT_DEFLATE_LEVEL = 1;
 
 export interface ZipWriterOptions {
   /** Deflate level for new entries; 1 is fast and keeps binaries close to their original size. */
@@ -163,7 +165,7 @@ export async function createSignedZipWriter(
     await input.close();
     throw err;
   });
-  const level = options.level ?? 1;
+  const level = options.level ?? DEFAULT_DEFLATE_LEVEL;
   const limit = options.maxBytes ?? Number.MAX_SAFE_INTEGER;
   const names = new Set<string>();
   const claim = (name: string): void => {
@@ -569,7 +571,7 @@ function createRegion({ out, input, level, claim, limit, modified }: RegionConte
           const held = copy;
           const piece = held.subarray(0, chunk.length);
           queue.push(
-            deflatePiece(piece, deflatesWell(piece, level) ? level : 0).finally(() => {
+            deflateChunk(piece, level).finally(() => {
               if (copies.length < DEFLATES_IN_FLIGHT) copies.push(held);
             }),
           );
@@ -612,6 +614,15 @@ function createRegion({ out, input, level, claim, limit, modified }: RegionConte
       await writeEntry(record, Buffer.alloc(0));
     },
   };
+}
+
+/**
+ * One chunk of a streamed entry as addStream deflates it: at `level`, or stored when deflate would
+ * not shrink it. Code prepared ahead of its entry (sign-ipa/code-cache.ts) deflates through this
+ * too, so its bytes are the ones addStream would write.
+ */
+export function deflateChunk(piece: Buffer, level: number): Promise<Buffer[]> {
+  return deflatePiece(piece, deflatesWell(piece, level) ? level : 0);
 }
 
 /**

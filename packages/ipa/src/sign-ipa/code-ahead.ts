@@ -1,0 +1,256 @@
+/**
+ * A first sign's large executable, made ready while the resources are digested: its code is
+ * inflated once, and kept as code-cache.ts keeps what a full sign writes (the first chunk, the
+ * entitlements it was signed with, the page hashes from the second chunk on, and those chunks
+ * deflated as the writer deflates them). Signing it after the digests then takes the n-th sign's
+ * path: one chunk hashed, the deflated body copied in the kernel, a new signature. Before, all of
+ * that waited for the digests, on one core, with the executable spooled to disk and read back.
+ *
+ * Only a thin binary whose code runs past its first chunk is prepared; anything else (a fat file,
+ * a header this cannot plan from the first chunk, a damaged entry) answers false and is signed in
+ * full, which reports what is wrong with it.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { readMachO } from '../macho/parse.js';
+import { buildXmlPlist, type PlistObject } from '../plist.js';
+import { HASH_SIZE, PAGE_SIZE } from '../sign/blobs.js';
+import { needsSha1 } from '../sign/digest-choice.js';
+import { CHUNK_BYTES } from '../sign/macho-sign-stream.js';
+import { codeLimitOf, hashPages, NO_HASHES } from '../sign/macho-sign.js';
+import { readEmbeddedEntitlementsAt } from '../sign/read-signature.js';
+import { discard } from '../zip/discard.js';
+import type { ZipArchive, ZipEntry } from '../zip/index.js';
+import { deflateChunk } from '../zip/writer.js';
+import { FORMAT, keptPaths, putKept, type Meta } from './code-cache.js';
+import { inflateEntry } from './stream-binary.js';
+
+// The old signature after the code is held in memory to read the entitlements from; one larger
+// than this (a signature is some 52 bytes per page of code) is left to the full sign.
+const MAX_TAIL_BYTES = 16 * 1024 * 1024;
+// Chunks deflating at once. One: the digests and the copy keep both cores busy meanwhile, and each
+// more chunk in flight holds some 2.5 MB (the chunk, zlib's output buffer and state) when the
+// sign's memory is at its peak.
+const DEFLATES_IN_FLIGHT = 1;
+
+/** The code's layout, known once the first chunk is in. */
+interface Layout {
+  readonly codeLimit: number;
+  readonly withSha1: boolean;
+  /** Page hashes from CHUNK_BYTES on, each kind in one buffer. */
+  readonly sha1: Buffer;
+  readonly sha256: Buffer;
+  /** The bytes from the code limit to the end of the file: the old signature. */
+  readonly tail: Buffer;
+}
+
+/**
+ * Keeps `entry`'s code in `cacheDir` (code-cache.ts) from the archive; answers whether it did.
+ * `appNeedsSha1`: the app supports an iOS that reads SHA-1 CodeDirectories (digest-choice.ts), so
+ * the SHA-1 page hashes are kept too. `level`: the writer's deflate level.
+ */
+export async function keepCodeAhead(
+  cacheDir: string,
+  archive: ZipArchive,
+  entry: ZipEntry,
+  options: { appNeedsSha1: boolean; level: number },
+): Promise<boolean> {
+  const kept = keptPaths(cacheDir, entry);
+  const size = entry.uncompressedSizeBytes;
+  if (size <= CHUNK_BYTES) return false;
+  await mkdir(join(cacheDir, 'code'), { recursive: true });
+  const temporary = `${kept.deflated}.${randomBytes(6).toString('hex')}.tmp`;
+  let body: FileHandle | undefined;
+  try {
+    body = await open(temporary, 'w');
+    const prepared = await prepare(archive, entry, body, options);
+    await body.close();
+    body = undefined;
+    if (prepared === undefined) return false;
+    await putKept(kept, temporary, prepared.front, prepared.meta);
+    return true;
+  } catch {
+    return false; // signed in full, which says what is wrong
+  } finally {
+    await body?.close().catch(() => undefined);
+    await rm(temporary, { force: true });
+  }
+}
+
+async function prepare(
+  archive: ZipArchive,
+  entry: ZipEntry,
+  body: FileHandle,
+  options: { appNeedsSha1: boolean; level: number },
+): Promise<{ front: Buffer; meta: Meta } | undefined> {
+  const size = entry.uncompressedSizeBytes;
+  const head = Buffer.alloc(CHUNK_BYTES);
+  let layout: Layout | undefined;
+  let position = 0;
+  // The chunk being filled, from `chunkAt`; chunks deflate on libuv's pool, from buffers that come
+  // back once their deflate is done.
+  const free: Buffer[] = [];
+  let chunk: Buffer | undefined;
+  let chunkAt = CHUNK_BYTES;
+  let chunkFill = 0;
+  const queue: Promise<Buffer[]>[] = [];
+  let compressedBytes = 0;
+  let bodyCrc = 0;
+  let bodyBytes = 0;
+
+  const writeNext = async (): Promise<void> => {
+    const parts = await queue.shift()!;
+    for (const part of parts) {
+      for (let done = 0; done < part.length;)
+        done += (await body.write(part, done, part.length - done, compressedBytes + done)).bytesWritten;
+      compressedBytes += part.length;
+    }
+    if (parts[0] !== undefined) discard(parts[0]);
+  };
+  /** Hashes, counts and deflates the chunk filled so far (the code limit may end it early). */
+  const finishChunk = async (to: Layout): Promise<void> => {
+    const bytes = chunk!.subarray(0, chunkFill);
+    const at = (chunkAt - CHUNK_BYTES) / PAGE_SIZE;
+    if (to.withSha1) hashPages(bytes, 'sha1', to.sha1, at * HASH_SIZE.sha1);
+    hashPages(bytes, 'sha256', to.sha256, at * HASH_SIZE.sha256);
+    bodyCrc = crc32(bytes, bodyCrc);
+    bodyBytes += bytes.length;
+    const held = chunk!;
+    queue.push(deflateChunk(bytes, options.level).finally(() => free.push(held)));
+    chunk = undefined;
+    chunkAt += chunkFill;
+    chunkFill = 0;
+    if (queue.length >= DEFLATES_IN_FLIGHT) await writeNext();
+  };
+  /** Copies `bytes` (content from `from`) into the body's chunks, up to the code limit. */
+  const toBody = async (to: Layout, bytes: Buffer, from: number): Promise<void> => {
+    let at = Math.max(from, CHUNK_BYTES);
+    const end = Math.min(from + bytes.length, to.codeLimit);
+    while (at < end) {
+      chunk ??= free.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES);
+      const room = Math.min(CHUNK_BYTES - chunkFill, to.codeLimit - chunkAt - chunkFill);
+      const length = Math.min(room, end - at);
+      bytes.copy(chunk, chunkFill, at - from, at - from + length);
+      chunkFill += length;
+      at += length;
+      if (chunkFill === CHUNK_BYTES || chunkAt + chunkFill === to.codeLimit) await finishChunk(to);
+    }
+  };
+
+  try {
+    let planned = true;
+    await inflateEntry(archive, entry, async (piece) => {
+      const from = position;
+      position += piece.length;
+      if (from < CHUNK_BYTES) piece.copy(head, from, 0, Math.min(piece.length, CHUNK_BYTES - from));
+      if (layout === undefined && position >= CHUNK_BYTES) {
+        layout = await planFrom(head, size, entry.name, options.appNeedsSha1);
+        if (layout === undefined) {
+          planned = false;
+          return 'stop';
+        }
+      }
+      if (layout === undefined) return;
+      await toBody(layout, piece, from);
+      if (position > layout.codeLimit) {
+        const start = Math.max(from, layout.codeLimit);
+        piece.copy(layout.tail, start - layout.codeLimit, start - from);
+      }
+    });
+    if (!planned || layout === undefined) return undefined;
+    // A file never signed ends up to 15 bytes short of its code limit: zeros, as the signer reads them.
+    if (size < layout.codeLimit) await toBody(layout, Buffer.alloc(layout.codeLimit - size), size);
+    while (queue.length > 0) await writeNext();
+    if (bodyBytes !== layout.codeLimit - CHUNK_BYTES) return undefined;
+    const own = await ownEntitlements(head, layout, size, entry.name);
+    if (own === 'out of reach') return undefined;
+    const sha1 = layout.withSha1 ? layout.sha1 : NO_HASHES;
+    return {
+      front: Buffer.concat([head, sha1, layout.sha256]),
+      meta: {
+        format: FORMAT,
+        codeLimit: layout.codeLimit,
+        headBytes: head.length,
+        sha1Bytes: sha1.length,
+        sha256Bytes: layout.sha256.length,
+        compressedBytes,
+        uncompressedBytes: bodyBytes,
+        crc: bodyCrc >>> 0,
+        entitlements: own === undefined ? null : buildXmlPlist(own),
+      },
+    };
+  } finally {
+    // Settle what is left, so a failure leaves no unhandled rejection behind.
+    await Promise.allSettled(queue);
+  }
+}
+
+/** The layout of a thin binary planned from its first chunk; undefined for anything else. */
+async function planFrom(
+  head: Buffer,
+  size: number,
+  where: string,
+  appNeedsSha1: boolean,
+): Promise<Layout | undefined> {
+  let file;
+  try {
+    file = await readMachO({ sizeBytes: size, read: readWithin(head) }, where);
+  } catch {
+    return undefined;
+  }
+  const slice = file.slices[0];
+  if (file.isFat || slice === undefined) return undefined;
+  const codeLimit = codeLimitOf(slice);
+  if (codeLimit === undefined || codeLimit <= CHUNK_BYTES || size - codeLimit > MAX_TAIL_BYTES)
+    return undefined;
+  const bodyPages = Math.ceil(codeLimit / PAGE_SIZE) - CHUNK_BYTES / PAGE_SIZE;
+  const withSha1 = appNeedsSha1 || needsSha1(file.slices);
+  return {
+    codeLimit,
+    withSha1,
+    sha1: withSha1 ? Buffer.alloc(bodyPages * HASH_SIZE.sha1) : NO_HASHES,
+    sha256: Buffer.alloc(bodyPages * HASH_SIZE.sha256),
+    tail: Buffer.alloc(Math.max(0, size - codeLimit)),
+  };
+}
+
+/**
+ * The entitlements the binary was signed with, read from its header and its old signature, as the
+ * full sign reads them (none when they cannot be read); 'out of reach' when reading them needs
+ * bytes outside those two.
+ */
+async function ownEntitlements(
+  head: Buffer,
+  layout: Layout,
+  size: number,
+  where: string,
+): Promise<PlistObject | undefined | 'out of reach'> {
+  let outOfReach = false;
+  const inHead = readWithin(head);
+  const read = async (offset: number, length: number): Promise<Buffer> => {
+    if (offset >= layout.codeLimit && offset + length <= size)
+      return layout.tail.subarray(offset - layout.codeLimit, offset - layout.codeLimit + length);
+    try {
+      return await inHead(offset, length);
+    } catch (err) {
+      outOfReach = true;
+      throw err;
+    }
+  };
+  try {
+    const own = await readEmbeddedEntitlementsAt(read, size, where);
+    return outOfReach ? 'out of reach' : own;
+  } catch {
+    return outOfReach ? 'out of reach' : undefined; // a damaged old signature is replaced anyway
+  }
+}
+
+/** Reads of the first chunk only. */
+function readWithin(head: Buffer): (offset: number, length: number) => Promise<Buffer> {
+  return async (offset, length) => {
+    if (offset + length > head.length) throw new Error(`bytes ${offset}+${length} are past the first chunk`);
+    return head.subarray(offset, offset + length);
+  };
+}
