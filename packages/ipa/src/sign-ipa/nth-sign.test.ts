@@ -36,6 +36,7 @@ import { DEFAULT_DEFLATE_LEVEL } from '../zip/writer.js';
 import { keepCodeAhead } from './code-ahead.js';
 import { createMachOSigner } from './engine.js';
 import { signIpa } from './sign-ipa.js';
+import { warmDigestCache } from './warm.js';
 
 const APP = 'Payload/very-capable-app.app';
 const EXECUTABLE = `${APP}/very-capable-app`;
@@ -113,11 +114,11 @@ async function signWith(
 
 /**
  * A copy of the IPA with the stored bytes of its executable past the first 64 KiB, and of every
- * resource, overwritten with zeros; its central directory, and so every name, size and CRC-32, as
+ * resource (or only of the entry named `only`), overwritten with zeros; its central directory, and so every name, size and CRC-32, as
  * it was. Planning still reads the plists, the old seal and profile, and the first bytes of files
  * that may be code (no extension: PkgInfo), so those stay.
  */
-async function withDataZeroed(ipa: string): Promise<string> {
+async function withDataZeroed(ipa: string, only?: string): Promise<string> {
   const bytes = readFileSync(ipa);
   const archive = await openZip(ipa);
   try {
@@ -125,7 +126,8 @@ async function withDataZeroed(ipa: string): Promise<string> {
       if (
         entry.isDirectory ||
         !/\.\w+$|\/very-capable-app$/.test(entry.name) ||
-        /\.(plist|mobileprovision)$/.test(entry.name)
+        /\.(plist|mobileprovision)$/.test(entry.name) ||
+        (only !== undefined && entry.name !== only)
       )
         continue;
       const local = centralFieldsOf(entry).relativeOffsetOfLocalHeader;
@@ -255,6 +257,19 @@ describe.skipIf(skip)('the n-th sign of a version', () => {
       expect(readFileSync(path.join(ahead, 'code', name))).toEqual(
         readFileSync(path.join(inFull, 'code', name)),
       );
+  });
+
+  it("keeps the executable's code when a version is warmed, so its first sign reads none of it", async () => {
+    const cacheDir = path.join(dir, 'warmed');
+    const warmed = await warmDigestCache(input, { cacheDir, streamAboveBytes: 64 * 1024 });
+    expect(warmed.codeKept).toBe(true);
+    expect((await warmDigestCache(input, { cacheDir, streamAboveBytes: 64 * 1024 })).codeKept).toBe(true);
+    const a = loadIdentity({ p12: pki.p12, password: pki.password });
+    const profile = pki.profile();
+    const inFull = await signWith(a, profile, undefined, input, false);
+    const first = await signWith(a, profile, cacheDir, await withDataZeroed(input, EXECUTABLE));
+    expect(sha256(first)).toBe(sha256(inFull));
+    await expectVerifies(first, pki, profile);
   });
 
   it('keeps one copied stretch when many users sign a version at once, and every output verifies', async () => {

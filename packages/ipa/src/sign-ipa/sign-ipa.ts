@@ -52,7 +52,7 @@ export interface SignIpaReport {
 /** What the app said it was before signing renamed anything: its folder and its Info.plist's fields. */
 export type AppDescription = { dir: string } & BundleInfo;
 
-const DEFAULT_STREAM_ABOVE_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_STREAM_ABOVE_BYTES = 8 * 1024 * 1024;
 const DEFAULT_MAX_BINARY_BYTES = 2 * 1024 * 1024 * 1024;
 
 /**
