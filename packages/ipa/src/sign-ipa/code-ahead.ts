@@ -24,7 +24,7 @@ import { readEmbeddedEntitlementsAt } from '../sign/read-signature.js';
 import { discard } from '../zip/discard.js';
 import type { ZipArchive, ZipEntry } from '../zip/index.js';
 import { deflateChunk } from '../zip/writer.js';
-import { FORMAT, keptPaths, putKept, type Meta } from './code-cache.js';
+import { FORMAT, keptPaths, openKeptCode, putKept, type Meta } from './code-cache.js';
 import { inflateEntry } from './stream-binary.js';
 
 // The old signature after the code is held in memory to read the entitlements from; one larger
@@ -47,9 +47,10 @@ interface Layout {
 }
 
 /**
- * Keeps `entry`'s code in `cacheDir` (code-cache.ts) from the archive; answers whether it did.
- * `appNeedsSha1`: the app supports an iOS that reads SHA-1 CodeDirectories (digest-choice.ts), so
- * the SHA-1 page hashes are kept too. `level`: the writer's deflate level.
+ * Keeps `entry`'s code in `cacheDir` (code-cache.ts) from the archive, unless it is kept already;
+ * answers whether it is kept. `appNeedsSha1`: the app supports an iOS that reads SHA-1
+ * CodeDirectories (digest-choice.ts), so the SHA-1 page hashes are kept too. `level`: the writer's
+ * deflate level.
  */
 export async function keepCodeAhead(
   cacheDir: string,
@@ -60,10 +61,15 @@ export async function keepCodeAhead(
   const kept = keptPaths(cacheDir, entry);
   const size = entry.uncompressedSizeBytes;
   if (size <= CHUNK_BYTES) return false;
-  await mkdir(join(cacheDir, 'code'), { recursive: true });
+  const already = await openKeptCode(cacheDir, entry);
+  if (already !== undefined) {
+    await already.close();
+    return true;
+  }
   const temporary = `${kept.deflated}.${randomBytes(6).toString('hex')}.tmp`;
   let body: FileHandle | undefined;
   try {
+    await mkdir(join(cacheDir, 'code'), { recursive: true });
     body = await open(temporary, 'w');
     const prepared = await prepare(archive, entry, body, options);
     await body.close();
@@ -75,7 +81,7 @@ export async function keepCodeAhead(
     return false; // signed in full, which says what is wrong
   } finally {
     await body?.close().catch(() => undefined);
-    await rm(temporary, { force: true });
+    await rm(temporary, { force: true }).catch(() => undefined);
   }
 }
 

@@ -8,7 +8,6 @@ import { entryTablesIn } from '../zip/entry-table.js';
 import { openZip, type ZipArchive } from '../zip/index.js';
 import { DEFAULT_DEFLATE_LEVEL } from '../zip/writer.js';
 import { keepCodeAhead } from './code-ahead.js';
-import { openKeptCode } from './code-cache.js';
 import { planSigning, resourceEntries, type SigningPlan } from './plan.js';
 import { appNeedsSha1 } from './sign-bundles.js';
 import { DEFAULT_STREAM_ABOVE_BYTES } from './sign-ipa.js';
@@ -76,11 +75,6 @@ async function keepAppCode(
     entry.uncompressedSizeBytes <= (options.streamAboveBytes ?? DEFAULT_STREAM_ABOVE_BYTES)
   )
     return false;
-  const kept = await openKeptCode(options.cacheDir, entry);
-  if (kept !== undefined) {
-    await kept.close();
-    return true;
-  }
   return keepCodeAhead(options.cacheDir, archive, entry, {
     appNeedsSha1: appNeedsSha1(plan),
     level: DEFAULT_DEFLATE_LEVEL,
