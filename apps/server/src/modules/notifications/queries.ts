@@ -8,11 +8,11 @@ import {
   notifications,
   pushDeliveries,
   pushSubscriptions,
-  signRequests,
   versions,
   type PushDeliveryState,
 } from '../../db/schema/index.js';
 import { leasedTable, type AttemptOutcome } from '../../platform/lease-queue.js';
+import { findSign } from '../sign/queries.js';
 
 export type NotificationRow = typeof notifications.$inferSelect;
 
@@ -269,26 +269,14 @@ export async function requesterOf(db: Database, appId: number, appVerId: number)
 }
 
 /** A user's sign of a version in a mode: its artifact names the notification of its Done. */
-export async function signArtifact(
+export function signArtifact(
   db: Database,
   userId: string,
   appId: number,
   appVerId: number,
   signType: SignType,
 ) {
-  const [row] = await db
-    .select({ artifactId: signRequests.artifactId, title: signRequests.title, status: signRequests.status })
-    .from(signRequests)
-    .where(
-      and(
-        eq(signRequests.userId, userId),
-        eq(signRequests.source, 'version'),
-        eq(signRequests.appId, appId),
-        eq(signRequests.appVerId, appVerId),
-        eq(signRequests.signType, signType),
-      ),
-    );
-  return row;
+  return findSign(db, { userId, source: 'version', appId, appVerId, signType });
 }
 
 /** A user's devices, for the notifications of a registration or a refusal. */

@@ -13,6 +13,7 @@ import {
   versions,
   type UpdateRunState,
 } from '../../db/schema/index.js';
+import { findSign } from '../sign/queries.js';
 
 /**
  * The update tracking's queries. It writes its own tables only (store_checks, app_updates,
@@ -223,34 +224,8 @@ export async function entryOfVersion(db: Database, appId: number, version: strin
 }
 
 /** A user's sign of a version in a mode, as the update follows it. */
-export async function signOf(
-  db: Database,
-  userId: string,
-  appId: number,
-  appVerId: number,
-  signType: SignType,
-) {
-  const [row] = await db
-    .select({
-      status: signRequests.status,
-      state: signRequests.state,
-      fileKey: signRequests.fileKey,
-      bundleId: signRequests.bundleId,
-      certFingerprint: signRequests.certFingerprint,
-      lastReason: signRequests.lastReason,
-      lastUsedAt: signRequests.lastUsedAt,
-    })
-    .from(signRequests)
-    .where(
-      and(
-        eq(signRequests.userId, userId),
-        eq(signRequests.source, 'version'),
-        eq(signRequests.appId, appId),
-        eq(signRequests.appVerId, appVerId),
-        eq(signRequests.signType, signType),
-      ),
-    );
-  return row;
+export function signOf(db: Database, userId: string, appId: number, appVerId: number, signType: SignType) {
+  return findSign(db, { userId, source: 'version', appId, appVerId, signType });
 }
 
 /** The certificates of these fingerprints (their team is the subject's OU). */
