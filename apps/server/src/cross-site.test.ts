@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { changedTables, snapshotDatabase } from './test/db-snapshot.js';
-import { createTestApp, httpSuiteDatabase, signedInUser, type TestApp } from './test/harness.js';
+import { createTestApp, oneDatabase, signedInUser, type TestApp } from './test/harness.js';
 import { changesState, ROUTE_ACCESS, SELF_AUTHENTICATED, SUITE_PASSWORD_MD5 } from './test/route-access.js';
 import {
   exampleRequest,
@@ -64,7 +64,7 @@ describe('the routes the cross-site suite covers', () => {
   });
 });
 
-describe.each([httpSuiteDatabase])('cross-site requests on %s', (kind) => {
+describe.each([oneDatabase])('cross-site requests on %s', (kind) => {
   let suite: RouteSuite;
   beforeAll(async () => {
     suite = await openRouteSuite(kind, 'dev');
@@ -132,162 +132,159 @@ const pathOf = (url: string) => decodeURIComponent(url.split('?', 1)[0]!);
 const withToken = (url: string, token: string) =>
   `${url}${url.includes('?') ? '&' : '?'}nav_token=${encodeURIComponent(token)}`;
 
-describe.each([httpSuiteDatabase])(
-  'browsers without Fetch Metadata (iOS Safari before 16.4) on %s',
-  (kind) => {
-    let suite: RouteSuite;
-    let legacyAccounts = 0;
-    beforeAll(async () => {
-      suite = await openRouteSuite(kind, 'dev');
+describe.each([oneDatabase])('browsers without Fetch Metadata (iOS Safari before 16.4) on %s', (kind) => {
+  let suite: RouteSuite;
+  let legacyAccounts = 0;
+  beforeAll(async () => {
+    suite = await openRouteSuite(kind, 'dev');
+  });
+  afterAll(() => suite.close());
+
+  /** A navigation token of `cookie`'s user for `path`, asked for as the web app asks. */
+  async function navigationToken(cookie: string, path: string): Promise<string> {
+    const res = await suite.t.app.inject({
+      method: 'POST',
+      url: '/api/navigation-tokens',
+      headers: { cookie, ...SAME_ORIGIN },
+      payload: { path },
     });
-    afterAll(() => suite.close());
+    expect(res.statusCode, res.body).toBe(200);
+    return (res.json() as { token: string }).token;
+  }
 
-    /** A navigation token of `cookie`'s user for `path`, asked for as the web app asks. */
-    async function navigationToken(cookie: string, path: string): Promise<string> {
-      const res = await suite.t.app.inject({
-        method: 'POST',
-        url: '/api/navigation-tokens',
-        headers: { cookie, ...SAME_ORIGIN },
-        payload: { path },
-      });
-      expect(res.statusCode, res.body).toBe(200);
-      return (res.json() as { token: string }).token;
-    }
-
-    it.each(guardedRoutes.map((r) => [r.key, r] as const))(
-      '%s refuses a cookie with neither Sec-Fetch-Site nor Origin, and takes it with the web client header',
-      async (_key, { method, url, entry }) => {
-        if (!suite.t.routes.some((r) => r.method === method && r.url === url)) return;
-        const { t } = suite;
-        // A public route is sent the cookie the browser holds all the same: a signed-in person's own,
-        // for this test alone (sign-out ends it).
-        const cookie =
-          identityCookie(suite, entry) ??
-          (await signedInUser(suite.t, `legacy_${++legacyAccounts}_${kind.slice(0, 2)}`));
-        const example = withCookie(exampleRequest(method, entry, await suite.fixtures()), cookie);
-        const before = await snapshotDatabase(t.database.db);
-        // What a link or a form on another site sends from such a browser: the cookie, nothing else.
-        for (const m of method === 'GET' ? ['GET', 'HEAD'] : [method]) {
-          const res = await t.app.inject({
-            ...example,
-            method: m as typeof example.method,
-            headers: { cookie },
-          });
-          expect(res.statusCode, `${m} ${String(example.url)}`).toBe(403);
-          if (m !== 'HEAD') expect(res.body).toBe(UNPROVEN);
-        }
-        // A header of the web app's name with another value, or a token that is not one, proves nothing.
-        const forged = await t.app.inject({ ...example, headers: { cookie, 'x-sideport-client': 'other' } });
-        expect(forged.statusCode).toBe(403);
-        const guessed = await t.app.inject({
+  it.each(guardedRoutes.map((r) => [r.key, r] as const))(
+    '%s refuses a cookie with neither Sec-Fetch-Site nor Origin, and takes it with the web client header',
+    async (_key, { method, url, entry }) => {
+      if (!suite.t.routes.some((r) => r.method === method && r.url === url)) return;
+      const { t } = suite;
+      // A public route is sent the cookie the browser holds all the same: a signed-in person's own,
+      // for this test alone (sign-out ends it).
+      const cookie =
+        identityCookie(suite, entry) ??
+        (await signedInUser(suite.t, `legacy_${++legacyAccounts}_${kind.slice(0, 2)}`));
+      const example = withCookie(exampleRequest(method, entry, await suite.fixtures()), cookie);
+      const before = await snapshotDatabase(t.database.db);
+      // What a link or a form on another site sends from such a browser: the cookie, nothing else.
+      for (const m of method === 'GET' ? ['GET', 'HEAD'] : [method]) {
+        const res = await t.app.inject({
           ...example,
-          url: withToken(String(example.url), 'A'.repeat(43)),
+          method: m as typeof example.method,
           headers: { cookie },
         });
-        expect(guessed.statusCode).toBe(403);
-        expect(changedTables(before, await snapshotDatabase(t.database.db))).toEqual({});
-
-        // The web app's API client sends its header: the same call goes through.
-        const fromApp = await t.app.inject({ ...example, headers: { cookie, ...WEB_CLIENT } });
-        expect(fromApp.body).not.toBe(UNPROVEN);
-        expect(fromApp.statusCode, fromApp.body).toBeLessThan(500);
-      },
-    );
-
-    it.each(guardedRoutes.filter((r) => r.method === 'GET').map((r) => [r.key, r] as const))(
-      '%s opens once with a navigation token of its user, for its path',
-      async (_key, { method, entry }) => {
-        if (!suite.t.routes.some((r) => r.method === method && r.url === _key.split(' ')[1])) return;
-        const { t, cookies } = suite;
-        const example = exampleRequest(method, entry, await suite.fixtures());
-        const url = String(example.url);
-        const before = await snapshotDatabase(t.database.db);
-        const token = await navigationToken(cookies.user, pathOf(url));
-        const asked = await snapshotDatabase(t.database.db);
-        // Another user's cookie, or another path, with the user's token: refused, and the token kept.
-        const otherUser = await t.app.inject({
-          ...example,
-          url: withToken(url, token),
-          headers: { cookie: cookies.other },
-        });
-        expect(otherUser.statusCode).toBe(403);
-        expect(otherUser.body).toBe(UNPROVEN);
-        const otherPath = await t.app.inject({
-          url: withToken('/api/pay/service/9', token),
-          headers: { cookie: cookies.user },
-        });
-        expect(otherPath.statusCode).toBe(403);
-        expect(changedTables(asked, await snapshotDatabase(t.database.db))).toEqual({});
-
-        const opened = await t.app.inject({
-          ...example,
-          url: withToken(url, token),
-          headers: { cookie: cookies.user },
-        });
-        expect(opened.body).not.toBe(UNPROVEN);
-        expect(opened.statusCode, opened.body).toBeLessThan(500);
-        // Once only: the same token again is refused and changes nothing more.
-        const afterOpened = await snapshotDatabase(t.database.db);
-        const again = await t.app.inject({
-          ...example,
-          url: withToken(url, token),
-          headers: { cookie: cookies.user },
-        });
-        expect(again.statusCode).toBe(403);
-        expect(again.body).toBe(UNPROVEN);
-        expect(changedTables(afterOpened, await snapshotDatabase(t.database.db))).toEqual({});
-        expect(Object.keys(changedTables(before, asked))).toEqual(['navigation_tokens']);
-      },
-    );
-
-    it('leaves safe calls open to such a browser, and callers without a cookie alone', async () => {
-      const { t, cookies, users } = suite;
-      const info = await t.app.inject({ url: '/api/info', headers: { cookie: cookies.user } });
-      expect(info.statusCode).toBe(200);
-      // A CLI or a health check sends no cookie and no browser header: not a browser's ambient authority.
-      const signIn = await t.app.inject({
-        method: 'POST',
-        url: '/api/sign-in',
-        payload: { id: users.user, pw: SUITE_PASSWORD_MD5 },
+        expect(res.statusCode, `${m} ${String(example.url)}`).toBe(403);
+        if (m !== 'HEAD') expect(res.body).toBe(UNPROVEN);
+      }
+      // A header of the web app's name with another value, or a token that is not one, proves nothing.
+      const forged = await t.app.inject({ ...example, headers: { cookie, 'x-sideport-client': 'other' } });
+      expect(forged.statusCode).toBe(403);
+      const guessed = await t.app.inject({
+        ...example,
+        url: withToken(String(example.url), 'A'.repeat(43)),
+        headers: { cookie },
       });
-      expect(signIn.statusCode, signIn.body).toBe(200);
-      expect((await t.app.inject({ url: '/healthz' })).statusCode).toBe(200);
-    });
+      expect(guessed.statusCode).toBe(403);
+      expect(changedTables(before, await snapshotDatabase(t.database.db))).toEqual({});
 
-    it('grants no other site the preflight it would need to send the client header', async () => {
-      const res = await suite.t.app.inject({
-        method: 'OPTIONS',
-        url: '/api/pay/service/0',
-        headers: {
-          origin: 'https://evil.example',
-          'access-control-request-method': 'GET',
-          'access-control-request-headers': 'x-sideport-client',
-        },
-      });
-      expect(res.statusCode).toBeGreaterThanOrEqual(400);
-      expect(Object.keys(res.headers).filter((name) => name.startsWith('access-control-'))).toEqual([]);
-    });
+      // The web app's API client sends its header: the same call goes through.
+      const fromApp = await t.app.inject({ ...example, headers: { cookie, ...WEB_CLIENT } });
+      expect(fromApp.body).not.toBe(UNPROVEN);
+      expect(fromApp.statusCode, fromApp.body).toBeLessThan(500);
+    },
+  );
 
-    it('asks for a token only with the client header or from the site, for an API path', async () => {
+  it.each(guardedRoutes.filter((r) => r.method === 'GET').map((r) => [r.key, r] as const))(
+    '%s opens once with a navigation token of its user, for its path',
+    async (_key, { method, entry }) => {
+      if (!suite.t.routes.some((r) => r.method === method && r.url === _key.split(' ')[1])) return;
       const { t, cookies } = suite;
-      const ask = (headers: Record<string, string>, path = '/api/udid/profile') =>
-        t.app.inject({
-          method: 'POST',
-          url: '/api/navigation-tokens',
-          headers: { cookie: cookies.user, ...headers },
-          payload: { path },
-        });
-      expect((await ask({})).statusCode).toBe(403);
-      expect((await ask({ 'sec-fetch-site': 'cross-site' })).statusCode).toBe(403);
-      expect((await ask(WEB_CLIENT)).statusCode).toBe(200);
-      const notApi = await ask(WEB_CLIENT, '/billing/dev-portal');
-      expect(notApi.statusCode).toBe(400);
-      expect(notApi.body).toBe('The path must be an API path (/api/...) without spaces or a query.');
-    });
-  },
-);
+      const example = exampleRequest(method, entry, await suite.fixtures());
+      const url = String(example.url);
+      const before = await snapshotDatabase(t.database.db);
+      const token = await navigationToken(cookies.user, pathOf(url));
+      const asked = await snapshotDatabase(t.database.db);
+      // Another user's cookie, or another path, with the user's token: refused, and the token kept.
+      const otherUser = await t.app.inject({
+        ...example,
+        url: withToken(url, token),
+        headers: { cookie: cookies.other },
+      });
+      expect(otherUser.statusCode).toBe(403);
+      expect(otherUser.body).toBe(UNPROVEN);
+      const otherPath = await t.app.inject({
+        url: withToken('/api/pay/service/9', token),
+        headers: { cookie: cookies.user },
+      });
+      expect(otherPath.statusCode).toBe(403);
+      expect(changedTables(asked, await snapshotDatabase(t.database.db))).toEqual({});
 
-describe.each([httpSuiteDatabase])('navigation tokens on %s', (kind) => {
+      const opened = await t.app.inject({
+        ...example,
+        url: withToken(url, token),
+        headers: { cookie: cookies.user },
+      });
+      expect(opened.body).not.toBe(UNPROVEN);
+      expect(opened.statusCode, opened.body).toBeLessThan(500);
+      // Once only: the same token again is refused and changes nothing more.
+      const afterOpened = await snapshotDatabase(t.database.db);
+      const again = await t.app.inject({
+        ...example,
+        url: withToken(url, token),
+        headers: { cookie: cookies.user },
+      });
+      expect(again.statusCode).toBe(403);
+      expect(again.body).toBe(UNPROVEN);
+      expect(changedTables(afterOpened, await snapshotDatabase(t.database.db))).toEqual({});
+      expect(Object.keys(changedTables(before, asked))).toEqual(['navigation_tokens']);
+    },
+  );
+
+  it('leaves safe calls open to such a browser, and callers without a cookie alone', async () => {
+    const { t, cookies, users } = suite;
+    const info = await t.app.inject({ url: '/api/info', headers: { cookie: cookies.user } });
+    expect(info.statusCode).toBe(200);
+    // A CLI or a health check sends no cookie and no browser header: not a browser's ambient authority.
+    const signIn = await t.app.inject({
+      method: 'POST',
+      url: '/api/sign-in',
+      payload: { id: users.user, pw: SUITE_PASSWORD_MD5 },
+    });
+    expect(signIn.statusCode, signIn.body).toBe(200);
+    expect((await t.app.inject({ url: '/healthz' })).statusCode).toBe(200);
+  });
+
+  it('grants no other site the preflight it would need to send the client header', async () => {
+    const res = await suite.t.app.inject({
+      method: 'OPTIONS',
+      url: '/api/pay/service/0',
+      headers: {
+        origin: 'https://evil.example',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'x-sideport-client',
+      },
+    });
+    expect(res.statusCode).toBeGreaterThanOrEqual(400);
+    expect(Object.keys(res.headers).filter((name) => name.startsWith('access-control-'))).toEqual([]);
+  });
+
+  it('asks for a token only with the client header or from the site, for an API path', async () => {
+    const { t, cookies } = suite;
+    const ask = (headers: Record<string, string>, path = '/api/udid/profile') =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/navigation-tokens',
+        headers: { cookie: cookies.user, ...headers },
+        payload: { path },
+      });
+    expect((await ask({})).statusCode).toBe(403);
+    expect((await ask({ 'sec-fetch-site': 'cross-site' })).statusCode).toBe(403);
+    expect((await ask(WEB_CLIENT)).statusCode).toBe(200);
+    const notApi = await ask(WEB_CLIENT, '/billing/dev-portal');
+    expect(notApi.statusCode).toBe(400);
+    expect(notApi.body).toBe('The path must be an API path (/api/...) without spaces or a query.');
+  });
+});
+
+describe.each([oneDatabase])('navigation tokens on %s', (kind) => {
   let t: TestApp;
   let now = new Date('2026-11-27T10:00:00Z');
   beforeAll(async () => {
@@ -314,7 +311,7 @@ describe.each([httpSuiteDatabase])('navigation tokens on %s', (kind) => {
   });
 });
 
-describe.each([httpSuiteDatabase])('the cross-site guard on %s', (kind) => {
+describe.each([oneDatabase])('the cross-site guard on %s', (kind) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(kind, { web: true });
@@ -351,7 +348,7 @@ describe.each([httpSuiteDatabase])('the cross-site guard on %s', (kind) => {
   });
 });
 
-describe.each([httpSuiteDatabase])('behind a proxy (TRUST_PROXY) on %s', (kind) => {
+describe.each([oneDatabase])('behind a proxy (TRUST_PROXY) on %s', (kind) => {
   let t: TestApp;
   let cookie: string;
   beforeAll(async () => {

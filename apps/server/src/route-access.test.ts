@@ -2,7 +2,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CROSS_SITE_EXEMPT } from './app.js';
 import { changedTables, snapshotDatabase } from './test/db-snapshot.js';
-import { httpSuiteDatabase } from './test/harness.js';
+import { oneDatabase } from './test/harness.js';
 import { ROUTE_ACCESS, SELF_AUTHENTICATED, type RouteAccess } from './test/route-access.js';
 import {
   CONFIGURATIONS,
@@ -112,7 +112,7 @@ async function checkAccess(suite: RouteSuite, method: string, entry: RouteAccess
   }
 }
 
-describe.each([httpSuiteDatabase])('route access on %s', (kind) => {
+describe.each([oneDatabase])('route access on %s', (kind) => {
   const registeredSomewhere = new Set<string>();
   const checkedInDev = new Set<string>();
 

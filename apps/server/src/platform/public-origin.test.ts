@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulatedDevice } from '../modules/devices/simulated-device.js';
 import { changedTables, snapshotDatabase } from '../test/db-snapshot.js';
 import { deviceInfo } from '../test/device-flow.js';
-import { createTestApp, httpSuiteDatabase, signedInUser, type TestApp } from '../test/harness.js';
+import { createTestApp, oneDatabase, signedInUser, type TestApp } from '../test/harness.js';
 import { rawRequest } from '../test/raw-http.js';
 import { isValidHost } from './public-origin.js';
 
@@ -49,7 +49,7 @@ describe('isValidHost', () => {
   });
 });
 
-describe.each([httpSuiteDatabase])('links made from the request on %s', (kind) => {
+describe.each([oneDatabase])('links made from the request on %s', (kind) => {
   let t: TestApp;
   let port: number;
   let cookie: string;
@@ -119,7 +119,7 @@ describe.each([httpSuiteDatabase])('links made from the request on %s', (kind) =
   });
 });
 
-describe.each([httpSuiteDatabase])('behind a trusted proxy, no PUBLIC_URL, on %s', (kind) => {
+describe.each([oneDatabase])('behind a trusted proxy, no PUBLIC_URL, on %s', (kind) => {
   let t: TestApp;
   let cookie: string;
   beforeAll(async () => {

@@ -13,17 +13,34 @@ import { migratedPgliteImage, migratedPostgresTemplate } from './database-images
 
 export type DatabaseKind = 'pglite' | 'postgres';
 
-/** PGlite always; PostgreSQL too when TEST_DATABASE_URL is set (CI sets it). */
+/**
+ * Which databases a suite runs on. PGlite always, and PostgreSQL too when TEST_DATABASE_URL is set
+ * (CI sets it): `describe.each(databaseKinds)`. That is the rule for anything that touches what SQL
+ * does: queues and leases, concurrency, migrations, recovery, transactions, locking, LISTEN/NOTIFY,
+ * restarts, and every module's own routes and queries.
+ */
 export const databaseKinds: DatabaseKind[] = process.env.TEST_DATABASE_URL
   ? ['pglite', 'postgres']
   : ['pglite'];
 
 /**
- * One database for suites about the HTTP surface (who may call a route, cross-site requests, links
- * made from the request, bodies that stop arriving): their answers are decided before or beside any
- * query, and every query those routes make runs on both databases in its module's own suite.
+ * The one database of a suite whose behaviour does not depend on the database underneath:
+ * `describe.each([oneDatabase])`. PostgreSQL when TEST_DATABASE_URL is set (production's database,
+ * and the faster of the two in the tests), else PGlite. Every query such a suite's routes and
+ * commands make runs on both databases in its module's own suite. The suites that run once:
+ *
+ * - the HTTP surface, whose answers are decided before or beside any query: `route-access.test.ts`
+ *   (who may call a route), `cross-site.test.ts` (cross-site requests), `platform/public-origin.test.ts`
+ *   (links made from the request), and in `fuzz.test.ts` requests naming no host and bodies that
+ *   stop arriving;
+ * - `fuzz.test.ts`, bad input for every route: it checks input validation (a 4xx sentence, nothing
+ *   changed), which answers before a query;
+ * - `operator-cli.test.ts`, the operator commands as child processes: their arguments, answers and
+ *   exit codes, through the same services the API uses. Its last suites (every command's refusals,
+ *   `migrate`, `agent:create`) run on embedded PGlite whatever this says, as `npx sideport` does by
+ *   default.
  */
-export const httpSuiteDatabase: DatabaseKind = 'pglite';
+export const oneDatabase: DatabaseKind = process.env.TEST_DATABASE_URL ? 'postgres' : 'pglite';
 
 export interface TestDatabase extends DatabaseHandle {
   /** PostgreSQL: the URL of this test's own database (another API process can open it too). */
