@@ -10,7 +10,7 @@ import {
   snapshotDatabase,
   type DatabaseSnapshot,
 } from './test/db-snapshot.js';
-import { databaseKinds, httpSuiteDatabase } from './test/harness.js';
+import { oneDatabase } from './test/harness.js';
 import { openRaw, parseRawAnswer } from './test/raw-http.js';
 import { ROUTE_ACCESS, type Fixtures } from './test/route-access.js';
 import {
@@ -33,8 +33,6 @@ import {
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 12);
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
-// PostgreSQL answers the same schemas: in `npm test` a lighter run there keeps the suite in budget.
-const runsOn = (kind: string) => (kind === 'postgres' && process.env.FUZZ_RUNS === undefined ? 4 : RUNS);
 
 interface RouteReport {
   database: string;
@@ -129,7 +127,8 @@ const pageCases = fc.array(badSegment, { minLength: 1, maxLength: 3 }).map((segm
 const describeCase = (c: FuzzCase) =>
   `${c.method} ${c.url.slice(0, 160)}${c.url.length > 160 ? '…' : ''}${c.payload === undefined ? '' : ` body ${c.payload.slice(0, 80)}`}`;
 
-describe.each(databaseKinds)('bad input on %s', (kind) => {
+// Validation answers before any query: one database (test/harness.ts, oneDatabase, says which).
+describe.each([oneDatabase])('bad input on %s', (kind) => {
   const checkedInDev = new Set<string>();
 
   describe.each(CONFIGURATIONS)('with %s billing', (configuration) => {
@@ -169,10 +168,7 @@ describe.each(databaseKinds)('bad input on %s', (kind) => {
         };
         const seed = SEED + [...key].reduce((h, c) => (h * 31 + c.charCodeAt(0)) | 0, 0);
         const generated = isPage ? { arbitrary: pageCases, canonical: [] } : badRequests(route);
-        const cases = [
-          ...generated.canonical,
-          ...fc.sample(generated.arbitrary, { numRuns: runsOn(kind), seed }),
-        ];
+        const cases = [...generated.canonical, ...fc.sample(generated.arbitrary, { numRuns: RUNS, seed })];
 
         const before = await snapshotDatabase(suite.t.database.db);
         const digest = await createTableDigest(suite.t.database.db);
@@ -230,45 +226,41 @@ describe.each(databaseKinds)('bad input on %s', (kind) => {
       },
     );
 
-    // The HTTP surface's own checks run on one database (test/harness.ts says why).
-    if (kind === httpSuiteDatabase) {
-      it.each(Object.keys(ROUTE_ACCESS))(
-        '%s answers a request that names no host (HTTP/1.0) without a 5xx',
-        async (key) => {
-          const [method, pattern] = key.split(' ') as [string, string];
-          if (!suite.t.routes.some((r) => r.method === method && r.url === pattern)) return;
-          const entry = ROUTE_ACCESS[key]!;
-          if (entry.stream) return;
-          const example = exampleRequest(method, entry, await suite.fixtures());
-          const body =
-            example.payload === undefined ? undefined : Buffer.from(JSON.stringify(example.payload));
-          const headers: Record<string, string> = {
-            ...(example.headers as Record<string, string>),
-            ...identityHeaders(suite, entry),
-            ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}),
-          };
-          const head = Object.entries(headers)
-            .map(([name, value]) => `${name}: ${value}\r\n`)
-            .join('');
-          const before = await snapshotDatabase(suite.t.database.db);
-          const { socket, answer } = await openRaw(port);
-          socket.write(
-            Buffer.concat([
-              Buffer.from(`${method} ${String(example.url)} HTTP/1.0\r\n${head}\r\n`),
-              body ?? Buffer.alloc(0),
-            ]),
-          );
-          const res = parseRawAnswer(await answer);
-          expect(res.status, res.body).toBeLessThan(500);
-          // A route that makes a link from the request's host refuses before it changes anything.
-          if (res.body === 'Send a Host header naming this site.') {
-            expect(res.status).toBe(400);
-            const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
-            expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
-          }
-        },
-      );
-    }
+    it.each(Object.keys(ROUTE_ACCESS))(
+      '%s answers a request that names no host (HTTP/1.0) without a 5xx',
+      async (key) => {
+        const [method, pattern] = key.split(' ') as [string, string];
+        if (!suite.t.routes.some((r) => r.method === method && r.url === pattern)) return;
+        const entry = ROUTE_ACCESS[key]!;
+        if (entry.stream) return;
+        const example = exampleRequest(method, entry, await suite.fixtures());
+        const body = example.payload === undefined ? undefined : Buffer.from(JSON.stringify(example.payload));
+        const headers: Record<string, string> = {
+          ...(example.headers as Record<string, string>),
+          ...identityHeaders(suite, entry),
+          ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}),
+        };
+        const head = Object.entries(headers)
+          .map(([name, value]) => `${name}: ${value}\r\n`)
+          .join('');
+        const before = await snapshotDatabase(suite.t.database.db);
+        const { socket, answer } = await openRaw(port);
+        socket.write(
+          Buffer.concat([
+            Buffer.from(`${method} ${String(example.url)} HTTP/1.0\r\n${head}\r\n`),
+            body ?? Buffer.alloc(0),
+          ]),
+        );
+        const res = parseRawAnswer(await answer);
+        expect(res.status, res.body).toBeLessThan(500);
+        // A route that makes a link from the request's host refuses before it changes anything.
+        if (res.body === 'Send a Host header naming this site.') {
+          expect(res.status).toBe(400);
+          const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
+          expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
+        }
+      },
+    );
 
     /**
      * Sends the head of `key`'s example request over a new connection, announcing the whole length
@@ -311,53 +303,51 @@ describe.each(databaseKinds)('bad input on %s', (kind) => {
     const isRegistered = (key: string) => suite.t.routes.some((r) => `${r.method} ${r.url}` === key);
     const bodyRoutes = Object.keys(ROUTE_ACCESS).filter((key) => !/^(GET|HEAD) /.test(key));
 
-    if (kind === httpSuiteDatabase) {
-      describe('with a body slow to arrive', () => {
-        // These wait on the server's body timeouts, each on a connection of its own: they wait side by
-        // side, on fixtures made before any of them starts, and the last test checks that none of them
-        // changed anything (a test reading the database meanwhile would hold up the others' bytes).
-        let shared: Fixtures;
-        let before: DatabaseSnapshot;
-        beforeAll(async () => {
-          shared = await suite.fixtures();
-          before = await snapshotDatabase(suite.t.database.db);
-        });
-
-        it.concurrent.each(bodyRoutes)(
-          '%s answers a body that stops arriving with a 4xx sentence, and closes',
-          async (key) => {
-            if (!isRegistered(key)) return;
-            // The first half of the example's body, of the whole length it announces; then silence.
-            const { socket, answer, body } = await openExampleRequest(key, shared);
-            socket.write(body.subarray(0, body.length >> 1));
-            await expectGivenUp(answer, 'The request body stopped arriving. Send the request again.');
-          },
-        );
-
-        // Once per route (the dev configuration): the bound is the server's, not the route's billing.
-        // Agents' uploads have no overall bound (their idle bound is checked above).
-        it.concurrent.each(bodyRoutes.filter((key) => !key.endsWith('/ipa')))(
-          '%s answers a body trickled a byte at a time with a 4xx sentence by its overall bound',
-          async (key) => {
-            if (configuration !== 'dev' || !isRegistered(key)) return;
-            const { socket, answer, body } = await openExampleRequest(key, shared, 4096);
-            // A byte well within every idle bound, until the server closes: the client never stops first.
-            let closed = false;
-            void answer.finally(() => (closed = true));
-            for (let sent = 0; !closed && sent < body.length; sent++) {
-              await new Promise((resolve) => setTimeout(resolve, SUITE_BODY_IDLE_TIMEOUT_MS / 4));
-              if (!closed && socket.writable) socket.write(body.subarray(sent, sent + 1));
-            }
-            await expectGivenUp(answer, 'The request body took too long to arrive. Send the request again.');
-          },
-        );
-
-        it('changed nothing with any of those bodies', async () => {
-          const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
-          expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
-        });
+    describe('with a body slow to arrive', () => {
+      // These wait on the server's body timeouts, each on a connection of its own: they wait side by
+      // side, on fixtures made before any of them starts, and the last test checks that none of them
+      // changed anything (a test reading the database meanwhile would hold up the others' bytes).
+      let shared: Fixtures;
+      let before: DatabaseSnapshot;
+      beforeAll(async () => {
+        shared = await suite.fixtures();
+        before = await snapshotDatabase(suite.t.database.db);
       });
-    }
+
+      it.concurrent.each(bodyRoutes)(
+        '%s answers a body that stops arriving with a 4xx sentence, and closes',
+        async (key) => {
+          if (!isRegistered(key)) return;
+          // The first half of the example's body, of the whole length it announces; then silence.
+          const { socket, answer, body } = await openExampleRequest(key, shared);
+          socket.write(body.subarray(0, body.length >> 1));
+          await expectGivenUp(answer, 'The request body stopped arriving. Send the request again.');
+        },
+      );
+
+      // Once per route (the dev configuration): the bound is the server's, not the route's billing.
+      // Agents' uploads have no overall bound (their idle bound is checked above).
+      it.concurrent.each(bodyRoutes.filter((key) => !key.endsWith('/ipa')))(
+        '%s answers a body trickled a byte at a time with a 4xx sentence by its overall bound',
+        async (key) => {
+          if (configuration !== 'dev' || !isRegistered(key)) return;
+          const { socket, answer, body } = await openExampleRequest(key, shared, 4096);
+          // A byte well within every idle bound, until the server closes: the client never stops first.
+          let closed = false;
+          void answer.finally(() => (closed = true));
+          for (let sent = 0; !closed && sent < body.length; sent++) {
+            await new Promise((resolve) => setTimeout(resolve, SUITE_BODY_IDLE_TIMEOUT_MS / 4));
+            if (!closed && socket.writable) socket.write(body.subarray(sent, sent + 1));
+          }
+          await expectGivenUp(answer, 'The request body took too long to arrive. Send the request again.');
+        },
+      );
+
+      it('changed nothing with any of those bodies', async () => {
+        const changed = changedTables(before, await snapshotDatabase(suite.t.database.db));
+        expect(Object.keys(changed).filter((table) => table !== 'rate_limits')).toEqual([]);
+      });
+    });
   });
 });
 
