@@ -139,7 +139,12 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('sideport worker processes on po
       const lost = doomed.started()[1]!;
 
       const rows = () => t.database.db.select().from(signRequests);
-      await until('every sign Done', async () => (await rows()).every((r) => r.status === 'Done'));
+      // A worker says a sign is done after committing it: wait for the last words too.
+      const said = () => doomed.signed().length + survivor.signed().length;
+      await until(
+        'every sign Done and said so',
+        async () => (await rows()).every((r) => r.status === 'Done') && said() >= 20,
+      );
       const all = await rows();
       expect(all).toHaveLength(20);
       // Each signed once: by one worker or the other, never both; the lost job by the survivor.
