@@ -4,27 +4,19 @@
  * memory stays flat whatever its size. A main executable keeps its own entitlements, read from it
  * first; a plain dylib carries none.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { PlistObject } from '../plist.js';
 import type { Profile } from '../profile.js';
 import { mergeEntitlements } from '../sign/entitlements.js';
 import { readEmbeddedEntitlements } from '../sign/read-signature.js';
 import type { ZipEntry } from '../zip/index.js';
-import { DEFAULT_DEFLATE_LEVEL } from '../zip/writer.js';
 import type { DupRenaming } from './edits.js';
-import { keepCodeAhead } from './code-ahead.js';
 import { openKeptCode, recordCode, type KeptCode } from './code-cache.js';
 import type { MachOSigner, MachOSignRequest } from './signer.js';
 import type { SigningFiles } from './signing-files.js';
 import { signBinaryStreaming, spoolBinary, type SpooledBinary } from './stream-binary.js';
 
 export interface BinarySigner {
-  /**
-   * Starts inflating a binary that will be streamed, ahead of its turn (one after another): the
-   * app's executable is prepared as the n-th sign finds it kept (code-ahead.ts), others spooled.
-   */
+  /** Starts inflating a binary that will be streamed (spools are made one after another), ahead of its turn. */
   spoolAhead(name: string): void;
   /** Signs a file (its replacement when the mode changed it) and writes it; answers its cdhash. */
   sign(name: string, request: MachOSignRequest, isMain?: boolean): Promise<Buffer>;
@@ -43,10 +35,6 @@ export function createBinarySigner(options: {
   streamAboveBytes: number;
   /** Where large binaries' code is kept between signs of a version (code-cache.ts); nothing kept without it. */
   codeCacheDir?: string | undefined;
-  /** Whether the app supports an iOS that reads SHA-1 CodeDirectories (digest-choice.ts). */
-  appNeedsSha1: boolean;
-  /** Prepares the app's executable ahead (code-ahead.ts); when false it is signed in full in its turn. */
-  prepareCodeAhead: boolean;
 }): BinarySigner {
   const { files, signer, profile, dup, streamAboveBytes, codeCacheDir } = options;
   const { archive } = files;
@@ -55,13 +43,6 @@ export function createBinarySigner(options: {
   const keptOpen: KeptCode[] = [];
   /** Binaries to stream are inflated to temporary files one after another. */
   let lastSpool: Promise<unknown> = Promise.resolve();
-  /** Executables prepared ahead: whether each was kept, in the code folder. */
-  const aheads = new Map<string, Promise<boolean>>();
-  /** Where code prepared ahead is kept: the cache, or without one a folder of this sign's. */
-  let codeDir: Promise<string> | undefined;
-  const codeDirOf = (): Promise<string> =>
-    (codeDir ??=
-      codeCacheDir === undefined ? mkdtemp(join(tmpdir(), 'sideport-code-')) : Promise.resolve(codeCacheDir));
   const spoolOf = (entry: ZipEntry): Promise<SpooledBinary> => {
     let spooled = spools.get(entry.name);
     if (spooled === undefined) {
@@ -86,23 +67,7 @@ export function createBinarySigner(options: {
   return {
     spoolAhead(name) {
       const entry = streamed(name);
-      if (entry === undefined) return;
-      if (!options.prepareCodeAhead || files.sealedByAnother(name)) {
-        void spoolOf(entry);
-        return;
-      }
-      if (aheads.has(name)) return;
-      const kept = lastSpool.then(async () =>
-        keepCodeAhead(await codeDirOf(), archive, entry, {
-          appNeedsSha1: options.appNeedsSha1,
-          level: DEFAULT_DEFLATE_LEVEL,
-        }),
-      );
-      lastSpool = kept.catch(() => undefined);
-      aheads.set(
-        name,
-        kept.catch(() => false),
-      );
+      if (entry !== undefined) void spoolOf(entry);
     },
 
     async sign(name, request, isMain = false) {
@@ -123,9 +88,7 @@ export function createBinarySigner(options: {
       const signStream = signer.signStream!.bind(signer);
       // A file another bundle seals needs the digest of all its signed bytes: read in full.
       const sealed = files.sealedByAnother(name);
-      const ahead = aheads.get(name);
-      const keptIn = ahead !== undefined && (await ahead) ? await codeDirOf() : codeCacheDir;
-      const kept = keptIn === undefined || sealed ? undefined : await openKeptCode(keptIn, entry);
+      const kept = codeCacheDir === undefined || sealed ? undefined : await openKeptCode(codeCacheDir, entry);
       if (kept !== undefined) {
         // Only the first chunk is read, from the kept head; a file that turns out not to fit
         // what was kept (another code limit) is spooled after all.
@@ -189,7 +152,6 @@ export function createBinarySigner(options: {
     },
 
     async close() {
-      await Promise.all([...aheads.values()]);
       await Promise.all([
         ...[...spools.values()].map((spooled) =>
           spooled.then(
@@ -199,8 +161,6 @@ export function createBinarySigner(options: {
         ),
         ...keptOpen.splice(0).map((kept) => kept.close().catch(() => undefined)),
       ]);
-      const made = codeCacheDir === undefined ? await codeDir?.catch(() => undefined) : undefined;
-      if (made !== undefined) await rm(made, { recursive: true, force: true });
     },
   };
 }

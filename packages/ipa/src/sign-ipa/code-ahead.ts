@@ -1,10 +1,13 @@
 /**
- * A first sign's large executable, made ready while the resources are digested: its code is
- * inflated once, and kept as code-cache.ts keeps what a full sign writes (the first chunk, the
- * entitlements it was signed with, the page hashes from the second chunk on, and those chunks
- * deflated as the writer deflates them). Signing it after the digests then takes the n-th sign's
- * path: one chunk hashed, the deflated body copied in the kernel, a new signature. Before, all of
- * that waited for the digests, on one core, with the executable spooled to disk and read back.
+ * A version's large executable, made ready before anyone signs it (warm.ts, when the version
+ * arrives): its code is inflated once, and kept as code-cache.ts keeps what a full sign writes
+ * (the first chunk, the entitlements it was signed with, the page hashes from the second chunk on,
+ * and those chunks deflated as the writer deflates them). The version's first sign then signs it
+ * as the n-th sign does: one chunk hashed, the deflated body copied in the kernel, a new signature.
+ *
+ * A first sign does not do this beside its own digests: they and the copy already keep both cores
+ * busy, and preparing the executable there made the sign slower than signing it after them
+ * (docs/benchmarks.md).
  *
  * Only a thin binary whose code runs past its first chunk is prepared; anything else (a fat file,
  * a header this cannot plan from the first chunk, a damaged entry) answers false and is signed in
@@ -30,9 +33,8 @@ import { inflateEntry } from './stream-binary.js';
 // The old signature after the code is held in memory to read the entitlements from; one larger
 // than this (a signature is some 52 bytes per page of code) is left to the full sign.
 const MAX_TAIL_BYTES = 16 * 1024 * 1024;
-// Chunks deflating at once. One: the digests and the copy keep both cores busy meanwhile, and each
-// more chunk in flight holds some 2.5 MB (the chunk, zlib's output buffer and state) when the
-// sign's memory is at its peak.
+// Chunks deflating at once: the digests beside it keep the other core busy, and each more chunk in
+// flight holds some 2.5 MB (the chunk, zlib's output buffer and state).
 const DEFLATES_IN_FLIGHT = 1;
 
 /** The code's layout, known once the first chunk is in. */

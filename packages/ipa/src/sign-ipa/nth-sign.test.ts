@@ -95,7 +95,6 @@ async function signWith(
   profile: Buffer,
   cacheDir: string | undefined,
   from = input,
-  prepareCodeAhead = true,
 ): Promise<string> {
   const output = path.join(dir, `out-${signs++}.ipa`);
   await signIpa({
@@ -107,7 +106,6 @@ async function signWith(
     now: NOW,
     ...(cacheDir === undefined ? {} : { cacheDir }),
     streamAboveBytes: 64 * 1024,
-    prepareCodeAhead,
   });
   return output;
 }
@@ -217,29 +215,10 @@ describe.skipIf(skip)('the n-th sign of a version', () => {
     expect(sha256(again)).toBe(sha256(first));
   });
 
-  it('prepares the executable while the resources are digested, writing what signing it in full writes', async () => {
-    const a = loadIdentity({ p12: pki.p12, password: pki.password });
-    const profile = pki.profile();
-    const leftovers = () => readdirSync(tmpdir()).filter((name) => name.startsWith('sideport-code-'));
-    const before = leftovers();
-    const prepared = await signWith(a, profile, undefined);
-    await expectVerifies(prepared, pki, profile);
-    // Without a cache folder, what was prepared goes with the sign.
-    expect(leftovers()).toEqual(before);
-    const inFull = await signWith(a, profile, undefined, input, false);
-    expect(sha256(prepared)).toBe(sha256(inFull));
-    // With one, it is what the next signs find kept: they read none of the executable's code.
-    const cacheDir = path.join(dir, 'ahead');
-    expect(sha256(await signWith(a, profile, cacheDir))).toBe(sha256(inFull));
-    expect(readdirSync(path.join(cacheDir, 'code')).filter((n) => n.endsWith('.json'))).toHaveLength(1);
-    expect(sha256(await signWith(a, profile, cacheDir))).toBe(sha256(inFull));
-    expect(sha256(await signWith(a, profile, cacheDir, await withDataZeroed(input)))).toBe(sha256(inFull));
-  });
-
   it('prepares from the archive exactly what a full sign of the executable keeps', async () => {
     const a = loadIdentity({ p12: pki.p12, password: pki.password });
     const inFull = path.join(dir, 'kept-in-full');
-    await signWith(a, pki.profile(), inFull, input, false);
+    await signWith(a, pki.profile(), inFull);
     const ahead = path.join(dir, 'kept-ahead');
     const archive = await openZip(input);
     try {
@@ -266,7 +245,7 @@ describe.skipIf(skip)('the n-th sign of a version', () => {
     expect((await warmDigestCache(input, { cacheDir, streamAboveBytes: 64 * 1024 })).codeKept).toBe(true);
     const a = loadIdentity({ p12: pki.p12, password: pki.password });
     const profile = pki.profile();
-    const inFull = await signWith(a, profile, undefined, input, false);
+    const inFull = await signWith(a, profile, undefined);
     const first = await signWith(a, profile, cacheDir, await withDataZeroed(input, EXECUTABLE));
     expect(sha256(first)).toBe(sha256(inFull));
     await expectVerifies(first, pki, profile);

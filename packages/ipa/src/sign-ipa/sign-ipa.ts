@@ -15,7 +15,7 @@ import { openSignedOutput } from './copy-digest.js';
 import { planEdits } from './edits.js';
 import { resolveMode, type ModeOptions, type ResolvedMode } from './mode-needs.js';
 import { planSigning, type BundlePlan } from './plan.js';
-import { appNeedsSha1, signBundles } from './sign-bundles.js';
+import { signBundles } from './sign-bundles.js';
 import type { MachOSigner } from './signer.js';
 import { createSigningFiles } from './signing-files.js';
 
@@ -35,12 +35,6 @@ export interface SignIpaOptions extends ModeOptions {
   cacheDir?: string;
   /** Threads that digest the resources while they are copied (one by default; each is a V8 heap more). */
   digestWorkers?: number;
-  /**
-   * Prepares the app's executable while the resources are digested, so that signing it after them
-   * writes only its first chunk and signature (code-ahead.ts); true by default. When false it is
-   * inflated ahead and signed in full in its turn: the same bytes, later.
-   */
-  prepareCodeAhead?: boolean;
   onProgress?: (step: { bundle: string; done: number; total: number }) => void;
 }
 
@@ -115,8 +109,6 @@ export async function signInMode(
       dup: edits.dup,
       streamAboveBytes: options.streamAboveBytes ?? DEFAULT_STREAM_ABOVE_BYTES,
       codeCacheDir: options.cacheDir,
-      appNeedsSha1: appNeedsSha1(plan),
-      prepareCodeAhead: options.prepareCodeAhead ?? true,
     });
     binaries = signer;
     // Who issued the certificate decides the requirement's form; only the identifier varies.

@@ -23,8 +23,8 @@ export interface WarmDigestOptions {
 /**
  * Digests the resources of `input` into `cacheDir` for every mode: modes 0-3 seal the same
  * resources (their replaced files are code or new), DUP seals them less each bundle's Info.plist,
- * which it rewrites. Beside the digests, the app's executable is prepared as a first sign prepares
- * it (code-ahead.ts), so the version's first sign signs it as the n-th does. Returns whether the
+ * which it rewrites. Beside the digests, the app's executable's code is kept as a sign keeps it
+ * (code-ahead.ts), so the version's first sign signs it as the n-th does. Returns whether the
  * digests were already cached, and whether the executable's code is kept.
  */
 export async function warmDigestCache(
