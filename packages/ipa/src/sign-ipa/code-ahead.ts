@@ -33,9 +33,6 @@ import { inflateEntry } from './stream-binary.js';
 // The old signature after the code is held in memory to read the entitlements from; one larger
 // than this (a signature is some 52 bytes per page of code) is left to the full sign.
 const MAX_TAIL_BYTES = 16 * 1024 * 1024;
-// Chunks deflating at once: the digests beside it keep the other core busy, and each more chunk in
-// flight holds some 2.5 MB (the chunk, zlib's output buffer and state).
-const DEFLATES_IN_FLIGHT = 1;
 
 /** The code's layout, known once the first chunk is in. */
 interface Layout {
@@ -97,47 +94,38 @@ async function prepare(
   const head = Buffer.alloc(CHUNK_BYTES);
   let layout: Layout | undefined;
   let position = 0;
-  // The chunk being filled, from `chunkAt`; chunks deflate on libuv's pool, from buffers that come
-  // back once their deflate is done.
-  const free: Buffer[] = [];
-  let chunk: Buffer | undefined;
+  // The chunk being filled, from `chunkAt`. One chunk deflates at a time (on libuv's pool): the
+  // digests beside this keep the other core busy, and each more in flight would hold some 2.5 MB.
+  const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let chunkAt = CHUNK_BYTES;
   let chunkFill = 0;
-  const queue: Promise<Buffer[]>[] = [];
   let compressedBytes = 0;
   let bodyCrc = 0;
   let bodyBytes = 0;
 
-  const writeNext = async (): Promise<void> => {
-    const parts = await queue.shift()!;
+  /** Hashes, counts, deflates and writes the chunk filled so far (the code limit may end it early). */
+  const finishChunk = async (to: Layout): Promise<void> => {
+    const bytes = chunk.subarray(0, chunkFill);
+    const at = (chunkAt - CHUNK_BYTES) / PAGE_SIZE;
+    if (to.withSha1) hashPages(bytes, 'sha1', to.sha1, at * HASH_SIZE.sha1);
+    hashPages(bytes, 'sha256', to.sha256, at * HASH_SIZE.sha256);
+    bodyCrc = crc32(bytes, bodyCrc);
+    bodyBytes += bytes.length;
+    const parts = await deflateChunk(bytes, options.level);
     for (const part of parts) {
       for (let done = 0; done < part.length;)
         done += (await body.write(part, done, part.length - done, compressedBytes + done)).bytesWritten;
       compressedBytes += part.length;
     }
     if (parts[0] !== undefined) discard(parts[0]);
-  };
-  /** Hashes, counts and deflates the chunk filled so far (the code limit may end it early). */
-  const finishChunk = async (to: Layout): Promise<void> => {
-    const bytes = chunk!.subarray(0, chunkFill);
-    const at = (chunkAt - CHUNK_BYTES) / PAGE_SIZE;
-    if (to.withSha1) hashPages(bytes, 'sha1', to.sha1, at * HASH_SIZE.sha1);
-    hashPages(bytes, 'sha256', to.sha256, at * HASH_SIZE.sha256);
-    bodyCrc = crc32(bytes, bodyCrc);
-    bodyBytes += bytes.length;
-    const held = chunk!;
-    queue.push(deflateChunk(bytes, options.level).finally(() => free.push(held)));
-    chunk = undefined;
     chunkAt += chunkFill;
     chunkFill = 0;
-    if (queue.length >= DEFLATES_IN_FLIGHT) await writeNext();
   };
   /** Copies `bytes` (content from `from`) into the body's chunks, up to the code limit. */
   const toBody = async (to: Layout, bytes: Buffer, from: number): Promise<void> => {
     let at = Math.max(from, CHUNK_BYTES);
     const end = Math.min(from + bytes.length, to.codeLimit);
     while (at < end) {
-      chunk ??= free.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES);
       const room = Math.min(CHUNK_BYTES - chunkFill, to.codeLimit - chunkAt - chunkFill);
       const length = Math.min(room, end - at);
       bytes.copy(chunk, chunkFill, at - from, at - from + length);
@@ -147,52 +135,42 @@ async function prepare(
     }
   };
 
-  try {
-    let planned = true;
-    await inflateEntry(archive, entry, async (piece) => {
-      const from = position;
-      position += piece.length;
-      if (from < CHUNK_BYTES) piece.copy(head, from, 0, Math.min(piece.length, CHUNK_BYTES - from));
-      if (layout === undefined && position >= CHUNK_BYTES) {
-        layout = await planFrom(head, size, entry.name, options.appNeedsSha1);
-        if (layout === undefined) {
-          planned = false;
-          return 'stop';
-        }
-      }
-      if (layout === undefined) return;
-      await toBody(layout, piece, from);
-      if (position > layout.codeLimit) {
-        const start = Math.max(from, layout.codeLimit);
-        piece.copy(layout.tail, start - layout.codeLimit, start - from);
-      }
-    });
-    if (!planned || layout === undefined) return undefined;
-    // A file never signed ends up to 15 bytes short of its code limit: zeros, as the signer reads them.
-    if (size < layout.codeLimit) await toBody(layout, Buffer.alloc(layout.codeLimit - size), size);
-    while (queue.length > 0) await writeNext();
-    if (bodyBytes !== layout.codeLimit - CHUNK_BYTES) return undefined;
-    const own = await ownEntitlements(head, layout, size, entry.name);
-    if (own === 'out of reach') return undefined;
-    const sha1 = layout.withSha1 ? layout.sha1 : NO_HASHES;
-    return {
-      front: Buffer.concat([head, sha1, layout.sha256]),
-      meta: {
-        format: FORMAT,
-        codeLimit: layout.codeLimit,
-        headBytes: head.length,
-        sha1Bytes: sha1.length,
-        sha256Bytes: layout.sha256.length,
-        compressedBytes,
-        uncompressedBytes: bodyBytes,
-        crc: bodyCrc >>> 0,
-        entitlements: own === undefined ? null : buildXmlPlist(own),
-      },
-    };
-  } finally {
-    // Settle what is left, so a failure leaves no unhandled rejection behind.
-    await Promise.allSettled(queue);
-  }
+  await inflateEntry(archive, entry, async (piece) => {
+    const from = position;
+    position += piece.length;
+    if (from < CHUNK_BYTES) piece.copy(head, from, 0, Math.min(piece.length, CHUNK_BYTES - from));
+    if (layout === undefined && position >= CHUNK_BYTES) {
+      layout = await planFrom(head, size, entry.name, options.appNeedsSha1);
+      if (layout === undefined) return 'stop';
+    }
+    if (layout === undefined) return;
+    await toBody(layout, piece, from);
+    if (position > layout.codeLimit) {
+      const start = Math.max(from, layout.codeLimit);
+      piece.copy(layout.tail, start - layout.codeLimit, start - from);
+    }
+  });
+  if (layout === undefined) return undefined;
+  // A file never signed ends up to 15 bytes short of its code limit: zeros, as the signer reads them.
+  if (size < layout.codeLimit) await toBody(layout, Buffer.alloc(layout.codeLimit - size), size);
+  if (bodyBytes !== layout.codeLimit - CHUNK_BYTES) return undefined;
+  const own = await ownEntitlements(head, layout, size, entry.name);
+  if (own === 'out of reach') return undefined;
+  const sha1 = layout.withSha1 ? layout.sha1 : NO_HASHES;
+  return {
+    front: Buffer.concat([head, sha1, layout.sha256]),
+    meta: {
+      format: FORMAT,
+      codeLimit: layout.codeLimit,
+      headBytes: head.length,
+      sha1Bytes: sha1.length,
+      sha256Bytes: layout.sha256.length,
+      compressedBytes,
+      uncompressedBytes: bodyBytes,
+      crc: bodyCrc >>> 0,
+      entitlements: own === undefined ? null : buildXmlPlist(own),
+    },
+  };
 }
 
 /** The layout of a thin binary planned from its first chunk; undefined for anything else. */

@@ -43,7 +43,7 @@ const COPY_BLOCK_BYTES = 2 * 1024 * 1024;
 const COPY_BLOCKS = 3;
 // The kernel takes at most 1024 pieces per call (IOV_MAX); libuv splits larger writes.
 const MAX_PIECES_PER_WRITE = 1024;
-export const DEFLATES_IN_FLIGHT = 3;
+const DEFLATES_IN_FLIGHT = 3;
 /** The level new entries deflate at unless the writer is told otherwise. */
 export const DEFAULT_DEFLATE_LEVEL = 1;
 
