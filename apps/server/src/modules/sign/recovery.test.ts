@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { eq } from 'drizzle-orm';
+import { eq, ne } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry, SignEvent } from '@sideport/contracts';
 import { check, parsePlist, parseProfile, type PlistObject } from '@sideport/ipa';
@@ -181,6 +181,25 @@ onEachDatabase('install preflight and recovery with the dev identity on %s', (ki
         { timeout: 120_000, interval: 50 },
       )
       .toBe(true);
+  }
+
+  /**
+   * Resolves once no sign is queued or being signed: the re-signs an earlier test's pass queued
+   * have run, so no worker starts a pass of its own (before a sign, on a revoked certificate).
+   */
+  async function queueSettled() {
+    await expect
+      .poll(
+        async () =>
+          (
+            await h.t.database.db
+              .select({ id: schema.signRequests.id })
+              .from(schema.signRequests)
+              .where(ne(schema.signRequests.state, 'idle'))
+          ).length,
+        { timeout: 120_000, interval: 100 },
+      )
+      .toBe(0);
   }
 
   /** A user with a Registered device and Done signs of the version in `types`. */
@@ -400,6 +419,8 @@ onEachDatabase('install preflight and recovery with the dev identity on %s', (ki
 
   it('makes one certificate and queues each artifact once, however many processes notice at once', async () => {
     const user = await userWithSigns([0, 4]);
+    // Else a worker taking an earlier test's re-sign may replace the certificate before the two passes.
+    await queueSettled();
     const old = await h.t.services.signing.currentCertificate();
     await h.responder.setStatus(old.pem, 'revoked', new Date(h.now()));
     h.advance(31 * 60_000);
