@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 
-// The built CLI, as `npx sideport` runs it (root `npm test` builds dist before the tests).
+// The built CLI, as `npx sideport` runs it (the test setup, global-setup.ts, brings dist up to date first).
 export const cliJs = path.resolve(import.meta.dirname, '../../bin/sideport.js');
 
 /** A command's run: `out` is stdout and stderr together, `stdout` what it answered, `log` its stderr. */

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 
-// The real entry point as `npm start` runs it (root `npm test` builds dist before the tests).
+// The real entry point as `npm start` runs it (the test setup, global-setup.ts, brings dist up to date first).
 export const mainJs = path.resolve(import.meta.dirname, '../../dist/main.js');
 export const cliJs = path.resolve(import.meta.dirname, '../../bin/sideport.js');
 export const md5 = (s: string) => createHash('md5').update(s).digest('hex');
