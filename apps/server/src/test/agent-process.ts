@@ -1,8 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll } from 'vitest';
 
 const bundleScript = path.resolve(import.meta.dirname, '../../../agent/scripts/bundle.mjs');
 
@@ -11,12 +10,9 @@ const bundleScript = path.resolve(import.meta.dirname, '../../../agent/scripts/b
  * the repository, where no node_modules can be found: the agent the tests run is the one an
  * operator copies to another machine, built from the current sources.
  */
-const bundles: string[] = [];
-afterAll(() => bundles.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
-
 export function buildAgentBundle(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'sideport-agent-bundle-'));
-  bundles.push(dir);
+  // Under the run's temporary folder, which the test setup removes (global-setup.ts).
   execFileSync(process.execPath, [bundleScript, dir], { stdio: 'pipe' });
   return path.join(dir, 'sideport-agent.mjs');
 }

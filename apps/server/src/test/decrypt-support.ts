@@ -1,7 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { makeSampleIpa, type SampleIpaOptions } from '../dev/sample-ipa.js';
 import { startItunesServer, type ItunesServer } from '../dev/itunes-server.js';
@@ -29,11 +28,8 @@ export function storeWith(records: Array<Record<string, unknown>>): Promise<Itun
   return startItunesServer({ records });
 }
 
-// Made on first use, and removed after the file's tests (vitest imports this module afresh per file).
+// Made on first use, under the run's temporary folder, which the test setup removes (global-setup.ts).
 let ipaDir: string | undefined;
-afterAll(() => {
-  if (ipaDir) rmSync(ipaDir, { recursive: true, force: true });
-});
 let ipaCount = 0;
 
 /** A real decrypted (or, with cryptid 1, encrypted) IPA of the sample app relabelled as asked. */
