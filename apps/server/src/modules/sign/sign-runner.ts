@@ -1,8 +1,8 @@
 /**
- * The signing process: a child a sign worker starts for each task, with SIGN_PROCESS_TUNING, so
- * signing's CPU and memory stay out of the API process and all of it goes back when it ends. It
- * takes one task over IPC, answers once and exits; it also exits when its parent goes (a worker
- * killed mid-sign leaves nothing running).
+ * The signing process: a child a sign worker starts with SIGN_PROCESS_TUNING, so signing's CPU and
+ * memory stay out of the API process. It takes tasks over IPC one at a time and answers each; it
+ * exits when its parent closes the channel (it has had its share of tasks, or waited long enough
+ * for the next: run-task.ts) or goes (a worker killed mid-sign leaves nothing running).
  */
 import { isIpaError, sign, warmDigestCache } from '@sideport/ipa';
 import type { RunnerResult, RunnerTask } from './runner-protocol.js';
@@ -41,8 +41,10 @@ async function run(task: RunnerTask): Promise<RunnerResult> {
   };
 }
 
-process.on('disconnect', () => process.exit(1));
-process.once('message', (task: RunnerTask) => {
+// The parent closes the channel when it wants no more tasks, or when it dies: either way, this ends.
+process.on('disconnect', () => process.exit(0));
+// One task at a time (the parent sends the next only after the answer).
+process.on('message', (task: RunnerTask) => {
   // Every failure of the task becomes its answer; should sending it fail, the parent sees the exit.
   void run(task)
     .catch((err: unknown): RunnerResult => ({
@@ -50,5 +52,5 @@ process.once('message', (task: RunnerTask) => {
       message: err instanceof Error ? err.message : String(err),
       ...(isIpaError(err) ? { code: err.code } : {}),
     }))
-    .then((result) => process.send!(result, () => process.exit(0)));
+    .then((result) => process.send!(result));
 });
