@@ -50,7 +50,7 @@ describe('signing processes', () => {
     const stopped = runInSignProcess({ kind: 'warm', input: ipa, cacheDir: newCacheDir() }, stop.signal);
     stop.abort();
     await expect(stopped).rejects.toBeInstanceOf(TaskAborted);
-    await expect.poll(signProcesses).not.toContain(waiting);
+    await expect.poll(signProcesses, { timeout: 30_000 }).not.toContain(waiting);
     expect(await runInSignProcess({ kind: 'warm', input: ipa, cacheDir })).toMatchObject({ ok: true });
     expect(signProcesses()).toHaveLength(1);
     expect(signProcesses()).not.toContain(waiting);
