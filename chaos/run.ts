@@ -46,7 +46,7 @@ import S3rver from 's3rver';
 import { parsePlistDict } from '@sideport/ipa';
 import { startItunesServer } from '../apps/server/src/dev/itunes-server.js';
 import { createSimulatedDevice } from '../apps/server/src/modules/devices/simulated-device.js';
-import { createFileStore } from '../apps/server/src/platform/storage.js';
+import { createFileStore } from '../apps/server/src/platform/open-store.js';
 import { startPgCluster, type PgCluster } from '../apps/server/src/test/pg-cluster.js';
 import { chaosAppId, chaosAppVerId, chaosBundleId, chaosDisplayName } from './apps.js';
 import { filesUnder, foldersIn, readIpa, unnamedStoredFiles, wrongDecrypted, wrongSigned } from './checks.js';
@@ -276,7 +276,7 @@ async function main() {
       AWS_SECRET_ACCESS_KEY: 'S3RVER',
     };
   }
-  const store = createFileStore({ storageUrl: storageEnv.STORAGE_URL, dataDir: sharedDataDir });
+  const store = await createFileStore({ storageUrl: storageEnv.STORAGE_URL, dataDir: sharedDataDir });
 
   const logs = path.join(work, 'logs');
   mkdirSync(logs);
@@ -693,7 +693,7 @@ async function account(options: {
   admin: string;
   caPem: string;
   asked: Set<number>;
-  store: ReturnType<typeof createFileStore>;
+  store: Awaited<ReturnType<typeof createFileStore>>;
 }) {
   const { db, site, appIds, users, admin, caPem } = options;
   const lostDecrypts: string[] = [];

@@ -233,7 +233,7 @@ program
         const accounts = createAccountServices(deps);
         const core = await createCoreServices(deps);
         try {
-          const people = createPeopleServices(deps, accounts, core);
+          const people = await createPeopleServices(deps, accounts, core);
           return await simulateDevice(
             simulationDeps({ ...core, ...people, auth: accounts.auth }, deps.config),
             userId,

@@ -54,7 +54,7 @@ import { createFaultTracker, type FaultTracker } from './platform/faults.js';
 import { createSecretBox, loadOrCreateSecretKey, type SecretBox } from './platform/secrets.js';
 import { settingOrCreate } from './platform/settings.js';
 import { createUrlSigner } from './platform/signed-urls.js';
-import { createFileStore } from './platform/storage.js';
+import { createFileStore } from './platform/open-store.js';
 
 /**
  * The composition root: every service of a process, made here in dependency order from the
@@ -120,7 +120,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
   const bus = await createEventBus(database);
   // Deletions can be held while `sideport backup` copies the files (see platform/backup.ts).
   const files = withHeldDeletes(
-    createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR }),
+    await createFileStore({ storageUrl: config.STORAGE_URL, dataDir: config.DATA_DIR }),
   );
   const tmpDir = path.join(config.DATA_DIR, 'tmp');
   const disk = createDiskGuard({
@@ -297,7 +297,7 @@ export async function createCoreServices(deps: ServiceDeps, metrics: ServiceMetr
 }
 
 /** 3. People: their devices, payments, and the enrollment and registration of devices. */
-export function createPeopleServices(
+export async function createPeopleServices(
   { config, database, clock, log, faults }: ServiceDeps,
   { auth }: AccountServices,
   core: CoreServices,
@@ -305,7 +305,7 @@ export function createPeopleServices(
 ) {
   const { db } = database;
   const { bus, devices } = core;
-  const billingProvider = createBillingProvider(config, { db, clock, log });
+  const billingProvider = await createBillingProvider(config, { db, clock, log });
   const billing = createBillingService({
     db,
     clock,
@@ -515,14 +515,14 @@ export async function createServices(given: ServiceDeps) {
   });
   const accounts = createAccountServices(deps);
   const core = await createCoreServices(deps, metrics.service);
-  const people = createPeopleServices(deps, accounts, core, metrics.service);
+  const people = await createPeopleServices(deps, accounts, core, metrics.service);
   const api = await createApiServices(deps, core, people);
   return { metrics, faults, ...accounts, ...core, ...people, ...api };
 }
 
 export type AccountServices = ReturnType<typeof createAccountServices>;
 export type CoreServices = Awaited<ReturnType<typeof createCoreServices>>;
-export type PeopleServices = ReturnType<typeof createPeopleServices>;
+export type PeopleServices = Awaited<ReturnType<typeof createPeopleServices>>;
 export type Services = Awaited<ReturnType<typeof createServices>>;
 
 /** How long GET /api/feather/install waits for a Feather sign under way (a Feather IPA signs in seconds). */

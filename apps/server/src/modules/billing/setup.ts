@@ -1,7 +1,6 @@
 import type { Database } from '../../db/client.js';
 import type { Config } from '../../platform/config.js';
 import { createDevProvider } from './provider-dev.js';
-import { createStripeProvider } from './provider-stripe.js';
 import type { BillingProvider } from './provider.js';
 import * as q from './queries.js';
 
@@ -19,17 +18,21 @@ type BillingConfig = Pick<
   | 'STRIPE_TIMEOUT_MS'
 >;
 
-/** Stripe when STRIPE_SECRET_KEY is set (loadConfig has checked the rest is there), else the dev provider. */
-export function createBillingProvider(
+/**
+ * Stripe when STRIPE_SECRET_KEY is set (loadConfig has checked the rest is there), else the dev
+ * provider. Stripe's client is loaded only then: a third of a second of CPU at every start otherwise.
+ */
+export async function createBillingProvider(
   config: BillingConfig,
   deps: { db: Database; clock: () => Date; log: { warn(obj: object, msg: string): void } },
-): BillingProvider {
+): Promise<BillingProvider> {
   const { db } = deps;
   if (!config.STRIPE_SECRET_KEY) return createDevProvider({ db, clock: deps.clock });
   const need = (value: string | undefined, name: string) => {
     if (!value) throw new Error(`${name} is required when STRIPE_SECRET_KEY is set`);
     return value;
   };
+  const { createStripeProvider } = await import('./provider-stripe.js');
   return createStripeProvider({
     secretKey: config.STRIPE_SECRET_KEY,
     webhookSecret: need(config.STRIPE_WEBHOOK_SECRET, 'STRIPE_WEBHOOK_SECRET'),
