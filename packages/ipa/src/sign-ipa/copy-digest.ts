@@ -20,7 +20,8 @@ import {
   type SignedZipWriter,
   type ZipEntryWriter,
 } from '../zip/writer.js';
-import { copyTemplate } from './copy-template.js';
+import { dropPrefixCopy, type StartedCopy } from '../zip/output-file.js';
+import { copyTemplate, type CopyAhead } from './copy-template.js';
 import { outputBudget } from './output-budget.js';
 import { codeEntries, resourceEntries, type SigningPlan } from './plan.js';
 import { copyUnchanged } from './write-zip.js';
@@ -68,7 +69,27 @@ export async function openSignedOutput(job: {
   cacheDir?: string | undefined;
   /** The time new entries carry. */
   modified?: Date;
+  /**
+   * With `cacheDir`: the stretch last used for this input and mode, and its copy if one was
+   * started before the archive was opened. The copy is taken over here: the writer takes it when
+   * it is this sign's stretch, else it is dropped, also when opening fails.
+   */
+  ahead?: { copy: CopyAhead; started: StartedCopy | undefined } | undefined;
 }): Promise<SignedOutput> {
+  // Whose the copy started ahead is: this function's until the writer takes it or it is dropped.
+  const ahead = { started: job.ahead?.started };
+  try {
+    return await openOutput(job, ahead);
+  } catch (err) {
+    if (ahead.started !== undefined) await dropPrefixCopy(ahead.started);
+    throw err;
+  }
+}
+
+async function openOutput(
+  job: Parameters<typeof openSignedOutput>[0],
+  ahead: { started: StartedCopy | undefined },
+): Promise<SignedOutput> {
   const { archive, plan, replaced } = job;
   const code = codeEntries(plan);
   const resources = resourceEntries(archive, plan, replaced);
@@ -105,10 +126,19 @@ export async function openSignedOutput(job: {
       ? undefined
       : copyTemplate(job.cacheDir, archive.entries, rewritten, copiedBytes);
   const kept = await template?.find();
+  // The copy started before opening is this sign's when it is of the stretch found here.
+  const { started } = ahead;
+  const taken = started !== undefined && started.template === kept ? started : undefined;
+  if (started !== undefined && taken === undefined) await dropPrefixCopy(started);
+  if (kept !== undefined && taken === undefined) await job.ahead?.copy.note(kept);
+  // From here the writer owns the copy: a writer that fails to open drops it itself.
+  ahead.started = undefined;
   const writer = await createSignedZipWriter(job.input, job.output, {
     maxBytes: maxOutputBytes,
     ...(job.modified === undefined ? {} : { modified: job.modified }),
-    ...(kept === undefined ? {} : { prefix: { template: kept, entries: copied } }),
+    ...(kept === undefined
+      ? {}
+      : { prefix: { template: kept, entries: copied, ...(taken === undefined ? {} : { started: taken }) } }),
   });
   // A sign that found the digests kept is a version's second or later: its copy is worth keeping.
   let keepCopies = false;
@@ -116,7 +146,11 @@ export async function openSignedOutput(job: {
     writer,
     out: writer.from(copiedBytes),
     async keepCopies(output) {
-      if (keepCopies && template !== undefined) await template.keep(output);
+      if (!keepCopies || template === undefined) return;
+      await template.keep(output);
+      // Kept by this sign or by another at the same time: the next sign of this file copies it ahead.
+      const keptNow = await template.find();
+      if (keptNow !== undefined) await job.ahead?.copy.note(keptNow);
     },
     async copyAndSign(options, sign) {
       const { stop } = options;

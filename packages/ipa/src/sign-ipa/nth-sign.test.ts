@@ -261,6 +261,50 @@ describe.skipIf(skip)('the n-th sign of a version', () => {
     expect(readdirSync(path.join(cacheDir, 'copies'))).toHaveLength(1);
   });
 
+  it('starts copying the stretch before opening the same file again, and signs as in full whatever the note names', async () => {
+    const cacheDir = path.join(dir, 'ahead');
+    const a = loadIdentity({ p12: pki.p12, password: pki.password });
+    const profiles = [0, 1, 2].map((n) => pki.profile({ appId: `${pki.teamId}.ahead${n}` }));
+    await signWith(a, profiles[0]!, cacheDir);
+    // The second sign keeps the stretch, and notes it for this very file in this mode.
+    await signWith(a, profiles[1]!, cacheDir);
+    const [stretch] = readdirSync(path.join(cacheDir, 'copies'));
+    const notes = readdirSync(path.join(cacheDir, 'copy-ahead'));
+    expect(notes).toHaveLength(1);
+    const note = path.join(cacheDir, 'copy-ahead', notes[0]!);
+    expect(readFileSync(note, 'utf8')).toBe(stretch);
+
+    // From the copy started ahead: a sign in full's bytes.
+    const inFull = sha256(await signWith(a, profiles[2]!, undefined));
+    expect(sha256(await signWith(a, profiles[2]!, cacheDir))).toBe(inFull);
+    // A note naming a stretch that is gone, or a path: the stretch found is used, and noted again.
+    for (const named of [`${'0'.repeat(64)}.zip-prefix`, '../../../etc/passwd']) {
+      writeFileSync(note, named);
+      const output = await signWith(a, profiles[2]!, cacheDir);
+      expect(sha256(output)).toBe(inFull);
+      await expectVerifies(output, pki, profiles[2]!);
+      expect(readFileSync(note, 'utf8')).toBe(stretch);
+    }
+
+    // A sign that fails after the copy started leaves no partial output behind.
+    const failed = path.join(dir, 'failed-ahead');
+    mkdirSync(failed);
+    await expect(
+      signIpa({
+        input,
+        output: path.join(failed, 'out.ipa'),
+        identity: a,
+        profile: profiles[2]!,
+        signer: createMachOSigner(a, () => NOW),
+        now: NOW,
+        cacheDir,
+        maxBinaryBytes: 16,
+      }),
+    ).rejects.toThrow();
+    expect(readdirSync(failed)).toEqual([]);
+    expect(readdirSync(dir).filter((name) => name.includes('.partial-'))).toEqual([]);
+  });
+
   it('signs in full, with the same result, when what was kept is damaged', async () => {
     const cacheDir = path.join(dir, 'damaged');
     const a = loadIdentity({ p12: pki.p12, password: pki.password });

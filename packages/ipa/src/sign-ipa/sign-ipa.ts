@@ -9,9 +9,11 @@ import { assertProfileUsable, parseProfile, type Profile } from '../profile.js';
 import { requirementSubjectFor, requirementText } from '../sign/requirements.js';
 import { entryTablesIn } from '../zip/entry-table.js';
 import { openZip, type ZipArchive } from '../zip/index.js';
+import { dropPrefixCopy } from '../zip/output-file.js';
 import type { SignedZipWriter } from '../zip/writer.js';
 import { createBinarySigner, type BinarySigner } from './binary-signer.js';
 import { openSignedOutput } from './copy-digest.js';
+import { copyAhead } from './copy-template.js';
 import { planEdits } from './edits.js';
 import { resolveMode, type ModeOptions, type ResolvedMode } from './mode-needs.js';
 import { planSigning, type BundlePlan } from './plan.js';
@@ -70,11 +72,23 @@ export async function signInMode(
   const now = options.now ?? new Date();
   const profile = parseProfile(options.profile);
   assertProfileUsable(profile, options.identity.certificate, now);
-  // A cache folder also keeps the input's entry table: the n-th sign of a version opens it at once.
-  const archive = await openZip(
-    options.input,
-    options.cacheDir === undefined ? {} : { entryTableDir: entryTablesIn(options.cacheDir) },
-  );
+  // The n-th sign of this file in this mode starts copying its kept stretch before anything else.
+  const ahead =
+    options.cacheDir === undefined
+      ? undefined
+      : await copyAhead(options.cacheDir, options.input, modeNames(mode));
+  let started = await ahead?.start(options.output);
+  let archive: ZipArchive;
+  try {
+    // A cache folder also keeps the input's entry table: the n-th sign of a version opens it at once.
+    archive = await openZip(
+      options.input,
+      options.cacheDir === undefined ? {} : { entryTableDir: entryTablesIn(options.cacheDir) },
+    );
+  } catch (err) {
+    if (started !== undefined) await dropPrefixCopy(started);
+    throw err;
+  }
   let writer: SignedZipWriter | undefined;
   let binaries: BinarySigner | undefined;
   const stop = new AbortController();
@@ -85,6 +99,9 @@ export async function signInMode(
     const edits = await planEdits(plan, mode, options.profile, (name) =>
       archive.readEntry(archive.find(name)!, maxBinaryBytes),
     );
+    // openSignedOutput takes the started copy over, to use or drop.
+    const startedAhead = started;
+    started = undefined;
     const output = await openSignedOutput({
       archive,
       plan,
@@ -93,6 +110,7 @@ export async function signInMode(
       output: options.output,
       cacheDir: options.cacheDir,
       ...(options.now === undefined ? {} : { modified: options.now }),
+      ...(ahead === undefined ? {} : { ahead: { copy: ahead, started: startedAhead } }),
     });
     writer = output.writer;
     const files = createSigningFiles({
@@ -165,12 +183,20 @@ export async function signInMode(
   } catch (err) {
     stop.abort(err);
     await writer?.abort();
+    if (started !== undefined) await dropPrefixCopy(started);
     throw err;
   } finally {
     await binaries?.close();
     archive.close();
   }
 }
+
+/**
+ * What of a mode decides which names a sign rewrites (the dylibs it adds), for the key of the
+ * stretch copied ahead (copy-template.ts): another mode, or other dylibs, names another stretch.
+ */
+const modeNames = (mode: ResolvedMode): string =>
+  JSON.stringify([mode.type, mode.inject.map((dylib) => dylib.name), mode.substrate?.name ?? null]);
 
 /** The app as its Info.plist describes it, refused when that names no identifier or executable. */
 async function describeApp(archive: ZipArchive): Promise<AppDescription> {

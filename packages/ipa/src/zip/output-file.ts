@@ -30,9 +30,39 @@ export interface OutputFile extends PositionalWriter {
 
 const JOIN_BLOCK_BYTES = 2 * 1024 * 1024;
 
+/** The temporary file an output is written to, beside it, before it is renamed into place. */
+export const partialPathFor = (output: string) => `${output}.partial-${process.pid}-${Date.now()}`;
+
+/** A kept stretch being copied by the kernel into the temporary file of an output. */
+export interface StartedCopy {
+  readonly template: string;
+  readonly temporary: string;
+  /** Settles once the stretch is in the temporary file; a failure surfaces where it is awaited. */
+  readonly copying: Promise<void>;
+}
+
+/** Starts copying a kept stretch into a new temporary file for `output`, before the writer opens it. */
+export function startPrefixCopy(template: string, output: string): StartedCopy {
+  const temporary = partialPathFor(output);
+  const copying = copyFile(template, temporary);
+  copying.catch(() => undefined); // surfaces where it is awaited
+  return { template, temporary, copying };
+}
+
+/** Removes a started copy that no writer took, once the kernel is done with it. */
+export async function dropPrefixCopy(started: StartedCopy): Promise<void> {
+  // The copy cannot be stopped; removing the file while it runs could leave the file it creates.
+  await started.copying.catch(() => undefined);
+  await rm(started.temporary, { force: true });
+}
+
+/**
+ * `prefix.copying`: the stretch's copy into `temporary`, already started (startPrefixCopy);
+ * else it starts here.
+ */
 export async function openOutputFile(
   temporary: string,
-  prefix?: { template: string; bytes: number },
+  prefix?: { template: string; bytes: number; copying?: Promise<void> },
 ): Promise<OutputFile> {
   if (prefix === undefined) {
     const handle = await open(temporary, 'w');
@@ -52,7 +82,7 @@ export async function openOutputFile(
     };
   }
   const tailPath = `${temporary}.tail`;
-  const copying = copyFile(prefix.template, temporary);
+  const copying = prefix.copying ?? copyFile(prefix.template, temporary);
   copying.catch(() => undefined); // surfaces at finish
   let tail: FileHandle;
   try {

@@ -13,7 +13,13 @@ import { IpaError } from '../errors.js';
 import { centralFieldsOf, type ZipEntry } from './archive.js';
 import { blockChunks, createBlockWindow, type HeldBytes } from './block-reader.js';
 import { crc32Combine } from './crc32-combine.js';
-import { openOutputFile, type PositionalWriter } from './output-file.js';
+import {
+  dropPrefixCopy,
+  openOutputFile,
+  partialPathFor,
+  type PositionalWriter,
+  type StartedCopy,
+} from './output-file.js';
 import { collectYoung, discard } from './discard.js';
 import {
   FLAG_UTF8,
@@ -57,8 +63,9 @@ export interface ZipWriterOptions {
   /**
    * Starts the output as a copy of `template`, which holds exactly what copying `entries` (in
    * order) writes: copied in the kernel, without reading it here (see sign-ipa/copy-template.ts).
+   * `started`: that copy, begun before the writer (startPrefixCopy); the writer takes it over.
    */
-  prefix?: { template: string; entries: readonly ZipEntry[] };
+  prefix?: { template: string; entries: readonly ZipEntry[]; started?: StartedCopy };
 }
 
 /**
@@ -150,9 +157,15 @@ export async function createSignedZipWriter(
   output: string,
   options: ZipWriterOptions = {},
 ): Promise<SignedZipWriter> {
-  const temporary = `${output}.partial-${process.pid}-${Date.now()}`;
-  const input = await open(source, 'r');
   const { prefix } = options;
+  const started = prefix?.started;
+  if (started !== undefined && started.template !== prefix!.template)
+    throw new Error(`zip writer: a copy of ${started.template} started for ${prefix!.template}`);
+  const temporary = started?.temporary ?? partialPathFor(output);
+  const input = await open(source, 'r').catch(async (err: unknown) => {
+    if (started !== undefined) await dropPrefixCopy(started);
+    throw err;
+  });
   const out = await openOutputFile(
     temporary,
     prefix === undefined
@@ -160,6 +173,7 @@ export async function createSignedZipWriter(
       : {
           template: prefix.template,
           bytes: prefix.entries.reduce((sum, entry) => sum + copiedSize(entry), 0),
+          ...(started === undefined ? {} : { copying: started.copying }),
         },
   ).catch(async (err: unknown) => {
     await input.close();
