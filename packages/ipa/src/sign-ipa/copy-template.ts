@@ -89,15 +89,17 @@ export function copyTemplate(
  * starts copying it before it opens the archive: opening, planning and keying the stretch took
  * 0.2-0.3 s of a 1 GB IPA's n-th sign, during which the kernel could already copy.
  *
- * `copy-ahead/<key>` in the cache folder names the stretch; the key is the input file's identity
- * on disk (device, inode, size, modification and change times, as the entry table's) and the
- * mode's own names (`modeKey`). The stretch it names is only a guess: the sign still keys its
- * stretch from the archive and takes the copy only when the two are the same file, else drops it.
+ * `copy-ahead/<mode>` in the cache folder (one note per mode, `modeKey` its names) holds the
+ * input file's identity on disk (device, inode, size, modification and change times, as the entry
+ * table's key) and the stretch's name. A source fetched afresh for each sign (from object storage)
+ * never matches, and replaces the note rather than adding one. The stretch it names is only a
+ * guess: the sign still keys its stretch from the archive and takes the copy only when the two
+ * are the same file, else drops it.
  */
 export interface CopyAhead {
-  /** The copy of the stretch last used for this file and mode, started now; undefined when none is named. */
+  /** The copy of the stretch last used for this file and mode, started now; undefined when none is noted. */
   start(output: string): Promise<StartedCopy | undefined>;
-  /** Names `template` as this file and mode's stretch (a cache that cannot be written only costs time). */
+  /** Notes `template` as this file and mode's stretch (a cache that cannot be written only costs time). */
   note(template: string): Promise<void>;
 }
 
@@ -111,23 +113,22 @@ export async function copyAhead(
 ): Promise<CopyAhead | undefined> {
   const file = await stat(input).catch(() => undefined);
   if (file === undefined) return undefined;
-  const key = createHash('sha256')
-    .update(JSON.stringify([FORMAT, file.dev, file.ino, file.size, file.mtimeMs, file.ctimeMs, modeKey]))
-    .digest('hex');
+  const sha256 = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+  const identity = sha256([FORMAT, file.dev, file.ino, file.size, file.mtimeMs, file.ctimeMs]);
   const folder = join(cacheDir, 'copy-ahead');
-  const pointer = join(folder, key);
+  const noteFile = join(folder, sha256([FORMAT, modeKey]));
   return {
     async start(output) {
-      const named = await readFile(pointer, 'utf8').catch(() => '');
-      if (!STRETCH_NAME.test(named)) return undefined;
+      const [noted, named] = (await readFile(noteFile, 'utf8').catch(() => '')).split('\n');
+      if (noted !== identity || named === undefined || !STRETCH_NAME.test(named)) return undefined;
       return startPrefixCopy(join(cacheDir, 'copies', named), output);
     },
     async note(template) {
-      const temporary = `${pointer}.${randomBytes(6).toString('hex')}.tmp`;
+      const temporary = `${noteFile}.${randomBytes(6).toString('hex')}.tmp`;
       try {
         await mkdir(folder, { recursive: true });
-        await writeFile(temporary, basename(template));
-        await rename(temporary, pointer);
+        await writeFile(temporary, `${identity}\n${basename(template)}`);
+        await rename(temporary, noteFile);
       } catch {
         await rm(temporary, { force: true });
       }

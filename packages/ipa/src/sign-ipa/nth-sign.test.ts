@@ -272,19 +272,28 @@ describe.skipIf(skip)('the n-th sign of a version', () => {
     const notes = readdirSync(path.join(cacheDir, 'copy-ahead'));
     expect(notes).toHaveLength(1);
     const note = path.join(cacheDir, 'copy-ahead', notes[0]!);
-    expect(readFileSync(note, 'utf8')).toBe(stretch);
+    const [identity, named] = readFileSync(note, 'utf8').split('\n');
+    expect(named).toBe(stretch);
 
     // From the copy started ahead: a sign in full's bytes.
     const inFull = sha256(await signWith(a, profiles[2]!, undefined));
     expect(sha256(await signWith(a, profiles[2]!, cacheDir))).toBe(inFull);
     // A note naming a stretch that is gone, or a path: the stretch found is used, and noted again.
-    for (const named of [`${'0'.repeat(64)}.zip-prefix`, '../../../etc/passwd']) {
-      writeFileSync(note, named);
+    for (const wrong of [`${'0'.repeat(64)}.zip-prefix`, '../../../etc/passwd']) {
+      writeFileSync(note, `${identity}\n${wrong}`);
       const output = await signWith(a, profiles[2]!, cacheDir);
       expect(sha256(output)).toBe(inFull);
       await expectVerifies(output, pki, profiles[2]!);
-      expect(readFileSync(note, 'utf8')).toBe(stretch);
+      expect(readFileSync(note, 'utf8')).toBe(`${identity}\n${stretch}`);
     }
+    // A source copied afresh for each sign (object storage) replaces the mode's one note.
+    for (let copy = 0; copy < 2; copy++) {
+      const fresh = path.join(dir, `fresh-${copy}.ipa`);
+      writeFileSync(fresh, readFileSync(input));
+      expect(sha256(await signWith(a, profiles[2]!, cacheDir, fresh))).toBe(inFull);
+    }
+    expect(readdirSync(path.join(cacheDir, 'copy-ahead'))).toEqual(notes);
+    expect(readFileSync(note, 'utf8').split('\n')[0]).not.toBe(identity);
 
     // A sign that fails after the copy started leaves no partial output behind.
     const failed = path.join(dir, 'failed-ahead');
