@@ -9,6 +9,9 @@ export default defineConfig({
     // Two files at a time, each with its own server and Chromium: much of a browser test is waiting
     // for a page or a server's answer, which the other file's work fills.
     maxWorkers: 2,
+    // A worker's files share one module graph: the server's and the doubles' modules load once per
+    // worker, not once per file. Each file still starts its own server, stores and browser.
+    isolate: false,
     testTimeout: 180_000,
     // A page that waits for a lazily loaded part and an answer can take more than a second on a
     // busy machine; a poll that succeeds returns at once, so only failures wait this long.
