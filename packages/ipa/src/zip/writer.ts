@@ -159,8 +159,10 @@ export async function createSignedZipWriter(
 ): Promise<SignedZipWriter> {
   const { prefix } = options;
   const started = prefix?.started;
-  if (started !== undefined && started.template !== prefix!.template)
+  if (started !== undefined && started.template !== prefix!.template) {
+    await dropPrefixCopy(started);
     throw new Error(`zip writer: a copy of ${started.template} started for ${prefix!.template}`);
+  }
   const temporary = started?.temporary ?? partialPathFor(output);
   const input = await open(source, 'r').catch(async (err: unknown) => {
     if (started !== undefined) await dropPrefixCopy(started);
