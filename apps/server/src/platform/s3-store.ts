@@ -1,3 +1,8 @@
+/**
+ * The S3-compatible store (STORAGE_URL=s3://...), in a module of its own so that a server on local
+ * disk never loads the AWS SDK (createFileStore in open-store.ts imports this only for an S3 URL).
+ */
+
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
@@ -13,11 +18,6 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { failWith } from './errors.js';
 import { isConnectionFailure } from './faults.js';
 import { checkKey, contentDisposition, isSafeKey, type FileStore, type S3Location } from './storage.js';
-
-/**
- * The S3-compatible store (STORAGE_URL=s3://...), in a module of its own so that a server on local
- * disk never loads the AWS SDK (createFileStore in open-store.ts imports this only for an S3 URL).
- */
 
 const PART_SIZE_BYTES = 16 * 1024 * 1024;
 
