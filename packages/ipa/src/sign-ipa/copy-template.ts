@@ -16,6 +16,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { copyFile, mkdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { versionKey } from '../digest/index.js';
+import { fileIdentity } from '../zip/entry-table.js';
 import type { ZipEntry } from '../zip/index.js';
 import { startPrefixCopy, type StartedCopy } from '../zip/output-file.js';
 
@@ -90,11 +91,10 @@ export function copyTemplate(
  * 0.2-0.3 s of a 1 GB IPA's n-th sign, during which the kernel could already copy.
  *
  * `copy-ahead/<mode>` in the cache folder (one note per mode, `modeKey` its names) holds the
- * input file's identity on disk (device, inode, size, modification and change times, as the entry
- * table's key) and the stretch's name. A source fetched afresh for each sign (from object storage)
- * never matches, and replaces the note rather than adding one. The stretch it names is only a
- * guess: the sign still keys its stretch from the archive and takes the copy only when the two
- * are the same file, else drops it.
+ * input file's identity on disk (fileIdentity, zip/entry-table.ts) and the stretch's name. A
+ * source fetched afresh for each sign (from object storage) never matches, and replaces the note
+ * rather than adding one. The stretch it names is only a guess: the sign still keys its stretch
+ * from the archive and takes the copy only when the two are the same file, else drops it.
  */
 export interface CopyAhead {
   /** The copy of the stretch last used for this file and mode, started now; undefined when none is noted. */
@@ -114,7 +114,7 @@ export async function copyAhead(
   const file = await stat(input).catch(() => undefined);
   if (file === undefined) return undefined;
   const sha256 = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
-  const identity = sha256([FORMAT, file.dev, file.ino, file.size, file.mtimeMs, file.ctimeMs]);
+  const identity = sha256([FORMAT, ...fileIdentity(file)]);
   const folder = join(cacheDir, 'copy-ahead');
   const noteFile = join(folder, sha256([FORMAT, modeKey]));
   return {

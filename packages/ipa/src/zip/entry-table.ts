@@ -60,10 +60,23 @@ type Row = [
 const DIRECTORY = 1;
 const SYMLINK = 2;
 
+/**
+ * A file's identity on disk: device, inode, size, modification and change times. A file written
+ * again or replaced has another; what is kept for a file (its table here, the stretch to copy
+ * ahead in sign-ipa/copy-template.ts) is keyed by it.
+ */
+export const fileIdentity = (file: Stats): number[] => [
+  file.dev,
+  file.ino,
+  file.size,
+  file.mtimeMs,
+  file.ctimeMs,
+];
+
 /** The file name of this file's table: its identity on disk and the limits it was checked against. */
 export function tableKey(file: Stats, limits: ZipLimits): string {
   return createHash('sha256')
-    .update(JSON.stringify([FORMAT, file.dev, file.ino, file.size, file.mtimeMs, file.ctimeMs, limits]))
+    .update(JSON.stringify([FORMAT, ...fileIdentity(file), limits]))
     .digest('hex');
 }
 
